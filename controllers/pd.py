@@ -1,0 +1,56 @@
+"""The joint PD law, in two equivalent forms.
+
+    tau = clamp(kp * (q_target - q) - kd * qd, -tau_max, tau_max)      (+ gravity compensation)
+
+``pd_torque`` is the batched torch form: hardware effort interfaces and tests evaluate it.
+``realize_pd_in_model`` writes the same law into the MJCF's joint actuators as an affine
+actuator (gain kp on the control, bias -kp q - kd qd), so that MuJoCo evaluates it inside every
+physics step, in C, for all envs at once; the control is then the target position. With the
+implicit-fast integrator the damping term is integrated implicitly, which keeps stiff gains
+stable at the 2 ms physics step. Gravity compensation is the model's (``actuatorgravcomp``)
+and counts against the same torque limit, as on a torque-controlled arm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import mujoco
+import torch
+
+
+def pd_torque(
+    q: torch.Tensor,
+    qd: torch.Tensor,
+    q_target: torch.Tensor,
+    kp: torch.Tensor,
+    kd: torch.Tensor,
+    tau_max: torch.Tensor,
+) -> torch.Tensor:
+    """Joint torques (..., n) of the PD law; every argument broadcasts to (..., n)."""
+    tau = kp * (q_target - q) - kd * qd
+    return torch.maximum(torch.minimum(tau, tau_max), -tau_max)
+
+
+def realize_pd_in_model(
+    spec: mujoco.MjSpec,
+    actuators: Sequence[str],
+    kp: Sequence[float],
+    kd: Sequence[float],
+    q_min: Sequence[float],
+    q_max: Sequence[float],
+    tau_max: Sequence[float],
+) -> None:
+    """Turn torque actuators into the PD law above; their control becomes the target position."""
+    for name, p, d, lo, hi, t in zip(actuators, kp, kd, q_min, q_max, tau_max, strict=True):
+        act = spec.actuator(name)
+        act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
+        act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+        act.gainprm[:3] = [p, 0.0, 0.0]
+        act.biasprm[:3] = [0.0, -p, -d]
+        act.gear[0] = 1.0
+        act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
+        act.ctrlrange = [lo, hi]
+        act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+        act.forcerange = [-t, t]
+

@@ -1,0 +1,14 @@
+"""robot_rl: sim-to-real reinforcement learning for robot arms.
+
+Subpackages: ``robot_rl.sim`` (batched MuJoCo simulation, robots, tasks),
+``robot_rl.controllers`` (action spaces, controllers), ``robot_rl.hardware`` (robot interfaces).
+Importing ``robot_rl`` registers the gymnasium environments (``robot_rl/Reach-v0`` ...).
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from robot_rl import gym_registration as _gym_registration  # noqa: E402
+
+_gym_registration.register_all()

@@ -1,0 +1,276 @@
+"""BatchedEnv: many simulations of one task, stepped together, torch in and torch out.
+
+    env = make_env("push", num_envs=64)
+    obs = env.reset(seed=0)                                   # (E, obs_dim) float32
+    obs, reward, cost, terminated, truncated, info = env.step(action)   # action (E, act_dim)
+
+Finished envs reset automatically inside ``step``; ``info["final_obs"]`` holds every env's
+observation before any reset (equal to ``obs`` where the env did not finish), so off-policy
+learners bootstrap time-outs correctly. ``info`` also carries per-term reward and cost
+breakdowns, success flags, divergence and invalid-action flags, and episode statistics of the
+envs that finished.
+
+The step path has no per-env Python loop: physics runs in the backend (C threads or GPU
+kernels); actions, observations, rewards, costs and resets are batched tensor operations.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import torch
+
+from robot_rl.controllers import make_action_space
+from robot_rl.errors import ConfigError
+from robot_rl.sim.backends import make_backend
+from robot_rl.sim.randomization import DomainRandomizer
+from robot_rl.sim.robots import RobotSpec, compile_spec, get_robot
+from robot_rl.sim.state import Limits, SimState
+from robot_rl.sim.tasks import get_task
+from robot_rl.sim.tasks.base import SafetyCostConfig, TaskConfig
+
+
+class BatchedEnv:
+    """``num_envs`` simulations of one task (see module docstring)."""
+
+    def __init__(self, cfg: TaskConfig, num_envs: int, backend: str = "cpu",
+                 device: str | torch.device = "cpu", *, seed: int = 0,
+                 nthread: int | None = None):
+        if not isinstance(num_envs, int) or num_envs <= 0:
+            raise ConfigError(f"num_envs must be a positive integer, got {num_envs!r}")
+        cfg.validate()
+        self.cfg = cfg
+        self.task = get_task(cfg.name)
+        self.robot: RobotSpec = get_robot(cfg.robot)
+        self.num_envs = num_envs
+        self.action_space = make_action_space(cfg.action, self.robot)
+
+        spec = self.task.build_scene(self.robot, cfg)
+        self.action_space.configure(spec)
+        self.model = compile_spec(spec, f"task {cfg.name!r} with robot {cfg.robot!r}")
+        self.robot.validate(self.model)
+
+        self.backend = make_backend(backend, self.model, num_envs, nthread=nthread)
+        self.device = torch.device(device)
+        if self.device != self.backend.device:
+            raise ConfigError(f"backend {backend!r} runs on {self.backend.device}; "
+                              f"device={str(self.device)!r} is not supported with it")
+        dev, dtype = self.backend.device, self.backend.dtype
+        self.action_space.bind(self.model, dev, dtype)
+        self.act_dim = self.action_space.dim
+        self._ctrl_ids = torch.tensor(self.action_space.actuator_ids, dtype=torch.long, device=dev)
+        self._hold_gripper = self._closed_gripper_actuator()
+
+        limits = _limits(self.robot, cfg.safety, self.model, dev, dtype)
+        self.state = SimState(self.backend, self.robot, limits, self.act_dim)
+        for name, width in self.task.buffers.items():
+            self.state.buffers[name] = torch.zeros(num_envs, width, device=dev, dtype=dtype)
+        self.randomizer = DomainRandomizer(
+            cfg.dr, self.backend, robot_bodies=_robot_bodies(self.model, self.robot),
+            robot_dofs=[int(self.model.joint(j).dofadr[0]) for j in self.robot.joint_names],
+            robot_actuators=self.action_space.actuator_ids[: self.robot.num_joints])
+
+        E, A = num_envs, self.act_dim
+        self._arange = torch.arange(E, device=dev)
+        self._last_valid = torch.zeros(E, A, device=dev)
+        self._delay_max = cfg.dr.action_delay_max
+        self._history = torch.zeros(self._delay_max + 1, E, A, device=dev)
+        self._head = 0
+        self._delay = torch.zeros(E, dtype=torch.long, device=dev)
+        self._ep_return = torch.zeros(E, device=dev)
+        self._ep_cost = torch.zeros(E, device=dev)
+        self._ep_success = torch.zeros(E, dtype=torch.bool, device=dev)
+        self.invalid_action_count = torch.zeros(E, dtype=torch.long, device=dev)
+        """Per-env number of steps whose action had NaN/inf entries (held, never applied)."""
+        self.diverged_count = torch.zeros(E, dtype=torch.long, device=dev)
+        """Per-env number of physics divergences caught by the guard."""
+        self._reward_fns = [(n, f, cfg.reward_weights.get(n, 0.0))
+                            for n, f in self.task.rewards.items()]
+        unknown = set(cfg.reward_weights) - set(self.task.rewards)
+        if unknown:
+            raise ConfigError(f"reward_weights names unknown terms {sorted(unknown)}; "
+                              f"terms of {cfg.name!r}: {sorted(self.task.rewards)}")
+        self.gen = torch.Generator(device=dev)
+        self.gen.manual_seed(seed)
+        self._reset_envs(self._arange)
+        self.obs_layout = [(n, int(f(self.state, cfg).shape[1]))
+                           for n, f in self.task.observations.items()]
+        """(name, width) of each observation term, in order."""
+        self.obs_dim = sum(w for _, w in self.obs_layout)
+
+    # -- public API ------------------------------------------------------------------------
+
+    @property
+    def control_dt(self) -> float:
+        return self.cfg.control_dt
+
+    def reset(self, seed: int | None = None) -> torch.Tensor:
+        """Reset every env (reseeding the env's generator if ``seed`` is given); (E, obs_dim)."""
+        if seed is not None:
+            self.gen.manual_seed(seed)
+        self._reset_envs(self._arange)
+        return self._observe()
+
+    def step(self, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
+                                                  torch.Tensor, torch.Tensor, dict]:
+        """Advance all envs by one control step; see the module docstring for the outputs."""
+        action = self._check_action(action)
+        state, cfg = self.state, self.cfg
+        valid = torch.isfinite(action).all(dim=1)
+        action = torch.where(valid[:, None], action, self._last_valid).clamp(-1.0, 1.0)
+        self._last_valid = action
+        self.invalid_action_count += ~valid
+        applied = self._delayed(action)
+
+        state.backend.ctrl[:, self._ctrl_ids] = self.action_space(applied, state.joint_pos)
+        state.prev_action = state.action
+        state.action = applied
+        self.backend.step(cfg.decimation)
+        state.episode_step += 1
+
+        diverged = self.backend.unstable() | ~(state.qvel.abs() <= cfg.guard_max_qvel).all(dim=1)
+        obs = self._observe()
+        reward_terms = {n: f(state, cfg) * w for n, f, w in self._reward_fns}
+        cost_terms = {n: f(state, cfg) for n, f in self.task.costs.items()}
+        reward = torch.stack(list(reward_terms.values())).sum(dim=0).float()
+        cost = torch.stack(list(cost_terms.values())).sum(dim=0).float()
+        success = self.task.success(state, cfg)
+        terminated = success if cfg.terminate_on_success else torch.zeros_like(success)
+        if self.task.terminated is not None:
+            terminated = terminated | self.task.terminated(state, cfg)
+        truncated = (state.episode_step >= cfg.episode_length) | diverged
+        if bool(diverged.any()):
+            obs = torch.nan_to_num(obs, nan=0.0, posinf=0.0, neginf=0.0)
+            reward = torch.where(diverged, 0.0, reward)
+            cost = torch.where(diverged, 0.0, cost)
+            terminated = terminated & ~diverged
+            self.diverged_count += diverged
+
+        self._ep_return += reward
+        self._ep_cost += cost
+        self._ep_success |= success
+        info: dict = {
+            "final_obs": obs,
+            "reward_terms": reward_terms,
+            "cost_terms": cost_terms,
+            "success": success,
+            "diverged": diverged,
+            "invalid_action": ~valid,
+        }
+        done = terminated | truncated
+        if bool(done.any()):
+            ids = done.nonzero().squeeze(1)
+            info["episode"] = {
+                "return": self._ep_return.clone(),
+                "cost": self._ep_cost.clone(),
+                "length": state.episode_step.clone(),
+                "success": self._ep_success.clone(),
+                "done": done,
+            }
+            self._reset_envs(ids)
+            obs = torch.where(done[:, None], self._observe(), obs)
+        return obs, reward, cost, terminated, truncated, info
+
+    def expert_action(self) -> torch.Tensor:
+        """(E, act_dim) action of the task's scripted expert at the current state."""
+        return self.task.expert(self.state, self.cfg).clamp(-1.0, 1.0)
+
+    def random_action(self) -> torch.Tensor:
+        """(E, act_dim) uniform random actions from the env's generator."""
+        u = torch.rand(self.num_envs, self.act_dim, generator=self.gen, device=self.device)
+        return 2.0 * u - 1.0
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _check_action(self, action: torch.Tensor) -> torch.Tensor:
+        if not isinstance(action, torch.Tensor):
+            action = torch.as_tensor(np.asarray(action), dtype=torch.float32)
+        if action.shape != (self.num_envs, self.act_dim):
+            raise ConfigError(f"action must have shape ({self.num_envs}, {self.act_dim}) "
+                              f"(num_envs, act_dim), got {tuple(action.shape)}")
+        return action.to(device=self.device, dtype=torch.float32)
+
+    def _delayed(self, action: torch.Tensor) -> torch.Tensor:
+        """The action each env applies now: its own, or one from up to ``delay`` steps ago."""
+        if self._delay_max == 0:
+            return action
+        n = self._delay_max + 1
+        self._head = (self._head + 1) % n
+        self._history[self._head] = action
+        return self._history[(self._head - self._delay) % n, self._arange]
+
+    def _observe(self) -> torch.Tensor:
+        obs = torch.cat([f(self.state, self.cfg) for f in self.task.observations.values()],
+                        dim=1).float()
+        std = self.cfg.dr.obs_noise_std
+        if std > 0:
+            obs = obs + std * torch.randn(obs.shape, generator=self.gen, device=obs.device)
+        return obs
+
+    def _reset_envs(self, ids: torch.Tensor) -> None:
+        """Reset the envs ``ids`` (LongTensor): physics, parameters, robot pose, task state."""
+        s, cfg, n = self.state, self.cfg, len(ids)
+        self.backend.reset(ids)
+        self.randomizer.apply(ids, self.gen)
+        lim = s.limits
+        u = torch.rand((n, lim.home.shape[0]), generator=self.gen, device=s.device, dtype=s.dtype)
+        q = (lim.home + cfg.init_joint_noise * (2.0 * u - 1.0)).clamp(lim.q_min, lim.q_max)
+        s.set_joint_pos(ids, q)
+        zero = torch.zeros(n, self.act_dim, device=s.device)
+        s.backend.ctrl[ids[:, None], self._ctrl_ids[None, :]] = self.action_space(zero, q)
+        if self._hold_gripper is not None:
+            act_id, closed = self._hold_gripper
+            s.backend.ctrl[ids, act_id] = closed
+        self.task.reset(s, ids, cfg, self.gen)
+        self.backend.forward(ids)
+        s.episode_step[ids] = 0
+        s.action[ids] = 0.0
+        s.prev_action[ids] = 0.0
+        self._last_valid[ids] = 0.0
+        self._history[:, ids] = 0.0
+        if self._delay_max > 0:
+            self._delay[ids] = torch.randint(0, self._delay_max + 1, (n,), generator=self.gen,
+                                             device=s.device)
+        self._ep_return[ids] = 0.0
+        self._ep_cost[ids] = 0.0
+        self._ep_success[ids] = False
+
+    def _closed_gripper_actuator(self) -> tuple[int, float] | None:
+        """(actuator id, closed control) when the robot has a gripper the actions don't drive."""
+        g = self.robot.gripper
+        if g is None or self.action_space.has_gripper:
+            return None
+        return self.model.actuator(g.actuator).id, g.closed_ctrl
+
+    def __repr__(self) -> str:
+        return (f"BatchedEnv(task={self.cfg.name!r}, robot={self.cfg.robot!r}, "
+                f"num_envs={self.num_envs}, obs_dim={self.obs_dim}, act_dim={self.act_dim}, "
+                f"control_hz={1.0 / self.control_dt:g})")
+
+
+def _robot_bodies(model: mujoco.MjModel, robot: RobotSpec) -> list[int]:
+    """Bodies of the robot's kinematic tree (those whose root is the robot's root body)."""
+    root = model.body(robot.root_body).id
+    return [b for b in range(1, model.nbody) if model.body_rootid[b] == root]
+
+
+def _limits(robot: RobotSpec, safety: SafetyCostConfig, model: mujoco.MjModel,
+            device: torch.device, dtype: torch.dtype) -> Limits:
+    def t(x: object) -> torch.Tensor:
+        return torch.as_tensor(np.asarray(x, dtype=np.float64), dtype=dtype, device=device)
+
+    q_min, q_max = np.asarray(robot.q_min), np.asarray(robot.q_max)
+    ws_lo, ws_hi = np.asarray(safety.workspace_lo), np.asarray(safety.workspace_hi)
+    data = mujoco.MjData(model)
+    for name, q in zip(robot.joint_names, robot.home, strict=True):
+        data.qpos[model.joint(name).qposadr[0]] = q
+    mujoco.mj_kinematics(model, data)
+    return Limits(
+        home=t(robot.home), q_min=t(q_min), q_max=t(q_max), qd_max=t(robot.qd_max),
+        q_soft_mid=t((q_min + q_max) / 2),
+        q_soft_half=t((q_max - q_min) / 2 - safety.joint_limit_margin),
+        qd_soft=t(np.asarray(robot.qd_max) * safety.velocity_fraction),
+        ws_mid=t((ws_lo + ws_hi) / 2), ws_half=t((ws_hi - ws_lo) / 2),
+        table_force_sq=safety.table_force_limit ** 2,
+        ee_home_rot=t(data.site(robot.ee_site).xmat.reshape(3, 3)),
+    )

@@ -1,0 +1,38 @@
+"""The built-in 7-DoF arm (Panda-like figures) with its parallel gripper."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from robot_rl.sim.robots.spec import GripperSpec, RobotSpec
+
+ASSETS = Path(__file__).parent / "assets"
+
+ARM7_JOINTS = tuple(f"joint{i}" for i in range(1, 8))
+
+
+def arm7() -> RobotSpec:
+    """7-DoF torque-driven arm: Panda kinematics, masses and limits, primitives only."""
+    return RobotSpec(
+        name="arm7",
+        mjcf=ASSETS / "arm7.xml",
+        root_body="link0",
+        joint_names=ARM7_JOINTS,
+        actuator_names=ARM7_JOINTS,
+        ee_site="ee",
+        home=(0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785),
+        q_min=(-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973),
+        q_max=(2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973),
+        qd_max=(2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61),
+        tau_max=(87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0),
+        # Franka's joint-impedance example gains.
+        kp=(600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0),
+        kd=(50.0, 50.0, 50.0, 20.0, 20.0, 20.0, 10.0),
+        gripper=GripperSpec(
+            actuator="gripper",
+            joints=("finger_left", "finger_right"),
+            pads=("finger_left", "finger_right"),
+            open_ctrl=0.04,
+            closed_ctrl=0.0,
+        ),
+    )

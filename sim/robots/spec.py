@@ -1,0 +1,226 @@
+"""RobotSpec: everything the tasks, controllers and shield need to know about an arm.
+
+Tasks are written against a RobotSpec, never against one robot. The built-in arm is one
+spec (see ``robot_rl.sim.robots.builtin``); a user's own MJCF plugs in through the same class:
+
+    from robot_rl.sim.robots import RobotSpec, register_robot
+    register_robot("myarm", lambda: RobotSpec.from_mjcf("myarm.xml", name="myarm",
+        joint_names=("j1", "j2", ...), ee_site="tool", qd_max=(2.0, ...), home=(0.0, ...)))
+
+The MJCF holds one arm (no floor or table): its root body is attached to the scene's mount
+point. Arm actuators must be torque actuators (``motor``/``general``) on the arm joints, one
+per joint; controllers re-express them as needed (see ``robot_rl.controllers``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from robot_rl.errors import ConfigError, ModelError
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GripperSpec:
+    """A parallel gripper driven by one position actuator."""
+
+    actuator: str
+    """Name of the position actuator that drives the fingers."""
+    joints: tuple[str, ...]
+    """Finger joints (slide), for observations."""
+    pads: tuple[str, ...]
+    """Finger bodies, for grasp (contact) sensing."""
+    open_ctrl: float
+    """Actuator control that opens the gripper fully."""
+    closed_ctrl: float
+    """Actuator control that closes the gripper fully."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RobotSpec:
+    """Description of one arm: model file, joints, limits, home pose, end effector, gripper.
+
+    All per-joint tuples have one entry per arm joint, in ``joint_names`` order.
+    """
+
+    name: str
+    """Registry name of the robot."""
+    mjcf: Path
+    """Path of the arm's MJCF file (the arm only, no scene)."""
+    root_body: str
+    """Root body of the arm, attached to the scene's mount point."""
+    joint_names: tuple[str, ...]
+    """Arm joints (hinge or slide), in the order used by actions and observations."""
+    actuator_names: tuple[str, ...]
+    """Torque actuator of each arm joint, same order as ``joint_names``."""
+    ee_site: str
+    """Site at the end effector (tool centre point)."""
+    home: tuple[float, ...]
+    """Home joint configuration [rad]."""
+    q_min: tuple[float, ...]
+    """Lower joint position limits [rad]."""
+    q_max: tuple[float, ...]
+    """Upper joint position limits [rad]."""
+    qd_max: tuple[float, ...]
+    """Joint velocity limits [rad/s]."""
+    tau_max: tuple[float, ...]
+    """Joint torque limits [Nm]."""
+    kp: tuple[float, ...]
+    """Default joint stiffness for the joint PD law [Nm/rad]."""
+    kd: tuple[float, ...]
+    """Default joint damping for the joint PD law [Nm s/rad]."""
+    gripper: GripperSpec | None = None
+    """The gripper, if the arm has one."""
+
+    @property
+    def num_joints(self) -> int:
+        return len(self.joint_names)
+
+    def __post_init__(self) -> None:
+        n = len(self.joint_names)
+        for field in ("actuator_names", "home", "q_min", "q_max", "qd_max", "tau_max", "kp", "kd"):
+            value = getattr(self, field)
+            if len(value) != n:
+                raise ConfigError(
+                    f"robot {self.name!r}: {field} has {len(value)} entries, expected {n} "
+                    f"(one per joint in joint_names)"
+                )
+        lo, hi, home = (np.asarray(x) for x in (self.q_min, self.q_max, self.home))
+        if np.any(lo >= hi):
+            raise ConfigError(f"robot {self.name!r}: q_min must be below q_max for every joint")
+        if np.any(home < lo) or np.any(home > hi):
+            raise ConfigError(f"robot {self.name!r}: home pose is outside the joint limits")
+        if min(self.qd_max) <= 0 or min(self.tau_max) <= 0:
+            raise ConfigError(f"robot {self.name!r}: qd_max and tau_max must be positive")
+
+    def load_spec(self) -> mujoco.MjSpec:
+        """Parse the MJCF into an MjSpec, with errors naming the file."""
+        return load_mjcf(self.mjcf)
+
+    def validate(self, model: mujoco.MjModel) -> None:
+        """Check that every name in the spec exists in a compiled model."""
+        checks: list[tuple[mujoco.mjtObj, Sequence[str], str]] = [
+            (mujoco.mjtObj.mjOBJ_JOINT, self.joint_names, "joint"),
+            (mujoco.mjtObj.mjOBJ_ACTUATOR, self.actuator_names, "actuator"),
+            (mujoco.mjtObj.mjOBJ_SITE, (self.ee_site,), "site"),
+            (mujoco.mjtObj.mjOBJ_BODY, (self.root_body,), "body"),
+        ]
+        if self.gripper is not None:
+            checks += [
+                (mujoco.mjtObj.mjOBJ_ACTUATOR, (self.gripper.actuator,), "actuator"),
+                (mujoco.mjtObj.mjOBJ_JOINT, self.gripper.joints, "joint"),
+                (mujoco.mjtObj.mjOBJ_BODY, self.gripper.pads, "body"),
+            ]
+        for obj, names, kind in checks:
+            for name in names:
+                if mujoco.mj_name2id(model, obj, name) < 0:
+                    raise ModelError(f"{self.mjcf}: robot {self.name!r} names {kind} {name!r}, "
+                                     f"which the MJCF does not define")
+        for jname, aname in zip(self.joint_names, self.actuator_names, strict=True):
+            act = model.actuator(aname)
+            if act.trntype[0] != mujoco.mjtTrn.mjTRN_JOINT or act.trnid[0] != model.joint(jname).id:
+                raise ModelError(f"{self.mjcf}: actuator {aname!r} must drive joint {jname!r}")
+
+    @classmethod
+    def from_mjcf(
+        cls,
+        path: str | Path,
+        *,
+        name: str,
+        joint_names: Sequence[str],
+        ee_site: str,
+        qd_max: Sequence[float],
+        home: Sequence[float] | None = None,
+        kp: Sequence[float] | None = None,
+        kd: Sequence[float] | None = None,
+        actuator_names: Sequence[str] | None = None,
+        gripper: GripperSpec | None = None,
+    ) -> RobotSpec:
+        """Build a spec from a user's MJCF, reading position and torque limits from it.
+
+        Position limits come from the joints' ``range``; torque limits from the joint's
+        ``actuatorfrcrange`` or else the actuator's ``forcerange``/``ctrlrange``. The root
+        body is the first body under the worldbody. Actuators default to the ones that drive
+        each joint. Gains default to a stiffness that settles in ~0.1 s for each joint's
+        torque limit (kp = tau_max / 0.2 rad, kd = kp / 10).
+        """
+        path = Path(path)
+        spec_probe = load_mjcf(path)
+        model = compile_spec(spec_probe, path)
+        ids = [_require(model, mujoco.mjtObj.mjOBJ_JOINT, j, path) for j in joint_names]
+        if actuator_names is None:
+            actuator_names = [_actuator_of(model, jid, path) for jid in ids]
+        q_min, q_max, tau = [], [], []
+        for jid, aname in zip(ids, actuator_names, strict=True):
+            if not model.jnt_limited[jid]:
+                raise ModelError(f"{path}: joint {model.joint(jid).name!r} needs a range")
+            q_min.append(float(model.jnt_range[jid, 0]))
+            q_max.append(float(model.jnt_range[jid, 1]))
+            tau.append(_torque_limit(model, jid, aname, path))
+        tau_t = tuple(tau)
+        kp_t = tuple(kp) if kp is not None else tuple(t / 0.2 for t in tau_t)
+        kd_t = tuple(kd) if kd is not None else tuple(k / 10.0 for k in kp_t)
+        home_t = tuple(home) if home is not None else tuple((a + b) / 2 for a, b in zip(q_min, q_max))
+        root = spec_probe.worldbody.first_body()
+        if root is None:
+            raise ModelError(f"{path}: the MJCF has no body under <worldbody>")
+        return cls(
+            name=name, mjcf=path, root_body=root.name, joint_names=tuple(joint_names),
+            actuator_names=tuple(actuator_names), ee_site=ee_site, home=home_t,
+            q_min=tuple(q_min), q_max=tuple(q_max), qd_max=tuple(qd_max), tau_max=tau_t,
+            kp=kp_t, kd=kd_t, gripper=gripper,
+        )
+
+
+
+def load_mjcf(path: str | Path) -> mujoco.MjSpec:
+    """Parse an MJCF file; a missing or malformed file raises ModelError naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise ModelError(f"MJCF file not found: {path}")
+    try:
+        return mujoco.MjSpec.from_file(str(path))
+    except ValueError as e:
+        raise ModelError(f"{path}: {_one_line(e)}") from None
+
+
+def compile_spec(spec: mujoco.MjSpec, source: str | Path) -> mujoco.MjModel:
+    """Compile an MjSpec; MuJoCo's compiler errors raise ModelError naming the source."""
+    try:
+        return spec.compile()
+    except ValueError as e:
+        raise ModelError(f"{source}: {_one_line(e)}") from None
+
+
+def _one_line(err: Exception) -> str:
+    return " ".join(line.strip() for line in str(err).splitlines() if line.strip())
+
+
+def _require(model: mujoco.MjModel, obj: mujoco.mjtObj, name: str, path: Path) -> int:
+    idx = mujoco.mj_name2id(model, obj, name)
+    if idx < 0:
+        raise ModelError(f"{path}: no {obj.name[6:].lower()} named {name!r}")
+    return idx
+
+
+def _actuator_of(model: mujoco.MjModel, jid: int, path: Path) -> str:
+    for a in range(model.nu):
+        if model.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT and model.actuator_trnid[a, 0] == jid:
+            return model.actuator(a).name
+    raise ModelError(f"{path}: joint {model.joint(jid).name!r} has no actuator")
+
+
+def _torque_limit(model: mujoco.MjModel, jid: int, aname: str, path: Path) -> float:
+    if model.jnt_actfrclimited[jid]:
+        return float(np.max(np.abs(model.jnt_actfrcrange[jid])))
+    a = model.actuator(aname)
+    if model.actuator_forcelimited[a.id]:
+        return float(np.max(np.abs(a.forcerange)))
+    if model.actuator_ctrllimited[a.id]:
+        return float(np.max(np.abs(a.ctrlrange)) * abs(a.gear[0]))
+    raise ModelError(f"{path}: actuator {aname!r} has no force or control range to take "
+                     f"a torque limit from")

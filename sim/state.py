@@ -1,0 +1,150 @@
+"""SimState: the batched view of the simulation that task functions read and write.
+
+Task terms are pure functions ``(state, cfg) -> Tensor[E]``; they read joint state, sensors
+and task buffers from here. Tensors are live views of the backend's state (no copies on the
+step path), batch first, in the backend's dtype (float64 on CPU, float32 on Warp).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import mujoco
+import torch
+
+from robot_rl.sim.backends.base import Backend
+from robot_rl.sim.robots import RobotSpec
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Robot limits and safety thresholds as tensors, precomputed once per env.
+
+    Bounds are stored as centre and half-width so a violation test is ``|x - mid| > half``.
+    """
+
+    home: torch.Tensor  # (n,)
+    q_min: torch.Tensor  # (n,)
+    q_max: torch.Tensor  # (n,)
+    qd_max: torch.Tensor  # (n,)
+    q_soft_mid: torch.Tensor  # (n,) centre of the joint range
+    q_soft_half: torch.Tensor  # (n,) half range minus the safety margin
+    qd_soft: torch.Tensor  # (n,) velocity threshold of the velocity cost
+    ws_mid: torch.Tensor  # (3,) workspace box centre
+    ws_half: torch.Tensor  # (3,) workspace box half extents
+    table_force_sq: float  # squared contact-force threshold [N^2]
+    ee_home_rot: torch.Tensor  # (3, 3) end-effector orientation at the home pose
+
+
+def _slice_or_index(ids: list[int]) -> slice | torch.Tensor:
+    """A slice when the indices are contiguous (a view), else an index tensor (a gather)."""
+    if ids and ids == list(range(ids[0], ids[0] + len(ids))):
+        return slice(ids[0], ids[0] + len(ids))
+    return torch.tensor(ids, dtype=torch.long)
+
+
+class SimState:
+    """Live batched views of one env's simulations (E = num_envs)."""
+
+    def __init__(self, backend: Backend, robot: RobotSpec, limits: Limits, act_dim: int):
+        model = backend.model
+        self.backend = backend
+        self.model = model
+        self.robot = robot
+        self.limits = limits
+        self.num_envs = backend.num_envs
+        self.device = backend.device
+        self.dtype = backend.dtype
+        E = self.num_envs
+        joints = [model.joint(j) for j in robot.joint_names]
+        self._jq = _slice_or_index([int(j.qposadr[0]) for j in joints])
+        self._jv = _slice_or_index([int(j.dofadr[0]) for j in joints])
+        self._gq: slice | torch.Tensor | None = None
+        if robot.gripper is not None:
+            self._gq = _slice_or_index(
+                [int(model.joint(j).qposadr[0]) for j in robot.gripper.joints])
+        self.sensors: dict[str, torch.Tensor] = {}
+        for i in range(model.nsensor):
+            s = model.sensor(i)
+            adr, dim = int(s.adr[0]), int(s.dim[0])
+            self.sensors[s.name] = backend.sensordata[:, adr:adr + dim]
+        self.buffers: dict[str, torch.Tensor] = {}
+        """Task-owned per-env tensors (targets, goals), (E, k) each."""
+        self.action = torch.zeros(E, act_dim, device=self.device)
+        """(E, A) action applied at the last step (after the NaN guard and the delay)."""
+        self.prev_action = torch.zeros(E, act_dim, device=self.device)
+        """(E, A) action applied at the step before."""
+        self.episode_step = torch.zeros(E, dtype=torch.long, device=self.device)
+        self._ee_body = int(model.site(robot.ee_site).bodyid[0])
+        self._jdofs = [int(j.dofadr[0]) for j in joints]
+
+    # -- joint state -----------------------------------------------------------------------
+
+    @property
+    def qpos(self) -> torch.Tensor:
+        """(E, nq) full generalized positions."""
+        return self.backend.qpos
+
+    @property
+    def qvel(self) -> torch.Tensor:
+        """(E, nv) full generalized velocities."""
+        return self.backend.qvel
+
+    @property
+    def ctrl(self) -> torch.Tensor:
+        """(E, nu) actuator controls."""
+        return self.backend.ctrl
+
+    @property
+    def joint_pos(self) -> torch.Tensor:
+        """(E, n) arm joint positions."""
+        return self.backend.qpos[:, self._jq]
+
+    @property
+    def joint_vel(self) -> torch.Tensor:
+        """(E, n) arm joint velocities."""
+        return self.backend.qvel[:, self._jv]
+
+    @property
+    def gripper_pos(self) -> torch.Tensor:
+        """(E, k) finger joint positions."""
+        if self._gq is None:
+            raise AttributeError(f"robot {self.robot.name!r} has no gripper")
+        return self.backend.qpos[:, self._gq]
+
+    # -- lookups for resets ----------------------------------------------------------------
+
+    def qpos_slice(self, joint: str) -> slice:
+        """Columns of ``qpos`` that hold one joint (7 for a free joint, 1 for a hinge)."""
+        j = self.model.joint(joint)
+        width = {mujoco.mjtJoint.mjJNT_FREE: 7, mujoco.mjtJoint.mjJNT_BALL: 4}.get(
+            mujoco.mjtJoint(int(j.type[0])), 1)
+        return slice(int(j.qposadr[0]), int(j.qposadr[0]) + width)
+
+    def qvel_slice(self, joint: str) -> slice:
+        """Columns of ``qvel`` that hold one joint (6 for a free joint, 1 for a hinge)."""
+        j = self.model.joint(joint)
+        width = {mujoco.mjtJoint.mjJNT_FREE: 6, mujoco.mjtJoint.mjJNT_BALL: 3}.get(
+            mujoco.mjtJoint(int(j.type[0])), 1)
+        return slice(int(j.dofadr[0]), int(j.dofadr[0]) + width)
+
+    def mocap_index(self, body: str) -> int:
+        """Row of ``backend.mocap_pos`` of a mocap body (task markers)."""
+        return int(self.model.body(body).mocapid[0])
+
+    def set_joint_pos(self, env_ids: torch.Tensor, q: torch.Tensor) -> None:
+        """Write arm joint positions (n_ids, n) of some envs."""
+        qpos = self.backend.qpos
+        if isinstance(self._jq, slice):
+            qpos[env_ids, self._jq] = q.to(qpos.dtype)
+        else:
+            qpos[env_ids[:, None], self._jq[None, :]] = q.to(qpos.dtype)
+
+    # -- kinematics ------------------------------------------------------------------------
+
+    def ee_jacobian(self) -> torch.Tensor:
+        """(E, 6, n) Jacobian of the end-effector site (linear rows, then angular) over the
+        arm joints, at the current state."""
+        jacp, jacr = self.backend.jacobian(self._ee_body, self.sensors["ee_pos"])
+        jac = torch.cat([jacp, jacr], dim=1)[:, :, self._jdofs]
+        return jac.to(device=self.device, dtype=self.dtype)

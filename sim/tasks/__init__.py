@@ -1,0 +1,55 @@
+"""Task registry: ``get_task(name)`` returns a TaskDef; ``make_task_config(name)`` a fresh config.
+
+Built-in tasks: reach, push, lift (on any RobotSpec) and pusher (gymnasium's Pusher-v5 model,
+dynamics, observation and reward in the batched env, for benchmarks and parity checks).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from robot_rl.errors import ConfigError, unknown_name
+from robot_rl.sim.tasks.base import SafetyCostConfig, TaskConfig, TaskDef
+
+_TASKS: dict[str, TaskDef] = {}
+
+
+def register_task(task: TaskDef, overwrite: bool = False) -> None:
+    """Add a task to the registry."""
+    if task.name in _TASKS and not overwrite:
+        raise ConfigError(f"task {task.name!r} is already registered (pass overwrite=True)")
+    _TASKS[task.name] = task
+
+
+def get_task(name: str) -> TaskDef:
+    if name not in _TASKS:
+        raise unknown_name("task", name, list(_TASKS))
+    return _TASKS[name]
+
+
+def list_tasks() -> list[str]:
+    return sorted(_TASKS)
+
+
+def make_task_config(name: str, **overrides: Any) -> TaskConfig:
+    """A fresh copy of a task's default config, with top-level fields overridden."""
+    cfg = get_task(name).make_config()
+    fields = {f.name for f in dataclasses.fields(cfg)}
+    bad = sorted(set(overrides) - fields)
+    if bad:
+        raise ConfigError(f"task {name!r} has no config field(s) {bad}; fields: {sorted(fields)}")
+    return dataclasses.replace(cfg, **overrides)
+
+
+def _register_builtins() -> None:
+    from robot_rl.sim.tasks import reach
+
+    for module in (reach,):
+        register_task(module.TASK)
+
+
+_register_builtins()
+
+__all__ = ["SafetyCostConfig", "TaskConfig", "TaskDef", "get_task", "list_tasks",
+           "make_task_config", "register_task"]

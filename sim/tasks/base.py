@@ -1,0 +1,106 @@
+"""What a task is: a config dataclass plus pure functions, bundled in a ``TaskDef``.
+
+    observations  name -> fn(state, cfg) -> (E, k)      concatenated in order into obs
+    rewards       name -> fn(state, cfg) -> (E,)        weighted by cfg.reward_weights[name]
+    costs         name -> fn(state, cfg) -> (E,)        >= 0, summed into the cost signal
+    success       fn(state, cfg) -> (E,) bool
+    terminated    fn(state, cfg) -> (E,) bool           (object dropped, ...)
+    reset         fn(state, env_ids, cfg, gen)          writes the reset state of env_ids
+    expert        fn(state, cfg) -> (E, A) in [-1, 1]   scripted policy for demos and tests
+    build_scene   fn(robot, cfg, action_space) -> MjSpec
+
+Costs are kept apart from rewards: the safety critic learns them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import mujoco
+import torch
+
+from robot_rl.controllers import ActionConfig, JointDeltaConfig
+from robot_rl.errors import ConfigError
+from robot_rl.sim.randomization import DRConfig
+from robot_rl.sim.state import SimState
+
+Vec3 = tuple[float, float, float]
+
+
+@dataclasses.dataclass(kw_only=True)
+class SafetyCostConfig:
+    """Thresholds of the safety cost terms (each term is 1 while its condition holds, else 0)."""
+
+    joint_limit_margin: float = 0.05
+    """A joint closer than this to either limit is a joint-limit violation [rad]."""
+    velocity_fraction: float = 1.0
+    """A joint faster than this fraction of its velocity limit is a velocity violation."""
+    workspace_lo: Vec3 = (0.1, -0.6, -0.01)
+    """Lower corner of the end-effector workspace box, world frame [m]."""
+    workspace_hi: Vec3 = (0.9, 0.6, 0.8)
+    """Upper corner of the end-effector workspace box, world frame [m]."""
+    table_force_limit: float = 30.0
+    """Net arm-table contact force above which contact is a violation [N]."""
+
+
+@dataclasses.dataclass(kw_only=True)
+class TaskConfig:
+    """Settings shared by every task; each task subclasses it with its own fields."""
+
+    name: str
+    """Registry name of the task (set by the task's factory)."""
+    robot: str = "arm7"
+    """Registry name of the robot."""
+    physics_dt: float = 0.002
+    """Physics time step [s]."""
+    decimation: int = 10
+    """Physics steps per control step (control rate = 1 / (physics_dt * decimation))."""
+    episode_length: int = 150
+    """Control steps per episode before truncation."""
+    action: ActionConfig = dataclasses.field(default_factory=JointDeltaConfig)
+    """Action space (joint_delta or joint_torque)."""
+    dr: DRConfig = dataclasses.field(default_factory=DRConfig)
+    """Domain randomization ranges (see ``dr_preset``)."""
+    safety: SafetyCostConfig = dataclasses.field(default_factory=SafetyCostConfig)
+    """Thresholds of the safety cost terms."""
+    reward_weights: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Weight of each reward term, by term name."""
+    init_joint_noise: float = 0.05
+    """Half-width of the uniform noise added to the home pose at reset [rad]."""
+    terminate_on_success: bool = False
+    """End the episode (terminated) as soon as the task succeeds."""
+    guard_max_qvel: float = 100.0
+    """Divergence guard: any |qvel| above this marks the env unstable and resets it [rad/s]."""
+
+    @property
+    def control_dt(self) -> float:
+        return self.physics_dt * self.decimation
+
+    def validate(self) -> None:
+        if self.physics_dt <= 0 or self.decimation < 1 or self.episode_length < 1:
+            raise ConfigError("physics_dt must be > 0, decimation and episode_length >= 1")
+
+
+Term = Callable[[SimState, Any], torch.Tensor]
+ResetFn = Callable[[SimState, torch.Tensor, Any, torch.Generator], None]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TaskDef:
+    """A task's functions; ``make_config`` returns a fresh config each call."""
+
+    name: str
+    description: str
+    make_config: Callable[[], TaskConfig]
+    build_scene: Callable[..., mujoco.MjSpec]
+    buffers: dict[str, int]
+    """Per-env task tensors the env allocates in ``state.buffers`` (name -> width)."""
+    reset: ResetFn
+    observations: dict[str, Term]
+    rewards: dict[str, Term]
+    costs: dict[str, Term]
+    success: Term
+    terminated: Term | None
+    expert: Term

@@ -1,0 +1,118 @@
+"""reach: move the end effector to a random target point above the table."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import mujoco
+import torch
+
+from robot_rl.controllers import JointDeltaConfig
+from robot_rl.controllers.ik import dls_joint_delta, orientation_error, quat_to_mat, scale_to_unit
+from robot_rl.sim.robots import RobotSpec
+from robot_rl.sim.scene import SceneBuilder
+from robot_rl.sim.state import SimState
+from robot_rl.sim.tasks import terms
+from robot_rl.sim.tasks.base import TaskConfig, TaskDef, Vec3
+
+
+@dataclasses.dataclass(kw_only=True)
+class ReachConfig(TaskConfig):
+    """Reach a target sampled uniformly in a box in front of the robot."""
+
+    target_lo: Vec3 = (0.3, -0.3, 0.1)
+    """Lower corner of the target box [m]."""
+    target_hi: Vec3 = (0.7, 0.3, 0.5)
+    """Upper corner of the target box [m]."""
+    success_radius: float = 0.03
+    """End-effector distance to the target that counts as success [m]."""
+
+
+def make_config() -> ReachConfig:
+    return ReachConfig(
+        name="reach",
+        episode_length=100,
+        action=JointDeltaConfig(gripper=False),
+        reward_weights={"reach": 1.0, "success": 1.0, "action_rate": 0.01},
+    )
+
+
+def build_scene(robot: RobotSpec, cfg: ReachConfig) -> mujoco.MjSpec:
+    scene = SceneBuilder(robot, cfg.physics_dt)
+    scene.add_marker("target", size=0.02, rgba=(0.2, 0.9, 0.3, 0.6))
+    return scene.spec
+
+
+def reset(state: SimState, env_ids: torch.Tensor, cfg: ReachConfig, gen: torch.Generator) -> None:
+    lo = torch.tensor(cfg.target_lo, dtype=state.dtype, device=state.device)
+    hi = torch.tensor(cfg.target_hi, dtype=state.dtype, device=state.device)
+    target = terms.uniform(lo, hi, len(env_ids), gen)
+    state.buffers["target"][env_ids] = target
+    state.backend.mocap_pos[env_ids, state.mocap_index("target")] = target
+
+
+def _to_target(state: SimState) -> torch.Tensor:
+    return state.buffers["target"] - state.sensors["ee_pos"]
+
+
+def obs_target(state: SimState, cfg: ReachConfig) -> torch.Tensor:
+    return state.buffers["target"]
+
+
+def obs_ee_to_target(state: SimState, cfg: ReachConfig) -> torch.Tensor:
+    return _to_target(state)
+
+
+def reward_reach(state: SimState, cfg: ReachConfig) -> torch.Tensor:
+    return terms.closeness(torch.linalg.vector_norm(_to_target(state), dim=1))
+
+
+def success(state: SimState, cfg: ReachConfig) -> torch.Tensor:
+    return torch.linalg.vector_norm(_to_target(state), dim=1) < cfg.success_radius
+
+
+def reward_success(state: SimState, cfg: ReachConfig) -> torch.Tensor:
+    return success(state, cfg).to(state.dtype)
+
+
+def move_ee(state: SimState, pos_err: torch.Tensor, step: float) -> torch.Tensor:
+    """Expert helper: joint-delta action (E, n) moving the end effector by ``pos_err`` (E, 3)
+    while holding the home orientation, with the home posture in the null space."""
+    rot = quat_to_mat(state.sensors["ee_quat"])
+    rot_err = orientation_error(rot, state.limits.ee_home_rot.expand_as(rot))
+    err = torch.cat([pos_err, rot_err], dim=1)
+    posture = 0.2 * (state.limits.home - state.joint_pos)
+    dq = dls_joint_delta(state.ee_jacobian(), err, posture_err=posture)
+    return scale_to_unit(dq, step)
+
+
+def expert(state: SimState, cfg: ReachConfig) -> torch.Tensor:
+    assert isinstance(cfg.action, JointDeltaConfig)
+    return move_ee(state, _to_target(state), cfg.action.scale).float()
+
+
+TASK = TaskDef(
+    name="reach",
+    description="move the end effector to a random target point",
+    make_config=make_config,
+    build_scene=build_scene,
+    buffers={"target": 3},
+    reset=reset,
+    observations={
+        "joint_pos": terms.obs_joint_pos,
+        "joint_vel": terms.obs_joint_vel,
+        "ee_pos": terms.obs_ee_pos,
+        "target": obs_target,
+        "ee_to_target": obs_ee_to_target,
+        "last_action": terms.obs_last_action,
+    },
+    rewards={
+        "reach": reward_reach,
+        "success": reward_success,
+        "action_rate": terms.reward_action_rate,
+    },
+    costs=terms.SAFETY_COSTS,
+    success=success,
+    terminated=None,
+    expert=expert,
+)

@@ -1,0 +1,87 @@
+"""Term functions shared by the tasks: safety costs, common observations and rewards.
+
+Every term is a pure function ``(state, cfg) -> Tensor`` over the batch (E = num_envs).
+Cost terms return 1.0 while their condition holds and 0.0 otherwise.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from robot_rl.sim.state import SimState
+from robot_rl.sim.tasks.base import TaskConfig
+
+# -- safety costs ---------------------------------------------------------------------------
+
+
+def cost_joint_limit(state: SimState, cfg: TaskConfig) -> torch.Tensor:
+    """Any arm joint within ``safety.joint_limit_margin`` of a position limit."""
+    lim = state.limits
+    return ((state.joint_pos - lim.q_soft_mid).abs() > lim.q_soft_half).any(dim=1).float()
+
+
+def cost_joint_velocity(state: SimState, cfg: TaskConfig) -> torch.Tensor:
+    """Any arm joint faster than ``safety.velocity_fraction`` of its velocity limit."""
+    return (state.joint_vel.abs() > state.limits.qd_soft).any(dim=1).float()
+
+
+def cost_workspace(state: SimState, cfg: TaskConfig) -> torch.Tensor:
+    """End effector outside the workspace box."""
+    lim = state.limits
+    return ((state.sensors["ee_pos"] - lim.ws_mid).abs() > lim.ws_half).any(dim=1).float()
+
+
+def cost_table_contact(state: SimState, cfg: TaskConfig) -> torch.Tensor:
+    """Net arm-table contact force above ``safety.table_force_limit``."""
+    f = state.sensors["arm_table_force"]
+    return ((f * f).sum(dim=1) > state.limits.table_force_sq).float()
+
+
+SAFETY_COSTS = {
+    "joint_limit": cost_joint_limit,
+    "joint_velocity": cost_joint_velocity,
+    "workspace": cost_workspace,
+    "table_contact": cost_table_contact,
+}
+
+# -- observations ---------------------------------------------------------------------------
+
+
+def obs_joint_pos(state: SimState, cfg: TaskConfig) -> torch.Tensor:
+    """(E, n) joint positions relative to the home pose."""
+    return state.joint_pos - state.limits.home
+
+
+def obs_joint_vel(state: SimState, cfg: TaskConfig) -> torch.Tensor:
+    """(E, n) joint velocities."""
+    return state.joint_vel
+
+
+def obs_ee_pos(state: SimState, cfg: TaskConfig) -> torch.Tensor:
+    """(E, 3) end-effector position."""
+    return state.sensors["ee_pos"]
+
+
+def obs_last_action(state: SimState, cfg: TaskConfig) -> torch.Tensor:
+    """(E, A) the action applied at the last step."""
+    return state.action
+
+
+# -- rewards --------------------------------------------------------------------------------
+
+
+def reward_action_rate(state: SimState, cfg: TaskConfig) -> torch.Tensor:
+    """-||a_t - a_{t-1}||^2: discourages jerky actions."""
+    d = state.action - state.prev_action
+    return -(d * d).sum(dim=1)
+
+
+def closeness(dist: torch.Tensor, scale: float = 0.1) -> torch.Tensor:
+    """1 at zero distance, falling smoothly to 0 beyond a few ``scale`` [m]."""
+    return 1.0 - torch.tanh(dist / scale)
+
+
+def uniform(lo: torch.Tensor, hi: torch.Tensor, n: int, gen: torch.Generator) -> torch.Tensor:
+    """(n, k) samples uniform in the box [lo, hi] (each (k,))."""
+    u = torch.rand((n, lo.shape[0]), generator=gen, device=lo.device, dtype=lo.dtype)
+    return lo + (hi - lo) * u
