@@ -52,9 +52,7 @@ def dls_joint_delta(jac: torch.Tensor, err: torch.Tensor, damping: float = 0.05,
     return dq
 
 
-def scale_to_unit(dq: torch.Tensor, step: float) -> torch.Tensor:
-    """Joint step (E, n) [rad] -> action in [-1, 1] for a joint-delta space of ``step`` rad,
-    shrinking the whole vector (keeping its direction) when any joint would exceed 1."""
-    a = dq / step
-    peak = a.abs().amax(dim=1, keepdim=True).clamp(min=1.0)
-    return a / peak
+def shrink_to_caps(dq: torch.Tensor, caps: torch.Tensor) -> torch.Tensor:
+    """Scale each joint step (E, n) down, keeping its direction, so |dq_j| <= caps_j (n,)."""
+    peak = (dq.abs() / caps).amax(dim=1, keepdim=True).clamp(min=1.0)
+    return dq / peak

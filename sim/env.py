@@ -62,7 +62,7 @@ class BatchedEnv:
         self._hold_gripper = self._closed_gripper_actuator()
 
         limits = _limits(self.robot, cfg.safety, self.model, dev, dtype)
-        self.state = SimState(self.backend, self.robot, limits, self.act_dim)
+        self.state = SimState(self.backend, self.robot, limits, self.act_dim, cfg.control_dt)
         for name, width in self.task.buffers.items():
             self.state.buffers[name] = torch.zeros(num_envs, width, device=dev, dtype=dtype)
         self.randomizer = DomainRandomizer(

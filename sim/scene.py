@@ -114,19 +114,10 @@ class SceneBuilder:
                       rgba=list(rgba), contype=0, conaffinity=0, group=2)
 
     def add_frame_sensors(self, prefix: str, objtype: mujoco.mjtObj, objname: str) -> None:
-        """``{prefix}_pos`` (3), ``{prefix}_quat`` (4, w x y z) and ``{prefix}_linvel`` (3)."""
-        for suffix, stype in (("pos", mujoco.mjtSensor.mjSENS_FRAMEPOS),
-                              ("quat", mujoco.mjtSensor.mjSENS_FRAMEQUAT),
-                              ("linvel", mujoco.mjtSensor.mjSENS_FRAMELINVEL)):
-            self.spec.add_sensor(name=f"{prefix}_{suffix}", type=stype, objtype=objtype,
-                                 objname=objname)
+        add_frame_sensors(self.spec, prefix, objtype, objname)
 
     def add_contact_force(self, name: str, *, subtree: str, geom: str) -> None:
-        """Net contact force (3, world frame) between a body's subtree and a geom."""
-        self.spec.add_sensor(name=name, type=mujoco.mjtSensor.mjSENS_CONTACT,
-                             objtype=mujoco.mjtObj.mjOBJ_XBODY, objname=subtree,
-                             reftype=mujoco.mjtObj.mjOBJ_GEOM, refname=geom,
-                             intprm=[_CONTACT_FORCE, _REDUCE_NETFORCE, 1])
+        add_contact_force(self.spec, name, subtree=subtree, geom=geom)
 
     def add_contact_found(self, name: str, *, body1: str, body2: str) -> None:
         """Number of contacts (0 or 1 here) between two bodies, as a float."""
@@ -137,3 +128,23 @@ class SceneBuilder:
 
     def compile(self) -> mujoco.MjModel:
         return compile_spec(self.spec, f"scene for robot {self.robot.name!r}")
+
+
+def add_frame_sensors(spec: mujoco.MjSpec, prefix: str, objtype: mujoco.mjtObj,
+                      objname: str) -> None:
+    """``{prefix}_pos`` (3), ``{prefix}_quat`` (4, w x y z) and ``{prefix}_linvel`` (3).
+
+    For ``mjOBJ_BODY`` the frame is the body's centre of mass; for sites, the site frame.
+    """
+    for suffix, stype in (("pos", mujoco.mjtSensor.mjSENS_FRAMEPOS),
+                          ("quat", mujoco.mjtSensor.mjSENS_FRAMEQUAT),
+                          ("linvel", mujoco.mjtSensor.mjSENS_FRAMELINVEL)):
+        spec.add_sensor(name=f"{prefix}_{suffix}", type=stype, objtype=objtype, objname=objname)
+
+
+def add_contact_force(spec: mujoco.MjSpec, name: str, *, subtree: str, geom: str) -> None:
+    """Net contact force (3, world frame) between a body's subtree and a geom."""
+    spec.add_sensor(name=name, type=mujoco.mjtSensor.mjSENS_CONTACT,
+                    objtype=mujoco.mjtObj.mjOBJ_XBODY, objname=subtree,
+                    reftype=mujoco.mjtObj.mjOBJ_GEOM, refname=geom,
+                    intprm=[_CONTACT_FORCE, _REDUCE_NETFORCE, 1])

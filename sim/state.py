@@ -46,8 +46,11 @@ def _slice_or_index(ids: list[int]) -> slice | torch.Tensor:
 class SimState:
     """Live batched views of one env's simulations (E = num_envs)."""
 
-    def __init__(self, backend: Backend, robot: RobotSpec, limits: Limits, act_dim: int):
+    def __init__(self, backend: Backend, robot: RobotSpec, limits: Limits, act_dim: int,
+                 control_dt: float):
         model = backend.model
+        self.control_dt = control_dt
+        """Seconds per control step."""
         self.backend = backend
         self.model = model
         self.robot = robot

@@ -79,8 +79,8 @@ class Backend(abc.ABC):
         """Translational and rotational Jacobians (E, 3, nv) of world points (E, 3) on a body."""
 
     @abc.abstractmethod
-    def env_model_data(self, env: int) -> tuple[mujoco.MjModel, mujoco.MjData]:
-        """Host MjModel/MjData of one simulation (with its parameters), forward-computed."""
+    def write_data(self, env: int, data: mujoco.MjData) -> None:
+        """Copy one simulation's state into ``data`` (an MjData of ``model``), for rendering."""
 
     def memory_bytes(self) -> int:
         """Bytes of simulation state and per-env parameters held by the backend."""

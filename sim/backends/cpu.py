@@ -81,15 +81,12 @@ class CpuBackend(Backend):
         jacp, jacr = self._batch.jac(body_id, point.detach().cpu().double().numpy())
         return torch.from_numpy(jacp), torch.from_numpy(jacr)
 
-    def env_model_data(self, env: int) -> tuple[mujoco.MjModel, mujoco.MjData]:
-        model = self._batch.get_model(env)
-        data = self._batch.get_data(env)
-        mujoco.mj_forward(model, data)
-        return model, data
+    def write_data(self, env: int, data: mujoco.MjData) -> None:
+        self._batch.get_data(env, data)
 
     def memory_bytes(self) -> int:
-        per_env = self._batch.state.nbytes + self.sensordata.numel() * 8
-        return per_env + sum(t.numel() * t.element_size() for t in self._fields.values())
+        state = self._batch.state.nbytes + self.sensordata.numel() * self.sensordata.element_size()
+        return state + sum(t.numel() * t.element_size() for t in self._fields.values())
 
 
 def _ids(env_ids: torch.Tensor) -> np.ndarray:

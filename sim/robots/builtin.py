@@ -25,9 +25,11 @@ def arm7() -> RobotSpec:
         q_max=(2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973),
         qd_max=(2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61),
         tau_max=(87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0),
-        # Franka's joint-impedance example gains.
-        kp=(600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0),
-        kd=(50.0, 50.0, 50.0, 20.0, 20.0, 20.0, 10.0),
+        # Servo gains near critical damping at ~30 rad/s for the home-pose joint inertias,
+        # with the same kp / kd = 15 /s on every joint: a joint-delta action then moves all
+        # joints at the same rate (|a| = 1 with scale 0.1 rad -> 1.5 rad/s steady).
+        kp=(600.0, 1200.0, 700.0, 700.0, 120.0, 120.0, 100.0),
+        kd=(40.0, 80.0, 140.0 / 3.0, 140.0 / 3.0, 8.0, 8.0, 20.0 / 3.0),
         gripper=GripperSpec(
             actuator="gripper",
             joints=("finger_left", "finger_right"),

@@ -8,12 +8,12 @@ import mujoco
 import torch
 
 from robot_rl.controllers import JointDeltaConfig
-from robot_rl.controllers.ik import dls_joint_delta, orientation_error, quat_to_mat, scale_to_unit
 from robot_rl.sim.robots import RobotSpec
 from robot_rl.sim.scene import SceneBuilder
 from robot_rl.sim.state import SimState
 from robot_rl.sim.tasks import terms
 from robot_rl.sim.tasks.base import TaskConfig, TaskDef, Vec3
+from robot_rl.sim.tasks.motion import move_ee
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -73,17 +73,6 @@ def success(state: SimState, cfg: ReachConfig) -> torch.Tensor:
 
 def reward_success(state: SimState, cfg: ReachConfig) -> torch.Tensor:
     return success(state, cfg).to(state.dtype)
-
-
-def move_ee(state: SimState, pos_err: torch.Tensor, step: float) -> torch.Tensor:
-    """Expert helper: joint-delta action (E, n) moving the end effector by ``pos_err`` (E, 3)
-    while holding the home orientation, with the home posture in the null space."""
-    rot = quat_to_mat(state.sensors["ee_quat"])
-    rot_err = orientation_error(rot, state.limits.ee_home_rot.expand_as(rot))
-    err = torch.cat([pos_err, rot_err], dim=1)
-    posture = 0.2 * (state.limits.home - state.joint_pos)
-    dq = dls_joint_delta(state.ee_jacobian(), err, posture_err=posture)
-    return scale_to_unit(dq, step)
 
 
 def expert(state: SimState, cfg: ReachConfig) -> torch.Tensor:

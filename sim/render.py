@@ -1,0 +1,117 @@
+"""Offscreen rendering of chosen envs and mp4 writing.
+
+    with EnvRenderer(env, env_ids=[0, 1], camera="corner") as r, VideoWriter("out.mp4", fps=50) as v:
+        v.write(r.render())          # (H, W * len(env_ids), 3) uint8, envs side by side
+
+Rendering needs an OpenGL backend: on a headless Linux machine MuJoCo uses EGL
+(MUJOCO_GL=egl, set by ``import robot_rl`` when unset and there is no display), which needs
+Debian's ``libegl1`` and ``libgl1-mesa-dri``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from fractions import Fraction
+from pathlib import Path
+from types import TracebackType
+
+import mujoco
+import numpy as np
+
+from robot_rl.errors import ConfigError, RenderError
+
+GL_HELP = ("offscreen rendering needs an OpenGL backend: on a headless Linux machine install "
+           "EGL (apt-get install libegl1 libgl1-mesa-dri) and set MUJOCO_GL=egl before "
+           "Python imports mujoco")
+
+
+class EnvRenderer:
+    """Renders the current state of some envs of a BatchedEnv from one of the scene cameras."""
+
+    def __init__(self, env: object, env_ids: Sequence[int] = (0,), camera: str = "corner",
+                 width: int = 640, height: int = 480):
+        from robot_rl.sim.env import BatchedEnv
+
+        assert isinstance(env, BatchedEnv)
+        self.env = env
+        self.env_ids = list(env_ids)
+        bad = [i for i in self.env_ids if not 0 <= i < env.num_envs]
+        if bad or not self.env_ids:
+            raise ConfigError(f"env ids to render must be in [0, {env.num_envs}), got {bad}")
+        model = env.model
+        if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera) < 0:
+            names = [model.camera(i).name for i in range(model.ncam)]
+            raise ConfigError(f"unknown camera {camera!r}; cameras of this scene: "
+                              f"{', '.join(names) or 'none (use free)'}")
+        self.camera = camera
+        self._data = mujoco.MjData(model)
+        try:
+            self._renderer = mujoco.Renderer(model, height=height, width=width)
+        except Exception as e:  # GL failures surface as many exception types
+            backend = os.environ.get("MUJOCO_GL", "<unset>")
+            raise RenderError(f"{GL_HELP} (MUJOCO_GL={backend}: {type(e).__name__}: {e})") from None
+
+    def render(self) -> np.ndarray:
+        """(H, W * k, 3) uint8 frame of the k chosen envs side by side."""
+        frames = []
+        for i in self.env_ids:
+            self.env.backend.write_data(i, self._data)
+            mujoco.mj_forward(self.env.model, self._data)
+            self._renderer.update_scene(self._data, camera=self.camera)
+            frames.append(self._renderer.render())
+        return np.concatenate(frames, axis=1)
+
+    def close(self) -> None:
+        self._renderer.close()
+
+    def __enter__(self) -> EnvRenderer:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+class VideoWriter:
+    """Writes RGB frames to an H.264 mp4 with PyAV."""
+
+    def __init__(self, path: str | Path, fps: float):
+        import av
+
+        self.path = Path(path)
+        if self.path.suffix.lower() != ".mp4":
+            raise ConfigError(f"video path must end in .mp4, got {self.path}")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._container = av.open(str(self.path), mode="w")
+        self._fps = Fraction(fps).limit_denominator(1000)
+        self._stream = None
+        self.frames = 0
+
+    def write(self, frame: np.ndarray) -> None:
+        import av
+
+        if self._stream is None:
+            h, w = frame.shape[:2]
+            stream = self._container.add_stream("libx264", rate=self._fps)
+            stream.width, stream.height = w - w % 2, h - h % 2  # yuv420p needs even sizes
+            stream.pix_fmt = "yuv420p"
+            stream.options = {"crf": "23", "preset": "veryfast"}
+            self._stream = stream
+        frame = np.ascontiguousarray(frame[: self._stream.height, : self._stream.width])
+        for packet in self._stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")):
+            self._container.mux(packet)
+        self.frames += 1
+
+    def close(self) -> None:
+        if self._stream is not None:
+            for packet in self._stream.encode():
+                self._container.mux(packet)
+        self._container.close()
+
+    def __enter__(self) -> VideoWriter:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

@@ -1,0 +1,60 @@
+"""Motion helpers for the scripted experts: end-effector moves through differential IK."""
+
+from __future__ import annotations
+
+import torch
+
+from robot_rl.controllers.ik import (
+    dls_joint_delta,
+    orientation_error,
+    quat_to_mat,
+    rot_z,
+    shrink_to_caps,
+)
+from robot_rl.sim.state import SimState
+
+
+def move_ee(state: SimState, pos_err: torch.Tensor, step: float,
+            yaw: torch.Tensor | None = None, gain: float = 0.5,
+            max_move: float = 0.02) -> torch.Tensor:
+    """Joint-delta arm action (E, n) that moves the end effector by ``pos_err`` (E, 3).
+
+    The orientation is driven to the home orientation, turned by ``yaw`` (E,) about the world
+    z axis if given; the home posture is the secondary (null-space) objective. Each control
+    step asks for ``gain`` of the remaining error, at most ``max_move`` metres: the joint-delta
+    space carries velocity over to the next step, and a full-error step would overshoot.
+
+    Under the joint PD law a joint covers about ``1 - exp(-dt kp / kd)`` of a target offset in
+    one control step, a different fraction for each joint; the step is divided by it so the
+    joints move together along the IK direction. Each offset is capped so the PD law's steady
+    speed (offset * kp / kd) stays at 80% of the joint's velocity limit: the experts'
+    demonstrations are themselves safe.
+    """
+    dist = torch.linalg.vector_norm(pos_err, dim=1, keepdim=True)
+    pos_err = pos_err * (gain * torch.clamp(max_move / (gain * dist).clamp(min=1e-9), max=1.0))
+    rot = quat_to_mat(state.sensors["ee_quat"])
+    rot_des = state.limits.ee_home_rot.expand_as(rot)
+    if yaw is not None:
+        rot_des = rot_z(yaw) @ rot_des
+    err = torch.cat([pos_err, gain * orientation_error(rot, rot_des)], dim=1)
+    posture = 0.2 * (state.limits.home - state.joint_pos)
+    dq = dls_joint_delta(state.ee_jacobian(), err, posture_err=posture)
+    response, caps = _pd_response(state, step)
+    return shrink_to_caps(dq / response, caps) / step
+
+
+def _pd_response(state: SimState, step: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-joint fraction of an offset covered in one control step, and offset caps."""
+    r, dt = state.robot, state.control_dt
+    kp = torch.tensor(r.kp, dtype=state.dtype, device=state.device)
+    kd = torch.tensor(r.kd, dtype=state.dtype, device=state.device)
+    qd_max = torch.tensor(r.qd_max, dtype=state.dtype, device=state.device)
+    response = 1.0 - torch.exp(-dt * kp / kd)
+    caps = torch.clamp(0.8 * qd_max * kd / kp, max=step)
+    return response, caps
+
+
+def quat_yaw(q: torch.Tensor) -> torch.Tensor:
+    """(E,) yaw angle about world z of (E, 4) quaternions (w, x, y, z)."""
+    w, x, y, z = q.unbind(dim=1)
+    return torch.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))

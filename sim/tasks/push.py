@@ -1,0 +1,190 @@
+"""push: slide a puck across the table to a goal, with the gripper closed."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import mujoco
+import torch
+
+from robot_rl.controllers import JointDeltaConfig
+from robot_rl.sim.robots import RobotSpec
+from robot_rl.sim.scene import SceneBuilder
+from robot_rl.sim.state import SimState
+from robot_rl.sim.tasks import terms
+from robot_rl.sim.tasks.base import TaskConfig, TaskDef
+from robot_rl.sim.tasks.motion import move_ee
+
+Vec2 = tuple[float, float]
+
+
+@dataclasses.dataclass(kw_only=True)
+class PushConfig(TaskConfig):
+    """Push a puck from a random start to a random goal on the table."""
+
+    puck_radius: float = 0.03
+    """Puck radius [m]."""
+    puck_half_height: float = 0.02
+    """Half of the puck's height [m]."""
+    puck_mass: float = 0.2
+    """Puck mass [kg]."""
+    puck_lo: Vec2 = (0.4, -0.15)
+    """Lower corner (x, y) of the puck's start box [m]."""
+    puck_hi: Vec2 = (0.55, 0.15)
+    """Upper corner (x, y) of the puck's start box [m]."""
+    goal_lo: Vec2 = (0.45, -0.25)
+    """Lower corner (x, y) of the goal box [m]."""
+    goal_hi: Vec2 = (0.7, 0.25)
+    """Upper corner (x, y) of the goal box [m]."""
+    min_goal_distance: float = 0.1
+    """Smallest start-to-goal distance [m]."""
+    success_radius: float = 0.04
+    """Puck-to-goal distance (in the table plane) that counts as success [m]."""
+
+
+def make_config() -> PushConfig:
+    return PushConfig(
+        name="push",
+        episode_length=200,
+        action=JointDeltaConfig(gripper=False),
+        reward_weights={"ee_to_puck": 0.5, "puck_to_goal": 1.0, "success": 2.0,
+                        "action_rate": 0.01},
+    )
+
+
+def build_scene(robot: RobotSpec, cfg: PushConfig) -> mujoco.MjSpec:
+    scene = SceneBuilder(robot, cfg.physics_dt)
+    scene.add_object("puck", geom_type=mujoco.mjtGeom.mjGEOM_CYLINDER,
+                     size=(cfg.puck_radius, cfg.puck_half_height, 0), mass=cfg.puck_mass,
+                     rgba=(0.15, 0.35, 0.85, 1), friction=0.4)
+    scene.add_marker("goal", size=0.025, rgba=(0.2, 0.9, 0.3, 0.6))
+    return scene.spec
+
+
+def reset(state: SimState, env_ids: torch.Tensor, cfg: PushConfig, gen: torch.Generator) -> None:
+    def t(x: tuple[float, ...]) -> torch.Tensor:
+        return torch.tensor(x, dtype=state.dtype, device=state.device)
+
+    n = len(env_ids)
+    puck = terms.uniform(t(cfg.puck_lo), t(cfg.puck_hi), n, gen)
+    goal = terms.uniform(t(cfg.goal_lo), t(cfg.goal_hi), n, gen)
+    # Batched rejection sampling: redraw only the goals that are too close to their puck.
+    close = torch.linalg.vector_norm(goal - puck, dim=1) < cfg.min_goal_distance
+    while bool(close.any()):
+        goal = torch.where(close[:, None], terms.uniform(t(cfg.goal_lo), t(cfg.goal_hi), n, gen),
+                           goal)
+        close = torch.linalg.vector_norm(goal - puck, dim=1) < cfg.min_goal_distance
+    z = torch.full((n, 1), cfg.puck_half_height, dtype=state.dtype, device=state.device)
+    qpos = state.backend.qpos
+    q = state.qpos_slice("puck_joint")
+    qpos[env_ids, q.start:q.start + 3] = torch.cat([puck, z], dim=1)
+    qpos[env_ids, q.start + 3:q.stop] = t((1.0, 0.0, 0.0, 0.0))
+    goal3 = torch.cat([goal, z], dim=1)
+    state.buffers["goal"][env_ids] = goal3
+    state.backend.mocap_pos[env_ids, state.mocap_index("goal")] = goal3
+
+
+def _puck_to_goal(state: SimState) -> torch.Tensor:
+    return (state.buffers["goal"] - state.sensors["puck_pos"])[:, :2]
+
+
+def _ee_to_puck(state: SimState) -> torch.Tensor:
+    return state.sensors["puck_pos"] - state.sensors["ee_pos"]
+
+
+def obs_puck_pos(state: SimState, cfg: PushConfig) -> torch.Tensor:
+    return state.sensors["puck_pos"]
+
+
+def obs_goal(state: SimState, cfg: PushConfig) -> torch.Tensor:
+    return state.buffers["goal"][:, :2]
+
+
+def obs_ee_to_puck(state: SimState, cfg: PushConfig) -> torch.Tensor:
+    return _ee_to_puck(state)
+
+
+def obs_puck_to_goal(state: SimState, cfg: PushConfig) -> torch.Tensor:
+    return _puck_to_goal(state)
+
+
+def reward_ee_to_puck(state: SimState, cfg: PushConfig) -> torch.Tensor:
+    return terms.closeness(torch.linalg.vector_norm(_ee_to_puck(state), dim=1))
+
+
+def reward_puck_to_goal(state: SimState, cfg: PushConfig) -> torch.Tensor:
+    return terms.closeness(torch.linalg.vector_norm(_puck_to_goal(state), dim=1))
+
+
+def success(state: SimState, cfg: PushConfig) -> torch.Tensor:
+    return torch.linalg.vector_norm(_puck_to_goal(state), dim=1) < cfg.success_radius
+
+
+def reward_success(state: SimState, cfg: PushConfig) -> torch.Tensor:
+    return success(state, cfg).to(state.dtype)
+
+
+def terminated(state: SimState, cfg: PushConfig) -> torch.Tensor:
+    """The puck fell off the table."""
+    return state.sensors["puck_pos"][:, 2] < -0.05
+
+
+def expert(state: SimState, cfg: PushConfig) -> torch.Tensor:
+    """Get behind the puck on the puck-goal line, lower to puck height, push through it."""
+    assert isinstance(cfg.action, JointDeltaConfig)
+    ee, puck = state.sensors["ee_pos"], state.sensors["puck_pos"]
+    goal_xy = state.buffers["goal"][:, :2]
+    line = goal_xy - puck[:, :2]
+    u = line / torch.linalg.vector_norm(line, dim=1, keepdim=True).clamp(min=1e-6)  # (E, 2)
+    rel = ee[:, :2] - puck[:, :2]
+    along = (rel * u).sum(dim=1)
+    off_line = rel - along[:, None] * u  # (E, 2) the end effector's offset from the push line
+    lateral = torch.linalg.vector_norm(off_line, dim=1)
+    aligned = (along < -cfg.puck_radius + 0.005) & (lateral < 0.025)
+    z_push = cfg.puck_half_height + 0.008  # finger pads ~2 cm above the table
+    z_hover = z_push + 0.06
+    low = ee[:, 2] < z_push + 0.015
+    standoff = puck[:, :2] - (cfg.puck_radius + 0.03) * u
+    # While pushing, advance along the line and steer back onto it.
+    pushing = ee[:, :2] + 0.04 * u - 0.8 * off_line
+
+    def point(xy: torch.Tensor, z: float) -> torch.Tensor:
+        return torch.cat([xy, torch.full_like(xy[:, :1], z)], dim=1)
+
+    near_standoff = torch.linalg.vector_norm(ee[:, :2] - standoff, dim=1) < 0.02
+    target = torch.where(
+        (aligned & low)[:, None], point(pushing, z_push),                    # push
+        torch.where((aligned | near_standoff)[:, None], point(standoff, z_push),  # descend
+                    torch.where(low[:, None], point(ee[:, :2], z_hover),      # lift clear
+                                point(standoff, z_hover))))                   # go above standoff
+    return move_ee(state, target - ee, cfg.action.scale).float()
+
+
+TASK = TaskDef(
+    name="push",
+    description="push a puck to a goal on the table (gripper closed)",
+    make_config=make_config,
+    build_scene=build_scene,
+    buffers={"goal": 3},
+    reset=reset,
+    observations={
+        "joint_pos": terms.obs_joint_pos,
+        "joint_vel": terms.obs_joint_vel,
+        "ee_pos": terms.obs_ee_pos,
+        "puck_pos": obs_puck_pos,
+        "goal": obs_goal,
+        "ee_to_puck": obs_ee_to_puck,
+        "puck_to_goal": obs_puck_to_goal,
+        "last_action": terms.obs_last_action,
+    },
+    rewards={
+        "ee_to_puck": reward_ee_to_puck,
+        "puck_to_goal": reward_puck_to_goal,
+        "success": reward_success,
+        "action_rate": terms.reward_action_rate,
+    },
+    costs=terms.SAFETY_COSTS,
+    success=success,
+    terminated=terminated,
+    expert=expert,
+)
