@@ -69,11 +69,11 @@ class ActionSpace(abc.ABC):
         self.actuator_ids = [model.actuator(n).id for n in names]
         lo, hi = torch.tensor(model.actuator_ctrlrange[self.actuator_ids].T, dtype=dtype,
                               device=device)
-        self._ctrl_lo, self._ctrl_hi = lo, hi
         n = self.robot.num_joints
         self._q_lo = torch.tensor(self.robot.q_min, dtype=dtype, device=device)
         self._q_hi = torch.tensor(self.robot.q_max, dtype=dtype, device=device)
-        self._arm_lo, self._arm_hi = lo[:n], hi[:n]
+        # a in [-1, 1] -> mid + a * half, for the arm's control ranges.
+        self._arm_mid, self._arm_half = (hi[:n] + lo[:n]) / 2, (hi[:n] - lo[:n]) / 2
 
     def __call__(self, action: torch.Tensor, joint_pos: torch.Tensor) -> torch.Tensor:
         """Controls (E, len(actuator_ids)) for actions (E, dim) at joint positions (E, n)."""
@@ -106,8 +106,8 @@ class JointDelta(ActionSpace):
         realize_pd_in_model(spec, r.actuator_names, r.kp, r.kd, r.q_min, r.q_max, r.tau_max)
 
     def _arm(self, action: torch.Tensor, joint_pos: torch.Tensor) -> torch.Tensor:
-        target = joint_pos + self.scale * action.to(joint_pos.dtype)
-        return torch.maximum(torch.minimum(target, self._q_hi), self._q_lo)
+        target = torch.add(joint_pos, action.to(joint_pos.dtype), alpha=self.scale)
+        return torch.clamp(target, self._q_lo, self._q_hi)
 
 
 class JointTorque(ActionSpace):
@@ -117,8 +117,7 @@ class JointTorque(ActionSpace):
         super().__init__(robot, cfg.gripper)
 
     def _arm(self, action: torch.Tensor, joint_pos: torch.Tensor) -> torch.Tensor:
-        a = action.to(joint_pos.dtype)
-        return self._arm_lo + (a + 1.0) * (0.5 * (self._arm_hi - self._arm_lo))
+        return torch.addcmul(self._arm_mid, action.to(joint_pos.dtype), self._arm_half)
 
 
 def make_action_space(cfg: ActionConfig, robot: RobotSpec) -> ActionSpace:

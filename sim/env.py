@@ -25,7 +25,7 @@ from robot_rl.errors import ConfigError
 from robot_rl.sim.backends import make_backend
 from robot_rl.sim.randomization import DomainRandomizer
 from robot_rl.sim.robots import RobotSpec, compile_spec, get_robot
-from robot_rl.sim.state import Limits, SimState
+from robot_rl.sim.state import Limits, SimState, slice_or_index
 from robot_rl.sim.tasks import get_task
 from robot_rl.sim.tasks.base import SafetyCostConfig, TaskConfig
 
@@ -59,6 +59,7 @@ class BatchedEnv:
         self.action_space.bind(self.model, dev, dtype)
         self.act_dim = self.action_space.dim
         self._ctrl_ids = torch.tensor(self.action_space.actuator_ids, dtype=torch.long, device=dev)
+        self._ctrl_cols = slice_or_index(self.action_space.actuator_ids, dev)
         self._hold_gripper = self._closed_gripper_actuator()
 
         limits = _limits(self.robot, cfg.safety, self.model, dev, dtype)
@@ -84,12 +85,18 @@ class BatchedEnv:
         """Per-env number of steps whose action had NaN/inf entries (held, never applied)."""
         self.diverged_count = torch.zeros(E, dtype=torch.long, device=dev)
         """Per-env number of physics divergences caught by the guard."""
-        self._reward_fns = [(n, f, cfg.reward_weights.get(n, 0.0))
-                            for n, f in self.task.rewards.items()]
         unknown = set(cfg.reward_weights) - set(self.task.rewards)
         if unknown:
             raise ConfigError(f"reward_weights names unknown terms {sorted(unknown)}; "
                               f"terms of {cfg.name!r}: {sorted(self.task.rewards)}")
+        self._reward_names = list(self.task.rewards)
+        self._reward_fns = list(self.task.rewards.values())
+        self._reward_w = torch.tensor([cfg.reward_weights.get(n, 0.0) for n in self._reward_names],
+                                      dtype=dtype, device=dev)[:, None]  # (R, 1)
+        self._cost_names = list(self.task.costs)
+        self._cost_fns = list(self.task.costs.values())
+        self._obs_fns = list(self.task.observations.values())
+        self._current_sensors = cfg.sensor_stage == "current"
         self.gen = torch.Generator(device=dev)
         self.gen.manual_seed(seed)
         self._reset_envs(self._arange)
@@ -116,34 +123,43 @@ class BatchedEnv:
         """Advance all envs by one control step; see the module docstring for the outputs."""
         action = self._check_action(action)
         state, cfg = self.state, self.cfg
-        valid = torch.isfinite(action).all(dim=1)
-        action = torch.where(valid[:, None], action, self._last_valid).clamp(-1.0, 1.0)
+        # NaN/inf actions never reach the physics: that env holds its last valid action.
+        if bool(torch.isfinite(action).all()):
+            invalid = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+            action = action.clamp(-1.0, 1.0)
+        else:
+            invalid = ~torch.isfinite(action).all(dim=1)
+            action = torch.where(invalid[:, None], self._last_valid, action).clamp(-1.0, 1.0)
+            self.invalid_action_count += invalid
         self._last_valid = action
-        self.invalid_action_count += ~valid
         applied = self._delayed(action)
 
-        state.backend.ctrl[:, self._ctrl_ids] = self.action_space(applied, state.joint_pos)
+        state.backend.ctrl[:, self._ctrl_cols] = self.action_space(applied, state.joint_pos)
         state.prev_action = state.action
         state.action = applied
-        self.backend.step(cfg.decimation)
+        self.backend.step(cfg.decimation, current_sensors=self._current_sensors)
         state.episode_step += 1
 
-        diverged = self.backend.unstable() | ~(state.qvel.abs() <= cfg.guard_max_qvel).all(dim=1)
+        bad = self.backend.diverged(cfg.guard_max_qvel)
         obs = self._observe()
-        reward_terms = {n: f(state, cfg) * w for n, f, w in self._reward_fns}
-        cost_terms = {n: f(state, cfg) for n, f in self.task.costs.items()}
-        reward = torch.stack(list(reward_terms.values())).sum(dim=0).float()
-        cost = torch.stack(list(cost_terms.values())).sum(dim=0).float()
+        rewards = torch.stack([f(state, cfg) for f in self._reward_fns]) * self._reward_w  # (R, E)
+        costs = torch.stack([f(state, cfg) for f in self._cost_fns]).float()  # (C, E)
+        reward = rewards.sum(dim=0, dtype=torch.float32)
+        cost = costs.sum(dim=0)
         success = self.task.success(state, cfg)
-        terminated = success if cfg.terminate_on_success else torch.zeros_like(success)
+        terminated = success.clone() if cfg.terminate_on_success else torch.zeros_like(success)
         if self.task.terminated is not None:
-            terminated = terminated | self.task.terminated(state, cfg)
-        truncated = (state.episode_step >= cfg.episode_length) | diverged
-        if bool(diverged.any()):
+            terminated |= self.task.terminated(state, cfg)
+        truncated = state.episode_step >= cfg.episode_length
+        if bad is None:
+            diverged = torch.zeros_like(truncated)
+        else:  # unstable physics: report, zero the signals, and reset those envs below
+            diverged = bad.to(self.device)
             obs = torch.nan_to_num(obs, nan=0.0, posinf=0.0, neginf=0.0)
             reward = torch.where(diverged, 0.0, reward)
             cost = torch.where(diverged, 0.0, cost)
-            terminated = terminated & ~diverged
+            terminated &= ~diverged
+            truncated |= diverged
             self.diverged_count += diverged
 
         self._ep_return += reward
@@ -151,11 +167,11 @@ class BatchedEnv:
         self._ep_success |= success
         info: dict = {
             "final_obs": obs,
-            "reward_terms": reward_terms,
-            "cost_terms": cost_terms,
+            "reward_terms": dict(zip(self._reward_names, rewards.unbind(0), strict=True)),
+            "cost_terms": dict(zip(self._cost_names, costs.unbind(0), strict=True)),
             "success": success,
             "diverged": diverged,
-            "invalid_action": ~valid,
+            "invalid_action": invalid,
         }
         done = terminated | truncated
         if bool(done.any()):
@@ -200,8 +216,7 @@ class BatchedEnv:
         return self._history[(self._head - self._delay) % n, self._arange]
 
     def _observe(self) -> torch.Tensor:
-        obs = torch.cat([f(self.state, self.cfg) for f in self.task.observations.values()],
-                        dim=1).float()
+        obs = torch.cat([f(self.state, self.cfg) for f in self._obs_fns], dim=1).float()
         std = self.cfg.dr.obs_noise_std
         if std > 0:
             obs = obs + std * torch.randn(obs.shape, generator=self.gen, device=obs.device)
@@ -217,7 +232,7 @@ class BatchedEnv:
         q = (lim.home + cfg.init_joint_noise * (2.0 * u - 1.0)).clamp(lim.q_min, lim.q_max)
         s.set_joint_pos(ids, q)
         zero = torch.zeros(n, self.act_dim, device=s.device)
-        s.backend.ctrl[ids[:, None], self._ctrl_ids[None, :]] = self.action_space(zero, q)
+        s.backend.ctrl[ids[:, None], self._ctrl_ids] = self.action_space(zero, q)
         if self._hold_gripper is not None:
             act_id, closed = self._hold_gripper
             s.backend.ctrl[ids, act_id] = closed

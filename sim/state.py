@@ -36,11 +36,11 @@ class Limits:
     ee_home_rot: torch.Tensor  # (3, 3) end-effector orientation at the home pose
 
 
-def _slice_or_index(ids: list[int]) -> slice | torch.Tensor:
+def slice_or_index(ids: list[int], device: torch.device | str = "cpu") -> slice | torch.Tensor:
     """A slice when the indices are contiguous (a view), else an index tensor (a gather)."""
     if ids and ids == list(range(ids[0], ids[0] + len(ids))):
         return slice(ids[0], ids[0] + len(ids))
-    return torch.tensor(ids, dtype=torch.long)
+    return torch.tensor(ids, dtype=torch.long, device=device)
 
 
 class SimState:
@@ -60,12 +60,12 @@ class SimState:
         self.dtype = backend.dtype
         E = self.num_envs
         joints = [model.joint(j) for j in robot.joint_names]
-        self._jq = _slice_or_index([int(j.qposadr[0]) for j in joints])
-        self._jv = _slice_or_index([int(j.dofadr[0]) for j in joints])
+        self._jq = slice_or_index([int(j.qposadr[0]) for j in joints], self.device)
+        self._jv = slice_or_index([int(j.dofadr[0]) for j in joints], self.device)
         self._gq: slice | torch.Tensor | None = None
         if robot.gripper is not None:
-            self._gq = _slice_or_index(
-                [int(model.joint(j).qposadr[0]) for j in robot.gripper.joints])
+            self._gq = slice_or_index(
+                [int(model.joint(j).qposadr[0]) for j in robot.gripper.joints], self.device)
         self.sensors: dict[str, torch.Tensor] = {}
         for i in range(model.nsensor):
             s = model.sensor(i)

@@ -41,15 +41,21 @@ class Backend(abc.ABC):
     sensordata: torch.Tensor
 
     @abc.abstractmethod
-    def step(self, nstep: int) -> None:
+    def step(self, nstep: int, current_sensors: bool = True) -> None:
         """Advance every simulation by ``nstep`` physics steps with ``ctrl`` held.
 
-        Afterwards position- and velocity-dependent sensors describe the new state.
+        With ``current_sensors``, position- and velocity-dependent sensors are recomputed at
+        the new state; otherwise they keep the values of the last substep's mj_step, which
+        describe the state before that substep.
         """
 
     @abc.abstractmethod
-    def unstable(self) -> torch.Tensor:
-        """(E,) bool: simulations whose integration diverged since their last reset."""
+    def diverged(self, max_qvel: float) -> torch.Tensor | None:
+        """Simulations that diverged since their last reset: MuJoCo flagged them unstable
+        (bad qpos/qvel/qacc) or a joint speed is non-finite or above ``max_qvel``.
+
+        Returns None when none did (the common case, checked cheaply), else an (E,) bool mask.
+        """
 
     @abc.abstractmethod
     def reset(self, env_ids: torch.Tensor) -> None:

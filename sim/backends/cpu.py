@@ -44,7 +44,9 @@ class CpuBackend(Backend):
         self.nthread = nthread
         self.device = torch.device("cpu")
         self.dtype = torch.float64
-        self._batch = Batch(model, num_envs, nthread=nthread)
+        # persistent: one MjData per env, so a step continues from the last one's stages
+        # (current sensors at no extra cost) and no state rows are loaded and saved per call.
+        self._batch = Batch(model, num_envs, nthread=nthread, persistent=True)
         self._batch.reset()
         b = self._batch
         self.qpos = _view(b.bind("qpos"))
@@ -53,15 +55,21 @@ class CpuBackend(Backend):
         self.mocap_pos = _view(b.bind("mocap_pos"))
         self.time = _view(b.bind("time"))
         self.sensordata = _view(b.bind("sensordata"))
-        self._warnings = _view(b.warning)[:, UNSTABLE_WARNINGS, 1]  # (E, 3) live counts
+        self._warnings = b.warning[:, UNSTABLE_WARNINGS, 1]  # (E, 3) live counts (numpy)
+        self._qvel_np = b.bind("qvel")
         self._fields: dict[str, torch.Tensor] = {}
         self._batch.forward()
 
-    def step(self, nstep: int) -> None:
-        self._batch.step(nstep=nstep, stage=_STAGE_VEL)
+    def step(self, nstep: int, current_sensors: bool = True) -> None:
+        self._batch.step(nstep=nstep, stage=_STAGE_VEL if current_sensors else _STAGE_NONE)
 
-    def unstable(self) -> torch.Tensor:
-        return (self._warnings > 0).any(dim=1)
+    def diverged(self, max_qvel: float) -> torch.Tensor | None:
+        # numpy reductions here: a few microseconds, against ~10 for the torch equivalents.
+        speed = np.abs(self._qvel_np).max(initial=0.0)  # NaN propagates
+        if not self._warnings.any() and speed <= max_qvel:
+            return None
+        bad = self._warnings.any(axis=1) | ~(np.abs(self._qvel_np) <= max_qvel).all(axis=1)
+        return torch.from_numpy(bad)
 
     def reset(self, env_ids: torch.Tensor) -> None:
         self._batch.reset(_ids(env_ids), stage=_STAGE_NONE)

@@ -38,3 +38,34 @@ def arm7() -> RobotSpec:
             closed_ctrl=0.0,
         ),
     )
+
+
+PUSHER_JOINTS = ("r_shoulder_pan_joint", "r_shoulder_lift_joint", "r_upper_arm_roll_joint",
+                 "r_elbow_flex_joint", "r_forearm_roll_joint", "r_wrist_flex_joint",
+                 "r_wrist_roll_joint")
+
+
+def pusher() -> RobotSpec:
+    """gymnasium's Pusher-v5 arm (7-DoF, torque-driven, no gravity), for the ``pusher`` task.
+
+    Its MJCF is gymnasium's own and holds the whole scene; the ``pusher`` task names the
+    actuators after their joints and adds the ``tips`` site at the arm's tip. Limits are
+    the MJCF's; it has no velocity limits, so 10 rad/s is used for the velocity cost.
+    """
+    import gymnasium
+
+    return RobotSpec(
+        name="pusher",
+        mjcf=Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets" / "pusher_v5.xml",
+        root_body="r_shoulder_pan_link",
+        joint_names=PUSHER_JOINTS,
+        actuator_names=PUSHER_JOINTS,
+        ee_site="tips",
+        home=(0.0,) * 7,
+        q_min=(-2.2854, -0.5236, -1.5, -2.3213, -1.5, -1.094, -1.5),
+        q_max=(1.714602, 1.3963, 1.7, 0.0, 1.5, 0.0, 1.5),
+        qd_max=(10.0,) * 7,
+        tau_max=(2.0,) * 7,
+        kp=(10.0,) * 7,
+        kd=(1.0,) * 7,
+    )

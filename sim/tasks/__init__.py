@@ -43,9 +43,9 @@ def make_task_config(name: str, **overrides: Any) -> TaskConfig:
 
 
 def _register_builtins() -> None:
-    from robot_rl.sim.tasks import push, reach
+    from robot_rl.sim.tasks import lift, push, pusher, reach
 
-    for module in (reach, push):  # lift and pusher follow
+    for module in (reach, push, lift, pusher):
         register_task(module.TASK)
 
 

@@ -2,7 +2,7 @@
 
     observations  name -> fn(state, cfg) -> (E, k)      concatenated in order into obs
     rewards       name -> fn(state, cfg) -> (E,)        weighted by cfg.reward_weights[name]
-    costs         name -> fn(state, cfg) -> (E,)        >= 0, summed into the cost signal
+    costs         name -> fn(state, cfg) -> (E,)        bool or float >= 0, summed into the cost
     success       fn(state, cfg) -> (E,) bool
     terminated    fn(state, cfg) -> (E,) bool           (object dropped, ...)
     reset         fn(state, env_ids, cfg, gen)          writes the reset state of env_ids
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import mujoco
 import torch
@@ -73,6 +73,10 @@ class TaskConfig:
     """End the episode (terminated) as soon as the task succeeds."""
     guard_max_qvel: float = 100.0
     """Divergence guard: any |qvel| above this marks the env unstable and resets it [rad/s]."""
+    sensor_stage: Literal["current", "last_substep"] = "current"
+    """When sensors are evaluated after a control step: ``current`` recomputes them at the new
+    state (one extra position/velocity pass); ``last_substep`` keeps MuJoCo's mj_step values,
+    from the start of the last physics substep (what gymnasium and EnvPool report)."""
 
     @property
     def control_dt(self) -> float:
@@ -103,4 +107,5 @@ class TaskDef:
     costs: dict[str, Term]
     success: Term
     terminated: Term | None
-    expert: Term
+    expert: Term | None
+    """Scripted policy, or None if the task has none."""

@@ -1,7 +1,7 @@
 """Term functions shared by the tasks: safety costs, common observations and rewards.
 
 Every term is a pure function ``(state, cfg) -> Tensor`` over the batch (E = num_envs).
-Cost terms return 1.0 while their condition holds and 0.0 otherwise.
+The safety cost terms return a bool (E,): 1 while their condition holds, 0 otherwise.
 """
 
 from __future__ import annotations
@@ -17,24 +17,24 @@ from robot_rl.sim.tasks.base import TaskConfig
 def cost_joint_limit(state: SimState, cfg: TaskConfig) -> torch.Tensor:
     """Any arm joint within ``safety.joint_limit_margin`` of a position limit."""
     lim = state.limits
-    return ((state.joint_pos - lim.q_soft_mid).abs() > lim.q_soft_half).any(dim=1).float()
+    return ((state.joint_pos - lim.q_soft_mid).abs() > lim.q_soft_half).any(dim=1)
 
 
 def cost_joint_velocity(state: SimState, cfg: TaskConfig) -> torch.Tensor:
     """Any arm joint faster than ``safety.velocity_fraction`` of its velocity limit."""
-    return (state.joint_vel.abs() > state.limits.qd_soft).any(dim=1).float()
+    return (state.joint_vel.abs() > state.limits.qd_soft).any(dim=1)
 
 
 def cost_workspace(state: SimState, cfg: TaskConfig) -> torch.Tensor:
     """End effector outside the workspace box."""
     lim = state.limits
-    return ((state.sensors["ee_pos"] - lim.ws_mid).abs() > lim.ws_half).any(dim=1).float()
+    return ((state.sensors["ee_pos"] - lim.ws_mid).abs() > lim.ws_half).any(dim=1)
 
 
 def cost_table_contact(state: SimState, cfg: TaskConfig) -> torch.Tensor:
     """Net arm-table contact force above ``safety.table_force_limit``."""
     f = state.sensors["arm_table_force"]
-    return ((f * f).sum(dim=1) > state.limits.table_force_sq).float()
+    return (f * f).sum(dim=1) > state.limits.table_force_sq
 
 
 SAFETY_COSTS = {
