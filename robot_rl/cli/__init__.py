@@ -1,0 +1,101 @@
+"""The ``robot-rl`` command: ``robot-rl <group> <command> [options]``.
+
+    robot-rl sim info                                   robots, tasks, model sizes
+    robot-rl sim rollout --task push --policy expert --video out.mp4
+    robot-rl bench sim                                  simulation throughput table
+
+``robot-rl <group> <command> --help`` explains every option. Errors in input (unknown names,
+bad values, missing files) print one line and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    config: type
+    run: Callable[[Any], None]
+
+
+def _commands() -> dict[str, dict[str, Command]]:
+    # Imported here so ``robot-rl --help`` does not pay for torch and mujoco.
+    from robot_rl.cli import bench, sim
+
+    return {
+        "sim": {"info": Command(sim.SimInfo, sim.info), "rollout": Command(sim.SimRollout, sim.rollout)},
+        "bench": {"sim": Command(bench.BenchSim, bench.run)},
+    }
+
+
+GROUPS = {"sim": "simulation: inspect robots and tasks, run policies, record videos",
+          "bench": "benchmarks that print side-by-side tables"}
+
+
+def _usage(console: Console, commands: dict[str, dict[str, Command]] | None = None) -> None:
+    console.print("usage: robot-rl <group> <command> [options]   (robot-rl <group> <command> -h)\n",
+                  markup=False)
+    table = Table(show_header=True, header_style="bold", box=None)
+    table.add_column("command")
+    table.add_column("what it does")
+    for group, desc in GROUPS.items():
+        if commands is None:
+            table.add_row(f"robot-rl {group} ...", desc)
+            continue
+        for name, cmd in commands[group].items():
+            doc = (cmd.config.__doc__ or "").strip().splitlines()[0]
+            table.add_row(f"robot-rl {group} {name}", doc)
+    console.print(table)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    out, err = Console(), Console(stderr=True)
+    if not args or args[0] in ("-h", "--help"):
+        _usage(out, _commands())
+        return
+    if args[0] in ("-V", "--version"):
+        from robot_rl import __version__
+
+        out.print(f"robot-rl {__version__}")
+        return
+    group = args[0]
+    if group not in GROUPS:
+        _fail(err, f"unknown command group {group!r}; groups: {', '.join(GROUPS)}")
+    commands = _commands()[group]
+    if len(args) < 2 or args[1] in ("-h", "--help"):
+        out.print(f"usage: robot-rl {group} <command> [options]\n", markup=False)
+        for name, cmd in commands.items():
+            out.print(f"  {name:10s} {(cmd.config.__doc__ or '').strip().splitlines()[0]}")
+        if len(args) < 2:
+            sys.exit(2)
+        return
+    name = args[1]
+    if name not in commands:
+        _fail(err, f"unknown command 'robot-rl {group} {name}'; commands: {', '.join(commands)}")
+    import tyro
+
+    from robot_rl.errors import RobotRLError
+
+    cmd = commands[name]
+    config = tyro.cli(cmd.config, args=args[2:], prog=f"robot-rl {group} {name}",
+                      description=cmd.config.__doc__)
+    try:
+        cmd.run(config)
+    except RobotRLError as e:
+        _fail(err, str(e))
+    except KeyboardInterrupt:
+        err.print("robot-rl: interrupted")
+        sys.exit(130)
+
+
+def _fail(console: Console, message: str) -> None:
+    console.print(f"robot-rl: error: {message}", markup=False, highlight=False, soft_wrap=True)
+    sys.exit(2)

@@ -1,0 +1,205 @@
+"""Simulation throughput: ours vs EnvPool vs gymnasium vs the physical limit, in one run.
+
+    robot-rl bench sim                       (same as: python benchmarks/sim_throughput.py)
+    robot-rl bench sim --num-envs 64 --seconds 1
+
+Table 1 runs gymnasium's Pusher-v5 model (7-DoF arm, frame skip 5) with random actions:
+  ours       the ``pusher`` task in the batched env: physics in C threads plus Pusher's
+             observation and reward terms and our four safety-cost terms (torch, batched)
+  EnvPool    ``Pusher-v4`` (C++ threads, same thread count), sync mode, batch = num_envs
+  gymnasium  ``SyncVectorEnv`` of ``Pusher-v5`` (one Python loop over envs)
+  limit      threads x single-thread mj_step rate / frame skip: physics alone, no overhead,
+             the single-thread rate measured in C (``mujoco.batch``, one simulation)
+Table 2 runs our reach/push/lift tasks (built-in arm, 2 ms physics, 50 Hz control), whole
+env step included, and the memory each env adds.
+Figures are env steps per second (control steps summed over envs), best of ``repeats``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable
+
+import mujoco
+import numpy as np
+import torch
+from mujoco.batch import Batch
+from rich.console import Console
+from rich.table import Table
+
+
+@dataclasses.dataclass(kw_only=True)
+class BenchSim:
+    """Simulation throughput: ours vs EnvPool vs gymnasium vs the physical limit.
+
+    Example: robot-rl bench sim --num-envs 16 64 256 --seconds 2
+    """
+
+    num_envs: tuple[int, ...] = (16, 64, 256)
+    """Batch sizes to measure."""
+    seconds: float = 2.0
+    """Measuring time per figure (after warm-up) [s]."""
+    repeats: int = 3
+    """Measurements per figure; the best is reported (machines here are shared and noisy)."""
+    threads: int | None = None
+    """Physics threads for ours and EnvPool (default: all cores)."""
+    tasks: tuple[str, ...] = ("reach", "push", "lift")
+    """Our tasks for the second table (empty to skip)."""
+    peers: bool = True
+    """Measure EnvPool and gymnasium (skipped with a note when not installed)."""
+
+
+def _rate(step: Callable[[], None], batch: int, seconds: float, repeats: int) -> float:
+    """Best env-steps/s of ``step`` (advancing ``batch`` envs) over ``repeats`` timed runs."""
+    for _ in range(3):
+        step()
+    best = 0.0
+    for _ in range(repeats):
+        n, start = 0, time.perf_counter()
+        while (elapsed := time.perf_counter() - start) < seconds or n < 3:
+            step()
+            n += 1
+        best = max(best, n * batch / elapsed)
+    return best
+
+
+def single_thread_step_rate(model: mujoco.MjModel, seconds: float, repeats: int) -> float:
+    """mj_step calls per second on one thread, looped in C (one simulation)."""
+    batch = Batch(model, 1, nthread=1)
+    batch.reset()
+    return _rate(lambda: batch.step(nstep=1000), 1000, seconds, repeats)
+
+
+def ours(task: str, num_envs: int, threads: int, seconds: float, repeats: int) -> float:
+    from robot_rl.sim import make_env
+
+    env = make_env(task, num_envs, nthread=min(threads, num_envs))
+    env.reset(seed=0)
+    gen = torch.Generator().manual_seed(0)
+    actions = [2 * torch.rand(num_envs, env.act_dim, generator=gen) - 1 for _ in range(64)]
+    i = 0
+
+    def step() -> None:
+        nonlocal i
+        env.step(actions[i % 64])
+        i += 1
+
+    return _rate(step, num_envs, seconds, repeats)
+
+
+def envpool_pusher(num_envs: int, threads: int, seconds: float, repeats: int) -> float | None:
+    try:
+        import envpool
+    except ImportError:
+        return None
+    env = envpool.make_gymnasium("Pusher-v4", num_envs=num_envs, batch_size=num_envs,
+                                 num_threads=threads, seed=0)
+    env.reset()
+    rng = np.random.default_rng(0)
+    actions = [rng.uniform(-2, 2, (num_envs, 7)).astype(np.float32) for _ in range(64)]
+    i = 0
+
+    def step() -> None:
+        nonlocal i
+        env.step(actions[i % 64])
+        i += 1
+
+    return _rate(step, num_envs, seconds, repeats)
+
+
+def gymnasium_sync_pusher(num_envs: int, seconds: float, repeats: int) -> float | None:
+    import gymnasium
+
+    try:
+        env = gymnasium.make_vec("Pusher-v5", num_envs=num_envs, vectorization_mode="sync")
+    except Exception:  # gymnasium[mujoco] not installed
+        return None
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    actions = [rng.uniform(-2, 2, (num_envs, 7)).astype(np.float32) for _ in range(64)]
+    i = 0
+
+    def step() -> None:
+        nonlocal i
+        env.step(actions[i % 64])
+        i += 1
+
+    rate = _rate(step, num_envs, seconds, repeats)
+    env.close()
+    return rate
+
+
+def memory_per_env(task: str, num_envs: int = 256) -> float:
+    """MiB of resident memory one more env adds (from making an env of num_envs)."""
+    from robot_rl.sim import make_env
+
+    def rss() -> float:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    small = make_env(task, 1, nthread=1)
+    before = rss()
+    env = make_env(task, num_envs, nthread=1)
+    after = rss()
+    del env, small
+    return (after - before) / (num_envs - 1)
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:,.0f}"
+
+
+def run(cfg: BenchSim) -> dict:
+    """Measure and print both tables; returns the figures (for scripts and tests)."""
+    from robot_rl.sim import make_env
+
+    console = Console()
+    threads = cfg.threads or os.cpu_count() or 1
+    pusher = make_env("pusher", 1, nthread=1)
+    frame_skip = pusher.cfg.decimation
+    console.print(f"[bold]Simulation throughput[/bold]  threads={threads}  "
+                  f"cpu={os.cpu_count()}  mujoco {mujoco.__version__}  torch {torch.__version__}")
+    single = single_thread_step_rate(pusher.model, cfg.seconds, cfg.repeats)
+    limit = threads * single / frame_skip
+    console.print(f"Pusher-v5 model: single-thread mj_step {single:,.0f}/s -> limit "
+                  f"{limit:,.0f} env-steps/s ({threads} threads, frame skip {frame_skip})")
+
+    results: dict = {"threads": threads, "single_thread_mj_step": single, "limit": limit,
+                     "pusher": {}, "tasks": {}}
+    table = Table(title="Pusher-v5 model, random actions (env steps/s)", title_justify="left")
+    for col in ("envs", "ours", "EnvPool Pusher-v4", "gymnasium Sync Pusher-v5", "limit",
+                "ours / limit", "ours / EnvPool"):
+        table.add_column(col, justify="right")
+    for n in cfg.num_envs:
+        o = ours("pusher", n, threads, cfg.seconds, cfg.repeats)
+        e = envpool_pusher(n, threads, cfg.seconds, cfg.repeats) if cfg.peers else None
+        g = gymnasium_sync_pusher(n, cfg.seconds, cfg.repeats) if cfg.peers else None
+        results["pusher"][n] = {"ours": o, "envpool": e, "gymnasium": g}
+        table.add_row(str(n), _fmt(o), _fmt(e), _fmt(g), _fmt(limit), f"{o / limit:.2f}",
+                      "n/a" if e is None else f"{o / e:.2f}x")
+    console.print(table)
+    if cfg.peers and results["pusher"] and all(v["envpool"] is None
+                                               for v in results["pusher"].values()):
+        console.print("EnvPool is not installed (pip install 'robot-rl[bench]').")
+
+    if cfg.tasks:
+        t2 = Table(title="Our tasks, built-in arm, random actions, whole env step "
+                         "(env steps/s)", title_justify="left")
+        t2.add_column("task")
+        for n in cfg.num_envs:
+            t2.add_column(f"{n} envs", justify="right")
+        t2.add_column("limit (per-env physics)", justify="right")
+        t2.add_column("MiB / env", justify="right")
+        for task in cfg.tasks:
+            env = make_env(task, 1, nthread=1)
+            task_limit = threads * single_thread_step_rate(env.model, cfg.seconds / 2,
+                                                           cfg.repeats) / env.cfg.decimation
+            rates = [ours(task, n, threads, cfg.seconds, cfg.repeats) for n in cfg.num_envs]
+            mem = memory_per_env(task)
+            results["tasks"][task] = {"rates": dict(zip(cfg.num_envs, rates, strict=True)),
+                                      "limit": task_limit, "mib_per_env": mem}
+            t2.add_row(task, *(_fmt(r) for r in rates), _fmt(task_limit), f"{mem:.3f}")
+        console.print(t2)
+    return results
