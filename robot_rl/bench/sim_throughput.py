@@ -8,8 +8,10 @@ Table 1 runs gymnasium's Pusher-v5 model (7-DoF arm, frame skip 5) with random a
              observation and reward terms and our four safety-cost terms (torch, batched)
   EnvPool    ``Pusher-v4`` (C++ threads, same thread count), sync mode, batch = num_envs
   gymnasium  ``SyncVectorEnv`` of ``Pusher-v5`` (one Python loop over envs)
-  limit      threads x single-thread mj_step rate / frame skip: physics alone, no overhead,
-             the single-thread rate measured in C (``mujoco.batch``, one simulation)
+  limit      threads x single-thread mj_step rate / frame skip: physics alone, no overhead.
+             The single-thread rate is measured in C (``mujoco.batch``, one simulation)
+             on the same workload: the controls of a random-action episode of the env,
+             recorded, then replayed with each held for frame-skip substeps
 Table 2 runs our reach/push/lift tasks (built-in arm, 2 ms physics, 50 Hz control), whole
 env step included, and the memory each env adds.
 Figures are env steps per second (control steps summed over envs), best of ``repeats``.
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -65,11 +69,30 @@ def _rate(step: Callable[[], None], batch: int, seconds: float, repeats: int) ->
     return best
 
 
-def single_thread_step_rate(model: mujoco.MjModel, seconds: float, repeats: int) -> float:
-    """mj_step calls per second on one thread, looped in C (one simulation)."""
-    batch = Batch(model, 1, nthread=1)
-    batch.reset()
-    return _rate(lambda: batch.step(nstep=1000), 1000, seconds, repeats)
+def single_thread_step_rate(task: str, seconds: float, repeats: int) -> float:
+    """mj_step calls per second on one thread, in C, on ``task``'s random-action workload."""
+    from robot_rl.sim import make_env
+
+    env = make_env(task, 1, nthread=1)
+    env.reset(seed=0)
+    gen = torch.Generator().manual_seed(0)
+    q0, v0, m0 = (t[0].numpy().copy() for t in (env.state.qpos, env.state.qvel,
+                                                env.backend.mocap_pos))
+    ctrls = []
+    for _ in range(env.cfg.episode_length):
+        env.step(2 * torch.rand(1, env.act_dim, generator=gen) - 1)
+        ctrls.append(env.state.ctrl[0].numpy().copy())
+    dec = env.cfg.decimation
+    control = np.repeat(np.stack(ctrls), dec, axis=0)[None]  # (1, steps * dec, nu)
+    nstep = control.shape[1]
+    batch = Batch(env.model, 1, nthread=1)
+
+    def episode() -> None:
+        batch.reset()
+        batch.qpos[0], batch.qvel[0], batch.mocap_pos[0] = q0, v0, m0
+        batch.rollout(nstep, control=control, record=("qpos",))
+
+    return _rate(episode, nstep, seconds, repeats)
 
 
 def ours(task: str, num_envs: int, threads: int, seconds: float, repeats: int) -> float:
@@ -131,20 +154,33 @@ def gymnasium_sync_pusher(num_envs: int, seconds: float, repeats: int) -> float 
     return rate
 
 
+_RSS_PROBE = """
+import sys
+from robot_rl.sim import make_env
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1])
+env = make_env(sys.argv[1], 1, nthread=1)
+before = rss()
+env = make_env(sys.argv[1], int(sys.argv[2]), nthread=1)
+env.reset(seed=0)
+for _ in range(5):
+    env.step(env.random_action())
+print(rss() - before)
+"""
+
+
 def memory_per_env(task: str, num_envs: int = 256) -> float:
-    """MiB of resident memory one more env adds (from making an env of num_envs)."""
-    from robot_rl.sim import make_env
+    """MiB of resident memory each env adds, measured in fresh processes (an env of
+    ``num_envs`` against one of 1, both stepped: MuJoCo's arenas are resident once touched)."""
+    page = os.sysconf("SC_PAGE_SIZE")
 
-    def rss() -> float:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    def pages(n: int) -> int:
+        out = subprocess.run([sys.executable, "-c", _RSS_PROBE, task, str(n)], check=True,
+                             capture_output=True, text=True)
+        return int(out.stdout.split()[-1])
 
-    small = make_env(task, 1, nthread=1)
-    before = rss()
-    env = make_env(task, num_envs, nthread=1)
-    after = rss()
-    del env, small
-    return (after - before) / (num_envs - 1)
+    return (pages(num_envs) - pages(1)) * page / 2**20 / (num_envs - 1)
 
 
 def _fmt(x: float | None) -> str:
@@ -161,7 +197,7 @@ def run(cfg: BenchSim) -> dict:
     frame_skip = pusher.cfg.decimation
     console.print(f"[bold]Simulation throughput[/bold]  threads={threads}  "
                   f"cpu={os.cpu_count()}  mujoco {mujoco.__version__}  torch {torch.__version__}")
-    single = single_thread_step_rate(pusher.model, cfg.seconds, cfg.repeats)
+    single = single_thread_step_rate("pusher", cfg.seconds, cfg.repeats)
     limit = threads * single / frame_skip
     console.print(f"Pusher-v5 model: single-thread mj_step {single:,.0f}/s -> limit "
                   f"{limit:,.0f} env-steps/s ({threads} threads, frame skip {frame_skip})")
@@ -194,7 +230,7 @@ def run(cfg: BenchSim) -> dict:
         t2.add_column("MiB / env", justify="right")
         for task in cfg.tasks:
             env = make_env(task, 1, nthread=1)
-            task_limit = threads * single_thread_step_rate(env.model, cfg.seconds / 2,
+            task_limit = threads * single_thread_step_rate(task, cfg.seconds,
                                                            cfg.repeats) / env.cfg.decimation
             rates = [ours(task, n, threads, cfg.seconds, cfg.repeats) for n in cfg.num_envs]
             mem = memory_per_env(task)

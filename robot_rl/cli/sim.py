@@ -90,23 +90,22 @@ def info(cfg: SimInfo) -> None:
     console.print(joints)
 
     tasks = Table(title="Tasks", title_justify="left")
-    for col in ("task", "description", "robot", "obs", "act", "control", "steps", "rewards",
-                "costs", "expert"):
-        tasks.add_column(col)
+    for col in ("task", "robot", "obs", "act", "control", "steps", "expert", "description"):
+        tasks.add_column(col, overflow="fold")
     for name in list_tasks():
         task = get_task(name)
-        row = [name, task.description]
+        c = task.make_config()
+        dims = ("", "")
         if cfg.tasks:
             env = make_env(name, 1, nthread=1)
-            c = env.cfg
-            row += [c.robot, str(env.obs_dim), str(env.act_dim), f"{1 / c.control_dt:g} Hz",
-                    str(c.episode_length)]
-        else:
-            row += ["", "", "", "", ""]
-        row += [", ".join(task.rewards), ", ".join(task.costs),
-                "yes" if task.expert is not None else "no"]
-        tasks.add_row(*row)
+            dims = (str(env.obs_dim), str(env.act_dim))
+        tasks.add_row(name, c.robot, *dims, f"{1 / c.control_dt:g} Hz", str(c.episode_length),
+                      "yes" if task.expert is not None else "no", task.description)
     console.print(tasks)
+    for name in list_tasks():
+        task = get_task(name)
+        console.print(f"[bold]{name}[/bold]  rewards: {', '.join(task.rewards)}  |  "
+                      f"costs: {', '.join(task.costs)}  |  obs: {', '.join(task.observations)}")
 
 
 def rollout(cfg: SimRollout) -> None:
