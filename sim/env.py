@@ -189,6 +189,8 @@ class BatchedEnv:
 
     def expert_action(self) -> torch.Tensor:
         """(E, act_dim) action of the task's scripted expert at the current state."""
+        if self.task.expert is None:
+            raise ConfigError(f"task {self.cfg.name!r} has no scripted expert")
         return self.task.expert(self.state, self.cfg).clamp(-1.0, 1.0)
 
     def random_action(self) -> torch.Tensor:

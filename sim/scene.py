@@ -15,7 +15,6 @@ from collections.abc import Sequence
 import mujoco
 import numpy as np
 
-from robot_rl.errors import ModelError
 from robot_rl.sim.robots import RobotSpec, compile_spec
 
 # Collision bits: environment geoms collide with the arm (contype 2) and with each other.
@@ -57,8 +56,7 @@ class SceneBuilder:
         # The scene is built into the robot's own spec, so the robot keeps its names; its
         # root body stays where its MJCF puts it (the mount point is the origin).
         self.spec = robot.load_spec()
-        if self.spec.body(robot.root_body) is None:
-            raise ModelError(f"{robot.mjcf}: no body named {robot.root_body!r}")
+        robot.check_names(self.spec)
         self.spec.modelname = f"{robot.name}_scene"
         self.spec.option.timestep = physics_dt
         self.spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST

@@ -101,25 +101,34 @@ class RobotSpec:
         """Parse the MJCF into an MjSpec, with errors naming the file."""
         return load_mjcf(self.mjcf)
 
-    def validate(self, model: mujoco.MjModel) -> None:
-        """Check that every name in the spec exists in a compiled model."""
-        checks: list[tuple[mujoco.mjtObj, Sequence[str], str]] = [
-            (mujoco.mjtObj.mjOBJ_JOINT, self.joint_names, "joint"),
-            (mujoco.mjtObj.mjOBJ_ACTUATOR, self.actuator_names, "actuator"),
-            (mujoco.mjtObj.mjOBJ_SITE, (self.ee_site,), "site"),
-            (mujoco.mjtObj.mjOBJ_BODY, (self.root_body,), "body"),
-        ]
+    def _named(self) -> list[tuple[str, Sequence[str]]]:
+        """(kind, names) of every object the spec refers to."""
+        named: list[tuple[str, Sequence[str]]] = [
+            ("joint", self.joint_names), ("actuator", self.actuator_names),
+            ("site", (self.ee_site,)), ("body", (self.root_body,))]
         if self.gripper is not None:
-            checks += [
-                (mujoco.mjtObj.mjOBJ_ACTUATOR, (self.gripper.actuator,), "actuator"),
-                (mujoco.mjtObj.mjOBJ_JOINT, self.gripper.joints, "joint"),
-                (mujoco.mjtObj.mjOBJ_BODY, self.gripper.pads, "body"),
-            ]
-        for obj, names, kind in checks:
+            named += [("actuator", (self.gripper.actuator,)), ("joint", self.gripper.joints),
+                      ("body", self.gripper.pads)]
+        return named
+
+    def _missing(self, kind: str, name: str) -> ModelError:
+        return ModelError(f"{self.mjcf}: robot {self.name!r} names {kind} {name!r}, "
+                          f"which the MJCF does not define")
+
+    def check_names(self, spec: mujoco.MjSpec) -> None:
+        """Check, before compiling, that every name in the spec exists in the parsed MJCF."""
+        for kind, names in self._named():
+            for name in names:
+                if getattr(spec, kind)(name) is None:
+                    raise self._missing(kind, name)
+
+    def validate(self, model: mujoco.MjModel) -> None:
+        """Check a compiled model: every name exists, each actuator drives its joint."""
+        for kind, names in self._named():
+            obj = getattr(mujoco.mjtObj, f"mjOBJ_{kind.upper()}")
             for name in names:
                 if mujoco.mj_name2id(model, obj, name) < 0:
-                    raise ModelError(f"{self.mjcf}: robot {self.name!r} names {kind} {name!r}, "
-                                     f"which the MJCF does not define")
+                    raise self._missing(kind, name)
         for jname, aname in zip(self.joint_names, self.actuator_names, strict=True):
             act = model.actuator(aname)
             if act.trntype[0] != mujoco.mjtTrn.mjTRN_JOINT or act.trnid[0] != model.joint(jname).id:

@@ -1,0 +1,100 @@
+"""Each safety cost fires when its condition is forced; each expert succeeds."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from robot_rl.sim import make_env
+from robot_rl.sim.tasks.motion import move_ee
+from tests.conftest import ARM_TASKS
+
+
+def _costs(env) -> dict[str, torch.Tensor]:  # type: ignore[no-untyped-def]
+    return {n: f(env.state, env.cfg).bool() for n, f in env.task.costs.items()}
+
+
+@pytest.mark.parametrize("task", ARM_TASKS)
+def test_no_cost_at_home(task: str) -> None:
+    env = make_env(task, 2)
+    env.reset(seed=0)
+    env.step(torch.zeros(2, env.act_dim))
+    assert not any(v.any() for v in _costs(env).values())
+
+
+def test_joint_limit_cost_fires_near_a_limit() -> None:
+    env = make_env("reach", 2)
+    env.reset(seed=0)
+    q = env.state.joint_pos.clone()
+    q[1, 3] = env.robot.q_max[3] - 0.01  # within the 0.05 rad margin
+    env.state.set_joint_pos(torch.arange(2), q)
+    env.backend.forward(torch.arange(2))
+    costs = _costs(env)
+    assert costs["joint_limit"].tolist() == [False, True]
+    assert not costs["joint_velocity"].any()
+
+
+def test_joint_velocity_cost_fires_above_the_limit() -> None:
+    env = make_env("reach", 2)
+    env.reset(seed=0)
+    env.state.qvel[0, 4] = env.robot.qd_max[4] + 0.2
+    assert _costs(env)["joint_velocity"].tolist() == [True, False]
+
+
+def test_workspace_cost_fires_outside_the_box() -> None:
+    env = make_env("reach", 2)
+    env.reset(seed=0)
+    q = env.state.joint_pos.clone()
+    q[0, 0] = 2.5  # turn the arm round: the end effector ends up behind the base (x < 0.1)
+    env.state.set_joint_pos(torch.arange(2), q)
+    env.backend.forward(torch.arange(2))
+    assert float(env.state.sensors["ee_pos"][0, 0]) < env.cfg.safety.workspace_lo[0]
+    assert _costs(env)["workspace"].tolist() == [True, False]
+
+
+def test_table_contact_cost_fires_when_pressing_on_the_table() -> None:
+    env = make_env("reach", 2)
+    env.reset(seed=0)
+    fired = torch.zeros(2, dtype=torch.bool)
+    for _ in range(120):  # drive env 0's end effector 5 cm into the table, env 1 holds
+        target = env.state.sensors["ee_pos"].clone()
+        target[0] = torch.tensor([0.45, 0.0, -0.05], dtype=target.dtype)
+        action = move_ee(env.state, target - env.state.sensors["ee_pos"], 0.1).float()
+        action[1] = 0.0
+        _, _, _, _, _, info = env.step(action)
+        fired |= info["cost_terms"]["table_contact"].bool()
+    assert fired.tolist() == [True, False]
+
+
+def test_contact_sensor_ignores_objects_resting_on_the_table() -> None:
+    env = make_env("lift", 1)
+    env.reset(seed=0)
+    for _ in range(10):
+        env.step(torch.zeros(1, env.act_dim))
+    # The cube rests on the table (its weight pushes on it) but the arm does not touch it.
+    assert float(env.state.sensors["arm_table_force"].norm()) == 0.0
+
+
+@pytest.mark.parametrize("task", ARM_TASKS)
+def test_expert_succeeds(task: str) -> None:
+    env = make_env(task, 16)
+    env.reset(seed=3)
+    success = torch.zeros(16, dtype=torch.bool)
+    cost = torch.zeros(16)
+    for _ in range(env.cfg.episode_length):
+        _, _, c, _, _, info = env.step(env.expert_action())
+        success |= info["success"]
+        cost += c
+    assert success.float().mean() >= 0.9, f"{task} expert success {success.float().mean():.2f}"
+    assert cost.sum() <= 2, "the scripted experts are meant to be safe demonstrators"
+
+
+def test_success_terminates_when_configured() -> None:
+    env = make_env("reach", 4, terminate_on_success=True)
+    env.reset(seed=0)
+    for _ in range(env.cfg.episode_length):
+        _, _, _, terminated, truncated, info = env.step(env.expert_action())
+        assert torch.equal(terminated, info["success"])
+        if terminated.any():
+            break
+    assert terminated.any() and not truncated.any()
