@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import mujoco
 import torch
 
 from robot_rl.controllers.pd import realize_pd_in_model
 from robot_rl.errors import ConfigError
-from robot_rl.sim.robots import RobotSpec
+
+if TYPE_CHECKING:  # controllers are shared by sim and hardware; no import of the sim package
+    from robot_rl.sim.robots import RobotSpec
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -84,8 +86,9 @@ class ActionSpace(abc.ABC):
         # -1 -> open, +1 -> closed, linearly between the two controls.
         g = self.robot.gripper
         assert g is not None
-        grip = g.open_ctrl + (action[:, n:] + 1.0) * (0.5 * (g.closed_ctrl - g.open_ctrl))
-        return torch.cat([arm, grip.to(arm.dtype)], dim=1)
+        a = action[:, n:].to(arm.dtype)
+        grip = g.open_ctrl + (a + 1.0) * (0.5 * (g.closed_ctrl - g.open_ctrl))
+        return torch.cat([arm, grip], dim=1)
 
     @abc.abstractmethod
     def _arm(self, action: torch.Tensor, joint_pos: torch.Tensor) -> torch.Tensor:

@@ -75,9 +75,9 @@ def info(cfg: SimInfo) -> None:
     for col in ("name", "joints", "gripper", "ee site", "MJCF"):
         robots.add_column(col)
     for name in list_robots():
-        r = get_robot(name)
-        robots.add_row(name, str(r.num_joints), "yes" if r.gripper else "no", r.ee_site,
-                       str(r.mjcf))
+        other = get_robot(name)
+        robots.add_row(name, str(other.num_joints), "yes" if other.gripper else "no",
+                       other.ee_site, str(other.mjcf))
     console.print(robots)
 
     joints = Table(title=f"{r.name}: joints and limits", title_justify="left")

@@ -1,0 +1,77 @@
+"""Each CLI command runs in a subprocess with a tiny budget; bad input gives one clear line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import av
+import pytest
+
+
+def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "robot_rl.cli", *args], capture_output=True,
+                          text=True, timeout=timeout, env={"COLUMNS": "200", **_env()})
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+
+
+def test_help_lists_commands() -> None:
+    out = _cli("--help")
+    assert out.returncode == 0
+    for cmd in ("robot-rl sim info", "robot-rl sim rollout", "robot-rl bench sim"):
+        assert cmd in out.stdout
+
+
+def test_sim_info() -> None:
+    out = _cli("sim", "info")
+    assert out.returncode == 0, out.stderr
+    for word in ("arm7", "joint4", "87", "reach", "push", "lift", "pusher", "table_contact"):
+        assert word in out.stdout
+
+
+def test_sim_rollout_with_video(tmp_path: Path) -> None:
+    video = tmp_path / "lift.mp4"
+    out = _cli("sim", "rollout", "--task", "lift", "--policy", "expert", "--num-envs", "2",
+               "--episodes", "2", "--video", str(video), "--video-envs", "0", "1",
+               "--width", "160", "--height", "120")
+    assert out.returncode == 0, out.stderr
+    assert "success rate" in out.stdout and "100%" in out.stdout
+    with av.open(str(video)) as container:
+        stream = container.streams.video[0]
+        assert stream.width == 320 and stream.frames == 150
+
+
+def test_sim_rollout_random_policy_with_randomization() -> None:
+    out = _cli("sim", "rollout", "--task", "push", "--policy", "random", "--num-envs", "4",
+               "--episodes", "4", "--dr", "strong")
+    assert out.returncode == 0, out.stderr
+    assert "episode cost" in out.stdout
+
+
+def test_bench_sim_tiny_budget() -> None:
+    out = _cli("bench", "sim", "--num-envs", "4", "--seconds", "0.05", "--repeats", "1",
+               "--tasks", "reach", "--no-peers")
+    assert out.returncode == 0, out.stderr
+    assert "limit" in out.stdout and "ours / limit" in out.stdout and "reach" in out.stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("sim", "rollout", "--task", "nope"), "unknown task 'nope'; valid tasks: lift, push"),
+    (("sim", "rollout", "--num-envs", "0"), "num_envs must be a positive integer"),
+    (("sim", "rollout", "--task", "pusher"), "task 'pusher' has no scripted expert"),
+    (("sim", "rollout", "--video", "out.avi", "--episodes", "1"), "must end in .mp4"),
+    (("sim", "info", "--robot", "nope"), "unknown robot 'nope'; valid robots: arm7"),
+    (("sim", "frobnicate"), "unknown command 'robot-rl sim frobnicate'"),
+    (("teleport",), "unknown command group 'teleport'"),
+])
+def test_bad_input_is_one_line_no_traceback(args: tuple[str, ...], message: str) -> None:
+    out = _cli(*args)
+    assert out.returncode == 2
+    assert message in out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
