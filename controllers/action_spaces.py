@@ -59,8 +59,11 @@ class ActionSpace(abc.ABC):
         self.dim = robot.num_joints + int(self.has_gripper)
         self.actuator_ids: list[int] = []
 
-    def configure(self, spec: mujoco.MjSpec) -> None:
-        """Re-express the robot's actuators in the scene spec before it is compiled."""
+    def configure(self, spec: mujoco.MjSpec) -> None:  # noqa: B027 (optional hook)
+        """Re-express the robot's actuators in the scene spec before it is compiled.
+
+        The default keeps the MJCF's actuators (torque motors) as they are.
+        """
 
     def bind(self, model: mujoco.MjModel, device: torch.device, dtype: torch.dtype) -> None:
         """Look up actuator ids and ranges in the compiled model."""

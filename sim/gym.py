@@ -23,6 +23,7 @@ from gymnasium.vector.utils import batch_space
 
 from robot_rl.sim import make_env
 from robot_rl.sim.randomization import DRPreset
+from robot_rl.sim.render import EnvRenderer
 
 
 def _spaces(obs_dim: int, act_dim: int) -> tuple[spaces.Box, spaces.Box]:
@@ -54,7 +55,7 @@ class RobotRLEnv(gymnasium.Env):
         self.metadata = {**self.metadata, "render_fps": round(1.0 / self.env.control_dt)}
         self.render_mode = render_mode
         self._camera = camera
-        self._renderer = None
+        self._renderer: EnvRenderer | None = None
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
@@ -76,8 +77,6 @@ class RobotRLEnv(gymnasium.Env):
         if self.render_mode != "rgb_array":
             return None
         if self._renderer is None:
-            from robot_rl.sim.render import EnvRenderer
-
             self._renderer = EnvRenderer(self.env, [0], camera=self._camera)
         return self._renderer.render()
 

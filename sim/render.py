@@ -1,9 +1,9 @@
 """Offscreen rendering of chosen envs and mp4 writing.
 
-    with EnvRenderer(env, env_ids=[0, 1], camera="corner") as r, VideoWriter("out.mp4", fps=50) as v:
+    with EnvRenderer(env, env_ids=[0, 1]) as r, VideoWriter("out.mp4", fps=50) as v:
         v.write(r.render())          # (H, W * len(env_ids), 3) uint8, envs side by side
 
-Rendering needs an OpenGL backend, chosen by MUJOCO_GL when a renderer is created (so the
+Rendering needs an OpenGL backend, chosen by MUJOCO_GL when a renderer is created (the
 order of imports does not matter): ``egl`` (headless; ``import robot_rl`` sets it when unset
 and there is no display; needs Debian's ``libegl1`` and ``libgl1-mesa-dri``), ``osmesa``, or
 ``glfw`` (a display).
@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -142,7 +143,7 @@ class VideoWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._container = av.open(str(self.path), mode="w")
         self._fps = Fraction(fps).limit_denominator(1000)
-        self._stream = None
+        self._stream: Any = None  # av's VideoStream, created with the first frame's size
         self.frames = 0
 
     def write(self, frame: np.ndarray) -> None:

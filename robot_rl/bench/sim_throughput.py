@@ -9,9 +9,9 @@ Table 1 runs gymnasium's Pusher-v5 model (7-DoF arm, frame skip 5) with random a
   EnvPool    ``Pusher-v4`` (C++ threads, same thread count), sync mode, batch = num_envs
   gymnasium  ``SyncVectorEnv`` of ``Pusher-v5`` (one Python loop over envs)
   limit      threads x single-thread mj_step rate / frame skip: physics alone, no overhead.
-             The single-thread rate is measured in C (``mujoco.batch``, one simulation)
-             on the same workload: the controls of a random-action episode of the env,
-             recorded, then replayed with each held for frame-skip substeps
+             The single-thread rate is measured in C (``mujoco.batch``, one thread) on the
+             same workload: the controls of 8 random-action episodes of the env, recorded,
+             then replayed with each held for frame-skip substeps
 Table 2 runs our reach/push/lift tasks (built-in arm, 2 ms physics, 50 Hz control), whole
 env step included, and the memory each env adds.
 Figures are env steps per second (control steps summed over envs), best of ``repeats``.
@@ -69,30 +69,30 @@ def _rate(step: Callable[[], None], batch: int, seconds: float, repeats: int) ->
     return best
 
 
-def single_thread_step_rate(task: str, seconds: float, repeats: int) -> float:
-    """mj_step calls per second on one thread, in C, on ``task``'s random-action workload."""
+def single_thread_step_rate(task: str, seconds: float, repeats: int, episodes: int = 8) -> float:
+    """mj_step calls per second on one thread, in C, on ``task``'s own workload: the controls
+    of ``episodes`` random-action episodes of the env, replayed one simulation after another."""
     from robot_rl.sim import make_env
 
-    env = make_env(task, 1, nthread=1)
+    env = make_env(task, episodes, nthread=1)
     env.reset(seed=0)
     gen = torch.Generator().manual_seed(0)
-    q0, v0, m0 = (t[0].numpy().copy() for t in (env.state.qpos, env.state.qvel,
-                                                env.backend.mocap_pos))
+    start = [t.numpy().copy() for t in (env.state.qpos, env.state.qvel, env.backend.mocap_pos)]
     ctrls = []
-    for _ in range(env.cfg.episode_length):
-        env.step(2 * torch.rand(1, env.act_dim, generator=gen) - 1)
-        ctrls.append(env.state.ctrl[0].numpy().copy())
+    for _ in range(env.cfg.episode_length - 1):  # stop short of the auto-reset
+        env.step(2 * torch.rand(episodes, env.act_dim, generator=gen) - 1)
+        ctrls.append(env.state.ctrl.numpy().copy())
     dec = env.cfg.decimation
-    control = np.repeat(np.stack(ctrls), dec, axis=0)[None]  # (1, steps * dec, nu)
+    control = np.repeat(np.stack(ctrls, axis=1), dec, axis=1)  # (episodes, steps * dec, nu)
     nstep = control.shape[1]
-    batch = Batch(env.model, 1, nthread=1)
+    batch = Batch(env.model, episodes, nthread=1)
 
-    def episode() -> None:
+    def replay() -> None:
         batch.reset()
-        batch.qpos[0], batch.qvel[0], batch.mocap_pos[0] = q0, v0, m0
+        batch.qpos[:], batch.qvel[:], batch.mocap_pos[:] = start
         batch.rollout(nstep, control=control, record=("qpos",))
 
-    return _rate(episode, nstep, seconds, repeats)
+    return _rate(replay, episodes * nstep, seconds, repeats)
 
 
 def ours(task: str, num_envs: int, threads: int, seconds: float, repeats: int) -> float:

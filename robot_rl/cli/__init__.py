@@ -22,7 +22,7 @@ from rich.table import Table
 @dataclasses.dataclass(frozen=True)
 class Command:
     config: type
-    run: Callable[[Any], None]
+    run: Callable[[Any], object]
 
 
 def _commands() -> dict[str, dict[str, Command]]:
@@ -30,7 +30,8 @@ def _commands() -> dict[str, dict[str, Command]]:
     from robot_rl.cli import bench, sim
 
     return {
-        "sim": {"info": Command(sim.SimInfo, sim.info), "rollout": Command(sim.SimRollout, sim.rollout)},
+        "sim": {"info": Command(sim.SimInfo, sim.info),
+                "rollout": Command(sim.SimRollout, sim.rollout)},
         "bench": {"sim": Command(bench.BenchSim, bench.run)},
     }
 
@@ -85,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from robot_rl.errors import RobotRLError
 
     cmd = commands[name]
-    config = tyro.cli(cmd.config, args=args[2:], prog=f"robot-rl {group} {name}",
+    config: Any = tyro.cli(cmd.config, args=args[2:], prog=f"robot-rl {group} {name}",
                       description=cmd.config.__doc__)
     try:
         cmd.run(config)

@@ -126,7 +126,10 @@ def rollout(cfg: SimRollout) -> None:
                                height=cfg.height)
         writer = VideoWriter(cfg.video, fps=1.0 / env.control_dt)
 
-    returns, costs, lengths, successes = [], [], [], []
+    returns: list[float] = []
+    costs: list[float] = []
+    lengths: list[int] = []
+    successes: list[bool] = []
     cost_steps = {name: 0.0 for name in env.task.costs}
     steps = 0
     env.reset(seed=cfg.seed)

@@ -173,7 +173,8 @@ class RobotSpec:
         tau_t = tuple(tau)
         kp_t = tuple(kp) if kp is not None else tuple(t / 0.2 for t in tau_t)
         kd_t = tuple(kd) if kd is not None else tuple(k / 10.0 for k in kp_t)
-        home_t = tuple(home) if home is not None else tuple((a + b) / 2 for a, b in zip(q_min, q_max))
+        mid = tuple((a + b) / 2 for a, b in zip(q_min, q_max, strict=True))
+        home_t = tuple(home) if home is not None else mid
         root = spec_probe.worldbody.first_body()
         if root is None:
             raise ModelError(f"{path}: the MJCF has no body under <worldbody>")
@@ -218,7 +219,8 @@ def _require(model: mujoco.MjModel, obj: mujoco.mjtObj, name: str, path: Path) -
 
 def _actuator_of(model: mujoco.MjModel, jid: int, path: Path) -> str:
     for a in range(model.nu):
-        if model.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT and model.actuator_trnid[a, 0] == jid:
+        joint_driven = model.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT
+        if joint_driven and model.actuator_trnid[a, 0] == jid:
             return model.actuator(a).name
     raise ModelError(f"{path}: joint {model.joint(jid).name!r} has no actuator")
 

@@ -23,7 +23,7 @@ def test_env_checker_passes(env_id: str) -> None:
 def test_single_env_returns_final_observation_then_resets() -> None:
     env = gymnasium.make("robot_rl/Reach-v0", episode_length=3)
     obs, _ = env.reset(seed=0)
-    for t in range(3):
+    for _ in range(3):
         obs, reward, terminated, truncated, info = env.step(np.zeros(7, np.float32))
         assert isinstance(reward, float) and isinstance(info["cost"], float)
     assert truncated and not terminated
