@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -69,6 +70,18 @@ def _rate(step: Callable[[], None], batch: int, seconds: float, repeats: int) ->
     return best
 
 
+def _cycling(step: Callable[[Any], object], actions: list[Any]) -> Callable[[], None]:
+    """A no-argument step that feeds ``actions`` round and round (made before timing)."""
+    i = 0
+
+    def run() -> None:
+        nonlocal i
+        step(actions[i % len(actions)])
+        i += 1
+
+    return run
+
+
 def single_thread_step_rate(task: str, seconds: float, repeats: int, episodes: int = 8) -> float:
     """mj_step calls per second on one thread, in C, on ``task``'s own workload: the controls
     of ``episodes`` random-action episodes of the env, replayed one simulation after another."""
@@ -102,14 +115,7 @@ def ours(task: str, num_envs: int, threads: int, seconds: float, repeats: int) -
     env.reset(seed=0)
     gen = torch.Generator().manual_seed(0)
     actions = [2 * torch.rand(num_envs, env.act_dim, generator=gen) - 1 for _ in range(64)]
-    i = 0
-
-    def step() -> None:
-        nonlocal i
-        env.step(actions[i % 64])
-        i += 1
-
-    return _rate(step, num_envs, seconds, repeats)
+    return _rate(_cycling(env.step, actions), num_envs, seconds, repeats)
 
 
 def envpool_pusher(num_envs: int, threads: int, seconds: float, repeats: int) -> float | None:
@@ -122,14 +128,7 @@ def envpool_pusher(num_envs: int, threads: int, seconds: float, repeats: int) ->
     env.reset()
     rng = np.random.default_rng(0)
     actions = [rng.uniform(-2, 2, (num_envs, 7)).astype(np.float32) for _ in range(64)]
-    i = 0
-
-    def step() -> None:
-        nonlocal i
-        env.step(actions[i % 64])
-        i += 1
-
-    return _rate(step, num_envs, seconds, repeats)
+    return _rate(_cycling(env.step, actions), num_envs, seconds, repeats)
 
 
 def gymnasium_sync_pusher(num_envs: int, seconds: float, repeats: int) -> float | None:
@@ -142,14 +141,7 @@ def gymnasium_sync_pusher(num_envs: int, seconds: float, repeats: int) -> float 
     env.reset(seed=0)
     rng = np.random.default_rng(0)
     actions = [rng.uniform(-2, 2, (num_envs, 7)).astype(np.float32) for _ in range(64)]
-    i = 0
-
-    def step() -> None:
-        nonlocal i
-        env.step(actions[i % 64])
-        i += 1
-
-    rate = _rate(step, num_envs, seconds, repeats)
+    rate = _rate(_cycling(env.step, actions), num_envs, seconds, repeats)
     env.close()
     return rate
 

@@ -104,6 +104,7 @@ def reward_reach(state: SimState, cfg: LiftConfig) -> torch.Tensor:
 
 
 def reward_grasp(state: SimState, cfg: LiftConfig) -> torch.Tensor:
+    """1 while both finger pads touch the cube."""
     return _grasped(state).to(state.dtype)
 
 
@@ -115,15 +116,6 @@ def reward_lift(state: SimState, cfg: LiftConfig) -> torch.Tensor:
 
 def success(state: SimState, cfg: LiftConfig) -> torch.Tensor:
     return _height(state, cfg) > cfg.lift_height
-
-
-def reward_success(state: SimState, cfg: LiftConfig) -> torch.Tensor:
-    return success(state, cfg).to(state.dtype)
-
-
-def terminated(state: SimState, cfg: LiftConfig) -> torch.Tensor:
-    """The cube fell off the table."""
-    return state.sensors["cube_pos"][:, 2] < -0.05
 
 
 def expert(state: SimState, cfg: LiftConfig) -> torch.Tensor:
@@ -172,11 +164,11 @@ TASK = TaskDef(
         "reach": reward_reach,
         "grasp": reward_grasp,
         "lift": reward_lift,
-        "success": reward_success,
+        "success": terms.indicator(success),
         "action_rate": terms.reward_action_rate,
     },
     costs=terms.SAFETY_COSTS,
     success=success,
-    terminated=terminated,
+    terminated=terms.fell_off_table("cube_pos"),
     expert=expert,
 )

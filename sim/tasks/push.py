@@ -120,15 +120,6 @@ def success(state: SimState, cfg: PushConfig) -> torch.Tensor:
     return torch.linalg.vector_norm(_puck_to_goal(state), dim=1) < cfg.success_radius
 
 
-def reward_success(state: SimState, cfg: PushConfig) -> torch.Tensor:
-    return success(state, cfg).to(state.dtype)
-
-
-def terminated(state: SimState, cfg: PushConfig) -> torch.Tensor:
-    """The puck fell off the table."""
-    return state.sensors["puck_pos"][:, 2] < -0.05
-
-
 def expert(state: SimState, cfg: PushConfig) -> torch.Tensor:
     """Get behind the puck on the puck-goal line, lower to puck height, push through it."""
     assert isinstance(cfg.action, JointDeltaConfig)
@@ -180,11 +171,11 @@ TASK = TaskDef(
     rewards={
         "ee_to_puck": reward_ee_to_puck,
         "puck_to_goal": reward_puck_to_goal,
-        "success": reward_success,
+        "success": terms.indicator(success),
         "action_rate": terms.reward_action_rate,
     },
     costs=terms.SAFETY_COSTS,
     success=success,
-    terminated=terminated,
+    terminated=terms.fell_off_table("puck_pos"),
     expert=expert,
 )

@@ -71,10 +71,6 @@ def success(state: SimState, cfg: ReachConfig) -> torch.Tensor:
     return torch.linalg.vector_norm(_to_target(state), dim=1) < cfg.success_radius
 
 
-def reward_success(state: SimState, cfg: ReachConfig) -> torch.Tensor:
-    return success(state, cfg).to(state.dtype)
-
-
 def expert(state: SimState, cfg: ReachConfig) -> torch.Tensor:
     assert isinstance(cfg.action, JointDeltaConfig)
     return move_ee(state, _to_target(state), cfg.action.scale).float()
@@ -97,7 +93,7 @@ TASK = TaskDef(
     },
     rewards={
         "reach": reward_reach,
-        "success": reward_success,
+        "success": terms.indicator(success),
         "action_rate": terms.reward_action_rate,
     },
     costs=terms.SAFETY_COSTS,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from robot_rl.sim.state import SimState
-from robot_rl.sim.tasks.base import TaskConfig
+from robot_rl.sim.tasks.base import TaskConfig, Term
 
 # -- safety costs ---------------------------------------------------------------------------
 
@@ -74,6 +74,26 @@ def reward_action_rate(state: SimState, cfg: TaskConfig) -> torch.Tensor:
     """-||a_t - a_{t-1}||^2: discourages jerky actions."""
     d = state.action - state.prev_action
     return -(d * d).sum(dim=1)
+
+
+def indicator(condition: Term) -> Term:
+    """A reward term that is 1 while ``condition`` (a bool term, e.g. success) holds."""
+
+    def term(state: SimState, cfg: TaskConfig) -> torch.Tensor:
+        return condition(state, cfg).to(state.dtype)
+
+    term.__doc__ = f"1 while {condition.__name__} holds."
+    return term
+
+
+def fell_off_table(sensor: str) -> Term:
+    """A termination term: the object whose position sensor is ``sensor`` fell off the table."""
+
+    def term(state: SimState, cfg: TaskConfig) -> torch.Tensor:
+        return state.sensors[sensor][:, 2] < -0.05
+
+    term.__doc__ = f"{sensor} is below the table top."
+    return term
 
 
 def closeness(dist: torch.Tensor, scale: float = 0.1) -> torch.Tensor:
