@@ -82,8 +82,8 @@ class SceneBuilder:
                     pos=[self.cfg.table_center_x, 0, -0.02], rgba=[0.55, 0.42, 0.3, 1],
                     friction=[self.cfg.table_friction, 0.005, 0.0001],
                     contype=ENV_CONTYPE, conaffinity=ENV_CONAFFINITY)
-        wb.add_camera(name="corner", pos=[1.4, -0.95, 1.05],
-                      xyaxes=_look_at([1.4, -0.95, 1.05], [0.35, 0.0, 0.2]), fovy=50)
+        wb.add_camera(name="corner", pos=[1.15, -0.8, 0.85],
+                      xyaxes=_look_at([1.15, -0.8, 0.85], [0.4, 0.0, 0.2]), fovy=50)
         wb.add_camera(name="front", pos=[1.45, 0.0, 0.85],
                       xyaxes=_look_at([1.45, 0.0, 0.85], [0.35, 0.0, 0.15]), fovy=55)
         wb.add_camera(name="side", pos=[0.45, -1.35, 0.75],
