@@ -15,7 +15,14 @@ import torch
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.randomization import DRConfig, DRPreset, dr_preset
 from robot_rl.sim.robots import RobotSpec, get_robot, list_robots, register_robot
-from robot_rl.sim.tasks import TaskConfig, get_task, list_tasks, make_task_config, register_task
+from robot_rl.sim.tasks import (
+    TaskConfig,
+    get_task,
+    list_tasks,
+    make_task_config,
+    register_task,
+    replace_config,
+)
 
 
 def make_env(task: str | TaskConfig, num_envs: int, backend: str = "cpu",
@@ -31,14 +38,16 @@ def make_env(task: str | TaskConfig, num_envs: int, backend: str = "cpu",
         dr: domain-randomization preset replacing the config's ranges.
         seed: seed of the env's generator (resets, randomization, noise).
         nthread: physics threads (default: all cores, at most num_envs).
-        overrides: config fields to replace when ``task`` is a name (``episode_length=50``).
+        overrides: config fields to replace (``episode_length=50``).
+
+    A passed config is copied, never modified.
     """
+    if dr is not None:
+        overrides["dr"] = dr_preset(dr)
     if isinstance(task, str):
         cfg = make_task_config(task, **overrides)
     else:
-        cfg = task
-    if dr is not None:
-        cfg.dr = dr_preset(dr)
+        cfg = replace_config(task, **overrides)
     return BatchedEnv(cfg, num_envs, backend=backend, device=device, seed=seed, nthread=nthread)
 
 

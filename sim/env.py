@@ -41,6 +41,10 @@ class BatchedEnv:
         cfg.validate()
         self.cfg = cfg
         self.task = get_task(cfg.name)
+        unknown = set(cfg.reward_weights) - set(self.task.rewards)
+        if unknown:
+            raise ConfigError(f"reward_weights names unknown terms {sorted(unknown)}; "
+                              f"terms of {cfg.name!r}: {sorted(self.task.rewards)}")
         self.robot: RobotSpec = get_robot(cfg.robot)
         self.num_envs = num_envs
         self.action_space = make_action_space(cfg.action, self.robot)
@@ -85,10 +89,6 @@ class BatchedEnv:
         """Per-env number of steps whose action had NaN/inf entries (held, never applied)."""
         self.diverged_count = torch.zeros(E, dtype=torch.long, device=dev)
         """Per-env number of physics divergences caught by the guard."""
-        unknown = set(cfg.reward_weights) - set(self.task.rewards)
-        if unknown:
-            raise ConfigError(f"reward_weights names unknown terms {sorted(unknown)}; "
-                              f"terms of {cfg.name!r}: {sorted(self.task.rewards)}")
         self._reward_names = list(self.task.rewards)
         self._reward_fns = list(self.task.rewards.values())
         self._reward_w = torch.tensor([cfg.reward_weights.get(n, 0.0) for n in self._reward_names],

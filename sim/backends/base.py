@@ -7,7 +7,8 @@ simulations' state at the next call. Task code reads and writes only these tenso
 unchanged on every backend.
 
 Shapes (E = num_envs):
-    qpos (E, nq), qvel (E, nv), ctrl (E, nu), mocap_pos (E, nmocap, 3), sensordata (E, nsensordata)
+    qpos (E, nq), qvel (E, nv), ctrl (E, nu), mocap_pos (E, nmocap, 3), sensordata (E, nsensordata),
+    time (E,)
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class Backend(abc.ABC):
     ctrl: torch.Tensor
     mocap_pos: torch.Tensor
     sensordata: torch.Tensor
+    time: torch.Tensor
 
     @abc.abstractmethod
     def step(self, nstep: int, current_sensors: bool = True) -> None:
@@ -87,7 +89,3 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def write_data(self, env: int, data: mujoco.MjData) -> None:
         """Copy one simulation's state into ``data`` (an MjData of ``model``), for rendering."""
-
-    def memory_bytes(self) -> int:
-        """Bytes of simulation state and per-env parameters held by the backend."""
-        return 0

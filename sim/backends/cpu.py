@@ -92,10 +92,6 @@ class CpuBackend(Backend):
     def write_data(self, env: int, data: mujoco.MjData) -> None:
         self._batch.get_data(env, data)
 
-    def memory_bytes(self) -> int:
-        state = self._batch.state.nbytes + self.sensordata.numel() * self.sensordata.element_size()
-        return state + sum(t.numel() * t.element_size() for t in self._fields.values())
-
 
 def _ids(env_ids: torch.Tensor) -> np.ndarray:
     """Sorted unique int32 ids, as the batch wants them."""

@@ -34,11 +34,16 @@ def list_tasks() -> list[str]:
 
 def make_task_config(name: str, **overrides: Any) -> TaskConfig:
     """A fresh copy of a task's default config, with top-level fields overridden."""
-    cfg = get_task(name).make_config()
+    return replace_config(get_task(name).make_config(), **overrides)
+
+
+def replace_config(cfg: TaskConfig, **overrides: Any) -> TaskConfig:
+    """A copy of ``cfg`` with top-level fields replaced; unknown names raise ConfigError."""
     fields = {f.name for f in dataclasses.fields(cfg)}
     bad = sorted(set(overrides) - fields)
     if bad:
-        raise ConfigError(f"task {name!r} has no config field(s) {bad}; fields: {sorted(fields)}")
+        raise ConfigError(f"task {cfg.name!r} has no config field(s) {bad}; "
+                          f"fields: {sorted(fields)}")
     return dataclasses.replace(cfg, **overrides)
 
 
@@ -52,4 +57,4 @@ def _register_builtins() -> None:
 _register_builtins()
 
 __all__ = ["SafetyCostConfig", "TaskConfig", "TaskDef", "get_task", "list_tasks",
-           "make_task_config", "register_task"]
+           "make_task_config", "register_task", "replace_config"]

@@ -108,3 +108,17 @@ def test_pusher_has_no_expert() -> None:
     env = make_env("pusher", 1)
     with pytest.raises(ConfigError, match="no scripted expert"):
         env.expert_action()
+
+
+def test_unknown_reward_weight_names_the_terms() -> None:
+    with pytest.raises(ConfigError, match=r"reward_weights names unknown terms \['reech'\]"):
+        make_env("reach", 1, reward_weights={"reech": 1.0})
+
+
+def test_make_env_copies_a_passed_config() -> None:
+    from robot_rl.sim import make_task_config
+
+    cfg = make_task_config("reach")
+    env = make_env(cfg, 1, dr="strong", episode_length=9)
+    assert env.cfg.episode_length == 9 and env.cfg.dr.action_delay_max == 3
+    assert cfg.episode_length == 100 and cfg.dr.action_delay_max == 0
