@@ -72,7 +72,7 @@ class BatchedEnv:
             self.state.buffers[name] = torch.zeros(num_envs, width, device=dev, dtype=dtype)
         self.randomizer = DomainRandomizer(
             cfg.dr, self.backend, robot_bodies=_robot_bodies(self.model, self.robot),
-            robot_dofs=[int(self.model.joint(j).dofadr[0]) for j in self.robot.joint_names],
+            robot_dofs=self.state.joint_dofs,
             robot_actuators=self.action_space.actuator_ids[: self.robot.num_joints])
 
         E, A = num_envs, self.act_dim

@@ -61,7 +61,9 @@ class SimState:
         E = self.num_envs
         joints = [model.joint(j) for j in robot.joint_names]
         self._jq = slice_or_index([int(j.qposadr[0]) for j in joints], self.device)
-        self._jv = slice_or_index([int(j.dofadr[0]) for j in joints], self.device)
+        self.joint_dofs = [int(j.dofadr[0]) for j in joints]
+        """Degree-of-freedom index of each arm joint (columns of qvel and Jacobians)."""
+        self._jv = slice_or_index(self.joint_dofs, self.device)
         self._gq: slice | torch.Tensor | None = None
         if robot.gripper is not None:
             self._gq = slice_or_index(
@@ -79,7 +81,6 @@ class SimState:
         """(E, A) action applied at the step before."""
         self.episode_step = torch.zeros(E, dtype=torch.long, device=self.device)
         self._ee_body = int(model.site(robot.ee_site).bodyid[0])
-        self._jdofs = [int(j.dofadr[0]) for j in joints]
 
     # -- joint state -----------------------------------------------------------------------
 
@@ -149,5 +150,5 @@ class SimState:
         """(E, 6, n) Jacobian of the end-effector site (linear rows, then angular) over the
         arm joints, at the current state."""
         jacp, jacr = self.backend.jacobian(self._ee_body, self.sensors["ee_pos"])
-        jac = torch.cat([jacp, jacr], dim=1)[:, :, self._jdofs]
+        jac = torch.cat([jacp, jacr], dim=1)[:, :, self.joint_dofs]
         return jac.to(device=self.device, dtype=self.dtype)

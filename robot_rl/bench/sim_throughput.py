@@ -181,12 +181,11 @@ def _fmt(x: float | None) -> str:
 
 def run(cfg: BenchSim) -> dict:
     """Measure and print both tables; returns the figures (for scripts and tests)."""
-    from robot_rl.sim import make_env
+    from robot_rl.sim import make_task_config
 
     console = Console()
     threads = cfg.threads or os.cpu_count() or 1
-    pusher = make_env("pusher", 1, nthread=1)
-    frame_skip = pusher.cfg.decimation
+    frame_skip = make_task_config("pusher").decimation
     console.print(f"[bold]Simulation throughput[/bold]  threads={threads}  "
                   f"cpu={os.cpu_count()}  mujoco {mujoco.__version__}  torch {torch.__version__}")
     single = single_thread_step_rate("pusher", cfg.seconds, cfg.repeats)
@@ -221,9 +220,8 @@ def run(cfg: BenchSim) -> dict:
         t2.add_column("limit (per-env physics)", justify="right")
         t2.add_column("MiB / env", justify="right")
         for task in cfg.tasks:
-            env = make_env(task, 1, nthread=1)
-            task_limit = threads * single_thread_step_rate(task, cfg.seconds,
-                                                           cfg.repeats) / env.cfg.decimation
+            task_limit = threads * single_thread_step_rate(task, cfg.seconds, cfg.repeats) \
+                / make_task_config(task).decimation
             rates = [ours(task, n, threads, cfg.seconds, cfg.repeats) for n in cfg.num_envs]
             mem = memory_per_env(task)
             results["tasks"][task] = {"rates": dict(zip(cfg.num_envs, rates, strict=True)),

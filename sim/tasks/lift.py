@@ -60,8 +60,7 @@ def build_scene(robot: RobotSpec, cfg: LiftConfig) -> mujoco.MjSpec:
 
 def reset(state: SimState, env_ids: torch.Tensor, cfg: LiftConfig, gen: torch.Generator) -> None:
     n, dt, dev = len(env_ids), state.dtype, state.device
-    lo, hi = (torch.tensor(v, dtype=dt, device=dev) for v in (cfg.cube_lo, cfg.cube_hi))
-    xy = terms.uniform(lo, hi, n, gen)
+    xy = terms.uniform(state, cfg.cube_lo, cfg.cube_hi, n, gen)
     yaw = cfg.max_yaw * (2.0 * torch.rand(n, generator=gen, device=dev, dtype=dt) - 1.0)
     z = torch.full((n, 1), cfg.cube_half_size, dtype=dt, device=dev)
     quat = torch.stack([torch.cos(yaw / 2), torch.zeros_like(yaw), torch.zeros_like(yaw),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from robot_rl.controllers.ik import (
@@ -11,6 +13,7 @@ from robot_rl.controllers.ik import (
     rot_z,
     shrink_to_caps,
 )
+from robot_rl.sim.robots import RobotSpec
 from robot_rl.sim.state import SimState
 
 
@@ -45,10 +48,13 @@ def move_ee(state: SimState, pos_err: torch.Tensor, step: float,
 
 def _pd_response(state: SimState, step: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-joint fraction of an offset covered in one control step, and offset caps."""
-    r, dt = state.robot, state.control_dt
-    kp = torch.tensor(r.kp, dtype=state.dtype, device=state.device)
-    kd = torch.tensor(r.kd, dtype=state.dtype, device=state.device)
-    qd_max = torch.tensor(r.qd_max, dtype=state.dtype, device=state.device)
+    return _pd_response_of(state.robot, state.control_dt, step, state.dtype, state.device)
+
+
+@functools.cache
+def _pd_response_of(r: RobotSpec, dt: float, step: float, dtype: torch.dtype,
+                    device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    kp, kd, qd_max = (torch.tensor(x, dtype=dtype, device=device) for x in (r.kp, r.kd, r.qd_max))
     response = 1.0 - torch.exp(-dt * kp / kd)
     caps = torch.clamp(0.8 * qd_max * kd / kp, max=step)
     return response, caps

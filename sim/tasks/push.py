@@ -62,23 +62,20 @@ def build_scene(robot: RobotSpec, cfg: PushConfig) -> mujoco.MjSpec:
 
 
 def reset(state: SimState, env_ids: torch.Tensor, cfg: PushConfig, gen: torch.Generator) -> None:
-    def t(x: tuple[float, ...]) -> torch.Tensor:
-        return torch.tensor(x, dtype=state.dtype, device=state.device)
-
     n = len(env_ids)
-    puck = terms.uniform(t(cfg.puck_lo), t(cfg.puck_hi), n, gen)
-    goal = terms.uniform(t(cfg.goal_lo), t(cfg.goal_hi), n, gen)
+    puck = terms.uniform(state, cfg.puck_lo, cfg.puck_hi, n, gen)
+    goal = terms.uniform(state, cfg.goal_lo, cfg.goal_hi, n, gen)
     # Batched rejection sampling: redraw only the goals that are too close to their puck.
     close = torch.linalg.vector_norm(goal - puck, dim=1) < cfg.min_goal_distance
     while bool(close.any()):
-        goal = torch.where(close[:, None], terms.uniform(t(cfg.goal_lo), t(cfg.goal_hi), n, gen),
+        goal = torch.where(close[:, None], terms.uniform(state, cfg.goal_lo, cfg.goal_hi, n, gen),
                            goal)
         close = torch.linalg.vector_norm(goal - puck, dim=1) < cfg.min_goal_distance
     z = torch.full((n, 1), cfg.puck_half_height, dtype=state.dtype, device=state.device)
     qpos = state.backend.qpos
     q = state.qpos_slice("puck_joint")
     qpos[env_ids, q.start:q.start + 3] = torch.cat([puck, z], dim=1)
-    qpos[env_ids, q.start + 3:q.stop] = t((1.0, 0.0, 0.0, 0.0))
+    qpos[env_ids, q.start + 3:q.stop] = torch.tensor((1.0, 0.0, 0.0, 0.0), dtype=qpos.dtype)
     goal3 = torch.cat([goal, z], dim=1)
     state.buffers["goal"][env_ids] = goal3
     state.backend.mocap_pos[env_ids, state.mocap_index("goal")] = goal3

@@ -68,11 +68,11 @@ def build_scene(robot: RobotSpec, cfg: PusherConfig) -> mujoco.MjSpec:
 def reset(state: SimState, env_ids: torch.Tensor, cfg: PusherConfig,
           gen: torch.Generator) -> None:
     n, dt, dev = len(env_ids), state.dtype, state.device
-    lo, hi = (torch.tensor(v, dtype=dt, device=dev) for v in (cfg.object_lo, cfg.object_hi))
-    obj = terms.uniform(lo, hi, n, gen)
+    obj = terms.uniform(state, cfg.object_lo, cfg.object_hi, n, gen)
     far = torch.linalg.vector_norm(obj, dim=1) > cfg.min_goal_distance  # the goal is (0, 0)
     while not bool(far.all()):
-        obj = torch.where(far[:, None], obj, terms.uniform(lo, hi, n, gen))
+        obj = torch.where(far[:, None], obj, terms.uniform(state, cfg.object_lo, cfg.object_hi, n,
+                                                           gen))
         far = torch.linalg.vector_norm(obj, dim=1) > cfg.min_goal_distance
     qpos, qvel = state.backend.qpos, state.backend.qvel
     qpos[env_ids, 7:9] = obj

@@ -44,9 +44,7 @@ def build_scene(robot: RobotSpec, cfg: ReachConfig) -> mujoco.MjSpec:
 
 
 def reset(state: SimState, env_ids: torch.Tensor, cfg: ReachConfig, gen: torch.Generator) -> None:
-    lo = torch.tensor(cfg.target_lo, dtype=state.dtype, device=state.device)
-    hi = torch.tensor(cfg.target_hi, dtype=state.dtype, device=state.device)
-    target = terms.uniform(lo, hi, len(env_ids), gen)
+    target = terms.uniform(state, cfg.target_lo, cfg.target_hi, len(env_ids), gen)
     state.buffers["target"][env_ids] = target
     state.backend.mocap_pos[env_ids, state.mocap_index("target")] = target
 

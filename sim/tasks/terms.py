@@ -6,6 +6,8 @@ The safety cost terms return a bool (E,): 1 while their condition holds, 0 other
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from robot_rl.sim.state import SimState
@@ -101,7 +103,10 @@ def closeness(dist: torch.Tensor, scale: float = 0.1) -> torch.Tensor:
     return 1.0 - torch.tanh(dist / scale)
 
 
-def uniform(lo: torch.Tensor, hi: torch.Tensor, n: int, gen: torch.Generator) -> torch.Tensor:
-    """(n, k) samples uniform in the box [lo, hi] (each (k,))."""
-    u = torch.rand((n, lo.shape[0]), generator=gen, device=lo.device, dtype=lo.dtype)
-    return lo + (hi - lo) * u
+def uniform(state: SimState, lo: Sequence[float], hi: Sequence[float], n: int,
+            gen: torch.Generator) -> torch.Tensor:
+    """(n, k) samples uniform in the box [lo, hi] (k corners each), in the state's dtype."""
+    lo_t = torch.tensor(lo, dtype=state.dtype, device=state.device)
+    hi_t = torch.tensor(hi, dtype=state.dtype, device=state.device)
+    u = torch.rand((n, lo_t.shape[0]), generator=gen, device=state.device, dtype=state.dtype)
+    return lo_t + (hi_t - lo_t) * u

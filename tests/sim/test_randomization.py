@@ -23,7 +23,7 @@ def test_strong_preset_ranges_and_spread() -> None:
     env.reset(seed=0)
     cfg = env.cfg.dr
     bodies = _robot_bodies(env.model, env.robot)
-    dofs = [int(env.model.joint(j).dofadr[0]) for j in env.robot.joint_names]
+    dofs = env.state.joint_dofs
     acts = env.action_space.actuator_ids[:7]
     checks = [
         (_ratios(env, "body_mass", bodies), cfg.link_mass),
