@@ -1,14 +1,22 @@
-"""Action spaces: map policy actions in [-1, 1] to actuator controls.
+"""Action spaces: map policy actions in [-1, 1] to controller targets.
 
-An action space is chosen in the task config (``action=JointDeltaConfig(...)``). It may
-re-express the robot's actuators when the scene is built (``configure``), then maps batched
-actions (E, dim) to controls (E, len(actuator_ids)) at every control step (``__call__``).
-The same objects serve one sample at deploy time (E = 1).
+An action space is chosen in the task config (``action=EEDeltaConfig(...)``). It turns batched
+actions (E, dim) into ``Targets`` at every control step, given the measured ``ArmState``; a
+controller (``robot_rl.controllers.joint`` / ``osc``) then tracks them, behind the shield. The
+same objects serve one sample at deploy time (E = 1), with numpy or torch arrays.
 
-    joint_delta   a[:n] -> q_target = q + scale * a, clamped to the joint limits, through
-                  the joint PD law evaluated at every physics step (see controllers.pd)
-    joint_torque  a[:n] -> torque, a = +-1 at the actuator's control range
-    gripper       optional last action: -1 open .. +1 closed (a position target)
+    joint_delta     a[:n] -> q_target = q + scale * a                      (joint targets)
+    joint_velocity  a[:n] -> q_ref += scale * a * dt, kept within ``max_lead`` of q
+                                                                           (joint targets)
+    ee_delta        a[:3] -> p_target = p + pos_scale * a,
+                    a[3:6] -> R_target = exp(rot_scale * a) R               (pose targets)
+    ee_pose         a[:3] -> p_target in the box [lo, hi] (a = -1 .. +1),
+                    a[3:6] -> R_target = exp(max_angle * a) R_home          (pose targets)
+    joint_torque    a[:n] -> torque, a = +-1 at the actuator's control range (torque targets)
+    gripper         optional last action: -1 open .. +1 closed (a position target)
+
+``hold(state)`` gives the targets that keep the arm where it is (current joint positions or
+pose, zero velocity): the shield's fallback for invalid actions, the gate and the watchdog.
 """
 
 from __future__ import annotations
@@ -18,22 +26,74 @@ import dataclasses
 from typing import TYPE_CHECKING, Literal
 
 import mujoco
-import torch
+import numpy as np
 
-from robot_rl.controllers.pd import realize_pd_in_model
+from robot_rl.controllers.arm_state import ArmState
+from robot_rl.controllers.ik import axis_angle_to_mat
+from robot_rl.controllers.xp import Array, like, namespace
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:  # controllers are shared by sim and hardware; no import of the sim package
     from robot_rl.sim.robots import RobotSpec
 
+Vec3 = tuple[float, float, float]
+TargetKind = Literal["joint", "pose", "torque"]
+
 
 @dataclasses.dataclass(kw_only=True)
 class JointDeltaConfig:
-    """Joint position deltas from the measured position, through the joint PD law."""
+    """Joint position targets offset from the measured position."""
 
     type: Literal["joint_delta"] = "joint_delta"
     scale: float = 0.1
     """Target offset from the measured joint position at |a| = 1 [rad]."""
+    gripper: bool = True
+    """Append a gripper action (-1 open, +1 closed) if the robot has a gripper."""
+
+
+@dataclasses.dataclass(kw_only=True)
+class JointVelocityConfig:
+    """Joint velocity commands, integrated into a position reference kept near the arm."""
+
+    type: Literal["joint_velocity"] = "joint_velocity"
+    scale: float = 1.0
+    """Commanded joint velocity at |a| = 1 [rad/s]."""
+    max_lead: float = 0.1
+    """Reference clamping: the integrated reference stays within this of the measured joint
+    position, so a blocked joint does not wind up a large torque [rad]."""
+    gripper: bool = True
+    """Append a gripper action (-1 open, +1 closed) if the robot has a gripper."""
+
+
+@dataclasses.dataclass(kw_only=True)
+class EEDeltaConfig:
+    """End-effector pose targets offset from the measured pose (position + axis-angle)."""
+
+    type: Literal["ee_delta"] = "ee_delta"
+    pos_scale: float = 0.05
+    """Target offset from the measured end-effector position at |a| = 1 [m]."""
+    rot_scale: float = 0.3
+    """Target rotation from the measured orientation at |a| = 1 [rad]."""
+    rotation: bool = True
+    """Include the three rotation actions; without them the target orientation is the home
+    orientation."""
+    gripper: bool = True
+    """Append a gripper action (-1 open, +1 closed) if the robot has a gripper."""
+
+
+@dataclasses.dataclass(kw_only=True)
+class EEPoseConfig:
+    """Absolute end-effector pose targets: a position in a box, a rotation from home."""
+
+    type: Literal["ee_pose"] = "ee_pose"
+    lo: Vec3 = (0.25, -0.45, 0.02)
+    """Target position at a = -1 (lower box corner), world frame [m]."""
+    hi: Vec3 = (0.8, 0.45, 0.6)
+    """Target position at a = +1 (upper box corner), world frame [m]."""
+    max_angle: float = 1.0
+    """Rotation from the home orientation at |a| = 1 per axis-angle component [rad]."""
+    rotation: bool = True
+    """Include the three rotation actions; without them the target is the home orientation."""
     gripper: bool = True
     """Append a gripper action (-1 open, +1 closed) if the robot has a gripper."""
 
@@ -47,88 +107,232 @@ class JointTorqueConfig:
     """Append a gripper action (-1 open, +1 closed) if the robot has a gripper."""
 
 
-ActionConfig = JointDeltaConfig | JointTorqueConfig
+ActionConfig = (JointDeltaConfig | JointVelocityConfig | EEDeltaConfig | EEPoseConfig
+                | JointTorqueConfig)
+
+
+@dataclasses.dataclass
+class Targets:
+    """Controller targets of E robots; which fields are set depends on ``kind``.
+
+    joint: (E, n) joint position targets [rad] (kind "joint") or joint torques [Nm] ("torque")
+    pos, rot: (E, 3) and (E, 3, 3) end-effector pose targets, world frame (kind "pose")
+    gripper: (E, 1) gripper actuator control, or None without a gripper action
+    """
+
+    kind: TargetKind
+    joint: Array | None = None
+    pos: Array | None = None
+    rot: Array | None = None
+    gripper: Array | None = None
+
+    def where(self, mask: Array, other: Targets) -> Targets:
+        """Rows of ``other`` where ``mask`` (E,) is true, else these rows."""
+        xp = namespace(mask)
+
+        def pick(a: Array | None, b: Array | None) -> Array | None:
+            if a is None or b is None:
+                return a
+            m = mask.reshape(-1, *([1] * (a.ndim - 1)))
+            return xp.where(m, b, a)
+
+        return Targets(self.kind, pick(self.joint, other.joint), pick(self.pos, other.pos),
+                       pick(self.rot, other.rot), pick(self.gripper, other.gripper))
 
 
 class ActionSpace(abc.ABC):
-    """Maps (E, dim) actions in [-1, 1] to (E, len(actuator_ids)) actuator controls."""
+    """Maps (E, dim) actions in [-1, 1] to ``Targets`` (see module docstring)."""
 
-    def __init__(self, robot: RobotSpec, gripper: bool):
+    kind: TargetKind
+
+    def __init__(self, robot: RobotSpec, gripper: bool, arm_dim: int):
         self.robot = robot
         self.has_gripper = gripper and robot.gripper is not None
-        self.dim = robot.num_joints + int(self.has_gripper)
-        self.actuator_ids: list[int] = []
+        self.arm_dim = arm_dim
+        self.dim = arm_dim + int(self.has_gripper)
+        self._q_lo = np.asarray(robot.q_min, dtype=np.float64)
+        self._q_hi = np.asarray(robot.q_max, dtype=np.float64)
+        self._home_rot = np.eye(3)
 
-    def configure(self, spec: mujoco.MjSpec) -> None:  # noqa: B027 (optional hook)
-        """Re-express the robot's actuators in the scene spec before it is compiled.
+    def bind(self, model: mujoco.MjModel) -> None:
+        """Read what the mapping needs from the compiled model (actuator ranges, home pose)."""
+        data = mujoco.MjData(model)
+        for name, q in zip(self.robot.joint_names, self.robot.home, strict=True):
+            data.qpos[model.joint(name).qposadr[0]] = q
+        mujoco.mj_kinematics(model, data)
+        self._home_rot = data.site(self.robot.ee_site).xmat.reshape(3, 3).copy()
 
-        The default keeps the MJCF's actuators (torque motors) as they are.
-        """
+    def reset(self, ids: Array, state: ArmState) -> None:  # noqa: B027 (optional hook)
+        """Forget per-robot memory of the robots ``ids`` (stateful action spaces)."""
 
-    def bind(self, model: mujoco.MjModel, device: torch.device, dtype: torch.dtype) -> None:
-        """Look up actuator ids and ranges in the compiled model."""
-        names = list(self.robot.actuator_names)
+    def __call__(self, action: Array, state: ArmState) -> Targets:
+        """Targets for actions (E, dim) at the measured state."""
+        t = self._arm(action[:, : self.arm_dim], state)
+        t.gripper = self._gripper(action)
+        return t
+
+    def hold(self, state: ArmState, action: Array | None = None) -> Targets:
+        """Targets that keep the arm still where it is; the gripper keeps ``action``'s command
+        (or closes without one)."""
+        t = self._hold(state)
         if self.has_gripper:
-            assert self.robot.gripper is not None
-            names.append(self.robot.gripper.actuator)
-        self.actuator_ids = [model.actuator(n).id for n in names]
-        lo, hi = torch.tensor(model.actuator_ctrlrange[self.actuator_ids].T, dtype=dtype,
-                              device=device)
-        n = self.robot.num_joints
-        self._q_lo = torch.tensor(self.robot.q_min, dtype=dtype, device=device)
-        self._q_hi = torch.tensor(self.robot.q_max, dtype=dtype, device=device)
-        # a in [-1, 1] -> mid + a * half, for the arm's control ranges.
-        self._arm_mid, self._arm_half = (hi[:n] + lo[:n]) / 2, (hi[:n] - lo[:n]) / 2
+            t.gripper = self._gripper(action) if action is not None else \
+                self._gripper_ctrl(like(state.q, np.ones((state.q.shape[0], 1))))
+        return t
 
-    def __call__(self, action: torch.Tensor, joint_pos: torch.Tensor) -> torch.Tensor:
-        """Controls (E, len(actuator_ids)) for actions (E, dim) at joint positions (E, n)."""
-        n = self.robot.num_joints
-        arm = self._arm(action[:, :n], joint_pos)
+    def _gripper(self, action: Array) -> Array | None:
         if not self.has_gripper:
-            return arm
+            return None
+        return self._gripper_ctrl(action[:, self.arm_dim:])
+
+    def _gripper_ctrl(self, a: Array) -> Array:
         # -1 -> open, +1 -> closed, linearly between the two controls.
         g = self.robot.gripper
         assert g is not None
-        a = action[:, n:].to(arm.dtype)
-        grip = g.open_ctrl + (a + 1.0) * (0.5 * (g.closed_ctrl - g.open_ctrl))
-        return torch.cat([arm, grip], dim=1)
+        return g.open_ctrl + (a + 1.0) * (0.5 * (g.closed_ctrl - g.open_ctrl))
 
     @abc.abstractmethod
-    def _arm(self, action: torch.Tensor, joint_pos: torch.Tensor) -> torch.Tensor:
-        """Arm controls (E, n) for arm actions (E, n)."""
+    def _arm(self, action: Array, state: ArmState) -> Targets:
+        """Arm targets for arm actions (E, arm_dim)."""
+
+    @abc.abstractmethod
+    def _hold(self, state: ArmState) -> Targets:
+        """Arm targets that hold the current state."""
 
 
-class JointDelta(ActionSpace):
-    """q_target = clamp(q + scale * a, q_min, q_max), tracked by the PD law in the physics."""
+class _JointTargets(ActionSpace):
+    kind: TargetKind = "joint"
+
+    def _hold(self, state: ArmState) -> Targets:
+        return Targets("joint", joint=state.q * 1.0)  # a copy: the state may be a live view
+
+    def _clamp(self, q: Array) -> Array:
+        return q.clip(min=like(q, self._q_lo), max=like(q, self._q_hi))
+
+
+class JointDelta(_JointTargets):
+    """q_target = clamp(q + scale * a, q_min, q_max)."""
 
     def __init__(self, cfg: JointDeltaConfig, robot: RobotSpec):
-        super().__init__(robot, cfg.gripper)
+        super().__init__(robot, cfg.gripper, robot.num_joints)
         if cfg.scale <= 0:
             raise ConfigError(f"joint_delta scale must be positive, got {cfg.scale}")
         self.scale = cfg.scale
 
-    def configure(self, spec: mujoco.MjSpec) -> None:
-        r = self.robot
-        realize_pd_in_model(spec, r.actuator_names, r.kp, r.kd, r.q_min, r.q_max, r.tau_max)
+    def _arm(self, action: Array, state: ArmState) -> Targets:
+        return Targets("joint", joint=self._clamp(state.q + self.scale * action))
 
-    def _arm(self, action: torch.Tensor, joint_pos: torch.Tensor) -> torch.Tensor:
-        target = torch.add(joint_pos, action.to(joint_pos.dtype), alpha=self.scale)
-        return torch.clamp(target, self._q_lo, self._q_hi)
+
+class JointVelocity(_JointTargets):
+    """q_ref <- clamp(q_ref + scale * a * dt, q - max_lead, q + max_lead); q_target = q_ref."""
+
+    def __init__(self, cfg: JointVelocityConfig, robot: RobotSpec, control_dt: float):
+        super().__init__(robot, cfg.gripper, robot.num_joints)
+        if cfg.scale <= 0 or cfg.max_lead <= 0:
+            raise ConfigError("joint_velocity scale and max_lead must be positive, got "
+                              f"{cfg.scale} and {cfg.max_lead}")
+        self.step = cfg.scale * control_dt
+        self.max_lead = cfg.max_lead
+        self._ref: Array | None = None
+
+    def reset(self, ids: Array, state: ArmState) -> None:
+        if self._ref is None or self._ref.shape != state.q.shape:
+            self._ref = state.q * 1.0
+        self._ref[ids] = state.q[ids]
+
+    def _arm(self, action: Array, state: ArmState) -> Targets:
+        if self._ref is None or self._ref.shape != state.q.shape:
+            self._ref = state.q * 1.0
+        ref = self._ref + self.step * action
+        ref = ref.clip(min=state.q - self.max_lead, max=state.q + self.max_lead)
+        self._ref = self._clamp(ref)
+        return Targets("joint", joint=self._ref)
+
+
+class _PoseTargets(ActionSpace):
+    kind: TargetKind = "pose"
+
+    def __init__(self, robot: RobotSpec, gripper: bool, rotation: bool):
+        super().__init__(robot, gripper, 6 if rotation else 3)
+        self.rotation = rotation
+
+    def _hold(self, state: ArmState) -> Targets:
+        return Targets("pose", pos=state.ee_pos * 1.0, rot=state.ee_rot * 1.0)
+
+
+class EEDelta(_PoseTargets):
+    """p_target = p + pos_scale * a[:3]; R_target = exp(rot_scale * a[3:6]) R."""
+
+    def __init__(self, cfg: EEDeltaConfig, robot: RobotSpec):
+        super().__init__(robot, cfg.gripper, cfg.rotation)
+        if cfg.pos_scale <= 0 or cfg.rot_scale <= 0:
+            raise ConfigError("ee_delta pos_scale and rot_scale must be positive")
+        self.pos_scale, self.rot_scale = cfg.pos_scale, cfg.rot_scale
+
+    def _arm(self, action: Array, state: ArmState) -> Targets:
+        pos = state.ee_pos + self.pos_scale * action[:, :3]
+        if self.rotation:
+            rot = axis_angle_to_mat(self.rot_scale * action[:, 3:6]) @ state.ee_rot
+        else:
+            rot = namespace(pos).broadcast_to(like(pos, self._home_rot), state.ee_rot.shape)
+        return Targets("pose", pos=pos, rot=rot)
+
+
+class EEPose(_PoseTargets):
+    """p_target = lo + (a + 1) / 2 (hi - lo); R_target = exp(max_angle * a[3:6]) R_home."""
+
+    def __init__(self, cfg: EEPoseConfig, robot: RobotSpec):
+        super().__init__(robot, cfg.gripper, cfg.rotation)
+        lo, hi = np.asarray(cfg.lo, dtype=np.float64), np.asarray(cfg.hi, dtype=np.float64)
+        if np.any(lo >= hi) or cfg.max_angle <= 0:
+            raise ConfigError("ee_pose needs lo < hi on every axis and a positive max_angle")
+        self._mid, self._half = (hi + lo) / 2, (hi - lo) / 2
+        self.max_angle = cfg.max_angle
+
+    def _arm(self, action: Array, state: ArmState) -> Targets:
+        pos = like(action, self._mid) + like(action, self._half) * action[:, :3]
+        home = like(action, self._home_rot)
+        if self.rotation:
+            rot = axis_angle_to_mat(self.max_angle * action[:, 3:6]) @ home
+        else:
+            rot = namespace(pos).broadcast_to(home, (pos.shape[0], 3, 3))
+        return Targets("pose", pos=pos, rot=rot)
 
 
 class JointTorque(ActionSpace):
     """Torque = the actuator's control range, scaled linearly from [-1, 1]."""
 
+    kind: TargetKind = "torque"
+
     def __init__(self, cfg: JointTorqueConfig, robot: RobotSpec):
-        super().__init__(robot, cfg.gripper)
+        super().__init__(robot, cfg.gripper, robot.num_joints)
+        self._mid = np.zeros(robot.num_joints)
+        self._half = np.asarray(robot.tau_max, dtype=np.float64)
 
-    def _arm(self, action: torch.Tensor, joint_pos: torch.Tensor) -> torch.Tensor:
-        return torch.addcmul(self._arm_mid, action.to(joint_pos.dtype), self._arm_half)
+    def bind(self, model: mujoco.MjModel) -> None:
+        super().bind(model)
+        ids = [model.actuator(n).id for n in self.robot.actuator_names]
+        lo, hi = model.actuator_ctrlrange[ids].T
+        self._mid, self._half = (hi + lo) / 2, (hi - lo) / 2
+
+    def _arm(self, action: Array, state: ArmState) -> Targets:
+        return Targets("torque", joint=like(action, self._mid) + like(action, self._half) * action)
+
+    def _hold(self, state: ArmState) -> Targets:
+        # The arm's own joint damping brings it to rest (gravity is compensated in the model).
+        return Targets("torque", joint=-like(state.qd, self.robot.kd) * state.qd)
 
 
-def make_action_space(cfg: ActionConfig, robot: RobotSpec) -> ActionSpace:
+def make_action_space(cfg: ActionConfig, robot: RobotSpec, control_dt: float) -> ActionSpace:
+    """The action space of a config, for a robot controlled every ``control_dt`` seconds."""
     if isinstance(cfg, JointDeltaConfig):
         return JointDelta(cfg, robot)
+    if isinstance(cfg, JointVelocityConfig):
+        return JointVelocity(cfg, robot, control_dt)
+    if isinstance(cfg, EEDeltaConfig):
+        return EEDelta(cfg, robot)
+    if isinstance(cfg, EEPoseConfig):
+        return EEPose(cfg, robot)
     if isinstance(cfg, JointTorqueConfig):
         return JointTorque(cfg, robot)
     raise ConfigError(f"unknown action space config {type(cfg).__name__}")

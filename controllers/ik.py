@@ -1,58 +1,70 @@
-"""Batched differential inverse kinematics and rotation helpers (torch, batch first).
+"""Rotations and damped least-squares inverse kinematics, batch first, numpy or torch.
 
-Quaternions are (w, x, y, z), as MuJoCo writes them.
+Quaternions are (w, x, y, z), as MuJoCo writes them. Every function takes arrays of one kind
+(see ``robot_rl.controllers.xp``) and returns that kind.
 """
 
 from __future__ import annotations
 
-import torch
+from robot_rl.controllers.xp import Array, eye_like, mT, namespace, norm, shrink_to_caps, solve
+
+__all__ = ["axis_angle_to_mat", "dls_joint_delta", "orientation_error", "quat_to_mat", "rot_z",
+           "shrink_to_caps"]
 
 
-def quat_to_mat(q: torch.Tensor) -> torch.Tensor:
-    """(E, 4) unit quaternions (w, x, y, z) -> (E, 3, 3) rotation matrices."""
-    w, x, y, z = q.unbind(dim=-1)
-    return torch.stack([
+def quat_to_mat(q: Array) -> Array:
+    """(..., 4) unit quaternions (w, x, y, z) -> (..., 3, 3) rotation matrices."""
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    m = namespace(q).stack([
         1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
         2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
         2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
-    ], dim=-1).reshape(*q.shape[:-1], 3, 3)
+    ], -1)
+    return m.reshape(*q.shape[:-1], 3, 3)
 
 
-def rot_z(angle: torch.Tensor) -> torch.Tensor:
+def axis_angle_to_mat(rv: Array) -> Array:
+    """(..., 3) rotation vectors (axis * angle) -> (..., 3, 3) rotation matrices (Rodrigues)."""
+    xp = namespace(rv)
+    angle = norm(rv, keepdims=True)  # (..., 1)
+    small = angle < 1e-9
+    axis = rv / xp.where(small, 1.0, angle)
+    x, y, z = axis[..., 0], axis[..., 1], axis[..., 2]
+    zero = x * 0.0
+    k = xp.stack([zero, -z, y, z, zero, -x, -y, x, zero], -1).reshape(*rv.shape[:-1], 3, 3)
+    s, c = xp.sin(angle)[..., None], xp.cos(angle)[..., None]
+    return eye_like(rv, 3) + s * k + (1.0 - c) * (k @ k)
+
+
+def rot_z(angle: Array) -> Array:
     """(E,) angles -> (E, 3, 3) rotations about the world z axis."""
-    c, s = torch.cos(angle), torch.sin(angle)
-    zero, one = torch.zeros_like(angle), torch.ones_like(angle)
-    return torch.stack([c, -s, zero, s, c, zero, zero, zero, one], dim=-1).reshape(-1, 3, 3)
+    xp = namespace(angle)
+    c, s = xp.cos(angle), xp.sin(angle)
+    zero, one = angle * 0.0, angle * 0.0 + 1.0
+    return xp.stack([c, -s, zero, s, c, zero, zero, zero, one], -1).reshape(-1, 3, 3)
 
 
-def orientation_error(rot: torch.Tensor, rot_des: torch.Tensor) -> torch.Tensor:
-    """(E, 3) rotation vector (small-angle) taking ``rot`` towards ``rot_des``, world frame.
+def orientation_error(rot: Array, rot_des: Array) -> Array:
+    """(..., 3) rotation vector (sine-scaled) taking ``rot`` towards ``rot_des``, world frame.
 
-    0.5 * sum_i  r_i x r_des_i  over the columns (axes) of both rotations.
+    0.5 * sum_i r_i x r_des_i over the columns (axes) of both rotations; equal to
+    sin(angle) * axis, so it is exact for small errors and never larger than 1.
     """
-    return 0.5 * torch.linalg.cross(rot, rot_des, dim=1).sum(dim=2)
+    xp = namespace(rot)
+    return 0.5 * xp.linalg.cross(mT(rot), mT(rot_des)).sum(-2)
 
 
-def dls_joint_delta(jac: torch.Tensor, err: torch.Tensor, damping: float = 0.05,
-                    posture_err: torch.Tensor | None = None) -> torch.Tensor:
+def dls_joint_delta(jac: Array, err: Array, damping: float = 0.05,
+                    posture_err: Array | None = None) -> Array:
     """Damped least-squares joint step (E, n) reducing a task-space error (E, m).
 
     dq = J^T (J J^T + damping^2 I)^-1 err, plus ``posture_err`` projected into the null space
     of J (secondary objective, for redundant arms).
     """
-    m = jac.shape[1]
-    eye = torch.eye(m, dtype=jac.dtype, device=jac.device)
-    jjt = jac @ jac.transpose(1, 2) + (damping ** 2) * eye
-    sol = torch.linalg.solve(jjt, err.unsqueeze(-1))  # (E, m, 1)
-    dq = (jac.transpose(1, 2) @ sol).squeeze(-1)
+    jjt = jac @ mT(jac) + (damping ** 2) * eye_like(jac, jac.shape[-2])
+    dq = (mT(jac) @ solve(jjt, err[..., None]))[..., 0]
     if posture_err is not None:
         # J^+ J with the same damping; (I - J^+ J) projects onto (approximately) the null space.
-        proj = jac.transpose(1, 2) @ torch.linalg.solve(jjt, jac)
-        dq = dq + posture_err - (proj @ posture_err.unsqueeze(-1)).squeeze(-1)
+        proj = mT(jac) @ solve(jjt, jac)
+        dq = dq + posture_err - (proj @ posture_err[..., None])[..., 0]
     return dq
-
-
-def shrink_to_caps(dq: torch.Tensor, caps: torch.Tensor) -> torch.Tensor:
-    """Scale each joint step (E, n) down, keeping its direction, so |dq_j| <= caps_j (n,)."""
-    peak = (dq.abs() / caps).amax(dim=1, keepdim=True).clamp(min=1.0)
-    return dq / peak

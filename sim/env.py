@@ -20,7 +20,9 @@ import mujoco
 import numpy as np
 import torch
 
-from robot_rl.controllers import make_action_space
+from robot_rl.controllers import LAYERS, SafetyShield, Targets, make_action_space, make_controller
+from robot_rl.controllers.arm_state import ArmState
+from robot_rl.controllers.base import DirectTorque
 from robot_rl.errors import ConfigError
 from robot_rl.sim.backends import make_backend
 from robot_rl.sim.randomization import DomainRandomizer
@@ -47,12 +49,25 @@ class BatchedEnv:
                               f"terms of {cfg.name!r}: {sorted(self.task.rewards)}")
         self.robot: RobotSpec = get_robot(cfg.robot)
         self.num_envs = num_envs
-        self.action_space = make_action_space(cfg.action, self.robot)
+        self.action_space = make_action_space(cfg.action, self.robot, cfg.control_dt)
+        self.controller = make_controller(cfg.controller, self.action_space, self.robot)
+        if cfg.decimation % self.controller.substeps:
+            raise ConfigError(f"decimation {cfg.decimation} must be a multiple of the "
+                              f"controller's substeps {self.controller.substeps}")
+        self.shield = SafetyShield(cfg.shield, self.robot, cfg.safety.workspace_lo,
+                                   cfg.safety.workspace_hi, self.controller.kp,
+                                   self.controller.kd)
 
         spec = self.task.build_scene(self.robot, cfg)
-        self.action_space.configure(spec)
+        self.controller.configure(spec)
         self.model = compile_spec(spec, f"task {cfg.name!r} with robot {cfg.robot!r}")
         self.robot.validate(self.model)
+        self.action_space.bind(self.model)
+        self.controller.bind(self.model)
+        # Torque controllers run in an inner loop, every ``substeps`` physics steps; a direct
+        # torque with the shield off is constant over the control period and needs none.
+        self._inner = not self.controller.in_model and (
+            cfg.shield.enabled or not isinstance(self.controller, DirectTorque))
 
         self.backend = make_backend(backend, self.model, num_envs, nthread=nthread)
         self.device = torch.device(device)
@@ -60,11 +75,13 @@ class BatchedEnv:
             raise ConfigError(f"backend {backend!r} runs on {self.backend.device}; "
                               f"device={str(self.device)!r} is not supported with it")
         dev, dtype = self.backend.device, self.backend.dtype
-        self.action_space.bind(self.model, dev, dtype)
         self.act_dim = self.action_space.dim
-        self._ctrl_ids = torch.tensor(self.action_space.actuator_ids, dtype=torch.long, device=dev)
-        self._ctrl_cols = slice_or_index(self.action_space.actuator_ids, dev)
-        self._hold_gripper = self._closed_gripper_actuator()
+        arm_ids = [self.model.actuator(n).id for n in self.robot.actuator_names]
+        self._arm_ids = torch.tensor(arm_ids, dtype=torch.long, device=dev)
+        self._arm_cols = slice_or_index(arm_ids, dev)
+        self._gripper_col: int | None = None
+        if self.robot.gripper is not None:
+            self._gripper_col = self.model.actuator(self.robot.gripper.actuator).id
 
         limits = _limits(self.robot, cfg.safety, self.model, dev, dtype)
         self.state = SimState(self.backend, self.robot, limits, self.act_dim, cfg.control_dt)
@@ -72,12 +89,10 @@ class BatchedEnv:
             self.state.buffers[name] = torch.zeros(num_envs, width, device=dev, dtype=dtype)
         self.randomizer = DomainRandomizer(
             cfg.dr, self.backend, robot_bodies=_robot_bodies(self.model, self.robot),
-            robot_dofs=self.state.joint_dofs,
-            robot_actuators=self.action_space.actuator_ids[: self.robot.num_joints])
+            robot_dofs=self.state.joint_dofs, robot_actuators=arm_ids)
 
         E, A = num_envs, self.act_dim
         self._arange = torch.arange(E, device=dev)
-        self._last_valid = torch.zeros(E, A, device=dev)
         self._delay_max = cfg.dr.action_delay_max
         self._history = torch.zeros(self._delay_max + 1, E, A, device=dev)
         self._head = 0
@@ -86,7 +101,11 @@ class BatchedEnv:
         self._ep_cost = torch.zeros(E, device=dev)
         self._ep_success = torch.zeros(E, dtype=torch.bool, device=dev)
         self.invalid_action_count = torch.zeros(E, dtype=torch.long, device=dev)
-        """Per-env number of steps whose action had NaN/inf entries (held, never applied)."""
+        """Per-env number of steps whose action had NaN/inf entries (the env held instead)."""
+        self.shield_counts = {name: torch.zeros(E, dtype=torch.long, device=dev)
+                              for name in LAYERS}
+        """Per-env number of control steps in which each shield layer intervened."""
+        self._no_flag = torch.zeros(E, dtype=torch.bool, device=dev)
         self.diverged_count = torch.zeros(E, dtype=torch.long, device=dev)
         """Per-env number of physics divergences caught by the guard."""
         self._reward_names = list(self.task.rewards)
@@ -118,27 +137,39 @@ class BatchedEnv:
         self._reset_envs(self._arange)
         return self._observe()
 
-    def step(self, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
-                                                  torch.Tensor, torch.Tensor, dict]:
-        """Advance all envs by one control step; see the module docstring for the outputs."""
+    def step(self, action: torch.Tensor, hold: torch.Tensor | None = None
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
+        """Advance all envs by one control step; see the module docstring for the outputs.
+
+        ``hold`` (E,) bool, optional: those envs hold still (current joint positions, zero
+        velocity) instead of acting, as the safety gate or a watchdog asks.
+        """
         action = self._check_action(action)
         state, cfg = self.state, self.cfg
-        # NaN/inf actions never reach the physics: that env holds its last valid action.
-        if bool(torch.isfinite(action).all()):
-            invalid = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
-            action = action.clamp(-1.0, 1.0)
-        else:
-            invalid = ~torch.isfinite(action).all(dim=1)
-            action = torch.where(invalid[:, None], self._last_valid, action).clamp(-1.0, 1.0)
-            self.invalid_action_count += invalid
-        self._last_valid = action
-        applied = self._delayed(action)
-
-        state.backend.ctrl[:, self._ctrl_cols] = self.action_space(applied, state.joint_pos)
+        # Actions reach the robot after the action delay; the shield sits on the robot side.
+        applied, invalid, flags = self.shield.filter_action(self._delayed(action), state.action)
+        self.invalid_action_count += invalid
+        held = invalid if hold is None else invalid | hold.to(self.device, torch.bool)
+        arm = state.arm_state(mass=self._inner)
+        targets = self.action_space(applied, arm)
+        if bool(held.any()):
+            targets = targets.where(held, self.action_space.hold(arm, applied))
+            self.action_space.reset(held.nonzero().squeeze(1), arm)
+        targets, target_flags = self.shield.filter_targets(targets, arm)
+        flags.update(target_flags)
+        if targets.gripper is not None:
+            state.backend.ctrl[:, self._gripper_col] = targets.gripper[:, 0]
         state.prev_action = state.action
         state.action = applied
-        self.backend.step(cfg.decimation, current_sensors=self._current_sensors)
+        if self._inner:
+            self._step_torque(targets, arm, flags)
+        else:
+            state.backend.ctrl[:, self._arm_cols] = targets.joint
+            self.backend.step(cfg.decimation, current_sensors=self._current_sensors)
         state.episode_step += 1
+        safety = {name: flags.get(name, self._no_flag) for name in LAYERS}
+        for name, flag in safety.items():
+            self.shield_counts[name] += flag
 
         bad = self.backend.diverged(cfg.guard_max_qvel)
         obs = self._observe()
@@ -172,6 +203,7 @@ class BatchedEnv:
             "success": success,
             "diverged": diverged,
             "invalid_action": invalid,
+            "safety": safety,
         }
         done = terminated | truncated
         if bool(done.any()):
@@ -199,6 +231,23 @@ class BatchedEnv:
         return 2.0 * u - 1.0
 
     # -- internals -------------------------------------------------------------------------
+
+    def _step_torque(self, targets: Targets, arm: object, flags: dict) -> None:
+        """Run a torque controller and the shield's torque layers every ``substeps`` physics
+        steps over one control period, OR-ing the layers' flags into ``flags``."""
+        ctrl, k = self.state.backend.ctrl, self.controller.substeps
+        n = self.cfg.decimation // k
+        for i in range(n):
+            if i > 0:
+                arm = self.state.arm_state(mass=True)
+            assert isinstance(arm, ArmState)
+            tau, torque_flags = self.shield.filter_torque(self.controller.torque(targets, arm),
+                                                          arm)
+            for name, flag in torque_flags.items():
+                flags[name] = flags[name] | flag if name in flags else flag
+            ctrl[:, self._arm_cols] = tau
+            last = i == n - 1
+            self.backend.step(k, current_sensors=self._current_sensors or not last)
 
     def _check_action(self, action: torch.Tensor) -> torch.Tensor:
         if not isinstance(action, torch.Tensor):
@@ -233,17 +282,21 @@ class BatchedEnv:
         u = torch.rand((n, lim.home.shape[0]), generator=self.gen, device=s.device, dtype=s.dtype)
         q = (lim.home + cfg.init_joint_noise * (2.0 * u - 1.0)).clamp(lim.q_min, lim.q_max)
         s.set_joint_pos(ids, q)
-        zero = torch.zeros(n, self.act_dim, device=s.device)
-        s.backend.ctrl[ids[:, None], self._ctrl_ids] = self.action_space(zero, q)
-        if self._hold_gripper is not None:
-            act_id, closed = self._hold_gripper
-            s.backend.ctrl[ids, act_id] = closed
+        # Joint targets start at the pose (hold), torques at zero; a gripper the actions do not
+        # drive stays closed, one they drive starts half open (action 0).
+        arm_ctrl = q if self.controller.in_model else torch.zeros_like(q)
+        s.backend.ctrl[ids[:, None], self._arm_ids] = arm_ctrl.to(s.dtype)
+        g = self.robot.gripper
+        if g is not None and self._gripper_col is not None:
+            closed = not self.action_space.has_gripper
+            s.backend.ctrl[ids, self._gripper_col] = g.closed_ctrl if closed else \
+                (g.closed_ctrl + g.open_ctrl) / 2
         self.task.reset(s, ids, cfg, self.gen)
         self.backend.forward(ids)
+        self.action_space.reset(ids, s.arm_state())
         s.episode_step[ids] = 0
         s.action[ids] = 0.0
         s.prev_action[ids] = 0.0
-        self._last_valid[ids] = 0.0
         self._history[:, ids] = 0.0
         if self._delay_max > 0:
             self._delay[ids] = torch.randint(0, self._delay_max + 1, (n,), generator=self.gen,
@@ -251,13 +304,6 @@ class BatchedEnv:
         self._ep_return[ids] = 0.0
         self._ep_cost[ids] = 0.0
         self._ep_success[ids] = False
-
-    def _closed_gripper_actuator(self) -> tuple[int, float] | None:
-        """(actuator id, closed control) when the robot has a gripper the actions don't drive."""
-        g = self.robot.gripper
-        if g is None or self.action_space.has_gripper:
-            return None
-        return self.model.actuator(g.actuator).id, g.closed_ctrl
 
     def __repr__(self) -> str:
         return (f"BatchedEnv(task={self.cfg.name!r}, robot={self.cfg.robot!r}, "

@@ -12,6 +12,8 @@ import dataclasses
 import mujoco
 import torch
 
+from robot_rl.controllers.arm_state import ArmState
+from robot_rl.controllers.ik import quat_to_mat
 from robot_rl.sim.backends.base import Backend
 from robot_rl.sim.robots import RobotSpec
 
@@ -152,3 +154,10 @@ class SimState:
         jacp, jacr = self.backend.jacobian(self._ee_body, self.sensors["ee_pos"])
         jac = torch.cat([jacp, jacr], dim=1)[:, :, self.joint_dofs]
         return jac.to(device=self.device, dtype=self.dtype)
+
+    def arm_state(self, mass: bool = False) -> ArmState:
+        """The arm's state for controllers and the shield (with the mass matrix if asked)."""
+        return ArmState(
+            q=self.joint_pos, qd=self.joint_vel, ee_pos=self.sensors["ee_pos"],
+            ee_rot=quat_to_mat(self.sensors["ee_quat"]), jac=self.ee_jacobian(),
+            mass=self.backend.mass_matrix(self.joint_dofs) if mass else None)

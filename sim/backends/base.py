@@ -84,7 +84,12 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def jacobian(self, body_id: int, point: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Translational and rotational Jacobians (E, 3, nv) of world points (E, 3) on a body."""
+        """Translational and rotational Jacobians (E, 3, nv) of world points (E, 3) on a body,
+        at the current state (position stage computed by the last step/forward)."""
+
+    @abc.abstractmethod
+    def mass_matrix(self, dofs: list[int]) -> torch.Tensor:
+        """(E, k, k) joint-space mass matrix restricted to ``dofs``, at the current state."""
 
     @abc.abstractmethod
     def write_data(self, env: int, data: mujoco.MjData) -> None:

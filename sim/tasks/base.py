@@ -21,7 +21,7 @@ from typing import Any, Literal
 import mujoco
 import torch
 
-from robot_rl.controllers import ActionConfig, JointDeltaConfig
+from robot_rl.controllers import ActionConfig, ControllerConfig, JointDeltaConfig, ShieldConfig
 from robot_rl.errors import ConfigError
 from robot_rl.sim.randomization import DRConfig
 from robot_rl.sim.state import SimState
@@ -60,7 +60,12 @@ class TaskConfig:
     episode_length: int = 150
     """Control steps per episode before truncation."""
     action: ActionConfig = dataclasses.field(default_factory=JointDeltaConfig)
-    """Action space (joint_delta or joint_torque)."""
+    """Action space: joint_delta, joint_velocity, ee_delta, ee_pose or joint_torque."""
+    controller: ControllerConfig | None = None
+    """Controller tracking the action space's targets: joint_pd, joint_impedance or osc;
+    None picks joint_pd for joint targets and osc for pose targets."""
+    shield: ShieldConfig = dataclasses.field(default_factory=ShieldConfig)
+    """Safety shield margins (its workspace box is ``safety.workspace_lo/hi``)."""
     dr: DRConfig = dataclasses.field(default_factory=DRConfig)
     """Domain randomization ranges (see ``dr_preset``)."""
     safety: SafetyCostConfig = dataclasses.field(default_factory=SafetyCostConfig)

@@ -12,7 +12,7 @@ import dataclasses
 import mujoco
 import torch
 
-from robot_rl.controllers import JointTorqueConfig
+from robot_rl.controllers import JointTorqueConfig, ShieldConfig
 from robot_rl.sim.robots import RobotSpec
 from robot_rl.sim.scene import add_contact_force, add_frame_sensors
 from robot_rl.sim.state import SimState
@@ -46,6 +46,7 @@ def make_config() -> PusherConfig:
         init_joint_noise=0.0,
         sensor_stage="last_substep",  # gymnasium's body positions are one substep behind
         action=JointTorqueConfig(),
+        shield=ShieldConfig(enabled=False),  # gymnasium's Pusher has none; parity first
         safety=SafetyCostConfig(workspace_lo=(-0.3, -1.3, -0.4), workspace_hi=(1.1, 0.6, 0.5)),
         reward_weights={"near": 0.5, "dist": 1.0, "ctrl": 0.1},
     )

@@ -1,0 +1,40 @@
+"""ArmState: the measured state of the arm that controllers and the shield read.
+
+The simulation builds it from the backend's live tensors (batched torch); the deploy loop
+builds it from the robot's joint state and the same MJCF through MuJoCo (numpy, E = 1).
+Controllers and the shield never see where it came from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from robot_rl.controllers.xp import Array, matvec
+
+
+@dataclasses.dataclass
+class ArmState:
+    """Arm state of E robots with n joints, batch first (numpy or torch, one kind throughout)."""
+
+    q: Array
+    """(E, n) joint positions [rad]."""
+    qd: Array
+    """(E, n) joint velocities [rad/s]."""
+    ee_pos: Array
+    """(E, 3) end-effector (tool centre point) position, world frame [m]."""
+    ee_rot: Array
+    """(E, 3, 3) end-effector orientation, world frame (columns are the tool axes)."""
+    jac: Array
+    """(E, 6, n) end-effector Jacobian over the arm joints: linear rows, then angular."""
+    mass: Array | None = None
+    """(E, n, n) joint-space mass matrix of the arm joints (torque controllers need it)."""
+
+    @property
+    def ee_vel(self) -> Array:
+        """(E, 3) end-effector linear velocity [m/s]."""
+        return matvec(self.jac[:, :3], self.qd)
+
+    @property
+    def ee_twist(self) -> Array:
+        """(E, 6) end-effector linear and angular velocity."""
+        return matvec(self.jac, self.qd)

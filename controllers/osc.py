@@ -1,0 +1,124 @@
+"""Operational-space control and Cartesian impedance, from MuJoCo's Jacobian and mass matrix.
+
+With e = (p_target - p, orientation error) and the end-effector twist v = J qd:
+
+    a     = Kp e - Kd v                       task-space command, Kd = 2 zeta sqrt(Kp)
+    OSC:                 tau = J^T Lambda a   Lambda = (J M^-1 J^T + lambda I)^-1
+    Cartesian impedance: tau = J^T a          (Kp in N/m and Nm/rad, no inertia shaping)
+    both:                tau += (I - J^T Lambda J M^-1) M (kn (q_home - q) - dn qd)
+
+The last term holds the redundant joints near the home posture without disturbing the end
+effector (dynamically consistent null space). **Reference clamping**: e is limited to
+``max_pos_error`` / ``max_rot_error`` before the gains, so however far the target is, the
+commanded force stays bounded (Kp * max error, times Lambda for OSC) and contact forces
+against the table stay bounded with stiff gains. Gravity is compensated by the model (the
+arm's actuators, as on a torque-controlled arm); Coriolis terms are neglected.
+
+Everything is batched array math (torch while training, numpy for one sample on the robot).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from robot_rl.controllers.action_spaces import TargetKind, Targets
+from robot_rl.controllers.arm_state import ArmState
+from robot_rl.controllers.base import Controller
+from robot_rl.controllers.ik import orientation_error
+from robot_rl.controllers.xp import Array, eye_like, like, matvec, mT, namespace, norm, solve
+from robot_rl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from robot_rl.sim.robots import RobotSpec
+
+
+@dataclasses.dataclass(kw_only=True)
+class OSCConfig:
+    """Operational-space control (inertia-decoupled task-space PD) of the end-effector pose."""
+
+    type: Literal["osc"] = "osc"
+    pos_stiffness: float = 200.0
+    """Position gain [1/s^2] (OSC) or [N/m] (cartesian impedance)."""
+    rot_stiffness: float = 200.0
+    """Orientation gain [1/s^2] (OSC) or [Nm/rad] (cartesian impedance)."""
+    damping_ratio: float = 1.0
+    """Task-space damping relative to critical."""
+    max_pos_error: float = 0.05
+    """Reference clamping: position error used by the law is at most this [m]."""
+    max_rot_error: float = 0.5
+    """Reference clamping: orientation error used by the law is at most this (sin of angle)."""
+    null_stiffness: float = 25.0
+    """Null-space posture gain towards the home pose [1/s^2]."""
+    singularity_damping: float = 1e-3
+    """lambda added to J M^-1 J^T before inverting it."""
+    substeps: int = 1
+    """Physics steps between two evaluations of the law (1: every physics step)."""
+    decouple_inertia: bool = True
+    """True: OSC (tau = J^T Lambda a). False: Cartesian impedance (tau = J^T a)."""
+
+
+def cartesian_impedance(pos_stiffness: float = 1000.0, rot_stiffness: float = 50.0,
+                        **kwargs: object) -> OSCConfig:
+    """Config of a Cartesian impedance controller (OSC without inertia decoupling)."""
+    return OSCConfig(pos_stiffness=pos_stiffness, rot_stiffness=rot_stiffness,
+                     decouple_inertia=False, **kwargs)  # type: ignore[arg-type]
+
+
+class OperationalSpace(Controller):
+    """OSC / Cartesian impedance torque controller (see module docstring)."""
+
+    target_kind: TargetKind = "pose"
+    in_model = False
+    needs_mass = True
+
+    def __init__(self, cfg: OSCConfig, robot: RobotSpec):
+        super().__init__(robot)
+        if min(cfg.pos_stiffness, cfg.rot_stiffness, cfg.max_pos_error, cfg.max_rot_error) <= 0:
+            raise ConfigError("osc stiffnesses and maximum errors must be positive")
+        if cfg.substeps < 1:
+            raise ConfigError(f"osc substeps must be >= 1, got {cfg.substeps}")
+        self.cfg = cfg
+        self.substeps = cfg.substeps
+        kp = np.array([cfg.pos_stiffness] * 3 + [cfg.rot_stiffness] * 3)
+        self._kp = kp
+        self._kd = 2.0 * cfg.damping_ratio * np.sqrt(kp)
+        self._kn = cfg.null_stiffness
+        self._dn = 2.0 * np.sqrt(cfg.null_stiffness)
+        self._home = np.asarray(robot.home, dtype=np.float64)
+        self._cache: dict[tuple, tuple[Array, ...]] = {}
+
+    def _consts(self, x: Array) -> tuple[Array, ...]:
+        key = (type(x), x.dtype, getattr(x, "device", None))
+        if key not in self._cache:
+            self._cache[key] = (like(x, self._kp), like(x, self._kd), like(x, self._home),
+                                eye_like(x, 6) * self.cfg.singularity_damping)
+        return self._cache[key]
+
+    def torque(self, targets: Targets, state: ArmState) -> Array:
+        assert targets.pos is not None and targets.rot is not None and state.mass is not None
+        xp = namespace(state.q)
+        kp, kd, home, reg = self._consts(state.q)
+        c = self.cfg
+        e_pos = _clamp_norm(targets.pos - state.ee_pos, c.max_pos_error)
+        e_rot = _clamp_norm(orientation_error(state.ee_rot, targets.rot), c.max_rot_error)
+        jac, mass = state.jac, state.mass
+        acc = kp * xp.concatenate([e_pos, e_rot], axis=-1) - kd * matvec(jac, state.qd)
+        # Null-space posture torque, and its image in task space to project out.
+        tau0 = matvec(mass, self._kn * (home - state.q) - self._dn * state.qd)
+        minv_jt = solve(mass, mT(jac))  # (E, n, 6) = M^-1 J^T
+        lam_inv = jac @ minv_jt + reg  # (E, 6, 6)
+        leak = matvec(mT(minv_jt), tau0)  # J M^-1 tau0
+        if c.decouple_inertia:
+            force = solve(lam_inv, (acc - leak)[..., None])[..., 0]
+        else:
+            force = acc - solve(lam_inv, leak[..., None])[..., 0]
+        return tau0 + matvec(mT(jac), force)
+
+
+def _clamp_norm(v: Array, max_norm: float) -> Array:
+    """Rows of ``v`` scaled down to a norm of at most ``max_norm``."""
+    n = norm(v, keepdims=True)
+    return v * (max_norm / n.clip(min=max_norm))

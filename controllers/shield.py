@@ -1,0 +1,304 @@
+"""SafetyShield: the last layer before the actuators, in simulation and on hardware alike.
+
+Layers, always applied in this order (``LAYERS``):
+
+    1 nan_guard       actions with NaN/inf -> that robot holds (see ``ActionSpace.hold``)
+    2 action_bounds   actions clipped to [-1, 1]
+    3 rate_limit      each action component changes by at most ``max_action_delta`` per tick
+    4 workspace       the end effector is kept inside the workspace box shrunk by a margin
+    5 joint_limits    joints are kept inside soft limits, with a braking margin growing with
+                      the speed towards the limit
+    6 joint_velocity  joint speeds are kept below ``velocity_fraction`` of the velocity limits
+    7 torque          joint torques are kept below ``torque_fraction`` of the torque limits
+    8 table_floor     the end effector is kept above ``floor_height``
+
+Layers 1-3 act on actions (``filter_action``, once per control tick). Layers 4-8 act on what
+the controller tracks, in the form the controller takes:
+
+* joint position targets (``filter_targets``, once per tick): the target is moved so that the
+  joint PD law, which runs at every physics step, settles inside the limits. The end-effector
+  layers predict the target's end-effector position to first order (p + J dq) and project it
+  back inside with damped least squares; the velocity layer bounds the PD law's steady speed
+  kp/kd |q_target - q|; the torque layer bounds kp (q_target - q) - kd qd.
+* pose targets (``filter_targets``): the position target is clipped into the shrunk box and
+  above the floor.
+* joint torques (``filter_torque``, at the torque controller's rate): the acceleration that
+  the torque would cause (M^-1 tau, or J M^-1 tau for the end effector) is bounded so that
+  the velocity towards any limit decays within ``brake_time`` to the speed from which
+  ``brake_accel`` still stops before it, and the torque is corrected by exactly that
+  acceleration change (M dqdd, or J^T Lambda dxdd). Then torques are clipped.
+
+Every method returns per-robot flags ``{layer: (E,) bool}``: whether the layer changed
+anything. Limits come from the RobotSpec and the task's workspace, with the margins of
+``ShieldConfig``; inconsistent settings fail at construction, naming the joint.
+The math is array-agnostic: batched torch while training, one numpy sample on the robot.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from robot_rl.controllers.action_spaces import Targets
+from robot_rl.controllers.arm_state import ArmState
+from robot_rl.controllers.ik import dls_joint_delta
+from robot_rl.controllers.xp import Array, like, matvec, mT, namespace, solve
+from robot_rl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from robot_rl.sim.robots import RobotSpec
+
+LAYERS = ("nan_guard", "action_bounds", "rate_limit", "workspace", "joint_limits",
+          "joint_velocity", "torque", "table_floor")
+"""Shield layers in the order they are applied."""
+
+Flags = dict[str, Array]
+
+
+@dataclasses.dataclass(kw_only=True)
+class ShieldConfig:
+    """Margins and rates of the safety shield (limits themselves come from the RobotSpec)."""
+
+    enabled: bool = True
+    """False: actions still pass the NaN guard and bounds, nothing else is limited."""
+    max_action_delta: float | None = 1.0
+    """Largest change of an action component per control tick (None: no rate limit)."""
+    joint_margin: float = 0.05
+    """Soft joint limits sit this far inside the hard limits [rad] (when not given below)."""
+    q_soft_min: tuple[float, ...] | None = None
+    """Soft lower joint limits, one per joint [rad]; default q_min + joint_margin."""
+    q_soft_max: tuple[float, ...] | None = None
+    """Soft upper joint limits, one per joint [rad]; default q_max - joint_margin."""
+    velocity_fraction: float = 0.85
+    """Joint speed limit as a fraction of the robot's velocity limits."""
+    torque_fraction: float = 0.95
+    """Joint torque limit as a fraction of the robot's torque limits."""
+    workspace_margin: float = 0.03
+    """The end effector is kept this far inside the workspace box [m]."""
+    floor_height: float = 0.005
+    """Lowest end-effector height above the table top (z = 0) [m]."""
+    brake_accel: float = 8.0
+    """Joint deceleration [rad/s^2] the braking margins assume."""
+    brake_accel_ee: float = 4.0
+    """End-effector deceleration [m/s^2] the braking margins assume."""
+    brake_time: float = 0.01
+    """Torque layers: time constant with which an excess speed is removed [s]."""
+
+
+class SafetyShield:
+    """The layered shield of one robot model (see module docstring)."""
+
+    def __init__(self, cfg: ShieldConfig, robot: RobotSpec, workspace_lo: Sequence[float],
+                 workspace_hi: Sequence[float], kp: np.ndarray, kd: np.ndarray):
+        self.cfg = cfg
+        self.robot = robot
+        n = robot.num_joints
+        q_min, q_max = np.asarray(robot.q_min), np.asarray(robot.q_max)
+        soft_lo = q_min + cfg.joint_margin if cfg.q_soft_min is None else np.asarray(
+            cfg.q_soft_min, dtype=np.float64)
+        soft_hi = q_max - cfg.joint_margin if cfg.q_soft_max is None else np.asarray(
+            cfg.q_soft_max, dtype=np.float64)
+        for name, arr in (("q_soft_min", soft_lo), ("q_soft_max", soft_hi)):
+            if arr.shape != (n,):
+                raise ConfigError(f"shield {name} has {arr.size} entries, expected {n} "
+                                  f"(one per joint of robot {robot.name!r})")
+        for j, name in enumerate(robot.joint_names):
+            if not q_min[j] <= soft_lo[j] < soft_hi[j] <= q_max[j]:
+                raise ConfigError(
+                    f"shield: soft limits [{soft_lo[j]:.4g}, {soft_hi[j]:.4g}] of joint "
+                    f"{name!r} must lie inside its hard limits [{q_min[j]:.4g}, {q_max[j]:.4g}] "
+                    f"and be ordered")
+        if not 0 < cfg.velocity_fraction <= 1 or not 0 < cfg.torque_fraction <= 1:
+            raise ConfigError("shield velocity_fraction and torque_fraction must be in (0, 1]")
+        if min(cfg.brake_accel, cfg.brake_accel_ee, cfg.brake_time) <= 0:
+            raise ConfigError("shield brake_accel, brake_accel_ee and brake_time must be > 0")
+        if cfg.max_action_delta is not None and cfg.max_action_delta <= 0:
+            raise ConfigError("shield max_action_delta must be positive (or None)")
+        lo = np.asarray(workspace_lo, dtype=np.float64) + cfg.workspace_margin
+        hi = np.asarray(workspace_hi, dtype=np.float64) - cfg.workspace_margin
+        if np.any(lo >= hi):
+            raise ConfigError("shield: the workspace box minus workspace_margin is empty")
+        if cfg.floor_height >= hi[2]:
+            raise ConfigError("shield floor_height is above the workspace box")
+        self._np = {
+            "soft_lo": soft_lo, "soft_hi": soft_hi,
+            "qd_lim": cfg.velocity_fraction * np.asarray(robot.qd_max, dtype=np.float64),
+            "tau_lim": cfg.torque_fraction * np.asarray(robot.tau_max, dtype=np.float64),
+            "ws_lo": lo, "ws_hi": hi, "kp": np.asarray(kp, dtype=np.float64),
+            "kd": np.asarray(kd, dtype=np.float64),
+            "lag": np.asarray(kd, dtype=np.float64) / np.asarray(kp, dtype=np.float64),
+        }
+        self._cache: dict[tuple, dict[str, Array]] = {}
+
+    # -- constants in the caller's array kind ----------------------------------------------
+
+    def _c(self, x: Array) -> dict[str, Array]:
+        key = (type(x), x.dtype, getattr(x, "device", None))
+        if key not in self._cache:
+            self._cache[key] = {k: like(x, v) for k, v in self._np.items()}
+        return self._cache[key]
+
+    # -- layers 1-3: actions ---------------------------------------------------------------
+
+    def filter_action(self, action: Array, prev: Array) -> tuple[Array, Array, Flags]:
+        """(action, hold, flags): finite, bounded, rate-limited actions (E, A); ``hold`` (E,)
+        marks robots whose action had NaN/inf (their returned row is ``prev``)."""
+        xp = namespace(action)
+        finite = xp.isfinite(action)
+        if bool(finite.all()):
+            hold = finite[:, 0] & False
+        else:
+            hold = ~finite.all(-1)
+            action = xp.where(hold[:, None], prev, action)
+        bounded = action.clip(min=-1.0, max=1.0)
+        flags = {"nan_guard": hold, "action_bounds": (bounded != action).any(-1)}
+        action = bounded
+        d = self.cfg.max_action_delta
+        if self.cfg.enabled and d is not None:
+            limited = action.clip(min=prev - d, max=prev + d)
+            flags["rate_limit"] = (limited != action).any(-1)
+            action = limited
+        return action, hold, flags
+
+    # -- layers 4-8: targets ---------------------------------------------------------------
+
+    def filter_targets(self, t: Targets, s: ArmState) -> tuple[Targets, Flags]:
+        """Targets moved inside the limits (joint or pose targets; torques pass through)."""
+        if not self.cfg.enabled or t.kind == "torque":
+            return t, {}
+        if t.kind == "pose":
+            return self._pose_targets(t, s)
+        return self._joint_targets(t, s)
+
+    def _ee_box(self, s: ArmState, c: dict[str, Array], lag: float) -> tuple[Array, Array]:
+        """(E, 3) bounds for the end effector, shrunk by its stopping distance: ``lag``
+        seconds at the current speed plus braking at ``brake_accel_ee``. The lower z face is
+        the floor layer's (``_floor``)."""
+        v = s.ee_vel
+        up, down = v.clip(min=0.0), (-v).clip(min=0.0)
+        a2 = 2.0 * self.cfg.brake_accel_ee
+        hi = c["ws_hi"] - up * lag - up * up / a2
+        lo = c["ws_lo"] + down * lag + down * down / a2
+        hi = hi.clip(min=c["ws_lo"])
+        lo = lo.clip(max=hi)
+        lo[:, 2] = -1e6
+        return lo, hi
+
+    def _floor(self, s: ArmState, lag: float) -> Array:
+        """(E,) lowest end-effector height, raised by its stopping distance when going down."""
+        down = (-s.ee_vel[:, 2]).clip(min=0.0)
+        return self.cfg.floor_height + down * lag + down * down / (2.0 * self.cfg.brake_accel_ee)
+
+    def _joint_targets(self, t: Targets, s: ArmState) -> tuple[Targets, Flags]:
+        xp = namespace(s.q)
+        c = self._c(s.q)
+        q, qd, qt = s.q, s.qd, t.joint
+        assert qt is not None
+        lag = float(self._np["lag"].max())
+        jp = s.jac[:, :3]
+        flags: Flags = {}
+        # 4: end-effector position the target leads to, projected back into the box.
+        pred = s.ee_pos + matvec(jp, qt - q)
+        inside, out = _clip(pred, *self._ee_box(s, c, lag))
+        if bool(out.any()):
+            qt = xp.where(out[:, None], qt + dls_joint_delta(jp, inside - pred), qt)
+        flags["workspace"] = out
+        # 5: soft limits, moved in by the distance the joint needs to stop.
+        up, down = qd.clip(min=0.0), (-qd).clip(min=0.0)
+        a2 = 2.0 * self.cfg.brake_accel
+        hi = (c["soft_hi"] - up * c["lag"] - up * up / a2).clip(min=c["soft_lo"])
+        lo = (c["soft_lo"] + down * c["lag"] + down * down / a2).clip(max=hi)
+        qt, flags["joint_limits"] = _clip(qt, lo, hi)
+        # 6: the PD law's steady speed kp/kd |q_target - q| below the velocity limit.
+        lead = c["qd_lim"] * c["lag"]
+        qt, flags["joint_velocity"] = _clip(qt, q - lead, q + lead)
+        # 7: the PD torque at this state within the torque limit.
+        tau = c["kp"] * (qt - q) - c["kd"] * qd
+        tau_c, flags["torque"] = _clip(tau, -c["tau_lim"], c["tau_lim"])
+        qt = xp.where(flags["torque"][:, None], q + (tau_c + c["kd"] * qd) / c["kp"], qt)
+        # 8: predicted end-effector height above the floor.
+        dz = self._floor(s, lag) - (s.ee_pos[:, 2] + matvec(jp[:, 2:3], qt - q)[:, 0])
+        low = dz > 0
+        if bool(low.any()):
+            fix = dls_joint_delta(jp[:, 2:3], dz.clip(min=0.0)[:, None])
+            qt = xp.where(low[:, None], qt + fix, qt)
+        flags["table_floor"] = low
+        return Targets("joint", joint=qt, gripper=t.gripper), flags
+
+    def _pose_targets(self, t: Targets, s: ArmState) -> tuple[Targets, Flags]:
+        xp = namespace(s.q)
+        assert t.pos is not None
+        lo, hi = self._ee_box(s, self._c(s.q), 0.0)
+        pos, ws = _clip(t.pos, lo, hi)
+        floor = self._floor(s, 0.0)
+        low = pos[:, 2] < floor
+        pos = xp.concatenate([pos[:, :2], xp.where(low, floor, pos[:, 2])[:, None]], axis=-1)
+        return (Targets("pose", pos=pos, rot=t.rot, gripper=t.gripper),
+                {"workspace": ws, "table_floor": low})
+
+    # -- layers 4-8: torques ---------------------------------------------------------------
+
+    def filter_torque(self, tau: Array, s: ArmState) -> tuple[Array, Flags]:
+        """Joint torques (E, n) corrected so the motion they cause stays inside the limits."""
+        if not self.cfg.enabled:
+            return tau, {}
+        assert s.mass is not None, "the torque layers need ArmState.mass"
+        c = self._c(s.q)
+        cfg = self.cfg
+        flags: Flags = {}
+        x, v, jp = s.ee_pos, s.ee_vel, s.jac[:, :3]
+        a2 = 2.0 * cfg.brake_accel_ee
+        # 4: end-effector acceleration bounded so its speed towards a face stays below the
+        # speed from which it can still stop before the face.
+        v_hi = (a2 * (c["ws_hi"] - x).clip(min=0.0)) ** 0.5
+        v_lo = -((a2 * (x - c["ws_lo"]).clip(min=0.0)) ** 0.5)
+        v_lo[:, 2] = -1e6
+        tau, flags["workspace"] = self._bound_accel(tau, s.mass, jp, (v_lo - v) / cfg.brake_time,
+                                                    (v_hi - v) / cfg.brake_time)
+        # 5, 6: the same for the joints, towards the soft limits, then for their speed.
+        a2 = 2.0 * cfg.brake_accel
+        v_hi = (a2 * (c["soft_hi"] - s.q).clip(min=0.0)) ** 0.5
+        v_lo = -((a2 * (s.q - c["soft_lo"]).clip(min=0.0)) ** 0.5)
+        tau, flags["joint_limits"] = self._bound_accel(
+            tau, s.mass, None, (v_lo - s.qd) / cfg.brake_time, (v_hi - s.qd) / cfg.brake_time)
+        tau, flags["joint_velocity"] = self._bound_accel(
+            tau, s.mass, None, (-c["qd_lim"] - s.qd) / cfg.brake_time,
+            (c["qd_lim"] - s.qd) / cfg.brake_time)
+        # 7: torque limits.
+        tau, flags["torque"] = _clip(tau, -c["tau_lim"], c["tau_lim"])
+        # 8: the floor, as layer 4 for the lower z face.
+        vz_lo = -((2.0 * cfg.brake_accel_ee * (x[:, 2:3] - cfg.floor_height).clip(min=0.0))
+                  ** 0.5)
+        tau, flags["table_floor"] = self._bound_accel(
+            tau, s.mass, jp[:, 2:3], (vz_lo - v[:, 2:3]) / cfg.brake_time, vz_lo * 0.0 + 1e9)
+        return tau, flags
+
+    @staticmethod
+    def _bound_accel(tau: Array, mass: Array, jac: Array | None, lo: Array,
+                     hi: Array) -> tuple[Array, Array]:
+        """Correct ``tau`` so the acceleration it causes, qdd = M^-1 tau (or J qdd when a
+        Jacobian is given), lies in [lo, hi]; the correction is M dqdd (or J^T Lambda dxdd),
+        which changes that acceleration and nothing it does not need to."""
+        xp = namespace(tau)
+        if jac is None:
+            acc = solve(mass, tau[..., None])[..., 0]
+            clipped, hit = _clip(acc, lo, hi)
+            if not bool(hit.any()):
+                return tau, hit
+            return xp.where(hit[:, None], tau + matvec(mass, clipped - acc), tau), hit
+        minv_jt = solve(mass, mT(jac))  # (E, n, k)
+        acc = matvec(mT(minv_jt), tau)  # J M^-1 tau, (E, k)
+        clipped, hit = _clip(acc, lo, hi)
+        if not bool(hit.any()):
+            return tau, hit
+        force = solve(jac @ minv_jt, (clipped - acc)[..., None])[..., 0]
+        return xp.where(hit[:, None], tau + matvec(mT(jac), force), tau), hit
+
+
+def _clip(x: Array, lo: Array, hi: Array) -> tuple[Array, Array]:
+    """(clipped x, (E,) whether any entry of the row was clipped)."""
+    y = x.clip(min=lo, max=hi)
+    return y, (y != x).any(-1)

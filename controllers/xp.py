@@ -1,0 +1,71 @@
+"""Array-namespace helpers: the controller and shield math runs on numpy or torch unchanged.
+
+Training calls it with batched torch tensors (E, ...); the deploy loop calls it with numpy
+arrays of one sample (1, ...), where each operation costs about a microsecond instead of the
+several microseconds of a torch dispatch. The math is written once, against the functions that
+numpy (>= 2) and torch share by name (``where``, ``sqrt``, ``isfinite``, ``stack``,
+``concatenate``, ``linalg.solve``, ``linalg.cross``), operators, and the helpers below.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import torch
+
+Array = Any
+"""A numpy array or a torch tensor; the functions here keep the kind they are given."""
+
+
+def namespace(x: Array) -> ModuleType:
+    """``torch`` for tensors, ``numpy`` for anything else."""
+    return torch if isinstance(x, torch.Tensor) else np
+
+
+def amax(x: Array, axis: int) -> Array:
+    """Maximum over one axis (torch's ``max`` returns indices too; ``amax`` does not)."""
+    return x.amax(axis) if isinstance(x, torch.Tensor) else x.max(axis)
+
+
+def norm(x: Array, axis: int = -1, keepdims: bool = False) -> Array:
+    """Euclidean norm over one axis."""
+    sq = (x * x).sum(axis, keepdims=keepdims) if isinstance(x, np.ndarray) else \
+        (x * x).sum(axis, keepdim=keepdims)
+    return namespace(x).sqrt(sq)
+
+
+def eye_like(x: Array, n: int) -> Array:
+    """(n, n) identity with the dtype (and device) of ``x``."""
+    if isinstance(x, torch.Tensor):
+        return torch.eye(n, dtype=x.dtype, device=x.device)
+    return np.eye(n, dtype=x.dtype)
+
+
+def like(x: Array, value: Any) -> Array:
+    """``value`` (array-like) as an array of the same kind, dtype and device as ``x``."""
+    if isinstance(x, torch.Tensor):
+        return torch.as_tensor(np.asarray(value), dtype=x.dtype, device=x.device)
+    return np.asarray(value, dtype=x.dtype)
+
+
+def mT(x: Array) -> Array:
+    """Transpose of the last two axes (batched matrices)."""
+    return x.swapaxes(-1, -2)
+
+
+def matvec(a: Array, v: Array) -> Array:
+    """(..., m, n) @ (..., n) -> (..., m)."""
+    return (a @ v[..., None])[..., 0]
+
+
+def solve(a: Array, b: Array) -> Array:
+    """Batched linear solve of (..., n, n) systems for (..., n, k) right-hand sides."""
+    return namespace(a).linalg.solve(a, b)
+
+
+def shrink_to_caps(dq: Array, caps: Array) -> Array:
+    """Scale each row of ``dq`` (E, n) down, keeping its direction, so |dq_j| <= caps_j."""
+    peak = amax(abs(dq) / caps, -1)[..., None].clip(min=1.0)
+    return dq / peak
