@@ -30,7 +30,7 @@ import numpy as np
 
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.ik import axis_angle_to_mat
-from robot_rl.controllers.xp import Array, like, namespace
+from robot_rl.controllers.xp import Array, cast, like, namespace
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:  # controllers are shared by sim and hardware; no import of the sim package
@@ -167,6 +167,7 @@ class ActionSpace(abc.ABC):
 
     def __call__(self, action: Array, state: ArmState) -> Targets:
         """Targets for actions (E, dim) at the measured state."""
+        action = cast(action, state.q)
         t = self._arm(action[:, : self.arm_dim], state)
         t.gripper = self._gripper(action)
         return t
@@ -176,7 +177,7 @@ class ActionSpace(abc.ABC):
         (or closes without one)."""
         t = self._hold(state)
         if self.has_gripper:
-            t.gripper = self._gripper(action) if action is not None else \
+            t.gripper = self._gripper(cast(action, state.q)) if action is not None else \
                 self._gripper_ctrl(like(state.q, np.ones((state.q.shape[0], 1))))
         return t
 

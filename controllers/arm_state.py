@@ -28,6 +28,10 @@ class ArmState:
     """(E, 6, n) end-effector Jacobian over the arm joints: linear rows, then angular."""
     mass: Array | None = None
     """(E, n, n) joint-space mass matrix of the arm joints (torque controllers need it)."""
+    drift: Array | None = None
+    """(E, n) joint forces acting besides the commanded torque: Coriolis and centrifugal,
+    joint damping and springs, with gravity taken as compensated (the shield's torque layers
+    predict qdd = M^-1 (tau + drift)); None counts as zero."""
 
     @property
     def ee_vel(self) -> Array:

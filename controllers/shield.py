@@ -45,7 +45,7 @@ import numpy as np
 from robot_rl.controllers.action_spaces import Targets
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.ik import dls_joint_delta
-from robot_rl.controllers.xp import Array, like, matvec, mT, namespace, solve
+from robot_rl.controllers.xp import Array, amax, like, matvec, mT, namespace, solve
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -242,60 +242,72 @@ class SafetyShield:
     # -- layers 4-8: torques ---------------------------------------------------------------
 
     def filter_torque(self, tau: Array, s: ArmState) -> tuple[Array, Flags]:
-        """Joint torques (E, n) corrected so the motion they cause stays inside the limits."""
+        """Joint torques (E, n) corrected so the motion they cause stays inside the limits.
+
+        Each limit bounds an acceleration: the speed towards a limit (a workspace face, the
+        floor, a soft joint limit) may not exceed the speed from which the arm still stops
+        before it, nor may a joint exceed its speed limit; an excess is removed within
+        ``brake_time``. The joint acceleration qdd = M^-1 (tau + drift) is projected alternately onto
+        the end-effector bounds (through J, in the metric of M) and the joint bounds, a few
+        passes, until both hold; the torque changes by M dqdd. Torques are then clipped.
+        """
         if not self.cfg.enabled:
             return tau, {}
         assert s.mass is not None, "the torque layers need ArmState.mass"
-        c = self._c(s.q)
-        cfg = self.cfg
-        flags: Flags = {}
+        xp = namespace(tau)
+        c, cfg, mass = self._c(s.q), self.cfg, s.mass
         x, v, jp = s.ee_pos, s.ee_vel, s.jac[:, :3]
+        t = cfg.brake_time
+        # End-effector bands: faces of the shrunk box (workspace), the floor (table_floor).
         a2 = 2.0 * cfg.brake_accel_ee
-        # 4: end-effector acceleration bounded so its speed towards a face stays below the
-        # speed from which it can still stop before the face.
-        v_hi = (a2 * (c["ws_hi"] - x).clip(min=0.0)) ** 0.5
-        v_lo = -((a2 * (x - c["ws_lo"]).clip(min=0.0)) ** 0.5)
-        v_lo[:, 2] = -1e6
-        tau, flags["workspace"] = self._bound_accel(tau, s.mass, jp, (v_lo - v) / cfg.brake_time,
-                                                    (v_hi - v) / cfg.brake_time)
-        # 5, 6: the same for the joints, towards the soft limits, then for their speed.
+        ws_hi = (a2 * (c["ws_hi"] - x).clip(min=0.0)) ** 0.5
+        ws_lo = -((a2 * (x - c["ws_lo"]).clip(min=0.0)) ** 0.5)
+        floor = -((a2 * (x[:, 2] - cfg.floor_height).clip(min=0.0)) ** 0.5)
+        ws_lo = xp.concatenate([ws_lo[:, :2], floor[:, None]], axis=-1)
+        ee_lo, ee_hi = (ws_lo - v) / t, (ws_hi - v) / t
+        # Joint bands: soft limits (joint_limits), then speed limits (joint_velocity).
         a2 = 2.0 * cfg.brake_accel
-        v_hi = (a2 * (c["soft_hi"] - s.q).clip(min=0.0)) ** 0.5
-        v_lo = -((a2 * (s.q - c["soft_lo"]).clip(min=0.0)) ** 0.5)
-        tau, flags["joint_limits"] = self._bound_accel(
-            tau, s.mass, None, (v_lo - s.qd) / cfg.brake_time, (v_hi - s.qd) / cfg.brake_time)
-        tau, flags["joint_velocity"] = self._bound_accel(
-            tau, s.mass, None, (-c["qd_lim"] - s.qd) / cfg.brake_time,
-            (c["qd_lim"] - s.qd) / cfg.brake_time)
-        # 7: torque limits.
-        tau, flags["torque"] = _clip(tau, -c["tau_lim"], c["tau_lim"])
-        # 8: the floor, as layer 4 for the lower z face.
-        vz_lo = -((2.0 * cfg.brake_accel_ee * (x[:, 2:3] - cfg.floor_height).clip(min=0.0))
-                  ** 0.5)
-        tau, flags["table_floor"] = self._bound_accel(
-            tau, s.mass, jp[:, 2:3], (vz_lo - v[:, 2:3]) / cfg.brake_time, vz_lo * 0.0 + 1e9)
+        lim_hi = (a2 * (c["soft_hi"] - s.q).clip(min=0.0)) ** 0.5
+        lim_lo = -((a2 * (s.q - c["soft_lo"]).clip(min=0.0)) ** 0.5)
+        q_lo = (lim_lo.clip(min=-c["qd_lim"]) - s.qd) / t
+        q_hi = (lim_hi.clip(max=c["qd_lim"]) - s.qd) / t
+
+        # Commands beyond the torque limits are scaled down first (keeping their direction),
+        # so the corrections below are not clipped away afterwards.
+        peak = amax(abs(tau) / c["tau_lim"], -1)[:, None]
+        over = peak[:, 0] > 1.0
+        tau = tau / peak.clip(min=1.0)
+        drive = tau if s.drift is None else tau + s.drift
+        qdd0 = solve(mass, drive[..., None])[..., 0]
+        xdd0 = matvec(jp, qdd0)
+        flags: Flags = {
+            "workspace": ((xdd0 < ee_lo)[:, :2].any(-1) | (xdd0 > ee_hi).any(-1)),
+            "joint_limits": ((qdd0 < (lim_lo - s.qd) / t) | (qdd0 > (lim_hi - s.qd) / t)).any(-1),
+            "joint_velocity": ((qdd0 < (-c["qd_lim"] - s.qd) / t)
+                               | (qdd0 > (c["qd_lim"] - s.qd) / t)).any(-1),
+            "table_floor": xdd0[:, 2] < ee_lo[:, 2],
+        }
+        if bool((flags["workspace"] | flags["joint_limits"] | flags["joint_velocity"]
+                 | flags["table_floor"]).any()):
+            minv_jt = solve(mass, mT(jp))  # (E, n, 3)
+            lam_inv = jp @ minv_jt  # (E, 3, 3) inverse task-space inertia
+            qdd = qdd0
+            for _ in range(self.PASSES):
+                xdd = matvec(jp, qdd)
+                xdd_c, hit = _clip(xdd, ee_lo, ee_hi)
+                if bool(hit.any()):
+                    fix = solve(lam_inv, (xdd_c - xdd)[..., None])  # Lambda dxdd
+                    qdd = qdd + (minv_jt @ fix)[..., 0]
+                qdd, hit_q = _clip(qdd, q_lo, q_hi)
+                if not bool(hit_q.any()):
+                    break
+            tau = tau + matvec(mass, qdd - qdd0)
+        tau, clipped = _clip(tau, -c["tau_lim"], c["tau_lim"])
+        flags["torque"] = over | clipped
         return tau, flags
 
-    @staticmethod
-    def _bound_accel(tau: Array, mass: Array, jac: Array | None, lo: Array,
-                     hi: Array) -> tuple[Array, Array]:
-        """Correct ``tau`` so the acceleration it causes, qdd = M^-1 tau (or J qdd when a
-        Jacobian is given), lies in [lo, hi]; the correction is M dqdd (or J^T Lambda dxdd),
-        which changes that acceleration and nothing it does not need to."""
-        xp = namespace(tau)
-        if jac is None:
-            acc = solve(mass, tau[..., None])[..., 0]
-            clipped, hit = _clip(acc, lo, hi)
-            if not bool(hit.any()):
-                return tau, hit
-            return xp.where(hit[:, None], tau + matvec(mass, clipped - acc), tau), hit
-        minv_jt = solve(mass, mT(jac))  # (E, n, k)
-        acc = matvec(mT(minv_jt), tau)  # J M^-1 tau, (E, k)
-        clipped, hit = _clip(acc, lo, hi)
-        if not bool(hit.any()):
-            return tau, hit
-        force = solve(jac @ minv_jt, (clipped - acc)[..., None])[..., 0]
-        return xp.where(hit[:, None], tau + matvec(mT(jac), force), tau), hit
+    PASSES = 4
+    """Alternating projections between the end-effector and joint bounds per evaluation."""
 
 
 def _clip(x: Array, lo: Array, hi: Array) -> tuple[Array, Array]:

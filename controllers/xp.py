@@ -50,6 +50,11 @@ def like(x: Array, value: Any) -> Array:
     return np.asarray(value, dtype=x.dtype)
 
 
+def cast(x: Array, ref: Array) -> Array:
+    """``x`` (same kind) in the dtype of ``ref``; no copy when it already is."""
+    return x.to(ref.dtype) if isinstance(x, torch.Tensor) else x.astype(ref.dtype, copy=False)
+
+
 def mT(x: Array) -> Array:
     """Transpose of the last two axes (batched matrices)."""
     return x.swapaxes(-1, -2)

@@ -77,6 +77,8 @@ class BatchedEnv:
         dev, dtype = self.backend.device, self.backend.dtype
         self.act_dim = self.action_space.dim
         arm_ids = [self.model.actuator(n).id for n in self.robot.actuator_names]
+        self.arm_actuator_ids = arm_ids
+        """Actuator ids of the arm joints, in joint order."""
         self._arm_ids = torch.tensor(arm_ids, dtype=torch.long, device=dev)
         self._arm_cols = slice_or_index(arm_ids, dev)
         self._gripper_col: int | None = None

@@ -156,8 +156,10 @@ class SimState:
         return jac.to(device=self.device, dtype=self.dtype)
 
     def arm_state(self, mass: bool = False) -> ArmState:
-        """The arm's state for controllers and the shield (with the mass matrix if asked)."""
+        """The arm's state for controllers and the shield (with the mass matrix and the drift
+        forces if asked: torque controllers need them)."""
         return ArmState(
             q=self.joint_pos, qd=self.joint_vel, ee_pos=self.sensors["ee_pos"],
             ee_rot=quat_to_mat(self.sensors["ee_quat"]), jac=self.ee_jacobian(),
-            mass=self.backend.mass_matrix(self.joint_dofs) if mass else None)
+            mass=self.backend.mass_matrix(self.joint_dofs) if mass else None,
+            drift=self.backend.drift_force(self.joint_dofs) if mass else None)

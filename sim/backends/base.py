@@ -88,6 +88,12 @@ class Backend(abc.ABC):
         at the current state (position stage computed by the last step/forward)."""
 
     @abc.abstractmethod
+    def drift_force(self, dofs: list[int]) -> torch.Tensor:
+        """(E, k) generalized forces on ``dofs`` besides the actuators' commands: passive
+        forces minus Coriolis/centrifugal terms, with the actuator-side gravity compensation
+        counted in (qfrc_passive - qfrc_bias + qfrc_gravcomp), at the current state."""
+
+    @abc.abstractmethod
     def mass_matrix(self, dofs: list[int]) -> torch.Tensor:
         """(E, k, k) joint-space mass matrix restricted to ``dofs``, at the current state."""
 

@@ -63,6 +63,9 @@ class CpuBackend(Backend):
         self._cdof = _view(b.bind("cdof"))
         self._subtree_com = _view(b.bind("subtree_com"))
         self._mass = _view(b.bind("M"))
+        self._bias = _view(b.bind("qfrc_bias"))
+        self._passive = _view(b.bind("qfrc_passive"))
+        self._gravcomp = _view(b.bind("qfrc_gravcomp"))
         self._chains: dict[int, torch.Tensor] = {}
         self._mass_index: dict[tuple[int, ...], torch.Tensor] = {}
         self._batch.forward()
@@ -113,6 +116,13 @@ class CpuBackend(Backend):
             mask = [float(int(m.dof_bodyid[j]) in ancestors) for j in range(m.nv)]
             self._chains[body_id] = torch.tensor(mask, dtype=self.dtype)
         return self._chains[body_id]
+
+    def drift_force(self, dofs: list[int]) -> torch.Tensor:
+        comp = self.model.jnt_actgravcomp[self.model.dof_jntid[dofs]].astype(bool)
+        force = self._passive[:, dofs] - self._bias[:, dofs]
+        if comp.any():
+            force = force + self._gravcomp[:, dofs] * torch.from_numpy(comp)
+        return force
 
     def mass_matrix(self, dofs: list[int]) -> torch.Tensor:
         key = tuple(dofs)

@@ -7,10 +7,17 @@ import numpy as np
 import torch
 
 from robot_rl.controllers import (
+    ArmState,
+    EEDelta,
+    EEDeltaConfig,
+    EEPose,
+    EEPoseConfig,
     JointDelta,
     JointDeltaConfig,
     JointTorque,
     JointTorqueConfig,
+    JointVelocity,
+    JointVelocityConfig,
     pd_torque,
     realize_pd_in_model,
 )
@@ -63,26 +70,70 @@ def test_pd_torque_clamps_to_limits() -> None:
     assert tau.tolist() == [87.0, -12.0]
 
 
+def _arm_state(q: torch.Tensor) -> ArmState:
+    e, n = q.shape
+    return ArmState(q=q, qd=torch.zeros_like(q), ee_pos=torch.zeros(e, 3, dtype=q.dtype),
+                    ee_rot=torch.eye(3, dtype=q.dtype).expand(e, 3, 3),
+                    jac=torch.zeros(e, 6, n, dtype=q.dtype))
+
+
 def test_joint_delta_targets() -> None:
     robot = get_robot("arm7")
     space = JointDelta(JointDeltaConfig(scale=0.1, gripper=True), robot)
-    model = _model(pd=True)
-    space.bind(model, torch.device("cpu"), torch.float64)
-    assert space.dim == 8 and len(space.actuator_ids) == 8
+    space.bind(_model(pd=True))
+    assert space.dim == 8 and space.kind == "joint"
     q = torch.tensor([robot.home, robot.q_max], dtype=torch.float64)
-    a = torch.tensor([[0.5] * 7 + [-1.0], [1.0] * 7 + [1.0]])
-    ctrl = space(a, q)
-    torch.testing.assert_close(ctrl[0, :7], q[0] + 0.05)
-    torch.testing.assert_close(ctrl[1, :7], q[1])  # clamped at the upper limit
-    assert ctrl[0, 7] == robot.gripper.open_ctrl and ctrl[1, 7] == robot.gripper.closed_ctrl
+    a = torch.tensor([[0.5] * 7 + [-1.0], [1.0] * 7 + [1.0]], dtype=torch.float64)
+    t = space(a, _arm_state(q))
+    torch.testing.assert_close(t.joint[0], q[0] + 0.05)
+    torch.testing.assert_close(t.joint[1], q[1])  # clamped at the upper limit
+    assert t.gripper[0, 0] == robot.gripper.open_ctrl
+    assert t.gripper[1, 0] == robot.gripper.closed_ctrl
 
 
 def test_joint_torque_spans_the_control_range() -> None:
     robot = get_robot("arm7")
     space = JointTorque(JointTorqueConfig(), robot)
-    space.bind(_model(pd=False), torch.device("cpu"), torch.float64)
+    space.bind(_model(pd=False))
     q = torch.zeros(3, 7, dtype=torch.float64)
-    ctrl = space(torch.stack([torch.full((7,), v) for v in (-1.0, 0.0, 1.0)]), q)
+    a = torch.stack([torch.full((7,), v, dtype=torch.float64) for v in (-1.0, 0.0, 1.0)])
+    t = space(a, _arm_state(q))
     tau = torch.tensor(robot.tau_max, dtype=torch.float64)
-    torch.testing.assert_close(ctrl, torch.stack([-tau, torch.zeros(7, dtype=torch.float64),
-                                                  tau]))
+    assert t.kind == "torque"
+    torch.testing.assert_close(t.joint, torch.stack([-tau, torch.zeros(7, dtype=torch.float64),
+                                                     tau]))
+
+
+def test_joint_velocity_integrates_a_clamped_reference() -> None:
+    robot = get_robot("arm7")
+    space = JointVelocity(JointVelocityConfig(scale=1.0, max_lead=0.05, gripper=False), robot,
+                          control_dt=0.02)
+    q = torch.tensor([robot.home], dtype=torch.float64)
+    s = _arm_state(q)
+    space.reset(torch.tensor([0]), s)
+    a = torch.ones(1, 7, dtype=torch.float64)
+    first = space(a, s).joint.clone()
+    torch.testing.assert_close(first, q + 0.02)
+    for _ in range(10):  # the arm does not move: the reference stops max_lead ahead
+        last = space(a, s).joint
+    torch.testing.assert_close(last, q + 0.05)
+
+
+def test_ee_delta_and_pose_targets() -> None:
+    robot = get_robot("arm7")
+    q = torch.tensor([robot.home], dtype=torch.float64)
+    s = _arm_state(q)
+    s.ee_pos = torch.tensor([[0.5, 0.0, 0.3]], dtype=torch.float64)
+    delta = EEDelta(EEDeltaConfig(pos_scale=0.05, rot_scale=0.3, gripper=False), robot)
+    a = torch.tensor([[1.0, -1.0, 0.0, 0.0, 0.0, 1.0]], dtype=torch.float64)
+    t = delta(a, s)
+    torch.testing.assert_close(t.pos, torch.tensor([[0.55, -0.05, 0.3]], dtype=torch.float64))
+    c, sn = np.cos(0.3), np.sin(0.3)  # 0.3 rad about world z
+    torch.testing.assert_close(t.rot[0], torch.tensor([[c, -sn, 0], [sn, c, 0], [0, 0, 1]],
+                                                      dtype=torch.float64))
+    pose = EEPose(EEPoseConfig(lo=(0.2, -0.4, 0.0), hi=(0.8, 0.4, 0.6), gripper=False), robot)
+    pose.bind(_model(pd=True))
+    t = pose(torch.tensor([[-1.0, 1.0, 0.0, 0, 0, 0]], dtype=torch.float64), s)
+    torch.testing.assert_close(t.pos, torch.tensor([[0.2, 0.4, 0.3]], dtype=torch.float64))
+    hold = pose.hold(s)
+    torch.testing.assert_close(hold.pos, s.ee_pos)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from robot_rl.controllers import ShieldConfig
 from robot_rl.sim import make_env
 from robot_rl.sim.tasks.motion import move_ee
 from tests.conftest import ARM_TASKS
@@ -52,8 +53,10 @@ def test_workspace_cost_fires_outside_the_box() -> None:
     assert _costs(env)["workspace"].tolist() == [True, False]
 
 
-def test_table_contact_cost_fires_when_pressing_on_the_table() -> None:
-    env = make_env("reach", 2)
+@pytest.mark.parametrize("shield", [False, True])
+def test_table_contact_cost_fires_when_pressing_on_the_table(shield: bool) -> None:
+    """Without the shield, driving into the table costs; with it, the floor layer stops it."""
+    env = make_env("reach", 2, shield=ShieldConfig(enabled=shield))
     env.reset(seed=0)
     fired = torch.zeros(2, dtype=torch.bool)
     for _ in range(120):  # drive env 0's end effector 5 cm into the table, env 1 holds
@@ -63,7 +66,8 @@ def test_table_contact_cost_fires_when_pressing_on_the_table() -> None:
         action[1] = 0.0
         _, _, _, _, _, info = env.step(action)
         fired |= info["cost_terms"]["table_contact"].bool()
-    assert fired.tolist() == [True, False]
+    assert fired.tolist() == [not shield, False]
+    assert bool(env.shield_counts["table_floor"][0] > 0) == shield
 
 
 def test_contact_sensor_ignores_objects_resting_on_the_table() -> None:

@@ -24,7 +24,7 @@ def test_strong_preset_ranges_and_spread() -> None:
     cfg = env.cfg.dr
     bodies = _robot_bodies(env.model, env.robot)
     dofs = env.state.joint_dofs
-    acts = env.action_space.actuator_ids[:7]
+    acts = env.arm_actuator_ids
     checks = [
         (_ratios(env, "body_mass", bodies), cfg.link_mass),
         (_ratios(env, "geom_friction", list(range(env.model.ngeom)), 0), cfg.friction),
