@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from robot_rl.controllers.action_spaces import ActionSpace
 from robot_rl.controllers.base import Controller, DirectTorque
@@ -18,7 +18,7 @@ from robot_rl.errors import ConfigError
 if TYPE_CHECKING:
     from robot_rl.sim.robots import RobotSpec
 
-ControllerConfig = JointPDConfig | JointImpedanceConfig | OSCConfig
+ControllerConfig: TypeAlias = JointPDConfig | JointImpedanceConfig | OSCConfig
 """Controller configs; ``None`` in a task config picks the default for its action space."""
 
 

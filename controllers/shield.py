@@ -247,9 +247,10 @@ class SafetyShield:
         Each limit bounds an acceleration: the speed towards a limit (a workspace face, the
         floor, a soft joint limit) may not exceed the speed from which the arm still stops
         before it, nor may a joint exceed its speed limit; an excess is removed within
-        ``brake_time``. The joint acceleration qdd = M^-1 (tau + drift) is projected alternately onto
-        the end-effector bounds (through J, in the metric of M) and the joint bounds, a few
-        passes, until both hold; the torque changes by M dqdd. Torques are then clipped.
+        ``brake_time``. The joint acceleration qdd = M^-1 (tau + drift) is projected
+        alternately onto the end-effector bounds (through J, in the metric of M) and the joint
+        bounds, a few passes, until both hold; the torque changes by M dqdd. Torques are then
+        clipped.
         """
         if not self.cfg.enabled:
             return tau, {}

@@ -3,6 +3,7 @@
     robot-rl sim info                                   robots, tasks, model sizes
     robot-rl sim rollout --task push --policy expert --video out.mp4
     robot-rl bench sim                                  simulation throughput table
+    robot-rl bench controllers                          controller and shield cost tables
 
 ``robot-rl <group> <command> --help`` explains every option. Errors in input (unknown names,
 bad values, missing files) print one line and exit with status 2.
@@ -32,7 +33,8 @@ def _commands() -> dict[str, dict[str, Command]]:
     return {
         "sim": {"info": Command(sim.SimInfo, sim.info),
                 "rollout": Command(sim.SimRollout, sim.rollout)},
-        "bench": {"sim": Command(bench.BenchSim, bench.run)},
+        "bench": {"sim": Command(bench.BenchSim, bench.run),
+                  "controllers": Command(bench.BenchControllers, bench.run_controllers)},
     }
 
 

@@ -1,7 +1,9 @@
-"""``robot-rl bench sim``: the simulation throughput table (see robot_rl.bench.sim_throughput)."""
+"""``robot-rl bench ...``: benchmark tables (see robot_rl.bench.sim_throughput/controllers)."""
 
 from __future__ import annotations
 
+from robot_rl.bench.controllers import BenchControllers
+from robot_rl.bench.controllers import run as run_controllers
 from robot_rl.bench.sim_throughput import BenchSim, run
 
-__all__ = ["BenchSim", "run"]
+__all__ = ["BenchControllers", "BenchSim", "run", "run_controllers"]

@@ -1,0 +1,227 @@
+"""Controller and shield cost: one sample at deploy rate, batched in training.
+
+Table 1, one sample (the deploy loop's path, numpy): the arm's state from MuJoCo (ArmModel),
+then shield + OSC (action layers, ee_pose targets, target layers, OSC law, torque layers) and
+shield + joint targets (action layers, joint_delta targets, target layers), as latency
+percentiles over many random states and actions. The same code on torch tensors (E = 1) is
+the comparison; the budget is the 50 us target and the 1 kHz period.
+
+Table 2, batched (training): per control step, the time of the shield and controller work
+next to the physics step time at 64 and 1024 envs, for joint PD (shield at the control rate)
+and OSC (law + torque layers at every physics step).
+
+Table 3: env-steps/s of ``robot-rl bench sim``'s task table with the shield on and off.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from rich.console import Console
+from rich.table import Table
+
+from robot_rl.bench.sim_throughput import ours
+from robot_rl.controllers import (
+    ArmState,
+    EEPoseConfig,
+    JointDeltaConfig,
+    ShieldConfig,
+)
+from robot_rl.controllers.arm_model import ArmModel
+
+
+@dataclasses.dataclass(kw_only=True)
+class BenchControllers:
+    """Controller and shield latency (one sample) and overhead (batched).
+
+    Example: robot-rl bench controllers --samples 20000 --num-envs 64 1024
+    """
+
+    samples: int = 20000
+    """Single-sample calls timed per row."""
+    num_envs: tuple[int, ...] = (64, 1024)
+    """Batch sizes for the overhead table."""
+    steps: int = 40
+    """Control steps timed per batched figure."""
+    tasks: tuple[str, ...] = ("reach", "push", "lift")
+    """Tasks for the shield on/off throughput table (empty to skip)."""
+    throughput_envs: tuple[int, ...] = (64, 256)
+    """Batch sizes of the shield on/off table."""
+    seconds: float = 2.0
+    """Measuring time per throughput figure [s]."""
+    repeats: int = 3
+    """Throughput measurements per figure; the best is reported."""
+
+
+def _percentiles(samples: list[float]) -> tuple[float, float, float]:
+    a = np.asarray(samples) * 1e6
+    return float(np.percentile(a, 50)), float(np.percentile(a, 99)), float(a.max())
+
+
+def _time_each(fn: Callable[[int], object], n: int) -> list[float]:
+    out = []
+    for i in range(n):
+        t = time.perf_counter()
+        fn(i)
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def _torch_state(s: ArmState) -> ArmState:
+    return ArmState(**{k: None if getattr(s, k) is None else torch.from_numpy(getattr(s, k))
+                       for k in ("q", "qd", "ee_pos", "ee_rot", "jac", "mass", "drift")})
+
+
+def single_sample(samples: int) -> dict[str, tuple[float, float, float]]:
+    """Latency percentiles (p50, p99, max) in microseconds of the deploy-side paths."""
+    from robot_rl.sim import make_env
+
+    env_osc = make_env("reach", 1, action=EEPoseConfig(gripper=False))
+    env_jd = make_env("reach", 1, action=JointDeltaConfig(gripper=False))
+    arm = ArmModel(env_osc.model, env_osc.robot)
+    rng = np.random.default_rng(0)
+    lo, hi = np.asarray(env_osc.robot.q_min), np.asarray(env_osc.robot.q_max)
+    home = np.asarray(env_osc.robot.home)
+    qs = [np.clip(home + rng.uniform(-0.4, 0.4, 7), lo, hi) for _ in range(256)]
+    qds = [rng.uniform(-1.0, 1.0, 7) for _ in range(256)]
+    acts = [rng.uniform(-1.2, 1.2, (1, 6)) for _ in range(256)]  # ee_pose: 6 actions
+    acts7 = [rng.uniform(-1.2, 1.2, (1, 7)) for _ in range(256)]  # joint_delta: 7
+    states = [arm.state(q, qd, mass=True) for q, qd in zip(qs, qds, strict=True)]
+
+    def osc_path(env: Any, s: ArmState, a: Any, prev: Any) -> Any:
+        a, hold, _ = env.shield.filter_action(a, prev)
+        t, _ = env.shield.filter_targets(env.action_space(a, s), s)
+        tau, _ = env.shield.filter_torque(env.controller.torque(t, s), s)
+        return tau
+
+    def joint_path(env: Any, s: ArmState, a: Any, prev: Any) -> Any:
+        a, hold, _ = env.shield.filter_action(a, prev)
+        t, _ = env.shield.filter_targets(env.action_space(a, s), s)
+        return t.joint
+
+    prev_np, prev7 = np.zeros((1, 6)), np.zeros((1, 7))
+    prev_t = torch.zeros(1, 6, dtype=torch.float64)
+    t_states = [_torch_state(s) for s in states]
+    t_acts = [torch.from_numpy(a) for a in acts]
+    k = len(states)
+    rows = {
+        "state from MuJoCo (ArmModel, with M)":
+            lambda i: arm.state(qs[i % k], qds[i % k], mass=True),
+        "shield + OSC (numpy)": lambda i: osc_path(env_osc, states[i % k], acts[i % k], prev_np),
+        "shield + OSC (torch eager)":
+            lambda i: osc_path(env_osc, t_states[i % k], t_acts[i % k], prev_t),
+        "shield + joint targets (numpy)":
+            lambda i: joint_path(env_jd, states[i % k], acts7[i % k], prev7),
+    }
+    out = {}
+    for name, fn in rows.items():
+        for i in range(200):  # warm-up
+            fn(i)
+        n = samples if "torch" not in name else max(samples // 10, 500)
+        out[name] = _percentiles(_time_each(fn, n))
+    return out
+
+
+def batched(num_envs: int, steps: int) -> dict[str, dict[str, float]]:
+    """Per control step: physics ms and shield + controller ms, joint PD and OSC paths."""
+    from robot_rl.sim import make_env
+
+    out = {}
+    for label, action in (("joint PD", JointDeltaConfig(gripper=False)),
+                          ("OSC", EEPoseConfig(gripper=False))):
+        env = make_env("reach", num_envs, action=action)
+        env.reset(seed=0)
+        acts = [env.random_action() for _ in range(8)]
+        for i in range(5):
+            env.step(acts[i % 8])
+        # Time the env step, and the physics alone over the same substeps.
+        t0 = time.perf_counter()
+        for i in range(steps):
+            env.step(acts[i % 8])
+        total = (time.perf_counter() - t0) / steps
+        sub = env.controller.substeps if not env.controller.in_model else env.cfg.decimation
+        calls = env.cfg.decimation // sub
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            for _ in range(calls):
+                env.backend.step(sub, current_sensors=True)
+        physics = (time.perf_counter() - t0) / steps
+        # The task work of a step (observations, rewards, costs) without shield/controller:
+        # the same env with the shield off and joint PD, minus its physics.
+        base = make_env("reach", num_envs, action=JointDeltaConfig(gripper=False),
+                        shield=ShieldConfig(enabled=False))
+        acts7 = [base.random_action() for _ in range(8)]
+        base.reset(seed=0)
+        for _ in range(5):
+            base.step(base.random_action())
+        t0 = time.perf_counter()
+        for i in range(steps):
+            base.step(acts7[i % 8])
+        base_total = (time.perf_counter() - t0) / steps
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            base.backend.step(base.cfg.decimation, current_sensors=True)
+        base_physics = (time.perf_counter() - t0) / steps
+        task_work = max(base_total - base_physics, 0.0)
+        control = max(total - physics - task_work, 0.0)
+        out[label] = {"physics_ms": physics * 1e3, "control_ms": control * 1e3,
+                      "overhead": control / physics, "step_ms": total * 1e3}
+    return out
+
+
+def _fmt(x: float) -> str:
+    return f"{x:,.1f}"
+
+
+def run(cfg: BenchControllers) -> dict:
+    """Measure and print the three tables; returns the figures."""
+    console = Console()
+    console.print(f"[bold]Controllers and shield[/bold]  cpu={os.cpu_count()}  "
+                  f"torch {torch.__version__}  threads={torch.get_num_threads()}")
+    results: dict = {"single": single_sample(cfg.samples), "batched": {}, "throughput": {}}
+    t1 = Table(title="One sample, deploy path (microseconds)", title_justify="left")
+    for col in ("path", "p50", "p99", "max", "target p99", "1 kHz period"):
+        t1.add_column(col, justify="right")
+    for name, (p50, p99, mx) in results["single"].items():
+        target = "50" if name.startswith("shield + OSC (numpy)") else ""
+        t1.add_row(name, _fmt(p50), _fmt(p99), _fmt(mx), target, "1000")
+    console.print(t1)
+
+    t2 = Table(title="Batched, reach, per control step (ms); overhead = shield + controller "
+                     "time / physics time", title_justify="left")
+    for col in ("envs", "path", "physics", "shield + controller", "overhead", "target"):
+        t2.add_column(col, justify="right")
+    for n in cfg.num_envs:
+        res = batched(n, cfg.steps)
+        results["batched"][n] = res
+        for label, r in res.items():
+            t2.add_row(str(n), label, f"{r['physics_ms']:.2f}", f"{r['control_ms']:.2f}",
+                       f"{100 * r['overhead']:.0f}%", "15% at 64" if n == 64 else "")
+    console.print(t2)
+
+    if cfg.tasks:
+        t3 = Table(title="Env steps/s, random actions, shield on vs off", title_justify="left")
+        t3.add_column("task")
+        for n in cfg.throughput_envs:
+            t3.add_column(f"{n} envs on", justify="right")
+            t3.add_column(f"{n} envs off", justify="right")
+            t3.add_column("on / off", justify="right")
+        threads = os.cpu_count() or 1
+        for task in cfg.tasks:
+            cells = []
+            results["throughput"][task] = {}
+            for n in cfg.throughput_envs:
+                on = ours(task, n, threads, cfg.seconds, cfg.repeats)
+                off = ours(task, n, threads, cfg.seconds, cfg.repeats,
+                           shield=ShieldConfig(enabled=False))
+                results["throughput"][task][n] = {"on": on, "off": off}
+                cells += [f"{on:,.0f}", f"{off:,.0f}", f"{on / off:.2f}"]
+            t3.add_row(task, *cells)
+        console.print(t3)
+    return results
