@@ -30,7 +30,7 @@ import numpy as np
 
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.ik import axis_angle_to_mat
-from robot_rl.controllers.xp import Array, cast, like, namespace
+from robot_rl.controllers.xp import Array, cast, clip, like, namespace
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:  # controllers are shared by sim and hardware; no import of the sim package
@@ -208,7 +208,7 @@ class _JointTargets(ActionSpace):
         return Targets("joint", joint=state.q * 1.0)  # a copy: the state may be a live view
 
     def _clamp(self, q: Array) -> Array:
-        return q.clip(min=like(q, self._q_lo), max=like(q, self._q_hi))
+        return clip(q, lo=like(q, self._q_lo), hi=like(q, self._q_hi))
 
 
 class JointDelta(_JointTargets):
@@ -245,7 +245,7 @@ class JointVelocity(_JointTargets):
         if self._ref is None or self._ref.shape != state.q.shape:
             self._ref = state.q * 1.0
         ref = self._ref + self.step * action
-        ref = ref.clip(min=state.q - self.max_lead, max=state.q + self.max_lead)
+        ref = clip(ref, lo=state.q - self.max_lead, hi=state.q + self.max_lead)
         self._ref = self._clamp(ref)
         return Targets("joint", joint=self._ref)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from robot_rl.controllers.xp import Array, matvec
+from robot_rl.controllers.xp import Array, matvec, namespace
 
 
 @dataclasses.dataclass
@@ -32,6 +32,16 @@ class ArmState:
     """(E, n) joint forces acting besides the commanded torque: Coriolis and centrifugal,
     joint damping and springs, with gravity taken as compensated (the shield's torque layers
     predict qdd = M^-1 (tau + drift)); None counts as zero."""
+
+    _mass_inv: Array | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    def mass_inv(self) -> Array:
+        """(E, n, n) inverse mass matrix, computed once per state and shared by the
+        controller and the shield."""
+        if self._mass_inv is None:
+            assert self.mass is not None, "this ArmState has no mass matrix"
+            self._mass_inv = namespace(self.mass).linalg.inv(self.mass)
+        return self._mass_inv
 
     @property
     def ee_vel(self) -> Array:

@@ -6,7 +6,16 @@ Quaternions are (w, x, y, z), as MuJoCo writes them. Every function takes arrays
 
 from __future__ import annotations
 
-from robot_rl.controllers.xp import Array, eye_like, mT, namespace, norm, shrink_to_caps, solve
+from robot_rl.controllers.xp import (
+    Array,
+    clip,
+    eye_like,
+    mT,
+    namespace,
+    norm,
+    shrink_to_caps,
+    solve,
+)
 
 __all__ = ["axis_angle_to_mat", "dls_joint_delta", "orientation_error", "quat_to_mat", "rot_z",
            "shrink_to_caps"]
@@ -27,8 +36,7 @@ def axis_angle_to_mat(rv: Array) -> Array:
     """(..., 3) rotation vectors (axis * angle) -> (..., 3, 3) rotation matrices (Rodrigues)."""
     xp = namespace(rv)
     angle = norm(rv, keepdims=True)  # (..., 1)
-    small = angle < 1e-9
-    axis = rv / xp.where(small, 1.0, angle)
+    axis = rv / clip(angle, lo=1e-12)  # zero rotation: any axis, sin = 1 - cos = 0
     x, y, z = axis[..., 0], axis[..., 1], axis[..., 2]
     zero = x * 0.0
     k = xp.stack([zero, -z, y, z, zero, -x, -y, x, zero], -1).reshape(*rv.shape[:-1], 3, 3)
@@ -47,11 +55,13 @@ def rot_z(angle: Array) -> Array:
 def orientation_error(rot: Array, rot_des: Array) -> Array:
     """(..., 3) rotation vector (sine-scaled) taking ``rot`` towards ``rot_des``, world frame.
 
-    0.5 * sum_i r_i x r_des_i over the columns (axes) of both rotations; equal to
-    sin(angle) * axis, so it is exact for small errors and never larger than 1.
+    0.5 * sum_i r_i x r_des_i over the columns (axes) of both rotations, which is
+    0.5 * vee(A - A^T) with A = R_des R^T: sin(angle) * axis, exact for small errors and
+    never larger than 1.
     """
-    xp = namespace(rot)
-    return 0.5 * xp.linalg.cross(mT(rot), mT(rot_des)).sum(-2)
+    a = rot_des @ mT(rot)
+    return 0.5 * namespace(rot).stack([a[..., 2, 1] - a[..., 1, 2], a[..., 0, 2] - a[..., 2, 0],
+                                       a[..., 1, 0] - a[..., 0, 1]], -1)
 
 
 def dls_joint_delta(jac: Array, err: Array, damping: float = 0.05,

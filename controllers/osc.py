@@ -28,7 +28,17 @@ from robot_rl.controllers.action_spaces import TargetKind, Targets
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.base import Controller
 from robot_rl.controllers.ik import orientation_error
-from robot_rl.controllers.xp import Array, eye_like, like, matvec, mT, namespace, norm, solve
+from robot_rl.controllers.xp import (
+    Array,
+    clip,
+    eye_like,
+    like,
+    matvec,
+    mT,
+    namespace,
+    norm,
+    solve,
+)
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -108,7 +118,7 @@ class OperationalSpace(Controller):
         acc = kp * xp.concatenate([e_pos, e_rot], axis=-1) - kd * matvec(jac, state.qd)
         # Null-space posture torque, and its image in task space to project out.
         tau0 = matvec(mass, self._kn * (home - state.q) - self._dn * state.qd)
-        minv_jt = solve(mass, mT(jac))  # (E, n, 6) = M^-1 J^T
+        minv_jt = state.mass_inv() @ mT(jac)  # (E, n, 6) = M^-1 J^T
         lam_inv = jac @ minv_jt + reg  # (E, 6, 6)
         leak = matvec(mT(minv_jt), tau0)  # J M^-1 tau0
         if c.decouple_inertia:
@@ -121,4 +131,4 @@ class OperationalSpace(Controller):
 def _clamp_norm(v: Array, max_norm: float) -> Array:
     """Rows of ``v`` scaled down to a norm of at most ``max_norm``."""
     n = norm(v, keepdims=True)
-    return v * (max_norm / n.clip(min=max_norm))
+    return v * (max_norm / clip(n, lo=max_norm))

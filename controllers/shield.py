@@ -45,7 +45,7 @@ import numpy as np
 from robot_rl.controllers.action_spaces import Targets
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.ik import dls_joint_delta
-from robot_rl.controllers.xp import Array, amax, like, matvec, mT, namespace, solve
+from robot_rl.controllers.xp import Array, amax, clip, like, matvec, mT, namespace, solve
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -153,12 +153,12 @@ class SafetyShield:
         else:
             hold = ~finite.all(-1)
             action = xp.where(hold[:, None], prev, action)
-        bounded = action.clip(min=-1.0, max=1.0)
+        bounded = clip(action, lo=-1.0, hi=1.0)
         flags = {"nan_guard": hold, "action_bounds": (bounded != action).any(-1)}
         action = bounded
         d = self.cfg.max_action_delta
         if self.cfg.enabled and d is not None:
-            limited = action.clip(min=prev - d, max=prev + d)
+            limited = clip(action, lo=prev - d, hi=prev + d)
             flags["rate_limit"] = (limited != action).any(-1)
             action = limited
         return action, hold, flags
@@ -178,18 +178,18 @@ class SafetyShield:
         seconds at the current speed plus braking at ``brake_accel_ee``. The lower z face is
         the floor layer's (``_floor``)."""
         v = s.ee_vel
-        up, down = v.clip(min=0.0), (-v).clip(min=0.0)
+        up, down = clip(v, lo=0.0), clip((-v), lo=0.0)
         a2 = 2.0 * self.cfg.brake_accel_ee
         hi = c["ws_hi"] - up * lag - up * up / a2
         lo = c["ws_lo"] + down * lag + down * down / a2
-        hi = hi.clip(min=c["ws_lo"])
-        lo = lo.clip(max=hi)
+        hi = clip(hi, lo=c["ws_lo"])
+        lo = clip(lo, hi=hi)
         lo[:, 2] = -1e6
         return lo, hi
 
     def _floor(self, s: ArmState, lag: float) -> Array:
         """(E,) lowest end-effector height, raised by its stopping distance when going down."""
-        down = (-s.ee_vel[:, 2]).clip(min=0.0)
+        down = clip((-s.ee_vel[:, 2]), lo=0.0)
         return self.cfg.floor_height + down * lag + down * down / (2.0 * self.cfg.brake_accel_ee)
 
     def _joint_targets(self, t: Targets, s: ArmState) -> tuple[Targets, Flags]:
@@ -207,10 +207,10 @@ class SafetyShield:
             qt = xp.where(out[:, None], qt + dls_joint_delta(jp, inside - pred), qt)
         flags["workspace"] = out
         # 5: soft limits, moved in by the distance the joint needs to stop.
-        up, down = qd.clip(min=0.0), (-qd).clip(min=0.0)
+        up, down = clip(qd, lo=0.0), clip((-qd), lo=0.0)
         a2 = 2.0 * self.cfg.brake_accel
-        hi = (c["soft_hi"] - up * c["lag"] - up * up / a2).clip(min=c["soft_lo"])
-        lo = (c["soft_lo"] + down * c["lag"] + down * down / a2).clip(max=hi)
+        hi = clip((c["soft_hi"] - up * c["lag"] - up * up / a2), lo=c["soft_lo"])
+        lo = clip((c["soft_lo"] + down * c["lag"] + down * down / a2), hi=hi)
         qt, flags["joint_limits"] = _clip(qt, lo, hi)
         # 6: the PD law's steady speed kp/kd |q_target - q| below the velocity limit.
         lead = c["qd_lim"] * c["lag"]
@@ -223,7 +223,7 @@ class SafetyShield:
         dz = self._floor(s, lag) - (s.ee_pos[:, 2] + matvec(jp[:, 2:3], qt - q)[:, 0])
         low = dz > 0
         if bool(low.any()):
-            fix = dls_joint_delta(jp[:, 2:3], dz.clip(min=0.0)[:, None])
+            fix = dls_joint_delta(jp[:, 2:3], clip(dz, lo=0.0)[:, None])
             qt = xp.where(low[:, None], qt + fix, qt)
         flags["table_floor"] = low
         return Targets("joint", joint=qt, gripper=t.gripper), flags
@@ -261,25 +261,26 @@ class SafetyShield:
         t = cfg.brake_time
         # End-effector bands: faces of the shrunk box (workspace), the floor (table_floor).
         a2 = 2.0 * cfg.brake_accel_ee
-        ws_hi = (a2 * (c["ws_hi"] - x).clip(min=0.0)) ** 0.5
-        ws_lo = -((a2 * (x - c["ws_lo"]).clip(min=0.0)) ** 0.5)
-        floor = -((a2 * (x[:, 2] - cfg.floor_height).clip(min=0.0)) ** 0.5)
+        ws_hi = (a2 * clip((c["ws_hi"] - x), lo=0.0)) ** 0.5
+        ws_lo = -((a2 * clip((x - c["ws_lo"]), lo=0.0)) ** 0.5)
+        floor = -((a2 * clip((x[:, 2] - cfg.floor_height), lo=0.0)) ** 0.5)
         ws_lo = xp.concatenate([ws_lo[:, :2], floor[:, None]], axis=-1)
         ee_lo, ee_hi = (ws_lo - v) / t, (ws_hi - v) / t
         # Joint bands: soft limits (joint_limits), then speed limits (joint_velocity).
         a2 = 2.0 * cfg.brake_accel
-        lim_hi = (a2 * (c["soft_hi"] - s.q).clip(min=0.0)) ** 0.5
-        lim_lo = -((a2 * (s.q - c["soft_lo"]).clip(min=0.0)) ** 0.5)
-        q_lo = (lim_lo.clip(min=-c["qd_lim"]) - s.qd) / t
-        q_hi = (lim_hi.clip(max=c["qd_lim"]) - s.qd) / t
+        lim_hi = (a2 * clip((c["soft_hi"] - s.q), lo=0.0)) ** 0.5
+        lim_lo = -((a2 * clip((s.q - c["soft_lo"]), lo=0.0)) ** 0.5)
+        q_lo = (clip(lim_lo, lo=-c["qd_lim"]) - s.qd) / t
+        q_hi = (clip(lim_hi, hi=c["qd_lim"]) - s.qd) / t
 
         # Commands beyond the torque limits are scaled down first (keeping their direction),
         # so the corrections below are not clipped away afterwards.
         peak = amax(abs(tau) / c["tau_lim"], -1)[:, None]
         over = peak[:, 0] > 1.0
-        tau = tau / peak.clip(min=1.0)
+        tau = tau / clip(peak, lo=1.0)
         drive = tau if s.drift is None else tau + s.drift
-        qdd0 = solve(mass, drive[..., None])[..., 0]
+        minv = s.mass_inv()
+        qdd0 = matvec(minv, drive)
         xdd0 = matvec(jp, qdd0)
         flags: Flags = {
             "workspace": ((xdd0 < ee_lo)[:, :2].any(-1) | (xdd0 > ee_hi).any(-1)),
@@ -290,7 +291,7 @@ class SafetyShield:
         }
         if bool((flags["workspace"] | flags["joint_limits"] | flags["joint_velocity"]
                  | flags["table_floor"]).any()):
-            minv_jt = solve(mass, mT(jp))  # (E, n, 3)
+            minv_jt = minv @ mT(jp)  # (E, n, 3)
             lam_inv = jp @ minv_jt  # (E, 3, 3) inverse task-space inertia
             qdd = qdd0
             for _ in range(self.PASSES):
@@ -313,5 +314,5 @@ class SafetyShield:
 
 def _clip(x: Array, lo: Array, hi: Array) -> tuple[Array, Array]:
     """(clipped x, (E,) whether any entry of the row was clipped)."""
-    y = x.clip(min=lo, max=hi)
+    y = clip(x, lo=lo, hi=hi)
     return y, (y != x).any(-1)
