@@ -128,51 +128,57 @@ def single_sample(samples: int) -> dict[str, tuple[float, float, float]]:
     return out
 
 
+def _mean_time(fn: Callable[[], object], n: int) -> float:
+    fn()
+    t = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - t) / n
+
+
 def batched(num_envs: int, steps: int) -> dict[str, dict[str, float]]:
-    """Per control step: physics ms and shield + controller ms, joint PD and OSC paths."""
+    """Per control step (ms): the physics, and the shield + controller work timed directly on
+    the env's live state: action layers, action space and target layers once, plus for a
+    torque controller the state, the law and the torque layers at each of its evaluations."""
+    return {"joint PD": _batched_path(JointDeltaConfig(gripper=False), num_envs, steps),
+            "OSC": _batched_path(EEPoseConfig(gripper=False), num_envs, steps)}
+
+
+def _batched_path(action: Any, num_envs: int, steps: int) -> dict[str, float]:
     from robot_rl.sim import make_env
 
-    out = {}
-    for label, action in (("joint PD", JointDeltaConfig(gripper=False)),
-                          ("OSC", EEPoseConfig(gripper=False))):
-        env = make_env("reach", num_envs, action=action)
-        env.reset(seed=0)
-        acts = [env.random_action() for _ in range(8)]
-        for i in range(5):
-            env.step(acts[i % 8])
-        # Time the env step, and the physics alone over the same substeps.
-        t0 = time.perf_counter()
-        for i in range(steps):
-            env.step(acts[i % 8])
-        total = (time.perf_counter() - t0) / steps
-        sub = env.controller.substeps if not env.controller.in_model else env.cfg.decimation
-        calls = env.cfg.decimation // sub
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            for _ in range(calls):
-                env.backend.step(sub, current_sensors=True)
-        physics = (time.perf_counter() - t0) / steps
-        # The task work of a step (observations, rewards, costs) without shield/controller:
-        # the same env with the shield off and joint PD, minus its physics.
-        base = make_env("reach", num_envs, action=JointDeltaConfig(gripper=False),
-                        shield=ShieldConfig(enabled=False))
-        acts7 = [base.random_action() for _ in range(8)]
-        base.reset(seed=0)
-        for _ in range(5):
-            base.step(base.random_action())
-        t0 = time.perf_counter()
-        for i in range(steps):
-            base.step(acts7[i % 8])
-        base_total = (time.perf_counter() - t0) / steps
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            base.backend.step(base.cfg.decimation, current_sensors=True)
-        base_physics = (time.perf_counter() - t0) / steps
-        task_work = max(base_total - base_physics, 0.0)
-        control = max(total - physics - task_work, 0.0)
-        out[label] = {"physics_ms": physics * 1e3, "control_ms": control * 1e3,
-                      "overhead": control / physics, "step_ms": total * 1e3}
-    return out
+    env = make_env("reach", num_envs, action=action)
+    env.reset(seed=0)
+    for _ in range(5):
+        env.step(env.random_action())
+    act = env.random_action()
+    state, shield, ctrl = env.state, env.shield, env.controller
+    inner = not ctrl.in_model
+
+    def control_rate() -> Any:
+        a, _, _ = shield.filter_action(act, state.action)
+        arm = state.arm_state(mass=inner)
+        return shield.filter_targets(env.action_space(a, arm), arm)[0]
+
+    targets = control_rate()
+
+    def torque_rate() -> object:
+        arm = state.arm_state(mass=True)
+        return shield.filter_torque(ctrl.torque(targets, arm), arm)
+
+    control = _mean_time(control_rate, steps)
+    evals = env.cfg.decimation // ctrl.substeps if inner else 1
+    if inner:
+        control += evals * _mean_time(torque_rate, steps)
+    sub = ctrl.substeps if inner else env.cfg.decimation
+
+    def physics() -> None:
+        for _ in range(env.cfg.decimation // sub):
+            env.backend.step(sub, current_sensors=True)
+
+    phys = _mean_time(physics, steps)
+    return {"physics_ms": phys * 1e3, "control_ms": control * 1e3, "overhead": control / phys,
+            "evaluations": float(evals)}
 
 
 def _fmt(x: float) -> str:
@@ -195,14 +201,16 @@ def run(cfg: BenchControllers) -> dict:
 
     t2 = Table(title="Batched, reach, per control step (ms); overhead = shield + controller "
                      "time / physics time", title_justify="left")
-    for col in ("envs", "path", "physics", "shield + controller", "overhead", "target"):
+    for col in ("envs", "path", "physics", "shield + controller", "evaluations / step",
+                "overhead", "target"):
         t2.add_column(col, justify="right")
     for n in cfg.num_envs:
         res = batched(n, cfg.steps)
         results["batched"][n] = res
         for label, r in res.items():
             t2.add_row(str(n), label, f"{r['physics_ms']:.2f}", f"{r['control_ms']:.2f}",
-                       f"{100 * r['overhead']:.0f}%", "15% at 64" if n == 64 else "")
+                       f"{r['evaluations']:.0f}", f"{100 * r['overhead']:.0f}%",
+                       "15% at 64" if n == 64 else "")
     console.print(t2)
 
     if cfg.tasks:
