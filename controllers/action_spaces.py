@@ -30,7 +30,7 @@ import numpy as np
 
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.ik import axis_angle_to_mat
-from robot_rl.controllers.xp import Array, cast, clip, like, namespace
+from robot_rl.controllers.xp import Array, cast, clip, like, namespace, to_numpy
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:  # controllers are shared by sim and hardware; no import of the sim package
@@ -125,6 +125,12 @@ class Targets:
     pos: Array | None = None
     rot: Array | None = None
     gripper: Array | None = None
+
+    def numpy(self) -> Targets:
+        """The same targets as numpy arrays (zero-copy views of CPU tensors)."""
+        conv = to_numpy
+        return Targets(self.kind, conv(self.joint), conv(self.pos), conv(self.rot),
+                       conv(self.gripper))
 
     def where(self, mask: Array, other: Targets) -> Targets:
         """Rows of ``other`` where ``mask`` (E,) is true, else these rows."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from robot_rl.controllers.xp import Array, matvec, namespace
+from robot_rl.controllers.xp import Array, matvec, namespace, to_numpy
 
 
 @dataclasses.dataclass
@@ -34,6 +34,13 @@ class ArmState:
     predict qdd = M^-1 (tau + drift)); None counts as zero."""
 
     _mass_inv: Array | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    def numpy(self) -> ArmState:
+        """The same state as numpy arrays (zero-copy views of CPU tensors)."""
+        conv = to_numpy
+        return ArmState(q=conv(self.q), qd=conv(self.qd), ee_pos=conv(self.ee_pos),
+                        ee_rot=conv(self.ee_rot), jac=conv(self.jac), mass=conv(self.mass),
+                        drift=conv(self.drift))
 
     def mass_inv(self) -> Array:
         """(E, n, n) inverse mass matrix, computed once per state and shared by the

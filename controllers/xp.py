@@ -24,6 +24,11 @@ def namespace(x: Array) -> ModuleType:
     return torch if isinstance(x, torch.Tensor) else np
 
 
+def to_numpy(x: Array | None) -> Array | None:
+    """A CPU tensor as a zero-copy numpy view; numpy arrays and None pass through."""
+    return x.numpy() if isinstance(x, torch.Tensor) else x
+
+
 def amax(x: Array, axis: int) -> Array:
     """Maximum over one axis (torch's ``max`` returns indices too; ``amax`` does not)."""
     return x.amax(axis) if isinstance(x, torch.Tensor) else x.max(axis)

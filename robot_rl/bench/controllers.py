@@ -8,7 +8,7 @@ the comparison; the budget is the 50 us target and the 1 kHz period.
 
 Table 2, batched (training): per control step, the time of the shield and controller work
 next to the physics step time at 64 and 1024 envs, for joint PD (shield at the control rate)
-and OSC (law + torque layers at every physics step).
+and OSC (law + torque layers at every physics step, on numpy views as the CPU env runs it).
 
 Table 3: env-steps/s of ``robot-rl bench sim``'s task table with the shield on and off.
 """
@@ -161,9 +161,10 @@ def _batched_path(action: Any, num_envs: int, steps: int) -> dict[str, float]:
         return shield.filter_targets(env.action_space(a, arm), arm)[0]
 
     targets = control_rate()
+    targets = targets.numpy() if inner else targets
 
-    def torque_rate() -> object:
-        arm = state.arm_state(mass=True)
+    def torque_rate() -> object:  # as the env runs it on the CPU: numpy views of the state
+        arm = state.arm_state(mass=True).numpy()
         return shield.filter_torque(ctrl.torque(targets, arm), arm)
 
     control = _mean_time(control_rate, steps)

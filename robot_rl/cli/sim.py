@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from rich.console import Console
@@ -47,6 +47,11 @@ class SimRollout:
     """Seed of resets, randomization and random actions."""
     dr: Literal["off", "default", "strong"] | None = None
     """Domain-randomization preset (default: the task's own setting, off)."""
+    action: Literal["joint_delta", "joint_velocity", "ee_delta", "ee_pose",
+                    "joint_torque"] | None = None
+    """Action space (default: the task's own); ee_* spaces run the OSC controller."""
+    shield: bool = True
+    """Safety shield on (--no-shield: only the NaN guard and action bounds)."""
     video: Path | None = None
     """Write an mp4 of the rollout here."""
     video_envs: tuple[int, ...] = (0,)
@@ -114,9 +119,17 @@ def rollout(cfg: SimRollout) -> None:
 
     if cfg.episodes < 1:
         raise ConfigError(f"--episodes must be >= 1, got {cfg.episodes}")
-    env = make_env(cfg.task, cfg.num_envs, dr=cfg.dr, seed=cfg.seed)
+    from robot_rl.controllers import ShieldConfig
+
+    overrides: dict[str, Any] = {} if cfg.shield else {"shield": ShieldConfig(enabled=False)}
+    if cfg.action is not None:
+        overrides["action"] = _action_config(cfg.action, cfg.task)
+    env = make_env(cfg.task, cfg.num_envs, dr=cfg.dr, seed=cfg.seed, **overrides)
     if cfg.policy == "expert" and env.task.expert is None:
         raise ConfigError(f"task {cfg.task!r} has no scripted expert; use --policy random")
+    if cfg.policy == "expert" and cfg.action not in (None, "joint_delta"):
+        raise ConfigError("the scripted experts act in joint_delta; use --policy random or "
+                          "zero with other action spaces")
     console = Console()
     console.print(f"{env}  policy={cfg.policy}")
 
@@ -181,9 +194,29 @@ def rollout(cfg: SimRollout) -> None:
     table.add_row("episode length (mean)", f"{sum(lengths) / len(lengths):.1f}")
     for name, n in cost_steps.items():
         table.add_row(f"cost/{name} (steps)", f"{n:g}")
+    for name, n in env.shield_counts.items():
+        table.add_row(f"safety/{name} (steps)", f"{int(n.sum())}")
     table.add_row("diverged / invalid actions",
                   f"{int(env.diverged_count.sum())} / {int(env.invalid_action_count.sum())}")
     table.add_row("env steps / s (incl. video)", f"{steps * env.num_envs / elapsed:,.0f}")
     if writer is not None:
         table.add_row("video", f"{cfg.video} ({writer.frames} frames)")
     console.print(table)
+
+
+def _action_config(name: str, task: str) -> Any:
+    """The action-space config ``name``, with the gripper action as the task has it."""
+    from robot_rl.controllers import (
+        EEDeltaConfig,
+        EEPoseConfig,
+        JointDeltaConfig,
+        JointTorqueConfig,
+        JointVelocityConfig,
+    )
+    from robot_rl.sim import make_task_config
+
+    gripper = bool(getattr(make_task_config(task).action, "gripper", False))
+    configs = {"joint_delta": JointDeltaConfig, "joint_velocity": JointVelocityConfig,
+               "ee_delta": EEDeltaConfig, "ee_pose": EEPoseConfig,
+               "joint_torque": JointTorqueConfig}
+    return configs[name](gripper=gripper)
