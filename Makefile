@@ -1,7 +1,7 @@
 # robot_rl: every target sets itself up on a fresh machine (idempotent), then runs.
 #   make demo    set up, then run the scripted experts on the built-in arm and write videos
 #   make test    set up, then lint, type-check and run the test suite
-#   make bench   set up, then print the simulation throughput table
+#   make bench   set up, then print the simulation throughput and controller cost tables
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -48,6 +48,7 @@ test: lint
 
 bench: setup
 	$(BIN)/python benchmarks/sim_throughput.py
+	$(BIN)/python benchmarks/controllers.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .ruff_cache .mypy_cache
