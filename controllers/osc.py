@@ -30,9 +30,8 @@ from robot_rl.controllers.base import Controller
 from robot_rl.controllers.ik import orientation_error
 from robot_rl.controllers.xp import (
     Array,
+    Constants,
     clip,
-    eye_like,
-    like,
     matvec,
     mT,
     namespace,
@@ -93,27 +92,19 @@ class OperationalSpace(Controller):
         self.cfg = cfg
         self.substeps = cfg.substeps
         kp = np.array([cfg.pos_stiffness] * 3 + [cfg.rot_stiffness] * 3)
-        self._kp = kp
-        self._kd = 2.0 * cfg.damping_ratio * np.sqrt(kp)
         self._kn = cfg.null_stiffness
         self._dn = 2.0 * np.sqrt(cfg.null_stiffness)
-        self._home = np.asarray(robot.home, dtype=np.float64)
-        self._cache: dict[tuple, tuple[Array, ...]] = {}
-
-    def _consts(self, x: Array) -> tuple[Array, ...]:
-        key = (type(x), x.dtype, getattr(x, "device", None))
-        if key not in self._cache:
-            self._cache[key] = (like(x, self._kp), like(x, self._kd), like(x, self._home),
-                                eye_like(x, 6) * self.cfg.singularity_damping)
-        return self._cache[key]
+        self._c = Constants(kp=kp, kd=2.0 * cfg.damping_ratio * np.sqrt(kp), home=robot.home,
+                            reg=np.eye(6) * cfg.singularity_damping)
 
     def torque(self, targets: Targets, state: ArmState) -> Array:
         assert targets.pos is not None and targets.rot is not None and state.mass is not None
         xp = namespace(state.q)
-        kp, kd, home, reg = self._consts(state.q)
-        c = self.cfg
-        e_pos = _clamp_norm(targets.pos - state.ee_pos, c.max_pos_error)
-        e_rot = _clamp_norm(orientation_error(state.ee_rot, targets.rot), c.max_rot_error)
+        c = self._c(state.q)
+        kp, kd, home, reg = c["kp"], c["kd"], c["home"], c["reg"]
+        cfg = self.cfg
+        e_pos = _clamp_norm(targets.pos - state.ee_pos, cfg.max_pos_error)
+        e_rot = _clamp_norm(orientation_error(state.ee_rot, targets.rot), cfg.max_rot_error)
         jac, mass = state.jac, state.mass
         acc = kp * xp.concatenate([e_pos, e_rot], axis=-1) - kd * matvec(jac, state.qd)
         # Null-space posture torque, and its image in task space to project out.
@@ -121,7 +112,7 @@ class OperationalSpace(Controller):
         minv_jt = state.mass_inv() @ mT(jac)  # (E, n, 6) = M^-1 J^T
         lam_inv = jac @ minv_jt + reg  # (E, 6, 6)
         leak = matvec(mT(minv_jt), tau0)  # J M^-1 tau0
-        if c.decouple_inertia:
+        if cfg.decouple_inertia:
             force = solve(lam_inv, (acc - leak)[..., None])[..., 0]
         else:
             force = acc - solve(lam_inv, leak[..., None])[..., 0]

@@ -45,7 +45,7 @@ import numpy as np
 from robot_rl.controllers.action_spaces import Targets
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.ik import dls_joint_delta
-from robot_rl.controllers.xp import Array, amax, clip, like, matvec, mT, namespace, solve
+from robot_rl.controllers.xp import Array, Constants, amax, clip, matvec, mT, namespace, solve
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -123,23 +123,14 @@ class SafetyShield:
             raise ConfigError("shield: the workspace box minus workspace_margin is empty")
         if cfg.floor_height >= hi[2]:
             raise ConfigError("shield floor_height is above the workspace box")
-        self._np = {
-            "soft_lo": soft_lo, "soft_hi": soft_hi,
-            "qd_lim": cfg.velocity_fraction * np.asarray(robot.qd_max, dtype=np.float64),
-            "tau_lim": cfg.torque_fraction * np.asarray(robot.tau_max, dtype=np.float64),
-            "ws_lo": lo, "ws_hi": hi, "kp": np.asarray(kp, dtype=np.float64),
-            "kd": np.asarray(kd, dtype=np.float64),
-            "lag": np.asarray(kd, dtype=np.float64) / np.asarray(kp, dtype=np.float64),
-        }
-        self._cache: dict[tuple, dict[str, Array]] = {}
-
-    # -- constants in the caller's array kind ----------------------------------------------
-
-    def _c(self, x: Array) -> dict[str, Array]:
-        key = (type(x), x.dtype, getattr(x, "device", None))
-        if key not in self._cache:
-            self._cache[key] = {k: like(x, v) for k, v in self._np.items()}
-        return self._cache[key]
+        self._c = Constants(
+            soft_lo=soft_lo, soft_hi=soft_hi,
+            qd_lim=cfg.velocity_fraction * np.asarray(robot.qd_max, dtype=np.float64),
+            tau_lim=cfg.torque_fraction * np.asarray(robot.tau_max, dtype=np.float64),
+            ws_lo=lo, ws_hi=hi, kp=kp, kd=kd,
+            lag=np.asarray(kd, dtype=np.float64) / np.asarray(kp, dtype=np.float64),
+        )
+        """The shield's limits as arrays of the caller's kind (``self._c(x)["qd_lim"]``)."""
 
     # -- layers 1-3: actions ---------------------------------------------------------------
 
@@ -197,7 +188,7 @@ class SafetyShield:
         c = self._c(s.q)
         q, qd, qt = s.q, s.qd, t.joint
         assert qt is not None
-        lag = float(self._np["lag"].max())
+        lag = float(self._c.numpy("lag").max())
         jp = s.jac[:, :3]
         flags: Flags = {}
         # 4: end-effector position the target leads to, projected back into the box.

@@ -94,3 +94,22 @@ def shrink_to_caps(dq: Array, caps: Array) -> Array:
     """Scale each row of ``dq`` (E, n) down, keeping its direction, so |dq_j| <= caps_j."""
     peak = clip(amax(abs(dq) / caps, -1)[..., None], lo=1.0)
     return dq / peak
+
+
+class Constants:
+    """Named numpy constants, converted once per array kind, dtype and device and cached:
+    ``consts(x)["kp"]`` is ``kp`` as an array like ``x``."""
+
+    def __init__(self, **arrays: Any):
+        self._np = {k: np.asarray(v, dtype=np.float64) for k, v in arrays.items()}
+        self._cache: dict[tuple, dict[str, Array]] = {}
+
+    def __call__(self, x: Array) -> dict[str, Array]:
+        key = (type(x), x.dtype, getattr(x, "device", None))
+        if key not in self._cache:
+            self._cache[key] = {k: like(x, v) for k, v in self._np.items()}
+        return self._cache[key]
+
+    def numpy(self, name: str) -> np.ndarray:
+        """The float64 numpy value of one constant."""
+        return self._np[name]
