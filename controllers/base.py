@@ -23,6 +23,7 @@ import numpy as np
 from robot_rl.controllers.action_spaces import TargetKind, Targets
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.xp import Array
+from robot_rl.errors import RobotRLError
 
 if TYPE_CHECKING:
     from robot_rl.sim.robots import RobotSpec
@@ -57,7 +58,8 @@ class Controller(abc.ABC):
 
     def torque(self, targets: Targets, state: ArmState) -> Array:
         """(E, n) joint torques for the targets at the measured state (torque controllers)."""
-        raise NotImplementedError(f"{type(self).__name__} runs inside the physics model")
+        raise RobotRLError(f"{type(self).__name__} runs inside the physics model (ctrl is the "
+                           f"joint target); it computes no torques")
 
 
 class DirectTorque(Controller):
