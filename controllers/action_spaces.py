@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Literal
 import mujoco
 import numpy as np
 
+from robot_rl.controllers.arm_model import home_data
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.ik import axis_angle_to_mat
-from robot_rl.controllers.xp import Array, cast, clip, like, namespace, to_numpy
+from robot_rl.controllers.xp import Array, Constants, cast, clip, like, namespace, to_numpy
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:  # controllers are shared by sim and hardware; no import of the sim package
@@ -156,20 +157,29 @@ class ActionSpace(abc.ABC):
         self.has_gripper = gripper and robot.gripper is not None
         self.arm_dim = arm_dim
         self.dim = arm_dim + int(self.has_gripper)
-        self._q_lo = np.asarray(robot.q_min, dtype=np.float64)
-        self._q_hi = np.asarray(robot.q_max, dtype=np.float64)
         self._home_rot = np.eye(3)
+        self._consts: Constants | None = None
 
     def bind(self, model: mujoco.MjModel) -> None:
         """Read what the mapping needs from the compiled model (actuator ranges, home pose)."""
-        data = mujoco.MjData(model)
-        for name, q in zip(self.robot.joint_names, self.robot.home, strict=True):
-            data.qpos[model.joint(name).qposadr[0]] = q
-        mujoco.mj_kinematics(model, data)
+        data = home_data(model, self.robot)
         self._home_rot = data.site(self.robot.ee_site).xmat.reshape(3, 3).copy()
+        self._consts = None
 
-    def reset(self, ids: Array, state: ArmState) -> None:  # noqa: B027 (optional hook)
-        """Forget per-robot memory of the robots ``ids`` (stateful action spaces)."""
+    def _k(self, x: Array) -> dict[str, Array]:
+        """The mapping's constants as arrays like ``x`` (converted once per kind, cached)."""
+        if self._consts is None:
+            self._consts = Constants(**self._constants())
+        return self._consts(x)
+
+    def _constants(self) -> dict[str, np.ndarray]:
+        r = self.robot
+        return {"q_lo": np.asarray(r.q_min), "q_hi": np.asarray(r.q_max),
+                "home_rot": self._home_rot, "kd": np.asarray(r.kd)}
+
+    def reset(self, ids: Array, q: Array) -> None:  # noqa: B027 (optional hook)
+        """Forget per-robot memory of the robots ``ids``, now at joint positions ``q`` (E, n)
+        (stateful action spaces)."""
 
     def __call__(self, action: Array, state: ArmState) -> Targets:
         """Targets for actions (E, dim) at the measured state."""
@@ -214,7 +224,8 @@ class _JointTargets(ActionSpace):
         return Targets("joint", joint=state.q * 1.0)  # a copy: the state may be a live view
 
     def _clamp(self, q: Array) -> Array:
-        return clip(q, lo=like(q, self._q_lo), hi=like(q, self._q_hi))
+        k = self._k(q)
+        return clip(q, lo=k["q_lo"], hi=k["q_hi"])
 
 
 class JointDelta(_JointTargets):
@@ -242,10 +253,10 @@ class JointVelocity(_JointTargets):
         self.max_lead = cfg.max_lead
         self._ref: Array | None = None
 
-    def reset(self, ids: Array, state: ArmState) -> None:
-        if self._ref is None or self._ref.shape != state.q.shape:
-            self._ref = state.q * 1.0
-        self._ref[ids] = state.q[ids]
+    def reset(self, ids: Array, q: Array) -> None:
+        if self._ref is None or self._ref.shape != q.shape:
+            self._ref = q * 1.0
+        self._ref[ids] = q[ids]
 
     def _arm(self, action: Array, state: ArmState) -> Targets:
         if self._ref is None or self._ref.shape != state.q.shape:
@@ -281,7 +292,7 @@ class EEDelta(_PoseTargets):
         if self.rotation:
             rot = axis_angle_to_mat(self.rot_scale * action[:, 3:6]) @ state.ee_rot
         else:
-            rot = namespace(pos).broadcast_to(like(pos, self._home_rot), state.ee_rot.shape)
+            rot = namespace(pos).broadcast_to(self._k(pos)["home_rot"], state.ee_rot.shape)
         return Targets("pose", pos=pos, rot=rot)
 
 
@@ -296,9 +307,13 @@ class EEPose(_PoseTargets):
         self._mid, self._half = (hi + lo) / 2, (hi - lo) / 2
         self.max_angle = cfg.max_angle
 
+    def _constants(self) -> dict[str, np.ndarray]:
+        return {**super()._constants(), "mid": self._mid, "half": self._half}
+
     def _arm(self, action: Array, state: ArmState) -> Targets:
-        pos = like(action, self._mid) + like(action, self._half) * action[:, :3]
-        home = like(action, self._home_rot)
+        k = self._k(action)
+        pos = k["mid"] + k["half"] * action[:, :3]
+        home = k["home_rot"]
         if self.rotation:
             rot = axis_angle_to_mat(self.max_angle * action[:, 3:6]) @ home
         else:
@@ -322,12 +337,16 @@ class JointTorque(ActionSpace):
         lo, hi = model.actuator_ctrlrange[ids].T
         self._mid, self._half = (hi + lo) / 2, (hi - lo) / 2
 
+    def _constants(self) -> dict[str, np.ndarray]:
+        return {**super()._constants(), "mid": self._mid, "half": self._half}
+
     def _arm(self, action: Array, state: ArmState) -> Targets:
-        return Targets("torque", joint=like(action, self._mid) + like(action, self._half) * action)
+        k = self._k(action)
+        return Targets("torque", joint=k["mid"] + k["half"] * action)
 
     def _hold(self, state: ArmState) -> Targets:
         # The arm's own joint damping brings it to rest (gravity is compensated in the model).
-        return Targets("torque", joint=-like(state.qd, self.robot.kd) * state.qd)
+        return Targets("torque", joint=-self._k(state.qd)["kd"] * state.qd)
 
 
 def make_action_space(cfg: ActionConfig, robot: RobotSpec, control_dt: float) -> ActionSpace:

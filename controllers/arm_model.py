@@ -26,6 +26,16 @@ if TYPE_CHECKING:
     from robot_rl.sim.robots import RobotSpec
 
 
+def home_data(model: mujoco.MjModel, robot: RobotSpec) -> mujoco.MjData:
+    """An MjData of ``model`` with the arm at its home pose and kinematics computed (other
+    joints at their defaults): where home-pose quantities are read from."""
+    data = mujoco.MjData(model)
+    for name, q in zip(robot.joint_names, robot.home, strict=True):
+        data.qpos[model.joint(name).qposadr[0]] = q
+    mujoco.mj_kinematics(model, data)
+    return data
+
+
 def _index(ids: list[int]) -> slice | np.ndarray:
     """A slice for contiguous ids (views, no copies), else an index array."""
     if ids == list(range(ids[0], ids[0] + len(ids))):

@@ -17,6 +17,7 @@ import mujoco
 import numpy as np
 
 from robot_rl.controllers.action_spaces import TargetKind
+from robot_rl.controllers.arm_model import home_data
 from robot_rl.controllers.base import Controller
 from robot_rl.controllers.pd import realize_pd_in_model
 from robot_rl.errors import ConfigError
@@ -74,12 +75,8 @@ def joint_impedance(cfg: JointImpedanceConfig, robot: RobotSpec) -> JointControl
 def home_joint_inertia(robot: RobotSpec) -> np.ndarray:
     """(n,) diagonal of the arm's joint-space mass matrix at the home pose (with armature)."""
     model = robot.load_spec().compile()
-    data = mujoco.MjData(model)
-    dofs = []
-    for name, q in zip(robot.joint_names, robot.home, strict=True):
-        j = model.joint(name)
-        data.qpos[j.qposadr[0]] = q
-        dofs.append(int(j.dofadr[0]))
+    data = home_data(model, robot)
+    dofs = [int(model.joint(name).dofadr[0]) for name in robot.joint_names]
     mujoco.mj_fwdPosition(model, data)
     full = np.zeros((model.nv, model.nv))
     mujoco.mj_fullM(model, data, full)

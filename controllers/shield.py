@@ -131,6 +131,8 @@ class SafetyShield:
             lag=np.asarray(kd, dtype=np.float64) / np.asarray(kp, dtype=np.float64),
         )
         """The shield's limits as arrays of the caller's kind (``self._c(x)["qd_lim"]``)."""
+        self._lag = float(self._c.numpy("lag").max())
+        """The slowest joint's PD time constant kd/kp, for end-effector stopping distances."""
 
     # -- layers 1-3: actions ---------------------------------------------------------------
 
@@ -188,7 +190,7 @@ class SafetyShield:
         c = self._c(s.q)
         q, qd, qt = s.q, s.qd, t.joint
         assert qt is not None
-        lag = float(self._c.numpy("lag").max())
+        lag = self._lag
         jp = s.jac[:, :3]
         flags: Flags = {}
         # 4: end-effector position the target leads to, projected back into the box.

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from robot_rl.controllers import LAYERS, SafetyShield, Targets, make_action_space, make_controller
+from robot_rl.controllers.arm_model import home_data
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.base import DirectTorque
 from robot_rl.errors import ConfigError
@@ -156,7 +157,7 @@ class BatchedEnv:
         targets = self.action_space(applied, arm)
         if bool(held.any()):
             targets = targets.where(held, self.action_space.hold(arm, applied))
-            self.action_space.reset(held.nonzero().squeeze(1), arm)
+            self.action_space.reset(held.nonzero().squeeze(1), arm.q)
         targets, target_flags = self.shield.filter_targets(targets, arm)
         flags.update(target_flags)
         if targets.gripper is not None:
@@ -306,7 +307,7 @@ class BatchedEnv:
                 (g.closed_ctrl + g.open_ctrl) / 2
         self.task.reset(s, ids, cfg, self.gen)
         self.backend.forward(ids)
-        self.action_space.reset(ids, s.arm_state())
+        self.action_space.reset(ids, s.joint_pos)
         s.episode_step[ids] = 0
         s.action[ids] = 0.0
         s.prev_action[ids] = 0.0
@@ -337,10 +338,7 @@ def _limits(robot: RobotSpec, safety: SafetyCostConfig, model: mujoco.MjModel,
 
     q_min, q_max = np.asarray(robot.q_min), np.asarray(robot.q_max)
     ws_lo, ws_hi = np.asarray(safety.workspace_lo), np.asarray(safety.workspace_hi)
-    data = mujoco.MjData(model)
-    for name, q in zip(robot.joint_names, robot.home, strict=True):
-        data.qpos[model.joint(name).qposadr[0]] = q
-    mujoco.mj_kinematics(model, data)
+    data = home_data(model, robot)
     return Limits(
         home=t(robot.home), q_min=t(q_min), q_max=t(q_max), qd_max=t(robot.qd_max),
         q_soft_mid=t((q_min + q_max) / 2),

@@ -68,6 +68,7 @@ class CpuBackend(Backend):
         self._gravcomp = _view(b.bind("qfrc_gravcomp"))
         self._chains: dict[int, torch.Tensor] = {}
         self._mass_index: dict[tuple[int, ...], torch.Tensor] = {}
+        self._gravcomp_mask: dict[tuple[int, ...], torch.Tensor] = {}
         self._batch.forward()
 
     def step(self, nstep: int, current_sensors: bool = True) -> None:
@@ -118,11 +119,12 @@ class CpuBackend(Backend):
         return self._chains[body_id]
 
     def drift_force(self, dofs: list[int]) -> torch.Tensor:
-        comp = self.model.jnt_actgravcomp[self.model.dof_jntid[dofs]].astype(bool)
-        force = self._passive[:, dofs] - self._bias[:, dofs]
-        if comp.any():
-            force = force + self._gravcomp[:, dofs] * torch.from_numpy(comp)
-        return force
+        key = tuple(dofs)
+        if key not in self._gravcomp_mask:  # 1 where gravity compensation is actuator-side
+            comp = self.model.jnt_actgravcomp[self.model.dof_jntid[dofs]]
+            self._gravcomp_mask[key] = torch.from_numpy(comp.astype(np.float64))
+        return (self._passive[:, dofs] - self._bias[:, dofs]
+                + self._gravcomp[:, dofs] * self._gravcomp_mask[key])
 
     def mass_matrix(self, dofs: list[int]) -> torch.Tensor:
         key = tuple(dofs)

@@ -110,7 +110,7 @@ def test_joint_velocity_integrates_a_clamped_reference() -> None:
                           control_dt=0.02)
     q = torch.tensor([robot.home], dtype=torch.float64)
     s = _arm_state(q)
-    space.reset(torch.tensor([0]), s)
+    space.reset(torch.tensor([0]), q)
     a = torch.ones(1, 7, dtype=torch.float64)
     first = space(a, s).joint.clone()
     torch.testing.assert_close(first, q + 0.02)
