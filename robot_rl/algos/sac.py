@@ -1,0 +1,287 @@
+"""Soft actor-critic with a critic ensemble and an optional safety critic.
+
+    agent = SAC(obs_dim, act_dim, SACConfig(), SafetyConfig(mode="gate"))
+    step = agent.act(obs)                          # ActStep: action (E, A), hold (E,) ...
+    agent.observe(obs)                             # folds obs into the normalizer
+    metrics = agent.update(buffer.sample(256))     # one gradient step of every network
+
+The recipe is RLPD/REDQ's: an ensemble of N critics with LayerNorm, the TD target takes the
+min over a random subset of 2 members, and many gradient steps per collected step are
+possible (``SACConfig.updates_per_step``). The temperature is tuned to a target entropy.
+Everything runs on ``device`` (CPU here, the GPU with the Warp backend); large batches and
+thousands of envs only change tensor sizes.
+
+Soft TD target (B = batch):
+
+    y = r + gamma * (1 - terminated) * (min_{i in subset} Q'_i(s', a') - alpha * log pi(a'|s'))
+
+Time-outs bootstrap: the replay stores the true final observation as s' and only a real
+termination zeroes the future.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from torch import nn
+
+from robot_rl.algos.safety_critic import (
+    CostCritic,
+    Lagrange,
+    SafetyConfig,
+    candidate_batch,
+    cost_td_target,
+)
+from robot_rl.controllers.gate import ActionGate
+from robot_rl.errors import ConfigError
+from robot_rl.nets import EnsembleCritic, RunningNorm, TanhGaussianActor
+from robot_rl.replay import Batch
+
+
+@dataclasses.dataclass(kw_only=True)
+class SACConfig:
+    """Soft actor-critic hyper-parameters."""
+
+    gamma: float = 0.97
+    """Reward discount."""
+    tau: float = 0.01
+    """Polyak step of the target critics."""
+    actor_lr: float = 3e-4
+    """Adam learning rate of the actor."""
+    critic_lr: float = 3e-4
+    """Adam learning rate of the critics."""
+    alpha_lr: float = 3e-4
+    """Adam learning rate of the log temperature."""
+    init_alpha: float = 0.05
+    """Initial entropy temperature."""
+    target_entropy: float | None = None
+    """Entropy the temperature is tuned to; None: -act_dim / 2."""
+    num_critics: int = 2
+    """Critic ensemble size N (RLPD uses 10)."""
+    critic_subset: int = 2
+    """Members whose minimum forms the TD target (REDQ's M)."""
+    layer_norm: bool = True
+    """LayerNorm after every hidden critic layer (RLPD)."""
+    actor_hidden: tuple[int, ...] = (256, 256)
+    """Hidden layer sizes of the actor."""
+    critic_hidden: tuple[int, ...] = (256, 256)
+    """Hidden layer sizes of each critic."""
+    batch_size: int = 256
+    """Transitions per gradient step."""
+    updates_per_step: int = 1
+    """Gradient steps per vector-env step; the update-to-data ratio is this / num_envs."""
+    actor_update_every: int = 1
+    """Update actor and temperature every this many critic steps (delays them at high UTD)."""
+    buffer_size: int = 500_000
+    """Replay capacity in transitions."""
+    learning_starts: int = 5_000
+    """Transitions collected with uniform random actions before learning starts."""
+    normalize_obs: bool = True
+    """Normalize observations with running statistics (exported with the policy)."""
+
+    def validate(self) -> None:
+        if not 1 <= self.critic_subset <= self.num_critics:
+            raise ConfigError(f"critic_subset must be in [1, num_critics={self.num_critics}], "
+                              f"got {self.critic_subset}")
+        if self.batch_size < 1 or self.updates_per_step < 0 or self.actor_update_every < 1:
+            raise ConfigError("batch_size and actor_update_every must be >= 1, "
+                              "updates_per_step >= 0")
+        if not 0.0 <= self.gamma < 1.0 or not 0.0 < self.tau <= 1.0:
+            raise ConfigError("gamma must be in [0, 1) and tau in (0, 1]")
+
+
+@dataclasses.dataclass
+class ActStep:
+    """An action decision for E envs."""
+
+    action: torch.Tensor  # (E, A) in [-1, 1]
+    hold: torch.Tensor  # (E,) bool: the gate asks these envs to hold still
+    rejected: torch.Tensor  # (E,) bool: every candidate was above the cost threshold
+
+
+def soft_td_target(reward: torch.Tensor, terminated: torch.Tensor, next_q: torch.Tensor,
+                   next_logp: torch.Tensor, alpha: float | torch.Tensor,
+                   gamma: float) -> torch.Tensor:
+    """y = r + gamma (1 - terminated) (next_q - alpha log pi(a'|s')); all (B,)."""
+    return reward + gamma * (1.0 - terminated) * (next_q - alpha * next_logp)
+
+
+def alpha_loss(log_alpha: torch.Tensor, logp: torch.Tensor,
+               target_entropy: float) -> torch.Tensor:
+    """Temperature loss -log(alpha) * (log pi + H_target): alpha grows when the policy's
+    entropy (-log pi) falls below the target and shrinks when it is above."""
+    return -(log_alpha * (logp.detach() + target_entropy)).mean()
+
+
+class SAC(nn.Module):
+    """The agent: actor, critic ensemble, temperature, normalizer, optional safety critic."""
+
+    def __init__(self, obs_dim: int, act_dim: int, cfg: SACConfig, safety: SafetyConfig,
+                 device: str | torch.device = "cpu", seed: int = 0):
+        super().__init__()
+        cfg.validate()
+        safety.validate()
+        self.cfg, self.safety_cfg = cfg, safety
+        self.obs_dim, self.act_dim = obs_dim, act_dim
+        self.device = torch.device(device)
+        self.target_entropy = (-act_dim / 2.0 if cfg.target_entropy is None
+                               else cfg.target_entropy)
+        self.normalizer = RunningNorm(obs_dim)
+        self.actor = TanhGaussianActor(obs_dim, act_dim, cfg.actor_hidden)
+        self.critic = EnsembleCritic(cfg.num_critics, obs_dim, act_dim, cfg.critic_hidden,
+                                     cfg.layer_norm)
+        self.critic_target = EnsembleCritic(cfg.num_critics, obs_dim, act_dim,
+                                            cfg.critic_hidden, cfg.layer_norm)
+        self.critic_target.load_state_dict(self.critic.state_dict())
+        self.critic_target.requires_grad_(False)
+        self.log_alpha = nn.Parameter(torch.tensor(float(cfg.init_alpha)).log())
+        self.cost_critic = CostCritic(obs_dim, act_dim, safety) if safety.mode != "off" else None
+        self.lagrange = Lagrange(safety)
+        self.gate = ActionGate(safety.threshold, safety.fallback)
+        self.to(self.device)
+
+        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr, fused=True)
+        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr, fused=True)
+        self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_lr, fused=True)
+        self.cost_opt = (torch.optim.Adam(self.cost_critic.q.parameters(), lr=safety.lr, fused=True)
+                         if self.cost_critic is not None else None)
+        self.updates = 0
+        self.gen = torch.Generator(device=self.device)
+        self.gen.manual_seed(seed)
+
+    @property
+    def alpha(self) -> torch.Tensor:
+        return self.log_alpha.exp()
+
+    def normalize(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.normalizer(obs) if self.cfg.normalize_obs else obs
+
+    def observe(self, obs: torch.Tensor) -> None:
+        """Fold collected observations (E, O) into the running normalizer."""
+        if self.cfg.normalize_obs:
+            self.normalizer.update(obs.to(self.device))
+
+    # -- acting ------------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor, deterministic: bool = False,
+            gate: bool | None = None) -> ActStep:
+        """Actions for raw observations (E, O); gated by the safety critic when enabled.
+
+        Deterministic: the policy mean (evaluation, distillation); else a sample.
+        """
+        x = self.normalize(obs.to(self.device))
+        first = self.actor.mean_action(x) if deterministic else self.actor.sample(x)[0]
+        use_gate = self.safety_cfg.gate if gate is None else gate
+        no = torch.zeros(x.shape[0], dtype=torch.bool, device=self.device)
+        if not use_gate or self.cost_critic is None:
+            return ActStep(first, no, no)
+        E, K, A = x.shape[0], self.safety_cfg.candidates, self.act_dim
+        rest = self.actor.sample(x.repeat_interleave(K - 1, dim=0))[0].view(E, K - 1, A)
+        cands = candidate_batch(first, rest.unbind(1))  # (E, K, A)
+        flat_x, flat_a = x.repeat_interleave(K, dim=0), cands.reshape(E * K, A)
+        cost = self.cost_critic.estimate(flat_x, flat_a).view(E, K)
+        value = self.critic(flat_x, flat_a).mean(0).view(E, K)
+        res = self.gate(cands, cost, value)
+        return ActStep(res.action, res.hold, res.rejected)
+
+    # -- learning ----------------------------------------------------------------------------
+
+    def update(self, batch: Batch) -> dict[str, float]:
+        """One gradient step of the critics, the cost critic, and (every
+        ``actor_update_every``) the actor and temperature. Returns scalar metrics."""
+        cfg = self.cfg
+        obs, next_obs = self.normalize(batch.obs), self.normalize(batch.next_obs)
+        alpha = self.alpha.detach()
+        with torch.no_grad():
+            next_a, next_logp = self.actor.sample(next_obs)
+            next_q = self.critic_target(next_obs, next_a)  # (N, B)
+            subset = torch.randperm(cfg.num_critics, generator=self.gen,
+                                    device=self.device)[:cfg.critic_subset]
+            y = soft_td_target(batch.reward, batch.terminated, next_q[subset].min(0).values,
+                               next_logp, alpha, cfg.gamma)
+        q = self.critic(obs, batch.action)  # (N, B)
+        critic_loss = ((q - y) ** 2).mean(1).sum()
+        self.critic_opt.zero_grad()
+        critic_loss.backward()
+        self.critic_opt.step()
+        metrics = {"losses/critic": float(critic_loss.detach()),
+                   "losses/q_mean": float(q.detach().mean())}
+
+        if self.cost_critic is not None and self.cost_opt is not None:
+            with torch.no_grad():
+                next_qc = self.cost_critic.target_value(next_obs, next_a)
+                yc = cost_td_target(batch.cost, batch.terminated, next_qc,
+                                    self.safety_cfg.gamma)
+            cost_loss = self.cost_critic.loss(obs, batch.action, yc)
+            self.cost_opt.zero_grad()
+            cost_loss.backward()
+            self.cost_opt.step()
+            metrics["losses/cost_critic"] = float(cost_loss.detach())
+            metrics["safety/qc_mean"] = float(yc.mean())
+
+        self.updates += 1
+        if self.updates % cfg.actor_update_every == 0:
+            metrics.update(self._update_actor(obs))
+        self._polyak()
+        return metrics
+
+    def _update_actor(self, obs: torch.Tensor) -> dict[str, float]:
+        self.critic.requires_grad_(False)
+        a, logp = self.actor.sample(obs)
+        alpha = self.alpha.detach()
+        loss = alpha * logp - self.critic(obs, a).mean(0)  # (B,)
+        lam = self.lagrange.value
+        if self.safety_cfg.lagrangian and self.cost_critic is not None and lam > 0:
+            self.cost_critic.q.requires_grad_(False)
+            loss = (loss + lam * self.cost_critic.q(obs, a).mean(0)) / (1.0 + lam)
+            self.cost_critic.q.requires_grad_(True)
+        actor_loss = loss.mean()
+        self.actor_opt.zero_grad()
+        actor_loss.backward()
+        self.actor_opt.step()
+        self.critic.requires_grad_(True)
+
+        a_loss = alpha_loss(self.log_alpha, logp, self.target_entropy)
+        self.alpha_opt.zero_grad()
+        a_loss.backward()
+        self.alpha_opt.step()
+        return {"losses/actor": float(actor_loss.detach()), "losses/alpha": float(a_loss.detach()),
+                "charts/alpha": float(self.alpha.detach()),
+                "charts/entropy": float(-logp.detach().mean())}
+
+    @torch.no_grad()
+    def _polyak(self) -> None:
+        pairs = [(self.critic_target, self.critic)]
+        if self.cost_critic is not None:
+            pairs.append((self.cost_critic.q_target, self.cost_critic.q))
+        for target, source in pairs:
+            torch._foreach_lerp_(list(target.parameters()), list(source.parameters()),
+                                 self.cfg.tau)
+
+    # -- checkpoints -------------------------------------------------------------------------
+
+    def full_state(self) -> dict:
+        """Everything needed to resume: networks, optimizers, temperature, multiplier."""
+        state = {"modules": self.state_dict(), "actor_opt": self.actor_opt.state_dict(),
+                 "critic_opt": self.critic_opt.state_dict(),
+                 "alpha_opt": self.alpha_opt.state_dict(),
+                 "lagrange": self.lagrange.state_dict(), "updates": self.updates,
+                 "normalizer_frozen": self.normalizer.frozen,
+                 "gen": self.gen.get_state()}
+        if self.cost_opt is not None:
+            state["cost_opt"] = self.cost_opt.state_dict()
+        return state
+
+    def load_full_state(self, state: dict) -> None:
+        self.load_state_dict(state["modules"])
+        self.actor_opt.load_state_dict(state["actor_opt"])
+        self.critic_opt.load_state_dict(state["critic_opt"])
+        self.alpha_opt.load_state_dict(state["alpha_opt"])
+        if self.cost_opt is not None and "cost_opt" in state:
+            self.cost_opt.load_state_dict(state["cost_opt"])
+        self.lagrange.load_state_dict(state["lagrange"])
+        self.updates = int(state["updates"])
+        self.normalizer.frozen = bool(state["normalizer_frozen"])
+        self.gen.set_state(state["gen"])

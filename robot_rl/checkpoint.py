@@ -1,0 +1,71 @@
+"""Checkpoints: state dicts written atomically (temp file + rename), read with clear errors.
+
+A run directory holds ``checkpoints/latest.pt`` (agent, counters, history), optionally
+``checkpoints/replay.pt`` (the replay buffer, for exact resumption), and ``config.json``.
+A crash or Ctrl-C while writing leaves the previous file intact: the new one is written to a
+temporary name in the same folder and renamed over the old one only when complete.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from robot_rl.errors import RobotRLError
+
+CHECKPOINT = Path("checkpoints") / "latest.pt"
+REPLAY = Path("checkpoints") / "replay.pt"
+FORMAT_VERSION = 1
+
+
+class CheckpointError(RobotRLError):
+    """A checkpoint or run directory is missing, unreadable or from an incompatible run."""
+
+
+def save_atomic(obj: Any, path: Path) -> None:
+    """``torch.save`` to ``path`` through a temporary file in the same folder and a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """The checkpoint file of a run directory, or ``path`` itself if it is a file."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / CHECKPOINT
+    if not p.is_file():
+        raise CheckpointError(f"no checkpoint at {p} (pass a run directory or a .pt file)")
+    return p
+
+
+def load_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Read a checkpoint written by the runner; one clear error if it is not one."""
+    p = resolve_checkpoint(path)
+    try:
+        state = torch.load(p, map_location="cpu", weights_only=False)
+    except Exception as e:  # truncated, not a torch file, unreadable
+        raise CheckpointError(f"cannot read checkpoint {p}: {type(e).__name__}: {e}") from None
+    if not isinstance(state, dict) or state.get("format") != FORMAT_VERSION or \
+            "agent" not in state or "config" not in state:
+        raise CheckpointError(f"{p} is not a robot_rl training checkpoint "
+                              f"(format {FORMAT_VERSION})")
+    return state
+
+
+def run_dir_of(checkpoint: Path) -> Path:
+    """The run directory a checkpoint file belongs to (its grandparent)."""
+    return checkpoint.parent.parent

@@ -1,0 +1,96 @@
+"""Evaluation: run a policy for N whole episodes in a batched env and summarize them.
+
+    result = evaluate(policy, env, episodes=50)      # policy(obs (E, O)) -> (action, hold|None)
+    result.success_rate, result.cost_mean, result.interventions
+
+Each env contributes its first finished episode per round, then all envs are reset for the
+next round, so short (failed or terminated) episodes are not over-counted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import torch
+
+from robot_rl.sim.env import BatchedEnv
+from robot_rl.sim.render import EnvRenderer, VideoWriter
+
+EvalPolicy = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor | None]]
+
+
+@dataclasses.dataclass
+class EvalResult:
+    """Summary of evaluation episodes."""
+
+    episodes: int
+    success_rate: float
+    return_mean: float
+    cost_mean: float
+    """Mean episode cost (summed cost terms, steps in violation)."""
+    length_mean: float
+    interventions: dict[str, float]
+    """Mean number of control steps per episode in which each shield layer acted."""
+    gate_rejections: float
+    """Mean number of steps per episode in which the gate rejected every candidate."""
+
+    def metrics(self, prefix: str = "eval") -> dict[str, float]:
+        """Namespaced scalars for logging."""
+        out = {f"{prefix}/success_rate": self.success_rate,
+               f"{prefix}/return": self.return_mean, f"{prefix}/episode_cost": self.cost_mean,
+               f"{prefix}/episode_length": self.length_mean,
+               f"{prefix}/gate_rejections": self.gate_rejections}
+        out.update({f"{prefix}/shield_{k}": v for k, v in self.interventions.items()})
+        return out
+
+
+@torch.no_grad()
+def evaluate(policy: EvalPolicy, env: BatchedEnv, episodes: int, seed: int = 0,
+             video: VideoWriter | None = None, renderer: EnvRenderer | None = None,
+             gate_rejected: Callable[[], torch.Tensor] | None = None) -> EvalResult:
+    """Run ``episodes`` episodes of ``policy`` (see module docstring).
+
+    ``gate_rejected``, if given, returns the (E,) rejection flags of the last decision.
+    """
+    E = env.num_envs
+    returns: list[float] = []
+    costs: list[float] = []
+    lengths: list[float] = []
+    success: list[bool] = []
+    rejections = 0.0
+    interventions: dict[str, float] = {}
+    rounds = 0
+    while len(returns) < episodes:
+        obs = env.reset(seed=seed + rounds)
+        rounds += 1
+        active = torch.ones(E, dtype=torch.bool)  # env is still in its counted episode
+        while bool(active.any()):
+            action, hold = policy(obs)
+            if gate_rejected is not None:
+                rejections += float((gate_rejected().cpu() & active).sum())
+            obs, _, _, _, _, info = env.step(action, hold=hold)
+            for name, flag in info["safety"].items():
+                interventions[name] = interventions.get(name, 0.0) + float(
+                    (flag.cpu() & active).sum())
+            if video is not None and renderer is not None:
+                video.write(renderer.render())
+            if "episode" not in info:
+                continue
+            ep = info["episode"]
+            done = ep["done"].cpu() & active
+            for i in done.nonzero().squeeze(1).tolist():
+                if len(returns) < episodes:
+                    returns.append(float(ep["return"][i]))
+                    costs.append(float(ep["cost"][i]))
+                    lengths.append(float(ep["length"][i]))
+                    success.append(bool(ep["success"][i]))
+            active &= ~done
+    # Per-step counts cover every env's episode of each round; normalize by those episodes.
+    ran = rounds * E
+    n = len(returns)
+    return EvalResult(
+        episodes=n, success_rate=sum(success) / n, return_mean=sum(returns) / n,
+        cost_mean=sum(costs) / n, length_mean=sum(lengths) / n,
+        interventions={k: v / ran for k, v in interventions.items()},
+        gate_rejections=rejections / ran)

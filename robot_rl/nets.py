@@ -1,0 +1,165 @@
+"""Networks: plain MLPs, ensembles of MLPs evaluated in one batched matmul, the tanh-Gaussian
+actor, and the running observation normalizer.
+
+Shapes: B = batch, N = ensemble members, O = obs dim, A = action dim.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
+
+
+def mlp(sizes: Sequence[int], activation: type[nn.Module] = nn.ReLU,
+        layer_norm: bool = False) -> nn.Sequential:
+    """Linear layers ``sizes[0] -> ... -> sizes[-1]``; activation (and LayerNorm) between."""
+    layers: list[nn.Module] = []
+    for i in range(len(sizes) - 1):
+        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2:
+            if layer_norm:
+                layers.append(nn.LayerNorm(sizes[i + 1]))
+            layers.append(activation())
+    return nn.Sequential(*layers)
+
+
+class EnsembleLinear(nn.Module):
+    """N independent linear layers: (N, B, in) -> (N, B, out) in one ``baddbmm``."""
+
+    def __init__(self, n: int, d_in: int, d_out: int):
+        super().__init__()
+        bound = 1.0 / math.sqrt(d_in)  # nn.Linear's default init, per member
+        self.weight = nn.Parameter(torch.empty(n, d_in, d_out).uniform_(-bound, bound))
+        self.bias = nn.Parameter(torch.empty(n, 1, d_out).uniform_(-bound, bound))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.baddbmm(self.bias, x, self.weight)
+
+
+class EnsembleLayerNorm(nn.Module):
+    """LayerNorm over the last dim with a separate affine per ensemble member."""
+
+    def __init__(self, n: int, d: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(n, 1, d))
+        self.bias = nn.Parameter(torch.zeros(n, 1, d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, x.shape[-1:]) * self.weight + self.bias
+
+
+class EnsembleCritic(nn.Module):
+    """N critics Q_i(s, a) (RLPD/REDQ): LayerNorm after each hidden layer.
+
+    ``forward(obs (B, O), act (B, A)) -> (N, B)``; ``obs`` may also be (N, B, O) to give each
+    member its own batch.
+    """
+
+    def __init__(self, n: int, obs_dim: int, act_dim: int, hidden: Sequence[int],
+                 layer_norm: bool = True):
+        super().__init__()
+        self.n = n
+        sizes = [obs_dim + act_dim, *hidden]
+        layers: list[nn.Module] = []
+        for d_in, d_out in zip(sizes[:-1], sizes[1:], strict=True):
+            layers.append(EnsembleLinear(n, d_in, d_out))
+            if layer_norm:
+                layers.append(EnsembleLayerNorm(n, d_out))
+            layers.append(nn.ReLU())
+        layers.append(EnsembleLinear(n, sizes[-1], 1))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
+        x = torch.cat([obs, act], dim=-1)
+        if x.dim() == 2:
+            x = x.unsqueeze(0).expand(self.n, -1, -1)
+        return self.net(x).squeeze(-1)  # (N, B)
+
+
+class TanhGaussianActor(nn.Module):
+    """pi(a|s) = tanh(N(mu(s), sigma(s))), actions in (-1, 1)."""
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: Sequence[int]):
+        super().__init__()
+        self.trunk = mlp([obs_dim, *hidden], nn.ReLU)
+        self.trunk.append(nn.ReLU())
+        self.mu = nn.Linear(hidden[-1], act_dim)
+        self.log_std = nn.Linear(hidden[-1], act_dim)
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mean (B, A), log_std (B, A)) of the pre-tanh Gaussian."""
+        h = self.trunk(obs)
+        log_std = torch.tanh(self.log_std(h))
+        log_std = LOG_STD_MIN + 0.5 * (LOG_STD_MAX - LOG_STD_MIN) * (log_std + 1.0)
+        return self.mu(h), log_std
+
+    def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A reparameterized sample (B, A) and its log-probability (B,)."""
+        mean, log_std = self(obs)
+        u = mean + log_std.exp() * torch.randn_like(mean)
+        return torch.tanh(u), tanh_gaussian_log_prob(u, mean, log_std)
+
+    def mean_action(self, obs: torch.Tensor) -> torch.Tensor:
+        """The deterministic action tanh(mu(s)) (B, A)."""
+        return torch.tanh(self(obs)[0])
+
+
+def tanh_gaussian_log_prob(u: torch.Tensor, mean: torch.Tensor,
+                           log_std: torch.Tensor) -> torch.Tensor:
+    """log pi(tanh(u)) (B,) for pre-tanh sample u of N(mean, exp(log_std)).
+
+    The change of variables subtracts log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)),
+    written in the numerically stable form.
+    """
+    z = (u - mean) / log_std.exp()
+    gauss = -0.5 * z * z - log_std - 0.5 * math.log(2.0 * math.pi)
+    squash = 2.0 * (math.log(2.0) - u - F.softplus(-2.0 * u))
+    return (gauss - squash).sum(-1)
+
+
+class RunningNorm(nn.Module):
+    """Observation normalizer from running mean and variance (Chan's parallel update).
+
+    ``update(x (B, O))`` folds a batch into the statistics until ``frozen``; ``forward`` returns
+    ``clip((x - mean) / sqrt(var + eps))``.
+    """
+
+    def __init__(self, dim: int, clip: float = 10.0, eps: float = 1e-4):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(dim))
+        self.register_buffer("var", torch.ones(dim))
+        self.register_buffer("count", torch.tensor(0.0, dtype=torch.float64))
+        self.clip = clip
+        self.eps = eps
+        self.frozen = False
+
+    mean: torch.Tensor
+    var: torch.Tensor
+    count: torch.Tensor
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        if self.frozen or x.shape[0] == 0:
+            return
+        n = float(x.shape[0])
+        total = float(self.count) + n
+        b_mean, b_var = x.mean(0), x.var(0, correction=0)
+        delta = b_mean - self.mean
+        w = n / total
+        m2 = self.var * float(self.count) + b_var * n + delta * delta * float(self.count) * w
+        self.mean += delta * w
+        self.var.copy_(m2 / total)
+        self.count.fill_(total)
+
+    @property
+    def std(self) -> torch.Tensor:
+        return torch.sqrt(self.var + self.eps)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return ((x - self.mean) / self.std).clamp(-self.clip, self.clip)

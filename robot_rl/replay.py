@@ -1,0 +1,107 @@
+"""Replay buffer on the training device: a ring of transitions (s, a, r, c, s', terminated).
+
+    buf = ReplayBuffer(capacity=300_000, obs_dim=27, act_dim=7, device="cpu")
+    buf.add(obs, action, reward, cost, info["final_obs"], terminated)   # (E, ...) per step
+    batch = buf.sample(256, generator)                                    # Batch of (B, ...)
+
+``next_obs`` must be the true next observation: for an env that finished this step, the
+batched env's ``info["final_obs"]`` (not the observation after its automatic reset).
+Only ``terminated`` stops bootstrapping; a time-out (truncated) still bootstraps from
+``next_obs``, which is why the final observation must be kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from robot_rl.errors import ConfigError
+
+
+@dataclasses.dataclass
+class Batch:
+    """Sampled transitions, batch first (B = batch size)."""
+
+    obs: torch.Tensor  # (B, O)
+    action: torch.Tensor  # (B, A)
+    reward: torch.Tensor  # (B,)
+    cost: torch.Tensor  # (B,)
+    next_obs: torch.Tensor  # (B, O)
+    terminated: torch.Tensor  # (B,) float: 1 where the episode really ended (no bootstrap)
+
+
+class ReplayBuffer:
+    """Fixed-capacity ring buffer of transitions, stored as tensors on ``device``."""
+
+    def __init__(self, capacity: int, obs_dim: int, act_dim: int,
+                 device: str | torch.device = "cpu"):
+        if capacity < 1:
+            raise ConfigError(f"replay capacity must be >= 1, got {capacity}")
+        self.capacity = capacity
+        self.device = torch.device(device)
+        f32 = dict(dtype=torch.float32, device=self.device)
+        self.obs = torch.zeros(capacity, obs_dim, **f32)
+        self.action = torch.zeros(capacity, act_dim, **f32)
+        self.reward = torch.zeros(capacity, **f32)
+        self.cost = torch.zeros(capacity, **f32)
+        self.next_obs = torch.zeros(capacity, obs_dim, **f32)
+        self.terminated = torch.zeros(capacity, **f32)
+        self.pos = 0
+        """Next slot to write."""
+        self.size = 0
+        """Number of stored transitions (<= capacity)."""
+
+    def __len__(self) -> int:
+        return self.size
+
+    @torch.no_grad()
+    def add(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor,
+            cost: torch.Tensor, next_obs: torch.Tensor, terminated: torch.Tensor,
+            mask: torch.Tensor | None = None) -> None:
+        """Store E transitions (rows where ``mask`` (E,) bool is False are skipped)."""
+        if mask is not None:
+            keep = mask.nonzero().squeeze(1)
+            obs, action, reward, cost = obs[keep], action[keep], reward[keep], cost[keep]
+            next_obs, terminated = next_obs[keep], terminated[keep]
+        n = obs.shape[0]
+        if n == 0:
+            return
+        if n > self.capacity:  # keep the newest
+            obs, action, reward, cost = obs[-self.capacity:], action[-self.capacity:], \
+                reward[-self.capacity:], cost[-self.capacity:]
+            next_obs, terminated = next_obs[-self.capacity:], terminated[-self.capacity:]
+            n = self.capacity
+        idx = (torch.arange(n, device=self.device) + self.pos) % self.capacity
+        self.obs[idx] = obs.to(self.device, torch.float32)
+        self.action[idx] = action.to(self.device, torch.float32)
+        self.reward[idx] = reward.to(self.device, torch.float32)
+        self.cost[idx] = cost.to(self.device, torch.float32)
+        self.next_obs[idx] = next_obs.to(self.device, torch.float32)
+        self.terminated[idx] = terminated.to(self.device, torch.float32)
+        self.pos = (self.pos + n) % self.capacity
+        self.size = min(self.size + n, self.capacity)
+
+    def sample(self, batch_size: int, generator: torch.Generator | None = None) -> Batch:
+        """``batch_size`` transitions drawn uniformly with replacement."""
+        if self.size == 0:
+            raise ConfigError("cannot sample from an empty replay buffer")
+        idx = torch.randint(0, self.size, (batch_size,), device=self.device, generator=generator)
+        return Batch(self.obs[idx], self.action[idx], self.reward[idx], self.cost[idx],
+                     self.next_obs[idx], self.terminated[idx])
+
+    def state_dict(self) -> dict[str, object]:
+        n = self.size
+        return {"capacity": self.capacity, "pos": self.pos, "size": n,
+                "obs": self.obs[:n].cpu(), "action": self.action[:n].cpu(),
+                "reward": self.reward[:n].cpu(), "cost": self.cost[:n].cpu(),
+                "next_obs": self.next_obs[:n].cpu(), "terminated": self.terminated[:n].cpu()}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state["capacity"] != self.capacity or state["obs"].shape[1:] != self.obs.shape[1:] \
+                or state["action"].shape[1:] != self.action.shape[1:]:
+            raise ConfigError("saved replay buffer does not match this run's capacity or sizes")
+        n = int(state["size"])
+        for name in ("obs", "action", "reward", "cost", "next_obs", "terminated"):
+            getattr(self, name)[:n] = state[name].to(self.device)
+        self.size, self.pos = n, int(state["pos"])

@@ -1,0 +1,443 @@
+"""The off-policy training runner: collect, learn, evaluate, log, checkpoint.
+
+    runner = Runner(TrainConfig(task="reach", safety="gate"))
+    runner.train()                   # run dir: runs/reach__sac__0__20261121-101500/
+
+The loop (per vector step of ``num_envs`` envs):
+
+    step = agent.act(obs)                                   # gated by the safety critic
+    obs', r, c, terminated, truncated, info = env.step(step.action, hold=step.hold)
+    buffer.add(obs, a, r, c, info["final_obs"], terminated)  # time-outs bootstrap
+    agent.update(buffer.sample()) x updates_per_step
+
+The run directory holds ``config.json`` (the resolved config), ``tb/`` (TensorBoard,
+namespaced keys), ``eval.csv`` (the learning curve), ``checkpoints/latest.pt`` written
+atomically every ``checkpoint_every`` seconds, at the end and on Ctrl-C, and
+``checkpoints/replay.pt`` for exact resumption with ``--resume RUN_DIR``.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import torch
+import tyro
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from robot_rl.algos import SAC, SACConfig, SafetyConfig, SafetyMode
+from robot_rl.checkpoint import (
+    CHECKPOINT,
+    FORMAT_VERSION,
+    REPLAY,
+    CheckpointError,
+    load_checkpoint,
+    save_atomic,
+)
+from robot_rl.config_io import from_dict, to_dict
+from robot_rl.errors import ConfigError
+from robot_rl.evaluate import EvalResult, evaluate
+from robot_rl.replay import ReplayBuffer
+from robot_rl.sim import make_env
+from robot_rl.sim.env import BatchedEnv
+
+EVAL_FIELDS = ("env_steps", "seconds", "success_rate", "return", "episode_cost",
+               "train_cumulative_cost", "lambda")
+
+
+@dataclasses.dataclass(kw_only=True)
+class TrainConfig:
+    """Train a policy with SAC and a safety critic in batched simulation.
+
+    Example: robot-rl train --task reach --safety gate --time-budget 300
+    """
+
+    task: str = "reach"
+    """Task name (robot-rl sim info lists them)."""
+    algo: Literal["sac"] = "sac"
+    """Learning algorithm."""
+    safety: SafetyMode = "gate"
+    """Safety critic use: gate (reject unsafe candidate actions), lagrangian (penalize expected
+    cost), both, or off."""
+    num_envs: int = 16
+    """Parallel training envs."""
+    total_steps: int = 2_000_000
+    """Env transitions to collect (all envs together)."""
+    time_budget: float | None = None
+    """Stop after this many seconds of training (wall clock, summed over resumes)."""
+    target_success: float | None = None
+    """Stop once an evaluation reaches this success rate."""
+    seed: int = 0
+    """Seed of envs, networks and sampling."""
+    backend: Literal["cpu", "warp"] = "cpu"
+    """Simulation backend."""
+    device: str = "cpu"
+    """Torch device of the learner, replay buffer and envs."""
+    dr: Literal["off", "default", "strong"] | None = None
+    """Domain randomization preset (default: the task's own)."""
+    episode_length: int | None = None
+    """Override the task's episode length (control steps)."""
+    eval_every: int = 20_000
+    """Evaluate every this many env transitions."""
+    eval_episodes: int = 32
+    """Episodes per evaluation."""
+    log_every: int = 2_000
+    """Log training scalars every this many env transitions."""
+    checkpoint_every: float = 120.0
+    """Seconds between checkpoints."""
+    save_replay: bool = True
+    """Save the replay buffer with checkpoints (exact resumption; larger files)."""
+    runs_dir: Path = Path("runs")
+    """Parent folder of run directories."""
+    run_name: str | None = None
+    """Run directory name (default {task}__{algo}__{seed}__{time})."""
+    resume: Path | None = None
+    """Continue the run in this directory from its last checkpoint; its saved config is used,
+    except total_steps, time_budget and target_success, taken from this command line."""
+    progress: bool = True
+    """Show the progress bar."""
+    sac: SACConfig = dataclasses.field(default_factory=SACConfig)
+    """SAC hyper-parameters."""
+    safety_critic: Annotated[SafetyConfig, tyro.conf.arg(name="safety-critic")] = \
+        dataclasses.field(default_factory=SafetyConfig)
+    """Safety-critic hyper-parameters (its mode is --safety)."""
+
+    def validate(self) -> None:
+        if self.num_envs < 1 or self.total_steps < 1:
+            raise ConfigError("num_envs and total_steps must be >= 1")
+        if self.eval_episodes < 1 or self.eval_every < 1 or self.log_every < 1:
+            raise ConfigError("eval_episodes, eval_every and log_every must be >= 1")
+        if self.time_budget is not None and self.time_budget <= 0:
+            raise ConfigError(f"time_budget must be > 0 seconds, got {self.time_budget}")
+
+
+def make_train_env(cfg: TrainConfig, num_envs: int, seed: int,
+                   dr: str | None = None) -> BatchedEnv:
+    overrides: dict[str, Any] = {}
+    if cfg.episode_length is not None:
+        overrides["episode_length"] = cfg.episode_length
+    return make_env(cfg.task, num_envs, backend=cfg.backend, device=cfg.device,
+                    dr=dr if dr is not None else cfg.dr,  # type: ignore[arg-type]
+                    seed=seed, **overrides)
+
+
+def make_agent(cfg: TrainConfig, obs_dim: int, act_dim: int) -> SAC:
+    safety = dataclasses.replace(cfg.safety_critic, mode=cfg.safety)
+    return SAC(obs_dim, act_dim, cfg.sac, safety, device=cfg.device, seed=cfg.seed)
+
+
+def load_agent(checkpoint: str | Path) -> tuple[SAC, TrainConfig, dict[str, Any]]:
+    """The trained agent, its config and the raw checkpoint state."""
+    state = load_checkpoint(checkpoint)
+    cfg = from_dict(TrainConfig, state["config"])
+    agent = make_agent(cfg, state["obs_dim"], state["act_dim"])
+    try:
+        agent.load_full_state(state["agent"])
+    except (RuntimeError, KeyError) as e:
+        raise CheckpointError(f"checkpoint {checkpoint} does not match its config: {e}") from None
+    return agent, cfg, state
+
+
+class Runner:
+    """Owns the loop, logging and checkpoints; the agent owns acting and learning."""
+
+    def __init__(self, cfg: TrainConfig, console: Console | None = None):
+        self.console = console or Console()
+        resume_state: dict[str, Any] | None = None
+        if cfg.resume is not None:
+            resume_state = load_checkpoint(cfg.resume)
+            saved = from_dict(TrainConfig, resume_state["config"])
+            cfg = dataclasses.replace(saved, total_steps=cfg.total_steps,
+                                      time_budget=cfg.time_budget,
+                                      target_success=cfg.target_success,
+                                      progress=cfg.progress, resume=cfg.resume)
+            self.run_dir = Path(cfg.resume)
+        cfg.validate()
+        self.cfg = cfg
+        torch.manual_seed(cfg.seed)
+        self.env = make_train_env(cfg, cfg.num_envs, cfg.seed)
+        self.eval_env: BatchedEnv | None = None
+        self.agent = make_agent(cfg, self.env.obs_dim, self.env.act_dim)
+        self.buffer = ReplayBuffer(cfg.sac.buffer_size, self.env.obs_dim, self.env.act_dim,
+                                   cfg.device)
+        self.env_steps = 0
+        self.elapsed = 0.0
+        self.train_cost = 0.0
+        """Cumulative constraint cost of all training transitions."""
+        self.history: list[dict[str, float]] = []
+        self._next_eval = 0
+        if resume_state is None:
+            name = cfg.run_name or f"{cfg.task}__{cfg.algo}__{cfg.seed}__" \
+                                   f"{time.strftime('%Y%m%d-%H%M%S')}"
+            self.run_dir = Path(cfg.runs_dir) / name
+            self.run_dir.mkdir(parents=True, exist_ok=cfg.run_name is not None)
+        else:
+            self._restore(resume_state)
+        (self.run_dir / "config.json").write_text(json.dumps(to_dict(cfg), indent=2) + "\n")
+        self._writer: Any = None
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def train(self) -> list[dict[str, float]]:
+        """Train until total_steps, the time budget or the target success; returns the
+        evaluation history (also in eval.csv)."""
+        cfg, env, agent = self.cfg, self.env, self.agent
+        self._writer = _summary_writer(self.run_dir / "tb")
+        obs = env.reset(seed=cfg.seed + self.env_steps)
+        E = env.num_envs
+        ep_costs: list[float] = []
+        window = _Window()
+        start = time.perf_counter() - self.elapsed
+        last_ckpt = time.perf_counter()
+        next_log = self.env_steps + cfg.log_every
+        stop_reason = "total_steps reached"
+        columns = (TextColumn("[bold]{task.description}"), BarColumn(),
+                   TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"),
+                   TextColumn("{task.fields[sps]:>6,.0f} sps"),
+                   TextColumn("success {task.fields[success]}"),
+                   TextColumn("cost {task.fields[cost]}"),
+                   TimeElapsedColumn(), TimeRemainingColumn())
+        progress = Progress(*columns, console=self.console, disable=not cfg.progress)
+        self.console.print(f"run dir: {self.run_dir}\n{env}\nsafety: {cfg.safety}  "
+                           f"device: {cfg.device}  updates/step: {cfg.sac.updates_per_step}")
+        try:
+            with progress:
+                bar = progress.add_task(f"{cfg.task} {cfg.algo}", total=cfg.total_steps,
+                                        completed=self.env_steps, sps=0.0, success="-",
+                                        cost="-")
+                while self.env_steps < cfg.total_steps:
+                    if self.env_steps < cfg.sac.learning_starts:
+                        action, hold = env.random_action(), None
+                        rejected = None
+                    else:
+                        act = agent.act(obs)
+                        action, hold, rejected = act.action, act.hold, act.rejected
+                    next_obs, reward, cost, terminated, truncated, info = env.step(action, hold)
+                    keep = None if hold is None else ~hold
+                    self.buffer.add(obs, action, reward, cost, info["final_obs"], terminated,
+                                    mask=keep)
+                    agent.observe(obs)
+                    obs = next_obs
+                    self.env_steps += E
+                    self.train_cost += float(cost.sum())
+                    window.add_step(info, cost, rejected)
+                    if "episode" in info:
+                        ep = info["episode"]
+                        done = ep["done"]
+                        window.add_episodes(ep, done)
+                        ep_costs.extend(ep["cost"][done].tolist())
+                        if cfg.safety in ("lagrangian", "both") and len(ep_costs) >= E:
+                            agent.lagrange.update(sum(ep_costs) / len(ep_costs))
+                            ep_costs.clear()
+                    if len(self.buffer) >= cfg.sac.batch_size and \
+                            self.env_steps >= cfg.sac.learning_starts:
+                        for _ in range(cfg.sac.updates_per_step):
+                            window.add_losses(agent.update(self.buffer.sample(
+                                cfg.sac.batch_size, agent.gen)))
+                    self.elapsed = time.perf_counter() - start
+                    if self.env_steps >= next_log:
+                        next_log += cfg.log_every
+                        self._log(window.flush(self.elapsed, self.env_steps))
+                        progress.update(bar, sps=window.sps, success=window.success_text,
+                                        cost=window.cost_text)
+                    progress.update(bar, completed=self.env_steps)
+                    if self.env_steps >= self._next_eval:
+                        result = self._evaluate()
+                        if cfg.target_success is not None and \
+                                result.success_rate >= cfg.target_success:
+                            stop_reason = f"target success {cfg.target_success:.0%} reached"
+                            break
+                    if cfg.time_budget is not None and self.elapsed >= cfg.time_budget:
+                        stop_reason = f"time budget {cfg.time_budget:g} s spent"
+                        break
+                    if time.perf_counter() - last_ckpt >= cfg.checkpoint_every:
+                        self.save()
+                        last_ckpt = time.perf_counter()
+        except KeyboardInterrupt:
+            self.console.print("interrupted: writing a checkpoint (Ctrl-C again to abandon it; "
+                               "the previous one stays intact)")
+            self.save()
+            raise
+        if not self.history or self.history[-1]["env_steps"] != self.env_steps:
+            self._evaluate()
+        self.save()
+        self._writer.close()
+        last = self.history[-1]
+        self.console.print(f"stopped: {stop_reason}. {self.env_steps:,} env steps in "
+                           f"{self.elapsed:.0f} s; last eval success {last['success_rate']:.0%},"
+                           f" episode cost {last['episode_cost']:.2f}; training cost "
+                           f"{self.train_cost:,.0f}. Checkpoint: {self.run_dir / CHECKPOINT}")
+        return self.history
+
+    # -- evaluation and logging --------------------------------------------------------------
+
+    def _evaluate(self) -> EvalResult:
+        cfg = self.cfg
+        self._next_eval = self.env_steps + cfg.eval_every
+        if self.eval_env is None:
+            self.eval_env = make_train_env(cfg, min(cfg.eval_episodes, 32), cfg.seed + 10_000)
+        t0 = time.perf_counter()
+        result = evaluate_agent(self.agent, self.eval_env, cfg.eval_episodes,
+                                seed=cfg.seed + 10_000)
+        record = {"env_steps": float(self.env_steps), "seconds": self.elapsed,
+                  "success_rate": result.success_rate, "return": result.return_mean,
+                  "episode_cost": result.cost_mean, "train_cumulative_cost": self.train_cost,
+                  "lambda": self.agent.lagrange.value}
+        self.history.append(record)
+        metrics = result.metrics("eval")
+        metrics["perf/eval_seconds"] = time.perf_counter() - t0
+        self._log(metrics)
+        self._write_curve()
+        return result
+
+    def _log(self, metrics: dict[str, float]) -> None:
+        if self._writer is None:
+            return
+        for key, value in metrics.items():
+            self._writer.add_scalar(key, value, self.env_steps)
+        self._writer.add_scalar("safety/lambda", self.agent.lagrange.value, self.env_steps)
+        self._writer.add_scalar("cost/train_cumulative", self.train_cost, self.env_steps)
+
+    def _write_curve(self) -> None:
+        path = self.run_dir / "eval.csv"
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=EVAL_FIELDS)
+            w.writeheader()
+            w.writerows(self.history)
+
+    # -- checkpoints -------------------------------------------------------------------------
+
+    def save(self) -> Path:
+        """Write the checkpoint (and replay buffer) atomically; returns its path."""
+        state = {"format": FORMAT_VERSION, "config": to_dict(self.cfg),
+                 "obs_dim": self.env.obs_dim, "act_dim": self.env.act_dim,
+                 "obs_layout": self.env.obs_layout, "agent": self.agent.full_state(),
+                 "env_steps": self.env_steps, "elapsed": self.elapsed,
+                 "train_cost": self.train_cost, "history": self.history,
+                 "torch_rng": torch.get_rng_state()}
+        if self.cfg.save_replay:
+            save_atomic(self.buffer.state_dict(), self.run_dir / REPLAY)
+        path = self.run_dir / CHECKPOINT
+        save_atomic(state, path)
+        return path
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        if state["obs_dim"] != self.env.obs_dim or state["act_dim"] != self.env.act_dim:
+            raise CheckpointError(f"checkpoint in {self.run_dir} has obs/act dims "
+                                  f"{state['obs_dim']}/{state['act_dim']}, the task now has "
+                                  f"{self.env.obs_dim}/{self.env.act_dim}")
+        self.agent.load_full_state(state["agent"])
+        self.env_steps = int(state["env_steps"])
+        self.elapsed = float(state["elapsed"])
+        self.train_cost = float(state["train_cost"])
+        self.history = list(state["history"])
+        self._next_eval = self.env_steps + self.cfg.eval_every
+        torch.set_rng_state(state["torch_rng"])
+        replay = self.run_dir / REPLAY
+        if self.cfg.save_replay and replay.is_file():
+            try:
+                self.buffer.load_state_dict(torch.load(replay, weights_only=False))
+            except Exception as e:
+                raise CheckpointError(f"cannot read replay buffer {replay}: {e}") from None
+        self.console.print(f"resumed {self.run_dir} at {self.env_steps:,} env steps "
+                           f"({len(self.buffer):,} transitions in replay)")
+
+
+def evaluate_agent(agent: SAC, env: BatchedEnv, episodes: int, seed: int = 0,
+                   **kwargs: Any) -> EvalResult:
+    """Evaluate the agent's deterministic (mean) policy, gated when its safety mode gates."""
+    last: dict[str, torch.Tensor] = {}
+
+    def policy(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        step = agent.act(obs, deterministic=True)
+        last["rejected"] = step.rejected
+        return step.action, step.hold if bool(step.hold.any()) else None
+
+    return evaluate(policy, env, episodes, seed=seed,
+                    gate_rejected=lambda: last["rejected"], **kwargs)
+
+
+class _Window:
+    """Training statistics since the last log line."""
+
+    def __init__(self) -> None:
+        self._t = time.perf_counter()
+        self._steps = 0
+        self.sps = 0.0
+        self.success_text = "-"
+        self.cost_text = "-"
+        self._reset()
+
+    def _reset(self) -> None:
+        self.returns: list[float] = []
+        self.costs: list[float] = []
+        self.success: list[float] = []
+        self.losses: dict[str, list[float]] = {}
+        self.terms: dict[str, float] = {}
+        self.n_steps = 0
+        self.rejected = 0.0
+
+    def add_step(self, info: dict, cost: torch.Tensor, rejected: torch.Tensor | None) -> None:
+        self.n_steps += cost.shape[0]
+        for name, v in info["reward_terms"].items():
+            self.terms[f"reward/{name}"] = self.terms.get(f"reward/{name}", 0.0) + float(v.sum())
+        for name, v in info["cost_terms"].items():
+            self.terms[f"cost/{name}"] = self.terms.get(f"cost/{name}", 0.0) + float(v.sum())
+        for name, v in info["safety"].items():
+            self.terms[f"safety/shield_{name}"] = \
+                self.terms.get(f"safety/shield_{name}", 0.0) + float(v.sum())
+        if rejected is not None:
+            self.rejected += float(rejected.sum())
+
+    def add_episodes(self, ep: dict, done: torch.Tensor) -> None:
+        self.returns.extend(ep["return"][done].tolist())
+        self.costs.extend(ep["cost"][done].tolist())
+        self.success.extend(ep["success"][done].float().tolist())
+
+    def add_losses(self, metrics: dict[str, float]) -> None:
+        for k, v in metrics.items():
+            self.losses.setdefault(k, []).append(v)
+
+    def flush(self, elapsed: float, env_steps: int) -> dict[str, float]:
+        now = time.perf_counter()
+        self.sps = self.n_steps / max(now - self._t, 1e-9)
+        self._t = now
+        out = {k: v / max(self.n_steps, 1) for k, v in self.terms.items()}
+        out.update({k: sum(v) / len(v) for k, v in self.losses.items()})
+        out["perf/sps"] = self.sps
+        out["safety/gate_rejected_rate"] = self.rejected / max(self.n_steps, 1)
+        if self.returns:
+            out["train/episode_return"] = sum(self.returns) / len(self.returns)
+            out["train/episode_cost"] = sum(self.costs) / len(self.costs)
+            out["train/success_rate"] = sum(self.success) / len(self.success)
+            self.success_text = f"{out['train/success_rate']:.0%}"
+            self.cost_text = f"{out['train/episode_cost']:.2f}"
+        out["charts/elapsed_seconds"] = elapsed
+        self._reset()
+        return out
+
+
+def _summary_writer(path: Path) -> Any:
+    from torch.utils.tensorboard import SummaryWriter
+
+    return SummaryWriter(str(path))
+
+
+def read_curve(run_dir: Path) -> list[dict[str, float]]:
+    """The evaluation history of a run (eval.csv)."""
+    path = Path(run_dir) / "eval.csv"
+    if not path.is_file():
+        raise CheckpointError(f"no learning curve at {path}")
+    with open(path) as f:
+        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
