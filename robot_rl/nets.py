@@ -47,11 +47,12 @@ class EnsembleLayerNorm(nn.Module):
 
     def __init__(self, n: int, d: int):
         super().__init__()
+        self.d = d
         self.weight = nn.Parameter(torch.ones(n, 1, d))
         self.bias = nn.Parameter(torch.zeros(n, 1, d))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.layer_norm(x, x.shape[-1:]) * self.weight + self.bias
+        return F.layer_norm(x, (self.d,)) * self.weight + self.bias
 
 
 class EnsembleCritic(nn.Module):

@@ -1,5 +1,9 @@
 """The ``robot-rl`` command: ``robot-rl <group> <command> [options]``.
 
+    robot-rl train --task reach --safety gate           train SAC with a safety critic
+    robot-rl eval RUN --episodes 50 --video eval.mp4    evaluate a run, student or artifact
+    robot-rl distill RUN                                DAgger a small student
+    robot-rl export RUN                                 ONNX + TorchScript + policy.json
     robot-rl sim info                                   robots, tasks, model sizes
     robot-rl sim rollout --task push --policy expert --video out.mp4
     robot-rl bench sim                                  simulation throughput table
@@ -26,8 +30,22 @@ class Command:
     run: Callable[[Any], object]
 
 
-def _commands() -> dict[str, dict[str, Command]]:
+def _top_level() -> dict[str, Command]:
     # Imported here so ``robot-rl --help`` does not pay for torch and mujoco.
+    from robot_rl.cli import learn
+    from robot_rl.distill import DistillConfig
+    from robot_rl.runner import TrainConfig
+
+    return {"train": Command(TrainConfig, learn.train),
+            "eval": Command(learn.EvalConfig, learn.eval_cmd),
+            "distill": Command(DistillConfig, learn.distill_cmd),
+            "export": Command(learn.ExportConfig, learn.export_cmd)}
+
+
+TOP_LEVEL = ("train", "eval", "distill", "export")
+
+
+def _commands() -> dict[str, dict[str, Command]]:
     from robot_rl.cli import bench, sim
 
     return {
@@ -43,11 +61,14 @@ GROUPS = {"sim": "simulation: inspect robots and tasks, run policies, record vid
 
 
 def _usage(console: Console, commands: dict[str, dict[str, Command]] | None = None) -> None:
-    console.print("usage: robot-rl <group> <command> [options]   (robot-rl <group> <command> -h)\n",
+    console.print("usage: robot-rl <command> [options]  |  robot-rl <group> <command> [options]\n",
                   markup=False)
     table = Table(show_header=True, header_style="bold", box=None)
     table.add_column("command")
     table.add_column("what it does")
+    if commands is not None:
+        for name, cmd in _top_level().items():
+            table.add_row(f"robot-rl {name}", (cmd.config.__doc__ or "").strip().splitlines()[0])
     for group, desc in GROUPS.items():
         if commands is None:
             table.add_row(f"robot-rl {group} ...", desc)
@@ -70,8 +91,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         out.print(f"robot-rl {__version__}")
         return
     group = args[0]
+    if group in TOP_LEVEL:
+        _run(_top_level()[group], args[1:], f"robot-rl {group}", err)
+        return
     if group not in GROUPS:
-        _fail(err, f"unknown command group {group!r}; groups: {', '.join(GROUPS)}")
+        _fail(err, f"unknown command {group!r}; commands: {', '.join(TOP_LEVEL)}; "
+                   f"groups: {', '.join(GROUPS)}")
     commands = _commands()[group]
     if len(args) < 2 or args[1] in ("-h", "--help"):
         out.print(f"usage: robot-rl {group} <command> [options]\n", markup=False)
@@ -83,13 +108,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     name = args[1]
     if name not in commands:
         _fail(err, f"unknown command 'robot-rl {group} {name}'; commands: {', '.join(commands)}")
+    _run(commands[name], args[2:], f"robot-rl {group} {name}", err)
+
+
+def _run(cmd: Command, args: list[str], prog: str, err: Console) -> None:
     import tyro
 
     from robot_rl.errors import RobotRLError
 
-    cmd = commands[name]
-    config: Any = tyro.cli(cmd.config, args=args[2:], prog=f"robot-rl {group} {name}",
-                      description=cmd.config.__doc__)
+    config: Any = tyro.cli(cmd.config, args=args, prog=prog, description=cmd.config.__doc__)
     try:
         cmd.run(config)
     except RobotRLError as e:

@@ -1,0 +1,230 @@
+"""``robot-rl train``, ``robot-rl eval``, ``robot-rl distill`` and ``robot-rl export``.
+
+    robot-rl train --task reach --safety gate --time-budget 300
+    robot-rl eval runs/reach__sac__0__20261121-101500 --episodes 50 --video eval.mp4
+    robot-rl distill runs/reach__sac__0__20261121-101500
+    robot-rl export runs/reach__sac__0__20261121-101500       # -> <run>/export/
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import torch
+import tyro
+from rich.console import Console
+from rich.table import Table
+
+from robot_rl.errors import ConfigError
+
+
+@dataclasses.dataclass(kw_only=True)
+class EvalConfig:
+    """Evaluate a run, checkpoint, student or exported artifact: success, cost, shield.
+
+    Example: robot-rl eval runs/reach__sac__0__20261121-101500 --episodes 50 --video eval.mp4
+    """
+
+    path: Annotated[Path, tyro.conf.Positional]
+    """Run directory, checkpoint file (.pt), or exported artifact folder (with policy.json)."""
+    episodes: int = 32
+    """Episodes to run."""
+    num_envs: int = 16
+    """Parallel envs."""
+    dr: Literal["off", "default", "strong"] | None = None
+    """Domain randomization preset (default: as trained)."""
+    student: bool = False
+    """Evaluate the run's distilled student (student.pt) instead of the trained actor."""
+    gate: bool | None = None
+    """Use the safety-critic gate (default: as trained; artifacts: when they have a critic)."""
+    video: Path | None = None
+    """Write an mp4 of the evaluation here."""
+    video_envs: tuple[int, ...] = (0,)
+    """Env indices shown side by side in the video."""
+    camera: str = "corner"
+    """Scene camera of the video."""
+    width: int = 480
+    """Video width per env [px]."""
+    height: int = 360
+    """Video height [px]."""
+    seed: int = 100
+    """Seed of the evaluation episodes."""
+
+
+@dataclasses.dataclass(kw_only=True)
+class ExportConfig:
+    """Export a run's policy as the deploy artifact (ONNX + TorchScript + policy.json).
+
+    Example: robot-rl export runs/reach__sac__0__20261121-101500 --out export/reach
+    """
+
+    run: Annotated[Path, tyro.conf.Positional]
+    """Run directory."""
+    out: Path | None = None
+    """Artifact folder (default: <run>/export)."""
+    policy: Literal["student", "teacher"] = "student"
+    """student: the distilled MLP (robot-rl distill); teacher: the trained actor's mean."""
+    threshold: float | None = None
+    """Deploy gate threshold on the estimated discounted cost (default: the training one)."""
+    candidates: int | None = None
+    """Deploy gate candidates per decision (default: the training number)."""
+    candidate_noise: float = 0.3
+    """Std of the Gaussian perturbations that form the deploy gate's other candidates."""
+
+
+def train(cfg: Any) -> None:
+    from robot_rl.plot import plot_curves
+    from robot_rl.runner import Runner
+
+    runner = Runner(cfg)
+    history = runner.train()
+    png = plot_curves(runner.run_dir / "learning_curve.png",
+                      [(f"{runner.cfg.task} / safety {runner.cfg.safety}", history)],
+                      title=runner.run_dir.name)
+    Console().print(f"learning curve: {png}")
+
+
+def eval_cmd(cfg: EvalConfig) -> None:
+    from robot_rl.evaluate import evaluate
+    from robot_rl.runner import evaluate_agent, load_agent, make_train_env
+    from robot_rl.sim.render import EnvRenderer, VideoWriter
+
+    console = Console()
+    if cfg.episodes < 1 or cfg.num_envs < 1:
+        raise ConfigError("--episodes and --num-envs must be >= 1")
+    artifact = (cfg.path / "policy.json").is_file()
+    if artifact:
+        env, policy_fn, label = _artifact_policy(cfg)
+    else:
+        agent, train_cfg, _ = load_agent(cfg.path)
+        env = make_train_env(train_cfg, min(cfg.num_envs, cfg.episodes), cfg.seed,
+                             dr=cfg.dr)
+        label = f"{train_cfg.task} / {'student' if cfg.student else 'actor'}"
+    renderer = writer = None
+    if cfg.video is not None:
+        renderer = EnvRenderer(env, cfg.video_envs, camera=cfg.camera, width=cfg.width,
+                               height=cfg.height)
+        writer = VideoWriter(cfg.video, fps=1.0 / env.control_dt)
+    try:
+        if artifact:
+            result = evaluate(policy_fn, env, cfg.episodes, seed=cfg.seed, video=writer,
+                              renderer=renderer)
+        elif cfg.student:
+            from robot_rl.distill import load_student
+
+            student = load_student(_run_dir(cfg.path))
+
+            def act(obs: torch.Tensor) -> tuple[torch.Tensor, None]:
+                with torch.no_grad():
+                    return student(obs), None
+
+            result = evaluate(act, env, cfg.episodes, seed=cfg.seed, video=writer,
+                              renderer=renderer)
+        else:
+            if cfg.gate is not None and cfg.gate != agent.safety_cfg.gate:
+                agent.safety_cfg = dataclasses.replace(
+                    agent.safety_cfg, mode="gate" if cfg.gate else "off")
+            result = evaluate_agent(agent, env, cfg.episodes, seed=cfg.seed, video=writer,
+                                    renderer=renderer)
+    finally:
+        if writer is not None:
+            writer.close()
+        if renderer is not None:
+            renderer.close()
+    table = Table(title=f"{label}: {result.episodes} episodes (dr {cfg.dr or 'as trained'})",
+                  title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_row("success rate", f"{result.success_rate:.1%}")
+    table.add_row("return (mean)", f"{result.return_mean:.2f}")
+    table.add_row("episode cost (mean)", f"{result.cost_mean:.3f}")
+    table.add_row("episode length (mean)", f"{result.length_mean:.1f}")
+    table.add_row("gate rejections / episode", f"{result.gate_rejections:.2f}")
+    for name, v in result.interventions.items():
+        table.add_row(f"safety/{name} (steps / episode)", f"{v:.2f}")
+    if writer is not None:
+        table.add_row("video", f"{cfg.video} ({writer.frames} frames)")
+    console.print(table)
+
+
+def _artifact_policy(cfg: EvalConfig) -> tuple[Any, Any, str]:
+    """Env and batched policy function of an exported artifact (evaluated through ONNX)."""
+    import numpy as np
+
+    from robot_rl.export import load_policy
+    from robot_rl.sim import make_env
+
+    policy = load_policy(cfg.path)
+    meta = policy.meta
+    env = make_env(meta["task"], min(cfg.num_envs, cfg.episodes), seed=cfg.seed, dr=cfg.dr)
+    if env.obs_dim != policy.obs_dim or env.act_dim != policy.act_dim or \
+            list(env.robot.joint_names) != policy.joint_names:
+        raise ConfigError(f"artifact {cfg.path} does not fit task {meta['task']!r} on robot "
+                          f"{env.robot.name!r} (obs/act dims or joint names differ)")
+    gate = policy.has_cost_critic if cfg.gate is None else cfg.gate
+
+    def act(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        x = obs.numpy()
+        if not gate:
+            return torch.from_numpy(policy(x)), None
+        out = [policy.safe_action(o) for o in x]
+        hold = torch.tensor([h for _, h, _ in out])
+        return torch.from_numpy(np.stack([a for a, _, _ in out])), hold
+
+    return env, act, f"{meta['task']} / artifact {cfg.path}"
+
+
+def distill_cmd(cfg: Any) -> None:
+    from robot_rl.distill import distill
+
+    console = Console()
+    _, report = distill(cfg, console)
+    table = Table(title=f"distilled student: {report.path}", title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_row("DAgger samples", f"{report.samples:,}")
+    table.add_row("final MSE", f"{report.final_loss:.2e}")
+    if report.teacher is not None and report.student is not None:
+        table.add_row(f"teacher success (dr {cfg.dr})", f"{report.teacher.success_rate:.1%}")
+        table.add_row(f"student success (dr {cfg.dr})", f"{report.student.success_rate:.1%}")
+        table.add_row("student / teacher", f"{report.success_ratio:.3f}")
+    console.print(table)
+
+
+def export_cmd(cfg: ExportConfig) -> None:
+    from robot_rl.checkpoint import resolve_checkpoint
+    from robot_rl.distill import load_student, teacher_policy
+    from robot_rl.export.artifact import artifact_meta, export_artifact
+    from robot_rl.export.modules import DeployCost, ObsNorm
+    from robot_rl.runner import load_agent, make_train_env
+
+    run = _run_dir(cfg.run)
+    ckpt = resolve_checkpoint(run)
+    agent, train_cfg, state = load_agent(ckpt)
+    policy = load_student(run) if cfg.policy == "student" else teacher_policy(agent)
+    env = make_train_env(train_cfg, 1, 0)
+    safety = None
+    cost = None
+    if agent.cost_critic is not None:
+        sc = agent.safety_cfg
+        if cfg.candidate_noise < 0:
+            raise ConfigError("--candidate-noise must be >= 0")
+        safety = {"mode": sc.mode, "gamma": sc.gamma, "pessimism": sc.pessimism,
+                  "threshold": sc.threshold if cfg.threshold is None else cfg.threshold,
+                  "candidates": sc.candidates if cfg.candidates is None else cfg.candidates,
+                  "candidate_noise": cfg.candidate_noise, "fallback": sc.fallback}
+        norm = teacher_policy(agent).norm
+        cost = DeployCost(ObsNorm(norm.mean, norm.std, norm.clip), agent.cost_critic.q,
+                          sc.pessimism)
+    meta = artifact_meta(env, policy, safety, {
+        "run": str(run), "checkpoint_env_steps": state["env_steps"],
+        "policy": cfg.policy, "safety_mode": train_cfg.safety})
+    out = export_artifact(cfg.out or run / "export", policy, meta, cost=cost)
+    files = ", ".join(sorted(p.name for p in out.iterdir()))
+    Console().print(f"exported {cfg.policy} policy to {out}: {files}")
+
+
+def _run_dir(path: Path) -> Path:
+    return path if path.is_dir() else path.parent.parent

@@ -1,0 +1,181 @@
+"""Distill a trained actor into a small student MLP with DAgger under domain randomization.
+
+    student, report = distill(DistillConfig(run=Path("runs/reach__sac__0__...")))
+
+Iteration 0 rolls out the teacher; iteration i rolls out a mixture that executes the
+teacher's action with probability ``beta_decay ** i`` and the student's otherwise. Every
+visited state is labelled with the teacher's deterministic action (tanh of its mean), the
+dataset is aggregated, and the student is fit by mean squared error. Rollouts use the
+``dr`` randomization preset, so the student learns on the states it will itself visit on a
+perturbed robot. The result is ``student.pt`` in the run directory: the student's state dict,
+its sizes and the teacher's observation normalization (the student shares it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import torch
+import tyro
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from robot_rl.checkpoint import CheckpointError, resolve_checkpoint, run_dir_of, save_atomic
+from robot_rl.errors import ConfigError
+from robot_rl.evaluate import EvalResult, evaluate
+from robot_rl.export.modules import ActorMean, DeployPolicy, ObsNorm, student_net
+from robot_rl.runner import load_agent, make_train_env
+
+STUDENT_FILE = "student.pt"
+STUDENT_FORMAT = "robot_rl.student"
+
+
+@dataclasses.dataclass(kw_only=True)
+class DistillConfig:
+    """Distill a run's actor into a small student MLP (DAgger under domain randomization).
+
+    Example: robot-rl distill runs/reach__sac__0__20261121-101500 --hidden 64 64
+    """
+
+    run: Annotated[Path, tyro.conf.Positional]
+    """Run directory (or checkpoint file) of the teacher."""
+    hidden: tuple[int, ...] = (64, 64)
+    """Hidden layer sizes of the student."""
+    iterations: int = 6
+    """DAgger iterations (the first rolls out the teacher)."""
+    rollout_steps: int | None = None
+    """Control steps per iteration and env (default: one episode)."""
+    num_envs: int = 32
+    """Parallel envs of the rollouts."""
+    dr: Literal["off", "default", "strong"] = "default"
+    """Domain randomization of the rollouts and the evaluation."""
+    beta_decay: float = 0.5
+    """Probability of executing the teacher's action in iteration i is beta_decay ** i."""
+    grad_steps: int = 600
+    """Student gradient steps per iteration."""
+    batch_size: int = 512
+    """Samples per gradient step."""
+    lr: float = 1e-3
+    """Adam learning rate of the student."""
+    eval_episodes: int = 64
+    """Episodes to compare student and teacher (0: skip)."""
+    seed: int = 0
+    """Seed of rollouts and the student's initialization."""
+    progress: bool = True
+    """Show the progress bar."""
+
+
+@dataclasses.dataclass
+class DistillReport:
+    teacher: EvalResult | None
+    student: EvalResult | None
+    final_loss: float
+    samples: int
+    path: Path
+
+    @property
+    def success_ratio(self) -> float:
+        if self.teacher is None or self.student is None:
+            return float("nan")
+        return self.student.success_rate / max(self.teacher.success_rate, 1e-9)
+
+
+def teacher_policy(agent: Any) -> DeployPolicy:
+    """The agent's deterministic actor with its observation normalization, as one module."""
+    n = agent.normalizer
+    norm = ObsNorm(n.mean, n.std, n.clip) if agent.cfg.normalize_obs else \
+        ObsNorm(torch.zeros_like(n.mean), torch.ones_like(n.std), float("inf"))
+    return DeployPolicy(norm, ActorMean(agent.actor)).eval()
+
+
+def distill(cfg: DistillConfig, console: Console | None = None
+            ) -> tuple[DeployPolicy, DistillReport]:
+    console = console or Console()
+    if cfg.iterations < 1 or cfg.grad_steps < 1 or cfg.num_envs < 1:
+        raise ConfigError("iterations, grad_steps and num_envs must be >= 1")
+    ckpt = resolve_checkpoint(cfg.run)
+    agent, train_cfg, _ = load_agent(ckpt)
+    torch.manual_seed(cfg.seed)
+    teacher = teacher_policy(agent)
+    env = make_train_env(train_cfg, cfg.num_envs, cfg.seed + 20_000, dr=cfg.dr)
+    student = DeployPolicy(ObsNorm(teacher.norm.mean, teacher.norm.std, teacher.norm.clip),
+                           student_net(env.obs_dim, env.act_dim, cfg.hidden))
+    opt = torch.optim.Adam(student.net.parameters(), lr=cfg.lr)
+    steps = cfg.rollout_steps or env.cfg.episode_length
+    gen = torch.Generator().manual_seed(cfg.seed)
+    data_obs: list[torch.Tensor] = []
+    data_act: list[torch.Tensor] = []
+    loss = torch.tensor(float("nan"))
+    columns = (TextColumn("[bold]distill"), BarColumn(),
+               TextColumn("iteration {task.completed}/{task.total}"),
+               TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, disable=not cfg.progress) as progress:
+        bar = progress.add_task("distill", total=cfg.iterations, loss="-")
+        obs = env.reset(seed=cfg.seed)
+        for it in range(cfg.iterations):
+            beta = cfg.beta_decay ** it
+            with torch.no_grad():
+                for _ in range(steps):
+                    a_teacher = teacher(obs)
+                    data_obs.append(obs)
+                    data_act.append(a_teacher)
+                    if beta < 1.0:
+                        use_teacher = torch.rand(env.num_envs, 1, generator=gen) < beta
+                        action = torch.where(use_teacher, a_teacher, student(obs))
+                    else:
+                        action = a_teacher
+                    obs = env.step(action)[0]
+            all_obs, all_act = torch.cat(data_obs), torch.cat(data_act)
+            for _ in range(cfg.grad_steps):
+                idx = torch.randint(0, all_obs.shape[0], (cfg.batch_size,), generator=gen)
+                loss = ((student(all_obs[idx]) - all_act[idx]) ** 2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            progress.update(bar, advance=1, loss=f"{float(loss):.2e}")
+    student.eval()
+
+    t_res = s_res = None
+    if cfg.eval_episodes > 0:
+        eval_env = make_train_env(train_cfg, min(cfg.eval_episodes, 32), cfg.seed + 30_000,
+                                  dr=cfg.dr)
+        t_res = evaluate(_no_hold(teacher), eval_env, cfg.eval_episodes, seed=cfg.seed)
+        s_res = evaluate(_no_hold(student), eval_env, cfg.eval_episodes, seed=cfg.seed)
+    path = run_dir_of(ckpt) / STUDENT_FILE
+    report = DistillReport(t_res, s_res, float(loss), int(sum(o.shape[0] for o in data_obs)),
+                           path)
+    save_atomic({"format": STUDENT_FORMAT, "hidden": list(cfg.hidden), "obs_dim": env.obs_dim,
+                 "act_dim": env.act_dim, "clip": student.norm.clip,
+                 "state_dict": student.state_dict(),
+                 "dr": cfg.dr, "final_loss": report.final_loss,
+                 "teacher_success": None if t_res is None else t_res.success_rate,
+                 "student_success": None if s_res is None else s_res.success_rate}, path)
+    return student, report
+
+
+def load_student(run: str | Path) -> DeployPolicy:
+    """The distilled student of a run directory (``student.pt``)."""
+    p = Path(run)
+    path = p / STUDENT_FILE if p.is_dir() else p
+    if not path.is_file():
+        raise CheckpointError(f"no student at {path}; run `robot-rl distill {run}` first")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+        assert state["format"] == STUDENT_FORMAT
+        net = student_net(state["obs_dim"], state["act_dim"], state["hidden"])
+        dim = state["obs_dim"]
+        student = DeployPolicy(ObsNorm(torch.zeros(dim), torch.ones(dim), 10.0), net)
+        student.load_state_dict(state["state_dict"])
+        student.norm.clip = float(state.get("clip", 10.0))
+    except Exception as e:
+        raise CheckpointError(f"cannot read student {path}: {type(e).__name__}: {e}") from None
+    return student.eval()
+
+
+def _no_hold(policy: DeployPolicy) -> Any:
+    def act(obs: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return policy(obs), None
+
+    return act

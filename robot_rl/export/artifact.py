@@ -1,0 +1,129 @@
+"""Write the deploy artifact of DESIGN.md: ONNX + TorchScript + policy.json.
+
+    export_artifact(out_dir, DeployPolicy(...), artifact_meta(env, ...), cost=DeployCost(...))
+
+The folder is assembled under a temporary name and renamed into place when complete, and
+every exported graph is checked against the torch module it came from (max abs difference
+below ``tolerance`` on random observations) before the rename.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from robot_rl import __version__
+from robot_rl.config_io import to_dict
+from robot_rl.export.modules import DeployCost, DeployPolicy
+from robot_rl.export.policy import FORMAT, VERSION, ArtifactError, Policy
+from robot_rl.sim.env import BatchedEnv
+
+POLICY_FILES = {"policy_onnx": "policy.onnx", "policy_torchscript": "policy.pt"}
+COST_FILES = {"onnx": "cost_critic.onnx", "torchscript": "cost_critic.pt"}
+
+
+def artifact_meta(env: BatchedEnv, policy: DeployPolicy, safety: dict[str, Any] | None,
+                  provenance: dict[str, Any]) -> dict[str, Any]:
+    """policy.json contents for a policy acting in ``env``'s task (see DESIGN.md)."""
+    cfg, robot = env.cfg, env.robot
+    return {
+        "format": FORMAT, "version": VERSION,
+        "robot": {"name": robot.name, "joint_names": list(robot.joint_names),
+                  "ee_site": robot.ee_site,
+                  "gripper": robot.gripper is not None and env.action_space.has_gripper},
+        "task": cfg.name,
+        "observation": {
+            "dim": env.obs_dim,
+            "layout": [{"name": n, "width": w} for n, w in env.obs_layout],
+            "normalization": {"in_model": True,
+                              "mean": policy.norm.mean.tolist(),
+                              "std": policy.norm.std.tolist(), "clip": policy.norm.clip},
+        },
+        "action": {"dim": env.act_dim, "low": -1.0, "high": 1.0,
+                   "space": to_dict(cfg.action)},
+        "control": {"rate_hz": 1.0 / cfg.control_dt, "physics_dt": cfg.physics_dt,
+                    "decimation": cfg.decimation,
+                    "controller": None if cfg.controller is None else to_dict(cfg.controller)},
+        "shield": to_dict(cfg.shield),
+        "safety_costs": to_dict(cfg.safety),
+        "safety": safety,
+        "files": dict(POLICY_FILES),
+        "provenance": {"robot_rl": __version__, "torch": torch.__version__,
+                       "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **provenance},
+    }
+
+
+def export_artifact(out: str | Path, policy: DeployPolicy, meta: dict[str, Any],
+                    cost: DeployCost | None = None, tolerance: float = 1e-5) -> Path:
+    """Write the artifact folder ``out`` (replacing an existing one); returns its path.
+
+    ``meta["safety"]`` must name the cost files when ``cost`` is given; this function fills
+    them in.
+    """
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    obs_dim, act_dim = int(meta["observation"]["dim"]), int(meta["action"]["dim"])
+    policy = policy.eval()
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        obs = torch.zeros(1, obs_dim)
+        _write_graph(policy, (obs,), ("obs",), "action", tmp, POLICY_FILES["policy_onnx"],
+                     POLICY_FILES["policy_torchscript"])
+        if cost is not None:
+            cost = cost.eval()
+            if meta.get("safety") is None:
+                raise ArtifactError("a cost critic needs meta['safety'] (threshold etc.)")
+            _write_graph(cost, (obs, torch.zeros(1, act_dim)), ("obs", "action"), "cost", tmp,
+                         COST_FILES["onnx"], COST_FILES["torchscript"])
+            meta["safety"]["cost_critic"] = dict(COST_FILES)
+        (tmp / "policy.json").write_text(json.dumps(meta, indent=2) + "\n")
+        _check(tmp, policy, cost, obs_dim, act_dim, tolerance)
+        tmp.chmod(0o755)  # mkdtemp makes it private; an artifact is meant to be shared
+        if out.exists():
+            shutil.rmtree(out)
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def _write_graph(module: torch.nn.Module, example: tuple[torch.Tensor, ...],
+                 inputs: tuple[str, ...], output: str, folder: Path, onnx_name: str,
+                 ts_name: str) -> None:
+    with torch.no_grad():
+        traced = torch.jit.trace(module, example)
+    traced.save(str(folder / ts_name))
+    axes = {name: {0: "batch"} for name in (*inputs, output)}
+    torch.onnx.export(module, example, str(folder / onnx_name), input_names=list(inputs),
+                      output_names=[output], dynamic_axes=axes, dynamo=False)
+
+
+def _check(folder: Path, policy: DeployPolicy, cost: DeployCost | None, obs_dim: int,
+           act_dim: int, tolerance: float) -> None:
+    """Every exported graph agrees with its torch module on random inputs."""
+    gen = torch.Generator().manual_seed(0)
+    obs = torch.randn(64, obs_dim, generator=gen) * 2.0
+    act = torch.rand(64, act_dim, generator=gen) * 2.0 - 1.0
+    with torch.no_grad():
+        ref_a = policy(obs).numpy()
+        ref_c = cost(obs, act).numpy() if cost is not None else None
+    for backend in ("onnx", "torchscript"):
+        loaded = Policy(folder, backend=backend)  # type: ignore[arg-type]
+        err = float(np.abs(loaded(obs.numpy()) - ref_a).max())
+        if err > tolerance:
+            raise ArtifactError(f"exported {backend} policy differs from torch by {err:.2e}")
+        if ref_c is not None:
+            got = np.stack([loaded.cost(o, a[None])[0] for o, a in zip(obs.numpy()[:8],
+                                                                   act.numpy()[:8], strict=True)])
+            err = float(np.abs(got - ref_c[:8]).max())
+            if err > tolerance * max(1.0, float(np.abs(ref_c).max())):
+                raise ArtifactError(f"exported {backend} cost critic differs from torch by "
+                                    f"{err:.2e}")

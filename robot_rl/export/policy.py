@@ -1,0 +1,197 @@
+"""Load a deploy artifact: ``load_policy(path)`` returns a numpy-in, numpy-out policy.
+
+This module imports numpy, json and onnxruntime (torch only for ``backend="torchscript"``)
+and no training code, so the robot side stays small:
+
+    policy = load_policy("export/")              # folder with policy.json, policy.onnx, ...
+    a = policy(obs)                              # (obs_dim,) -> (act_dim,), or batched
+    a, hold, rejected = policy.safe_action(obs)  # K candidates scored by the cost critic
+
+``policy.json`` is checked against the model files: a model whose input or output width
+differs from the recorded observation and action sizes refuses to load.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from robot_rl.errors import RobotRLError
+
+FORMAT = "robot_rl.policy"
+VERSION = 1
+
+
+class ArtifactError(RobotRLError):
+    """A policy artifact is missing, malformed, or inconsistent with its metadata."""
+
+
+class Policy:
+    """An exported policy (see module docstring). Thread-compatible, not thread-safe."""
+
+    def __init__(self, path: str | Path, backend: Literal["onnx", "torchscript"] = "onnx",
+                 seed: int = 0):
+        self.path = Path(path)
+        meta_path = self.path / "policy.json"
+        if not meta_path.is_file():
+            raise ArtifactError(f"no policy.json in {self.path} (is it an exported artifact?)")
+        try:
+            self.meta: dict[str, Any] = json.loads(meta_path.read_text())
+        except json.JSONDecodeError as e:
+            raise ArtifactError(f"{meta_path} is not valid JSON: {e}") from None
+        if self.meta.get("format") != FORMAT or self.meta.get("version") != VERSION:
+            raise ArtifactError(f"{meta_path} is not a {FORMAT} v{VERSION} file")
+        try:
+            self.obs_dim = int(self.meta["observation"]["dim"])
+            self.act_dim = int(self.meta["action"]["dim"])
+            widths = sum(int(t["width"]) for t in self.meta["observation"]["layout"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise ArtifactError(f"{meta_path} lacks a field: {e}") from None
+        if widths != self.obs_dim:
+            raise ArtifactError(f"{meta_path}: observation layout sums to {widths}, "
+                                f"dim says {self.obs_dim}")
+        self.backend = backend
+        self._run = self._load(self.meta["files"]["policy_" + _suffix(backend)],
+                               [("obs", self.obs_dim)], self.act_dim, "policy")
+        safety = self.meta.get("safety") or {}
+        cost_file = (safety.get("cost_critic") or {}).get(_suffix(backend))
+        self._cost = None
+        if cost_file is not None:
+            self._cost = self._load(cost_file, [("obs", self.obs_dim), ("action", self.act_dim)],
+                                    None, "cost critic")
+        self.threshold = float(safety.get("threshold", np.inf))
+        self.candidates = int(safety.get("candidates", 1))
+        self.candidate_noise = float(safety.get("candidate_noise", 0.3))
+        self.fallback = safety.get("fallback", "least_cost")
+        self._rng = np.random.default_rng(seed)
+        self._gate: Any = None
+
+    # -- properties --------------------------------------------------------------------------
+
+    @property
+    def joint_names(self) -> list[str]:
+        return list(self.meta["robot"]["joint_names"])
+
+    @property
+    def control_hz(self) -> float:
+        return float(self.meta["control"]["rate_hz"])
+
+    @property
+    def has_cost_critic(self) -> bool:
+        return self._cost is not None
+
+    # -- inference ---------------------------------------------------------------------------
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        """Action(s) in [-1, 1] for observation(s): (O,) -> (A,) or (B, O) -> (B, A)."""
+        x = np.asarray(obs, dtype=np.float32)
+        single = x.ndim == 1
+        if x.shape[-1] != self.obs_dim or x.ndim not in (1, 2):
+            raise ArtifactError(f"observation must be ({self.obs_dim},) or (B, {self.obs_dim}), "
+                                f"got {x.shape}")
+        out = self._run(x[None] if single else x)
+        return out[0] if single else out
+
+    def cost(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """Estimated discounted cost (K,) of K candidate actions (K, A) at one obs (O,)."""
+        if self._cost is None:
+            raise ArtifactError(f"{self.path} has no cost critic (trained with --safety off)")
+        a = np.asarray(actions, dtype=np.float32).reshape(-1, self.act_dim)
+        x = np.broadcast_to(np.asarray(obs, dtype=np.float32), (a.shape[0], self.obs_dim))
+        return self._cost(np.ascontiguousarray(x), a)
+
+    def safe_action(self, obs: np.ndarray) -> tuple[np.ndarray, bool, bool]:
+        """(action (A,), hold, rejected) through the safety-critic gate.
+
+        Candidates: the policy's action first, then K-1 Gaussian perturbations of it
+        (``candidate_noise``); the first under the threshold wins, else the least-cost one,
+        or a hold when the artifact's fallback is "hold". Without a cost critic: the action.
+        """
+        a = self(obs)
+        if self._cost is None or self.candidates <= 1:
+            return a, False, False
+        if self._gate is None:
+            from robot_rl.controllers.gate import ActionGate
+
+            self._gate = ActionGate(self.threshold, self.fallback)
+        noise = self._rng.standard_normal((self.candidates - 1, self.act_dim)) \
+            * self.candidate_noise
+        cands = np.concatenate([a[None], np.clip(a + noise, -1.0, 1.0)]).astype(np.float32)
+        res = self._gate(cands[None], self.cost(obs, cands)[None])
+        return res.action[0], bool(res.hold[0]), bool(res.rejected[0])
+
+    # -- loading -----------------------------------------------------------------------------
+
+    def _load(self, name: str, inputs: list[tuple[str, int]], out_dim: int | None,
+              what: str) -> Any:
+        file = self.path / name
+        if not file.is_file():
+            raise ArtifactError(f"{what} file {file} is missing")
+        if self.backend == "torchscript":
+            return _torchscript(file, inputs, out_dim, what)
+        return _onnx(file, inputs, out_dim, what)
+
+
+def _suffix(backend: str) -> str:
+    if backend not in ("onnx", "torchscript"):
+        raise ArtifactError(f"backend must be 'onnx' or 'torchscript', got {backend!r}")
+    return "onnx" if backend == "onnx" else "torchscript"
+
+
+def _onnx(file: Path, inputs: list[tuple[str, int]], out_dim: int | None, what: str) -> Any:
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1  # one small sample: threads only add latency
+    opts.inter_op_num_threads = 1
+    try:
+        sess = ort.InferenceSession(str(file), opts, providers=["CPUExecutionProvider"])
+    except Exception as e:
+        raise ArtifactError(f"cannot load {what} {file}: {e}") from None
+    got = [(i.name, i.shape[-1]) for i in sess.get_inputs()]
+    if got != inputs:
+        raise ArtifactError(f"{file}: inputs {got} do not match policy.json {inputs}")
+    out_shape = sess.get_outputs()[0].shape
+    if out_dim is not None and out_shape[-1] != out_dim:
+        raise ArtifactError(f"{file}: output width {out_shape[-1]} does not match the action "
+                            f"dim {out_dim} of policy.json")
+    names = [n for n, _ in inputs]
+
+    def run(*arrays: np.ndarray) -> np.ndarray:
+        return sess.run(None, dict(zip(names, arrays, strict=True)))[0]
+
+    return run
+
+
+def _torchscript(file: Path, inputs: list[tuple[str, int]], out_dim: int | None,
+                 what: str) -> Any:
+    import torch
+
+    try:
+        module = torch.jit.load(str(file), map_location="cpu").eval()
+    except Exception as e:
+        raise ArtifactError(f"cannot load {what} {file}: {e}") from None
+    probe = [torch.zeros(1, d) for _, d in inputs]
+    try:
+        with torch.no_grad():
+            out = module(*probe)
+    except Exception as e:
+        raise ArtifactError(f"{file} does not accept inputs {inputs}: {e}") from None
+    if out_dim is not None and out.shape[-1] != out_dim:
+        raise ArtifactError(f"{file}: output width {out.shape[-1]} does not match the action "
+                            f"dim {out_dim} of policy.json")
+
+    def run(*arrays: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return module(*(torch.from_numpy(a) for a in arrays)).numpy()
+
+    return run
+
+
+def load_policy(path: str | Path, backend: Literal["onnx", "torchscript"] = "onnx",
+                seed: int = 0) -> Policy:
+    """The policy in artifact folder ``path`` (see module docstring)."""
+    return Policy(path, backend=backend, seed=seed)

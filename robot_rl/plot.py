@@ -1,0 +1,38 @@
+"""The learning-curve figure of a run (success rate and episode cost against time and steps)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def plot_curves(path: str | Path, curves: Sequence[tuple[str, list[dict[str, float]]]],
+                title: str = "") -> Path:
+    """Write a PNG with success rate and episode cost against wall-clock seconds.
+
+    ``curves``: (label, eval history) pairs; each history row has ``seconds``,
+    ``success_rate`` and ``episode_cost`` (``env_steps`` optional).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_s, ax_c) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for label, rows in curves:
+        t = [r["seconds"] for r in rows]
+        ax_s.plot(t, [100.0 * r["success_rate"] for r in rows], marker=".", label=label)
+        ax_c.plot(t, [r["episode_cost"] for r in rows], marker=".", label=label)
+    ax_s.set(xlabel="wall clock [s]", ylabel="eval success [%]", ylim=(-2, 102))
+    ax_c.set(xlabel="wall clock [s]", ylabel="eval episode cost")
+    for ax in (ax_s, ax_c):
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best", fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
