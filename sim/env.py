@@ -347,4 +347,5 @@ def _limits(robot: RobotSpec, safety: SafetyCostConfig, model: mujoco.MjModel,
         ws_mid=t((ws_lo + ws_hi) / 2), ws_half=t((ws_hi - ws_lo) / 2),
         table_force_sq=safety.table_force_limit ** 2,
         ee_home_rot=t(data.site(robot.ee_site).xmat.reshape(3, 3)),
+        ee_home_pos=t(data.site(robot.ee_site).xpos),
     )

@@ -36,6 +36,7 @@ class Limits:
     ws_half: torch.Tensor  # (3,) workspace box half extents
     table_force_sq: float  # squared contact-force threshold [N^2]
     ee_home_rot: torch.Tensor  # (3, 3) end-effector orientation at the home pose
+    ee_home_pos: torch.Tensor  # (3,) end-effector position at the home pose
 
 
 def slice_or_index(ids: list[int], device: torch.device | str = "cpu") -> slice | torch.Tensor:

@@ -13,6 +13,7 @@ import json
 import shutil
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -98,12 +99,18 @@ def export_artifact(out: str | Path, policy: DeployPolicy, meta: dict[str, Any],
 def _write_graph(module: torch.nn.Module, example: tuple[torch.Tensor, ...],
                  inputs: tuple[str, ...], output: str, folder: Path, onnx_name: str,
                  ts_name: str) -> None:
-    with torch.no_grad():
-        traced = torch.jit.trace(module, example)
-    traced.save(str(folder / ts_name))
-    axes = {name: {0: "batch"} for name in (*inputs, output)}
-    torch.onnx.export(module, example, str(folder / onnx_name), input_names=list(inputs),
-                      output_names=[output], dynamic_axes=axes, dynamo=False)
+    # TorchScript and the TorchScript-based ONNX exporter are deprecated in favour of
+    # torch.export, but they are what deploy runtimes (libtorch, onnxruntime) load today;
+    # their notices are not actionable for users, so they are silenced here.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", FutureWarning)
+        with torch.no_grad():
+            traced = torch.jit.trace(module, example)
+        traced.save(str(folder / ts_name))
+        axes = {name: {0: "batch"} for name in (*inputs, output)}
+        torch.onnx.export(module, example, str(folder / onnx_name), input_names=list(inputs),
+                          output_names=[output], dynamic_axes=axes, dynamo=False)
 
 
 def _check(folder: Path, policy: DeployPolicy, cost: DeployCost | None, obs_dim: int,

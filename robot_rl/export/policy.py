@@ -168,10 +168,14 @@ def _onnx(file: Path, inputs: list[tuple[str, int]], out_dim: int | None, what: 
 
 def _torchscript(file: Path, inputs: list[tuple[str, int]], out_dim: int | None,
                  what: str) -> Any:
+    import warnings
+
     import torch
 
     try:
-        module = torch.jit.load(str(file), map_location="cpu").eval()
+        with warnings.catch_warnings():  # torch.jit.load is deprecated, libtorch still loads it
+            warnings.simplefilter("ignore", DeprecationWarning)
+            module = torch.jit.load(str(file), map_location="cpu").eval()
     except Exception as e:
         raise ArtifactError(f"cannot load {what} {file}: {e}") from None
     probe = [torch.zeros(1, d) for _, d in inputs]

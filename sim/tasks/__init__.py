@@ -1,6 +1,6 @@
 """Task registry: ``get_task(name)`` returns a TaskDef; ``make_task_config(name)`` a fresh config.
 
-Built-in tasks: reach, push, lift (on any RobotSpec) and pusher (gymnasium's Pusher-v5 model,
+Built-in tasks: reach, reach_hazard, push, lift (on any RobotSpec) and pusher (gymnasium's Pusher-v5 model,
 dynamics, observation and reward in the batched env, for benchmarks and parity checks).
 """
 
@@ -48,9 +48,9 @@ def replace_config(cfg: TaskConfig, **overrides: Any) -> TaskConfig:
 
 
 def _register_builtins() -> None:
-    from robot_rl.sim.tasks import lift, push, pusher, reach
+    from robot_rl.sim.tasks import lift, push, pusher, reach, reach_hazard
 
-    for module in (reach, push, lift, pusher):
+    for module in (reach, reach_hazard, push, lift, pusher):
         register_task(module.TASK)
 
 

@@ -1,0 +1,106 @@
+"""The training runner: run directory, checkpoints (round trip, resume, corruption, Ctrl-C)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from robot_rl.algos import SACConfig, SafetyConfig
+from robot_rl.checkpoint import CHECKPOINT, REPLAY, CheckpointError, load_checkpoint
+from robot_rl.runner import Runner, TrainConfig, load_agent, read_curve
+
+ROBOT_RL = str(Path(sys.executable).parent / "robot-rl")
+
+
+def tiny_config(tmp_path: Path, **overrides: object) -> TrainConfig:
+    small = dict(actor_hidden=(32, 32), critic_hidden=(32, 32), batch_size=32,
+                 buffer_size=5_000, learning_starts=80)
+    fields: dict = dict(task="reach", num_envs=4, total_steps=240, episode_length=20,
+                        eval_every=10**9, eval_episodes=2, log_every=40, runs_dir=tmp_path,
+                        run_name="tiny", progress=False, safety="both",
+                        sac=SACConfig(**small), safety_critic=SafetyConfig(hidden=(32, 32)))
+    fields.update(overrides)
+    return TrainConfig(**fields)
+
+
+def test_run_dir_checkpoint_round_trip_and_resume(tmp_path):
+    runner = Runner(tiny_config(tmp_path))
+    history = runner.train()
+    run = tmp_path / "tiny"
+    assert (run / "config.json").is_file() and (run / CHECKPOINT).is_file()
+    assert (run / REPLAY).is_file() and any((run / "tb").iterdir())
+    saved = json.loads((run / "config.json").read_text())
+    assert saved["safety"] == "both" and saved["sac"]["batch_size"] == 32
+    assert read_curve(run)[-1]["env_steps"] == 240 == history[-1]["env_steps"]
+
+    agent, cfg, state = load_agent(run)
+    assert cfg.safety == "both" and state["env_steps"] == 240
+    for (name, a), b in zip(runner.agent.state_dict().items(), agent.state_dict().values(),
+                            strict=True):
+        torch.testing.assert_close(a, b, msg=name)
+
+    resumed = Runner(TrainConfig(resume=run, total_steps=480, progress=False))
+    assert resumed.env_steps == 240 and len(resumed.buffer) == 240
+    torch.testing.assert_close(resumed.agent.normalizer.mean, runner.agent.normalizer.mean)
+    assert resumed.agent.updates == runner.agent.updates
+    resumed.train()
+    assert load_checkpoint(run)["env_steps"] == 480
+    assert resumed.agent.updates == runner.agent.updates + 240 // 4
+
+
+def test_corrupt_or_missing_checkpoint_is_one_clear_error(tmp_path):
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint at all")
+    with pytest.raises(CheckpointError, match="bad.pt"):
+        load_checkpoint(bad)
+    with pytest.raises(CheckpointError, match="no checkpoint"):
+        load_checkpoint(tmp_path / "nowhere")
+    torch.save({"weights": 1}, tmp_path / "other.pt")
+    with pytest.raises(CheckpointError, match="not a robot_rl training checkpoint"):
+        load_checkpoint(tmp_path / "other.pt")
+    out = subprocess.run([ROBOT_RL, "eval", str(bad)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "bad.pt" in lines[0] and "error" in lines[0]
+
+
+def test_ctrl_c_leaves_a_resumable_checkpoint(tmp_path):
+    cmd = [ROBOT_RL, "train", "--task", "reach", "--num-envs", "4", "--total-steps",
+           "100000000", "--episode-length", "20", "--eval-every", "1000000000",
+           "--eval-episodes", "2", "--runs-dir", str(tmp_path), "--run-name", "ctrlc",
+           "--checkpoint-every", "2", "--no-progress", "--sac.learning-starts", "100",
+           "--sac.batch-size", "32", "--sac.actor-hidden", "32", "32",
+           "--sac.critic-hidden", "32", "32", "--safety", "off"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ckpt = tmp_path / "ctrlc" / CHECKPOINT
+    deadline = time.monotonic() + 120
+    while not ckpt.is_file() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert ckpt.is_file(), proc.communicate()[1]
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    state = load_checkpoint(ckpt)
+    steps = state["env_steps"]
+    assert steps > 0
+    assert not [p for p in ckpt.parent.iterdir() if p.name.endswith(".tmp")]
+    resumed = Runner(TrainConfig(resume=tmp_path / "ctrlc", total_steps=steps + 40,
+                                 progress=False))
+    assert resumed.env_steps == steps
+    resumed.train()
+    assert load_checkpoint(ckpt)["env_steps"] == steps + 40
+
+
+def test_resume_of_a_missing_run_is_refused(tmp_path):
+    with pytest.raises(CheckpointError):
+        Runner(TrainConfig(resume=tmp_path / "missing", progress=False))
