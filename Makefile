@@ -1,7 +1,9 @@
 # robot_rl: every target sets itself up on a fresh machine (idempotent), then runs.
-#   make demo    set up, then run the scripted experts on the built-in arm and write videos
+#   make demo    set up, then train reach with the safety critic (short budget), evaluate with a
+#                video, distill a student, export the deploy artifact; plus a scripted-expert video
 #   make test    set up, then lint, type-check and run the test suite
 #   make bench   set up, then print the simulation throughput and controller cost tables
+#   make bench-learning   set up, then the learning benchmarks (about 40 minutes: SB3 included)
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -11,7 +13,10 @@ STAMP := $(VENV)/.installed
 APT_PACKAGES := libegl1 libgl1-mesa-dri
 export MUJOCO_GL ?= egl
 
-.PHONY: setup demo test lint bench clean
+DEMO := runs/demo/reach
+DEMO_BUDGET ?= 300
+
+.PHONY: setup demo test lint bench bench-learning clean
 
 setup: $(STAMP)
 
@@ -33,11 +38,16 @@ $(STAMP): pyproject.toml Makefile
 	@touch $(STAMP)
 
 demo: setup
+	rm -rf $(DEMO)
+	$(BIN)/robot-rl train --task reach --safety gate --time-budget $(DEMO_BUDGET) \
+	  --target-success 0.95 --runs-dir runs/demo --run-name reach
+	$(BIN)/robot-rl eval $(DEMO) --episodes 32 --video $(DEMO)/eval.mp4 --video-envs 0 1
+	$(BIN)/robot-rl distill $(DEMO)
+	$(BIN)/robot-rl export $(DEMO)
+	$(BIN)/robot-rl eval $(DEMO)/export --episodes 32 --dr default
 	$(BIN)/robot-rl sim rollout --task push --policy expert --num-envs 4 --episodes 4 \
 	  --video runs/demo/push_expert.mp4 --video-envs 0 1
-	$(BIN)/robot-rl sim rollout --task lift --policy expert --num-envs 4 --episodes 4 \
-	  --video runs/demo/lift_expert.mp4 --video-envs 0 1
-	@echo "videos: runs/demo/push_expert.mp4 runs/demo/lift_expert.mp4"
+	@echo "run: $(DEMO) (learning_curve.png, eval.mp4, student.pt, export/); runs/demo/push_expert.mp4"
 
 lint: setup
 	$(BIN)/ruff check .
@@ -49,6 +59,10 @@ test: lint
 bench: setup
 	$(BIN)/python benchmarks/sim_throughput.py
 	$(BIN)/python benchmarks/controllers.py
+
+bench-learning: setup
+	$(BIN)/python benchmarks/sac_reach.py
+	$(BIN)/python benchmarks/safety.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .ruff_cache .mypy_cache

@@ -44,17 +44,17 @@ def _convert(tp: Any, value: Any) -> Any:
     if origin in (Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         for a in args:
-            if dataclasses.is_dataclass(a) and isinstance(value, dict):
+            if isinstance(a, type) and dataclasses.is_dataclass(a) and isinstance(value, dict):
                 if "type" not in value or _type_tag(a) in (None, value["type"]):
                     return from_dict(a, value)
         return _convert(args[0], value) if len(args) == 1 else value
-    if dataclasses.is_dataclass(tp) and isinstance(value, dict):
-        return from_dict(tp, value)  # type: ignore[arg-type]
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp) and isinstance(value, dict):
+        return from_dict(tp, value)
     if origin is tuple:
-        args = typing.get_args(tp)
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_convert(args[0], v) for v in value)
-        return tuple(_convert(a, v) for a, v in zip(args, value, strict=True))
+        items = typing.get_args(tp)
+        if len(items) == 2 and items[1] is Ellipsis:
+            return tuple(_convert(items[0], v) for v in value)
+        return tuple(_convert(a, v) for a, v in zip(items, value, strict=True))
     if tp is Path:
         return Path(value)
     return value

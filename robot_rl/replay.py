@@ -40,13 +40,13 @@ class ReplayBuffer:
             raise ConfigError(f"replay capacity must be >= 1, got {capacity}")
         self.capacity = capacity
         self.device = torch.device(device)
-        f32 = dict(dtype=torch.float32, device=self.device)
-        self.obs = torch.zeros(capacity, obs_dim, **f32)
-        self.action = torch.zeros(capacity, act_dim, **f32)
-        self.reward = torch.zeros(capacity, **f32)
-        self.cost = torch.zeros(capacity, **f32)
-        self.next_obs = torch.zeros(capacity, obs_dim, **f32)
-        self.terminated = torch.zeros(capacity, **f32)
+        dev, f32 = self.device, torch.float32
+        self.obs = torch.zeros(capacity, obs_dim, dtype=f32, device=dev)
+        self.action = torch.zeros(capacity, act_dim, dtype=f32, device=dev)
+        self.reward = torch.zeros(capacity, dtype=f32, device=dev)
+        self.cost = torch.zeros(capacity, dtype=f32, device=dev)
+        self.next_obs = torch.zeros(capacity, obs_dim, dtype=f32, device=dev)
+        self.terminated = torch.zeros(capacity, dtype=f32, device=dev)
         self.pos = 0
         """Next slot to write."""
         self.size = 0

@@ -155,14 +155,15 @@ class Runner:
     def __init__(self, cfg: TrainConfig, console: Console | None = None):
         self.console = console or Console()
         resume_state: dict[str, Any] | None = None
-        if cfg.resume is not None:
-            resume_state = load_checkpoint(cfg.resume)
+        resume = cfg.resume
+        if resume is not None:
+            resume_state = load_checkpoint(resume)
             saved = from_dict(TrainConfig, resume_state["config"])
             cfg = dataclasses.replace(saved, total_steps=cfg.total_steps,
                                       time_budget=cfg.time_budget,
                                       target_success=cfg.target_success,
-                                      progress=cfg.progress, resume=cfg.resume)
-            self.run_dir = Path(cfg.resume)
+                                      progress=cfg.progress, resume=resume)
+            self.run_dir = Path(resume)
         cfg.validate()
         self.cfg = cfg
         torch.manual_seed(cfg.seed)

@@ -1,7 +1,8 @@
 """Task registry: ``get_task(name)`` returns a TaskDef; ``make_task_config(name)`` a fresh config.
 
-Built-in tasks: reach, reach_hazard, push, lift (on any RobotSpec) and pusher (gymnasium's Pusher-v5 model,
-dynamics, observation and reward in the batched env, for benchmarks and parity checks).
+Built-in tasks: reach, reach_hazard, push, lift (on any RobotSpec) and pusher (gymnasium's
+Pusher-v5 model, dynamics, observation and reward in the batched env, for benchmarks and parity
+checks).
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ def test_bench_sim_tiny_budget() -> None:
     (("sim", "rollout", "--video", "out.avi", "--episodes", "1"), "must end in .mp4"),
     (("sim", "info", "--robot", "nope"), "unknown robot 'nope'; valid robots: arm7"),
     (("sim", "frobnicate"), "unknown command 'robot-rl sim frobnicate'"),
-    (("teleport",), "unknown command group 'teleport'"),
+    (("teleport",), "unknown command 'teleport'"),
 ])
 def test_bad_input_is_one_line_no_traceback(args: tuple[str, ...], message: str) -> None:
     out = _cli(*args)

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from robot_rl.algos import SAC, SACConfig, SafetyConfig
-from robot_rl.algos.safety_critic import Lagrange, cost_td_target
 from robot_rl.algos.sac import alpha_loss, soft_td_target
+from robot_rl.algos.safety_critic import Lagrange, cost_td_target
 from robot_rl.errors import ConfigError
 from robot_rl.nets import EnsembleCritic, RunningNorm, tanh_gaussian_log_prob
 

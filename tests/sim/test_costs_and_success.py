@@ -102,3 +102,21 @@ def test_success_terminates_when_configured() -> None:
         if terminated.any():
             break
     assert terminated.any() and not truncated.any()
+
+
+def test_reach_hazard_charges_the_straight_path_only():
+    """The straight-line expert crosses the hazard; holding still never enters it."""
+    env = make_env("reach_hazard", 8, seed=0)
+    env.reset(seed=0)
+    hazard_steps = 0.0
+    for _ in range(60):
+        _, _, cost, _, _, info = env.step(env.expert_action())
+        hazard_steps += float(info["cost_terms"]["hazard"].sum())
+        assert bool((cost >= info["cost_terms"]["hazard"]).all())
+    assert hazard_steps > 8  # every env passes through
+    env.reset(seed=0)
+    for _ in range(30):
+        _, _, _, _, _, info = env.step(torch.zeros(8, env.act_dim))
+        assert not bool(info["cost_terms"]["hazard"].any())
+    d = torch.linalg.vector_norm(env.state.buffers["target"] - env.state.limits.ee_home_pos, dim=1)
+    assert bool((d >= env.cfg.min_target_distance).all())

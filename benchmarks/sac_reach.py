@@ -1,0 +1,204 @@
+"""Wall-clock to 95% reach success: robot_rl SAC vs Stable-Baselines3 SAC, then the student.
+
+    python benchmarks/sac_reach.py                      # ours, SB3, distill + export + latency
+    python benchmarks/sac_reach.py --budget 600 --skip-sb3
+
+One run each, on this machine, one after the other (never concurrently: two trainers on two
+cores slow each other down far more than 2x). Both learners are evaluated the same way:
+deterministic policy, 32 episodes of the batched reach env. Ours counts its evaluation time
+against itself; SB3's evaluations are excluded from its clock. SB3 runs at its defaults
+(``SAC("MlpPolicy", env)``) on our gymnasium wrapper ``robot_rl/Reach-v0``.
+
+Afterwards our run is distilled (DAgger, default domain randomization) and exported; the table
+reports student vs teacher success and the exported policy's per-call latency (onnxruntime,
+one sample, as the deploy loop calls it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import tyro
+from rich.console import Console
+from rich.table import Table
+
+from robot_rl.evaluate import evaluate
+from robot_rl.plot import plot_curves
+from robot_rl.runner import Runner, TrainConfig
+from robot_rl.sim import make_env
+
+
+@dataclasses.dataclass(kw_only=True)
+class Args:
+    """Wall-clock to 95% reach success: ours vs SB3 SAC; student vs teacher."""
+
+    budget: float = 600.0
+    """Wall-clock budget of each learner [s]."""
+    target: float = 0.95
+    """Success rate that stops the clock."""
+    safety: str = "gate"
+    """Our safety mode (the product default)."""
+    eval_episodes: int = 32
+    """Episodes per evaluation."""
+    sb3_eval_every: float = 20.0
+    """Seconds of SB3 training between its evaluations."""
+    skip_sb3: bool = False
+    """Only run ours (and the student)."""
+    skip_student: bool = False
+    """Skip distillation, export and the latency table."""
+    out: Path = Path("runs/bench/sac_reach")
+    """Folder of the runs, curves and figure."""
+    seed: int = 0
+    """Seed of both learners."""
+
+
+def run_ours(args: Args) -> tuple[list[dict[str, float]], Path]:
+    cfg = TrainConfig(task="reach", safety=args.safety, time_budget=args.budget,  # type: ignore[arg-type]
+                      target_success=args.target, eval_every=16_000,
+                      eval_episodes=args.eval_episodes, runs_dir=args.out, run_name="ours",
+                      seed=args.seed, save_replay=False, checkpoint_every=1e9)
+    runner = Runner(cfg)
+    return runner.train(), runner.run_dir
+
+
+def run_sb3(args: Args, console: Console) -> list[dict[str, float]]:
+    import gymnasium
+    from stable_baselines3 import SAC as SB3SAC
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    import robot_rl  # noqa: F401  (registers robot_rl/Reach-v0)
+
+    eval_env = make_env("reach", min(args.eval_episodes, 32), seed=args.seed + 10_000)
+    history: list[dict[str, float]] = []
+
+    class Clock(BaseCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.train_time = 0.0
+            self.mark = time.perf_counter()
+            self.next_eval = 0.0
+
+        def _on_step(self) -> bool:
+            now = time.perf_counter()
+            self.train_time += now - self.mark
+            if self.train_time >= self.next_eval:
+                self.next_eval = self.train_time + args.sb3_eval_every
+                model = self.model
+
+                def policy(obs: torch.Tensor) -> tuple[torch.Tensor, None]:
+                    a, _ = model.predict(obs.numpy(), deterministic=True)
+                    return torch.as_tensor(a, dtype=torch.float32), None
+
+                res = evaluate(policy, eval_env, args.eval_episodes, seed=args.seed + 10_000)
+                history.append({"env_steps": float(self.num_timesteps),
+                                "seconds": self.train_time, "success_rate": res.success_rate,
+                                "episode_cost": res.cost_mean, "return": res.return_mean})
+                console.print(f"  sb3 {self.train_time:6.0f} s  {self.num_timesteps:>8,} steps  "
+                              f"success {res.success_rate:.0%}")
+                if res.success_rate >= args.target:
+                    return False
+            self.mark = time.perf_counter()
+            return self.train_time < args.budget
+
+    env = gymnasium.make("robot_rl/Reach-v0")
+    model = SB3SAC("MlpPolicy", env, seed=args.seed, verbose=0)
+    model.learn(total_timesteps=10**9, callback=Clock())
+    return history
+
+
+def time_to(history: list[dict[str, float]], target: float) -> tuple[float, float] | None:
+    """(seconds, env steps) of the first evaluation at or above ``target``."""
+    for row in history:
+        if row["success_rate"] >= target:
+            return row["seconds"], row["env_steps"]
+    return None
+
+
+def student_figures(run_dir: Path, console: Console) -> dict[str, float]:
+    from robot_rl.cli.learn import ExportConfig, export_cmd
+    from robot_rl.distill import DistillConfig, distill
+    from robot_rl.export import load_policy
+
+    _, report = distill(DistillConfig(run=run_dir, progress=False), console)
+    export_cmd(ExportConfig(run=run_dir))
+    policy = load_policy(run_dir / "export")
+    obs = np.zeros(policy.obs_dim, np.float32)
+    times = []
+    for i in range(6000):
+        t = time.perf_counter()
+        policy(obs)
+        if i >= 1000:
+            times.append(time.perf_counter() - t)
+    lat = np.array(times) * 1e6
+    gated = []
+    for i in range(2000):
+        t = time.perf_counter()
+        policy.safe_action(obs)
+        if i >= 500:
+            gated.append(time.perf_counter() - t)
+    glat = np.array(gated) * 1e6
+    assert report.teacher is not None and report.student is not None
+    return {"teacher": report.teacher.success_rate, "student": report.student.success_rate,
+            "ratio": report.success_ratio, "p50": float(np.percentile(lat, 50)),
+            "p99": float(np.percentile(lat, 99)), "gate_p50": float(np.percentile(glat, 50)),
+            "gate_p99": float(np.percentile(glat, 99)), "candidates": policy.candidates}
+
+
+def main(args: Args) -> None:
+    console = Console()
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    console.print(f"[bold]reach: wall clock to {args.target:.0%} success[/bold] "
+                  f"(budget {args.budget:g} s each, {torch.get_num_threads()} torch threads)")
+    ours, run_dir = run_ours(args)
+    curves = [(f"robot_rl SAC (safety {args.safety})", ours)]
+    sb3: list[dict[str, float]] = []
+    if not args.skip_sb3:
+        sb3 = run_sb3(args, console)
+        curves.append(("SB3 SAC defaults", sb3))
+    png = plot_curves(args.out / "sac_reach.png", curves, title="reach: eval success")
+
+    table = Table(title=f"reach to {args.target:.0%} success, one run each, same machine",
+                  title_justify="left")
+    for col in ("learner", "time to target", "env steps", "final success", "evals"):
+        table.add_column(col, justify="left" if col == "learner" else "right")
+    rows = [("robot_rl SAC", ours)] + ([("SB3 SAC (defaults)", sb3)] if sb3 else [])
+    reached = {}
+    for name, hist in rows:
+        hit = time_to(hist, args.target)
+        reached[name] = hit
+        table.add_row(name, f"{hit[0]:.0f} s" if hit else f"> {hist[-1]['seconds']:.0f} s",
+                      f"{hit[1]:,.0f}" if hit else f"> {hist[-1]['env_steps']:,.0f}",
+                      f"{hist[-1]['success_rate']:.0%}", str(len(hist)))
+    console.print(table)
+    ours_hit = reached["robot_rl SAC"]
+    if sb3 and ours_hit:
+        sb3_hit = reached["SB3 SAC (defaults)"]
+        if sb3_hit:
+            console.print(f"speed-up (SB3 time / ours): {sb3_hit[0] / ours_hit[0]:.1f}x")
+        else:
+            console.print(f"speed-up (SB3 time / ours): > {sb3[-1]['seconds'] / ours_hit[0]:.1f}x"
+                          f" (SB3 did not reach {args.target:.0%} in {sb3[-1]['seconds']:.0f} s)")
+    console.print(f"curves: {png}")
+
+    if not args.skip_student:
+        s = student_figures(run_dir, console)
+        t = Table(title="student (64x64 MLP, DAgger under dr=default) vs teacher",
+                  title_justify="left")
+        for col in ("metric", "value", "target"):
+            t.add_column(col, justify="left" if col == "metric" else "right")
+        t.add_row("teacher success (dr default)", f"{s['teacher']:.1%}", "")
+        t.add_row("student success (dr default)", f"{s['student']:.1%}", "")
+        t.add_row("student / teacher", f"{s['ratio']:.3f}", ">= 0.95")
+        t.add_row("policy call p50 / p99 (onnxruntime, 1 sample)",
+                  f"{s['p50']:.1f} / {s['p99']:.1f} µs", "<= 50 µs p99")
+        t.add_row(f"gated call p50 / p99 ({s['candidates']:.0f} candidates + cost critic)",
+                  f"{s['gate_p50']:.1f} / {s['gate_p99']:.1f} µs", "")
+        console.print(t)
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))
