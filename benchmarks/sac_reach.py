@@ -10,8 +10,8 @@ against itself; SB3's evaluations are excluded from its clock. SB3 runs at its d
 (``SAC("MlpPolicy", env)``) on our gymnasium wrapper ``robot_rl/Reach-v0``.
 
 Afterwards our run is distilled (DAgger, default domain randomization) and exported; the table
-reports student vs teacher success and the exported policy's per-call latency (onnxruntime,
-one sample, as the deploy loop calls it).
+reports student vs teacher success and the exported policy's per-call latency (load_policy's
+default backend, one sample, as the deploy loop calls it).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -50,6 +51,10 @@ class Args:
     """Only run ours (and the student)."""
     skip_student: bool = False
     """Skip distillation, export and the latency table."""
+    reuse: bool = False
+    """Reuse our finished run in ``out`` (its learning curve) instead of training again."""
+    reuse_student: bool = False
+    """With --reuse: keep the run's distilled student and export, measure latency only."""
     out: Path = Path("runs/bench/sac_reach")
     """Folder of the runs, curves and figure."""
     seed: int = 0
@@ -118,13 +123,19 @@ def time_to(history: list[dict[str, float]], target: float) -> tuple[float, floa
     return None
 
 
-def student_figures(run_dir: Path, console: Console) -> dict[str, float]:
+def student_figures(run_dir: Path, console: Console, reuse: bool) -> dict[str, Any]:
     from robot_rl.cli.learn import ExportConfig, export_cmd
     from robot_rl.distill import DistillConfig, distill
     from robot_rl.export import load_policy
 
-    _, report = distill(DistillConfig(run=run_dir, progress=False), console)
-    export_cmd(ExportConfig(run=run_dir))
+    if reuse:
+        state = torch.load(run_dir / "student.pt", weights_only=False)
+        teacher, student = state["teacher_success"], state["student_success"]
+    else:
+        _, report = distill(DistillConfig(run=run_dir, progress=False), console)
+        assert report.teacher is not None and report.student is not None
+        teacher, student = report.teacher.success_rate, report.student.success_rate
+        export_cmd(ExportConfig(run=run_dir))
     policy = load_policy(run_dir / "export")
     obs = np.zeros(policy.obs_dim, np.float32)
     times = []
@@ -141,19 +152,25 @@ def student_figures(run_dir: Path, console: Console) -> dict[str, float]:
         if i >= 500:
             gated.append(time.perf_counter() - t)
     glat = np.array(gated) * 1e6
-    assert report.teacher is not None and report.student is not None
-    return {"teacher": report.teacher.success_rate, "student": report.student.success_rate,
-            "ratio": report.success_ratio, "p50": float(np.percentile(lat, 50)),
+    return {"teacher": teacher, "student": student,
+            "ratio": student / max(teacher, 1e-9), "p50": float(np.percentile(lat, 50)),
             "p99": float(np.percentile(lat, 99)), "gate_p50": float(np.percentile(glat, 50)),
-            "gate_p99": float(np.percentile(glat, 99)), "candidates": policy.candidates}
+            "gate_p99": float(np.percentile(glat, 99)), "candidates": policy.candidates,
+            "backend": policy.backend}
 
 
 def main(args: Args) -> None:
-    console = Console()
+    console = Console(width=max(120, Console().width))
     torch.set_num_threads(max(1, torch.get_num_threads()))
     console.print(f"[bold]reach: wall clock to {args.target:.0%} success[/bold] "
                   f"(budget {args.budget:g} s each, {torch.get_num_threads()} torch threads)")
-    ours, run_dir = run_ours(args)
+    if args.reuse:
+        from robot_rl.runner import read_curve
+
+        run_dir = args.out / "ours"
+        ours = read_curve(run_dir)
+    else:
+        ours, run_dir = run_ours(args)
     curves = [(f"robot_rl SAC (safety {args.safety})", ours)]
     sb3: list[dict[str, float]] = []
     if not args.skip_sb3:
@@ -185,7 +202,7 @@ def main(args: Args) -> None:
     console.print(f"curves: {png}")
 
     if not args.skip_student:
-        s = student_figures(run_dir, console)
+        s = student_figures(run_dir, console, args.reuse and args.reuse_student)
         t = Table(title="student (64x64 MLP, DAgger under dr=default) vs teacher",
                   title_justify="left")
         for col in ("metric", "value", "target"):
@@ -193,7 +210,7 @@ def main(args: Args) -> None:
         t.add_row("teacher success (dr default)", f"{s['teacher']:.1%}", "")
         t.add_row("student success (dr default)", f"{s['student']:.1%}", "")
         t.add_row("student / teacher", f"{s['ratio']:.3f}", ">= 0.95")
-        t.add_row("policy call p50 / p99 (onnxruntime, 1 sample)",
+        t.add_row(f"policy call p50 / p99 ({s['backend']}, 1 sample)",
                   f"{s['p50']:.1f} / {s['p99']:.1f} µs", "<= 50 µs p99")
         t.add_row(f"gated call p50 / p99 ({s['candidates']:.0f} candidates + cost critic)",
                   f"{s['gate_p50']:.1f} / {s['gate_p99']:.1f} µs", "")

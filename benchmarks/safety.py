@@ -40,7 +40,7 @@ class Args:
 
 
 def main(args: Args) -> None:
-    console = Console()
+    console = Console(width=max(120, Console().width))
     results: dict[str, list[dict[str, float]]] = {}
     for mode in args.modes:
         console.print(f"[bold]{args.task}: safety {mode}[/bold] ({args.budget:g} s)")

@@ -67,7 +67,7 @@ class TrainConfig:
     """Task name (robot-rl sim info lists them)."""
     algo: Literal["sac"] = "sac"
     """Learning algorithm."""
-    safety: SafetyMode = "gate"
+    safety: SafetyMode = "both"
     """Safety critic use: gate (reject unsafe candidate actions), lagrangian (penalize expected
     cost), both, or off."""
     num_envs: int = 16

@@ -9,6 +9,10 @@ and no training code, so the robot side stays small:
 
 ``policy.json`` is checked against the model files: a model whose input or output width
 differs from the recorded observation and action sizes refuses to load.
+
+Backends: ``onnx`` (default; onnxruntime, one thread, and for one observation a pre-bound
+input/output buffer pair that halves onnxruntime's per-call overhead) or ``torchscript``
+(``policy.pt`` and ``cost_critic.pt`` through torch).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import numpy as np
 
 from robot_rl.errors import RobotRLError
 
+Backend = Literal["onnx", "torchscript"]
 FORMAT = "robot_rl.policy"
 VERSION = 1
 
@@ -32,8 +37,7 @@ class ArtifactError(RobotRLError):
 class Policy:
     """An exported policy (see module docstring). Thread-compatible, not thread-safe."""
 
-    def __init__(self, path: str | Path, backend: Literal["onnx", "torchscript"] = "onnx",
-                 seed: int = 0):
+    def __init__(self, path: str | Path, backend: Backend = "onnx", seed: int = 0):
         self.path = Path(path)
         meta_path = self.path / "policy.json"
         if not meta_path.is_file():
@@ -53,11 +57,17 @@ class Policy:
         if widths != self.obs_dim:
             raise ArtifactError(f"{meta_path}: observation layout sums to {widths}, "
                                 f"dim says {self.obs_dim}")
+        if backend not in ("onnx", "torchscript"):
+            raise ArtifactError(f"backend must be onnx or torchscript, got {backend!r}")
+        files = self.meta.get("files") or {}
+        ts = backend == "torchscript"
+        policy_file = files.get("policy_torchscript" if ts else "policy_onnx")
+        if policy_file is None:
+            raise ArtifactError(f"{meta_path} names no policy file for backend {backend!r}")
         self.backend = backend
-        self._run = self._load(self.meta["files"]["policy_" + _suffix(backend)],
-                               [("obs", self.obs_dim)], self.act_dim, "policy")
+        self._run = self._load(policy_file, [("obs", self.obs_dim)], self.act_dim, "policy")
         safety = self.meta.get("safety") or {}
-        cost_file = (safety.get("cost_critic") or {}).get(_suffix(backend))
+        cost_file = (safety.get("cost_critic") or {}).get("torchscript" if ts else "onnx")
         self._cost = None
         if cost_file is not None:
             self._cost = self._load(cost_file, [("obs", self.obs_dim), ("action", self.act_dim)],
@@ -130,15 +140,9 @@ class Policy:
         file = self.path / name
         if not file.is_file():
             raise ArtifactError(f"{what} file {file} is missing")
-        if self.backend == "torchscript":
+        if name.endswith(".pt"):
             return _torchscript(file, inputs, out_dim, what)
         return _onnx(file, inputs, out_dim, what)
-
-
-def _suffix(backend: str) -> str:
-    if backend not in ("onnx", "torchscript"):
-        raise ArtifactError(f"backend must be 'onnx' or 'torchscript', got {backend!r}")
-    return "onnx" if backend == "onnx" else "torchscript"
 
 
 def _onnx(file: Path, inputs: list[tuple[str, int]], out_dim: int | None, what: str) -> Any:
@@ -159,11 +163,27 @@ def _onnx(file: Path, inputs: list[tuple[str, int]], out_dim: int | None, what: 
         raise ArtifactError(f"{file}: output width {out_shape[-1]} does not match the action "
                             f"dim {out_dim} of policy.json")
     names = [n for n, _ in inputs]
+    if len(inputs) != 1 or out_dim is None:
+        def run(*arrays: np.ndarray) -> np.ndarray:
+            return sess.run(None, dict(zip(names, arrays, strict=True)))[0]
 
-    def run(*arrays: np.ndarray) -> np.ndarray:
-        return sess.run(None, dict(zip(names, arrays, strict=True)))[0]
+        return run
+    # One observation at a time (the deploy loop): onnxruntime reads and writes these two
+    # buffers in place, which skips most of its per-call argument handling.
+    x1 = np.zeros((1, inputs[0][1]), np.float32)
+    y1 = np.zeros((1, out_dim), np.float32)
+    binding = sess.io_binding()
+    binding.bind_ortvalue_input(names[0], ort.OrtValue.ortvalue_from_numpy(x1))
+    binding.bind_ortvalue_output(sess.get_outputs()[0].name, ort.OrtValue.ortvalue_from_numpy(y1))
 
-    return run
+    def run_one(x: np.ndarray) -> np.ndarray:
+        if x.shape[0] != 1:
+            return sess.run(None, {names[0]: x})[0]
+        x1[...] = x
+        sess.run_with_iobinding(binding)
+        return y1.copy()
+
+    return run_one
 
 
 def _torchscript(file: Path, inputs: list[tuple[str, int]], out_dim: int | None,
@@ -195,7 +215,6 @@ def _torchscript(file: Path, inputs: list[tuple[str, int]], out_dim: int | None,
     return run
 
 
-def load_policy(path: str | Path, backend: Literal["onnx", "torchscript"] = "onnx",
-                seed: int = 0) -> Policy:
+def load_policy(path: str | Path, backend: Backend = "onnx", seed: int = 0) -> Policy:
     """The policy in artifact folder ``path`` (see module docstring)."""
     return Policy(path, backend=backend, seed=seed)

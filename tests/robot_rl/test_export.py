@@ -49,8 +49,13 @@ def test_onnx_torchscript_and_torch_agree(artifact):
         ref = student(torch.from_numpy(obs)).numpy()
     for backend in ("onnx", "torchscript"):
         policy = load_policy(out, backend=backend)
+        assert policy.backend == backend
         np.testing.assert_allclose(policy(obs), ref, atol=1e-5)
-        np.testing.assert_allclose(policy(obs[3]), ref[3], atol=1e-5)  # one sample
+        for i in (3, 4, 3):  # one sample at a time: the pre-bound buffers are reused
+            np.testing.assert_allclose(policy(obs[i]), ref[i], atol=1e-5)
+        one = policy(obs[5])
+        policy(obs[6])
+        np.testing.assert_allclose(one, ref[5], atol=1e-5)  # results are not overwritten
         acts = rng.uniform(-1, 1, size=(5, policy.act_dim)).astype(np.float32)
         with torch.no_grad():
             ref_c = cost(torch.from_numpy(np.repeat(obs[:1], 5, 0)),
@@ -103,8 +108,9 @@ def test_mismatched_or_broken_artifacts_refuse_to_load(artifact, tmp_path):
     meta["observation"]["layout"].pop()
     meta["action"]["dim"] = 3
     (bad / "policy.json").write_text(json.dumps(meta))
-    with pytest.raises(ArtifactError, match="action dim"):
-        load_policy(bad)
+    for backend in ("onnx", "torchscript"):
+        with pytest.raises(ArtifactError, match="action dim"):
+            load_policy(bad, backend=backend)
     (bad / "policy.onnx").write_bytes(b"garbage")
     meta["action"]["dim"] = 7
     (bad / "policy.json").write_text(json.dumps(meta))
