@@ -39,7 +39,7 @@ $(STAMP): pyproject.toml Makefile
 
 demo: setup
 	rm -rf $(DEMO)
-	$(BIN)/robot-rl train --task reach --safety gate --time-budget $(DEMO_BUDGET) \
+	$(BIN)/robot-rl train --task reach --time-budget $(DEMO_BUDGET) \
 	  --target-success 0.95 --runs-dir runs/demo --run-name reach
 	$(BIN)/robot-rl eval $(DEMO) --episodes 32 --video $(DEMO)/eval.mp4 --video-envs 0 1
 	$(BIN)/robot-rl distill $(DEMO)

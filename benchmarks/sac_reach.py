@@ -41,8 +41,8 @@ class Args:
     """Wall-clock budget of each learner [s]."""
     target: float = 0.95
     """Success rate that stops the clock."""
-    safety: str = "gate"
-    """Our safety mode (the product default)."""
+    safety: str = "both"
+    """Our safety mode (default: the product default)."""
     eval_episodes: int = 32
     """Episodes per evaluation."""
     sb3_eval_every: float = 20.0

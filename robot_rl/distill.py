@@ -134,7 +134,7 @@ def distill(cfg: DistillConfig, console: Console | None = None
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-            progress.update(bar, advance=1, loss=f"{float(loss):.2e}")
+            progress.update(bar, advance=1, loss=f"{float(loss.detach()):.2e}")
     student.eval()
 
     t_res = s_res = None
@@ -144,7 +144,8 @@ def distill(cfg: DistillConfig, console: Console | None = None
         t_res = evaluate(_no_hold(teacher), eval_env, cfg.eval_episodes, seed=cfg.seed)
         s_res = evaluate(_no_hold(student), eval_env, cfg.eval_episodes, seed=cfg.seed)
     path = run_dir_of(ckpt) / STUDENT_FILE
-    report = DistillReport(t_res, s_res, float(loss), int(sum(o.shape[0] for o in data_obs)),
+    report = DistillReport(t_res, s_res, float(loss.detach()),
+                           int(sum(o.shape[0] for o in data_obs)),
                            path)
     save_atomic({"format": STUDENT_FORMAT, "hidden": list(cfg.hidden), "obs_dim": env.obs_dim,
                  "act_dim": env.act_dim, "clip": student.norm.clip,
