@@ -161,7 +161,6 @@ def student_figures(run_dir: Path, console: Console, reuse: bool) -> dict[str, A
 
 def main(args: Args) -> None:
     console = Console(width=max(120, Console().width))
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     console.print(f"[bold]reach: wall clock to {args.target:.0%} success[/bold] "
                   f"(budget {args.budget:g} s each, {torch.get_num_threads()} torch threads)")
     if args.reuse:

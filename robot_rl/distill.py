@@ -24,7 +24,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from robot_rl.checkpoint import CheckpointError, resolve_checkpoint, run_dir_of, save_atomic
 from robot_rl.errors import ConfigError
-from robot_rl.evaluate import EvalResult, evaluate
+from robot_rl.evaluate import EvalResult, evaluate, module_policy
 from robot_rl.export.modules import ActorMean, DeployPolicy, ObsNorm, student_net
 from robot_rl.runner import load_agent, make_train_env
 
@@ -141,8 +141,8 @@ def distill(cfg: DistillConfig, console: Console | None = None
     if cfg.eval_episodes > 0:
         eval_env = make_train_env(train_cfg, min(cfg.eval_episodes, 32), cfg.seed + 30_000,
                                   dr=cfg.dr)
-        t_res = evaluate(_no_hold(teacher), eval_env, cfg.eval_episodes, seed=cfg.seed)
-        s_res = evaluate(_no_hold(student), eval_env, cfg.eval_episodes, seed=cfg.seed)
+        t_res = evaluate(module_policy(teacher), eval_env, cfg.eval_episodes, seed=cfg.seed)
+        s_res = evaluate(module_policy(student), eval_env, cfg.eval_episodes, seed=cfg.seed)
     path = run_dir_of(ckpt) / STUDENT_FILE
     report = DistillReport(t_res, s_res, float(loss.detach()),
                            int(sum(o.shape[0] for o in data_obs)),
@@ -164,7 +164,8 @@ def load_student(run: str | Path) -> DeployPolicy:
         raise CheckpointError(f"no student at {path}; run `robot-rl distill {run}` first")
     try:
         state = torch.load(path, map_location="cpu", weights_only=False)
-        assert state["format"] == STUDENT_FORMAT
+        if state.get("format") != STUDENT_FORMAT:
+            raise ValueError(f"not a {STUDENT_FORMAT} file")
         net = student_net(state["obs_dim"], state["act_dim"], state["hidden"])
         dim = state["obs_dim"]
         student = DeployPolicy(ObsNorm(torch.zeros(dim), torch.ones(dim), 10.0), net)
@@ -173,10 +174,3 @@ def load_student(run: str | Path) -> DeployPolicy:
     except Exception as e:
         raise CheckpointError(f"cannot read student {path}: {type(e).__name__}: {e}") from None
     return student.eval()
-
-
-def _no_hold(policy: DeployPolicy) -> Any:
-    def act(obs: torch.Tensor) -> tuple[torch.Tensor, None]:
-        return policy(obs), None
-
-    return act

@@ -45,6 +45,15 @@ class EvalResult:
         return out
 
 
+def module_policy(module: Callable[[torch.Tensor], torch.Tensor]) -> EvalPolicy:
+    """An EvalPolicy for a module that maps observations to actions and never holds."""
+
+    def act(obs: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return module(obs), None
+
+    return act
+
+
 @torch.no_grad()
 def evaluate(policy: EvalPolicy, env: BatchedEnv, episodes: int, seed: int = 0,
              video: VideoWriter | None = None, renderer: EnvRenderer | None = None,

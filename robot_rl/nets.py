@@ -127,7 +127,7 @@ def tanh_gaussian_log_prob(u: torch.Tensor, mean: torch.Tensor,
 class RunningNorm(nn.Module):
     """Observation normalizer from running mean and variance (Chan's parallel update).
 
-    ``update(x (B, O))`` folds a batch into the statistics until ``frozen``; ``forward`` returns
+    ``update(x (B, O))`` folds a batch into the statistics; ``forward`` returns
     ``clip((x - mean) / sqrt(var + eps))``.
     """
 
@@ -138,7 +138,6 @@ class RunningNorm(nn.Module):
         self.register_buffer("count", torch.tensor(0.0, dtype=torch.float64))
         self.clip = clip
         self.eps = eps
-        self.frozen = False
 
     mean: torch.Tensor
     var: torch.Tensor
@@ -146,7 +145,7 @@ class RunningNorm(nn.Module):
 
     @torch.no_grad()
     def update(self, x: torch.Tensor) -> None:
-        if self.frozen or x.shape[0] == 0:
+        if x.shape[0] == 0:
             return
         n = float(x.shape[0])
         total = float(self.count) + n

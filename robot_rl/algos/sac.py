@@ -30,7 +30,6 @@ from robot_rl.algos.safety_critic import (
     CostCritic,
     Lagrange,
     SafetyConfig,
-    candidate_batch,
     cost_td_target,
 )
 from robot_rl.controllers.gate import ActionGate
@@ -179,7 +178,7 @@ class SAC(nn.Module):
             return ActStep(first, no, no)
         E, K, A = x.shape[0], self.safety_cfg.candidates, self.act_dim
         rest = self.actor.sample(x.repeat_interleave(K - 1, dim=0))[0].view(E, K - 1, A)
-        cands = candidate_batch(first, rest.unbind(1))  # (E, K, A)
+        cands = torch.cat([first[:, None], rest], dim=1)  # (E, K, A), the policy's own first
         flat_x, flat_a = x.repeat_interleave(K, dim=0), cands.reshape(E * K, A)
         cost = self.cost_critic.estimate(flat_x, flat_a).view(E, K)
         value = self.critic(flat_x, flat_a).mean(0).view(E, K)
@@ -268,7 +267,6 @@ class SAC(nn.Module):
                  "critic_opt": self.critic_opt.state_dict(),
                  "alpha_opt": self.alpha_opt.state_dict(),
                  "lagrange": self.lagrange.state_dict(), "updates": self.updates,
-                 "normalizer_frozen": self.normalizer.frozen,
                  "gen": self.gen.get_state()}
         if self.cost_opt is not None:
             state["cost_opt"] = self.cost_opt.state_dict()
@@ -283,5 +281,4 @@ class SAC(nn.Module):
             self.cost_opt.load_state_dict(state["cost_opt"])
         self.lagrange.load_state_dict(state["lagrange"])
         self.updates = int(state["updates"])
-        self.normalizer.frozen = bool(state["normalizer_frozen"])
         self.gen.set_state(state["gen"])

@@ -20,7 +20,6 @@ The gate's estimate is pessimistic: mean + ``pessimism`` * std over the ensemble
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from typing import Literal
 
 import torch
@@ -136,8 +135,3 @@ class Lagrange:
 
     def load_state_dict(self, state: dict[str, float]) -> None:
         self.value = float(state["value"])
-
-
-def candidate_batch(first: torch.Tensor, samples: Sequence[torch.Tensor]) -> torch.Tensor:
-    """Stack the policy's own action and K-1 alternatives into (B, K, A)."""
-    return torch.stack([first, *samples], dim=1)

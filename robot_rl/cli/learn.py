@@ -112,16 +112,13 @@ def eval_cmd(cfg: EvalConfig) -> None:
             result = evaluate(policy_fn, env, cfg.episodes, seed=cfg.seed, video=writer,
                               renderer=renderer)
         elif cfg.student:
+            from robot_rl.checkpoint import resolve_checkpoint, run_dir_of
             from robot_rl.distill import load_student
+            from robot_rl.evaluate import module_policy
 
-            student = load_student(_run_dir(cfg.path))
-
-            def act(obs: torch.Tensor) -> tuple[torch.Tensor, None]:
-                with torch.no_grad():
-                    return student(obs), None
-
-            result = evaluate(act, env, cfg.episodes, seed=cfg.seed, video=writer,
-                              renderer=renderer)
+            student = load_student(run_dir_of(resolve_checkpoint(cfg.path)))
+            result = evaluate(module_policy(student), env, cfg.episodes, seed=cfg.seed,
+                              video=writer, renderer=renderer)
         else:
             if cfg.gate is not None and cfg.gate != agent.safety_cfg.gate:
                 agent.safety_cfg = dataclasses.replace(
@@ -194,16 +191,17 @@ def distill_cmd(cfg: Any) -> None:
 
 
 def export_cmd(cfg: ExportConfig) -> None:
-    from robot_rl.checkpoint import resolve_checkpoint
+    from robot_rl.checkpoint import resolve_checkpoint, run_dir_of
     from robot_rl.distill import load_student, teacher_policy
     from robot_rl.export.artifact import artifact_meta, export_artifact
     from robot_rl.export.modules import DeployCost, ObsNorm
     from robot_rl.runner import load_agent, make_train_env
 
-    run = _run_dir(cfg.run)
-    ckpt = resolve_checkpoint(run)
+    ckpt = resolve_checkpoint(cfg.run)
+    run = run_dir_of(ckpt)
     agent, train_cfg, state = load_agent(ckpt)
-    policy = load_student(run) if cfg.policy == "student" else teacher_policy(agent)
+    teacher = teacher_policy(agent)
+    policy = load_student(run) if cfg.policy == "student" else teacher
     env = make_train_env(train_cfg, 1, 0)
     safety = None
     cost = None
@@ -215,7 +213,7 @@ def export_cmd(cfg: ExportConfig) -> None:
                   "threshold": sc.threshold if cfg.threshold is None else cfg.threshold,
                   "candidates": sc.candidates if cfg.candidates is None else cfg.candidates,
                   "candidate_noise": cfg.candidate_noise, "fallback": sc.fallback}
-        norm = teacher_policy(agent).norm
+        norm = teacher.norm
         cost = DeployCost(ObsNorm(norm.mean, norm.std, norm.clip), agent.cost_critic.q,
                           sc.pessimism)
     meta = artifact_meta(env, policy, safety, {
@@ -224,7 +222,3 @@ def export_cmd(cfg: ExportConfig) -> None:
     out = export_artifact(cfg.out or run / "export", policy, meta, cost=cost)
     files = ", ".join(sorted(p.name for p in out.iterdir()))
     Console().print(f"exported {cfg.policy} policy to {out}: {files}")
-
-
-def _run_dir(path: Path) -> Path:
-    return path if path.is_dir() else path.parent.parent

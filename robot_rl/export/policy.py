@@ -140,7 +140,7 @@ class Policy:
         file = self.path / name
         if not file.is_file():
             raise ArtifactError(f"{what} file {file} is missing")
-        if name.endswith(".pt"):
+        if self.backend == "torchscript":
             return _torchscript(file, inputs, out_dim, what)
         return _onnx(file, inputs, out_dim, what)
 

@@ -64,13 +64,8 @@ def build_scene(robot: RobotSpec, cfg: PushConfig) -> mujoco.MjSpec:
 def reset(state: SimState, env_ids: torch.Tensor, cfg: PushConfig, gen: torch.Generator) -> None:
     n = len(env_ids)
     puck = terms.uniform(state, cfg.puck_lo, cfg.puck_hi, n, gen)
-    goal = terms.uniform(state, cfg.goal_lo, cfg.goal_hi, n, gen)
-    # Batched rejection sampling: redraw only the goals that are too close to their puck.
-    close = torch.linalg.vector_norm(goal - puck, dim=1) < cfg.min_goal_distance
-    while bool(close.any()):
-        goal = torch.where(close[:, None], terms.uniform(state, cfg.goal_lo, cfg.goal_hi, n, gen),
-                           goal)
-        close = torch.linalg.vector_norm(goal - puck, dim=1) < cfg.min_goal_distance
+    goal = terms.uniform_away(state, cfg.goal_lo, cfg.goal_hi, n, gen, puck,
+                              cfg.min_goal_distance)
     z = torch.full((n, 1), cfg.puck_half_height, dtype=state.dtype, device=state.device)
     qpos = state.backend.qpos
     q = state.qpos_slice("puck_joint")

@@ -53,13 +53,8 @@ def reset(state: SimState, env_ids: torch.Tensor, cfg: ReachHazardConfig,
           gen: torch.Generator) -> None:
     n = len(env_ids)
     home = state.limits.ee_home_pos
-    target = terms.uniform(state, cfg.target_lo, cfg.target_hi, n, gen)
-    for _ in range(20):  # rejection sampling, batched: redraw the targets that are too close
-        close = torch.linalg.vector_norm(target - home, dim=1) < cfg.min_target_distance
-        if not bool(close.any()):
-            break
-        redraw = terms.uniform(state, cfg.target_lo, cfg.target_hi, n, gen)
-        target = torch.where(close[:, None], redraw, target)
+    target = terms.uniform_away(state, cfg.target_lo, cfg.target_hi, n, gen, home,
+                                cfg.min_target_distance)
     hazard = home + cfg.hazard_fraction * (target - home)
     state.buffers["target"][env_ids] = target
     state.buffers["hazard"][env_ids] = hazard

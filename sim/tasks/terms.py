@@ -103,6 +103,19 @@ def closeness(dist: torch.Tensor, scale: float = 0.1) -> torch.Tensor:
     return 1.0 - torch.tanh(dist / scale)
 
 
+def uniform_away(state: SimState, lo: Sequence[float], hi: Sequence[float], n: int,
+                 gen: torch.Generator, ref: torch.Tensor, min_distance: float) -> torch.Tensor:
+    """(n, k) samples uniform in the box [lo, hi], each at least ``min_distance`` from its
+    reference point ``ref`` ((n, k), or (k,) for all rows). Batched rejection sampling: only
+    the rows still too close are redrawn."""
+    x = uniform(state, lo, hi, n, gen)
+    close = torch.linalg.vector_norm(x - ref, dim=1) < min_distance
+    while bool(close.any()):
+        x = torch.where(close[:, None], uniform(state, lo, hi, n, gen), x)
+        close = torch.linalg.vector_norm(x - ref, dim=1) < min_distance
+    return x
+
+
 def uniform(state: SimState, lo: Sequence[float], hi: Sequence[float], n: int,
             gen: torch.Generator) -> torch.Tensor:
     """(n, k) samples uniform in the box [lo, hi] (k corners each), in the state's dtype."""
