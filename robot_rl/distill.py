@@ -14,6 +14,7 @@ its sizes and the teacher's observation normalization (the student shares it).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -27,6 +28,7 @@ from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate, module_policy
 from robot_rl.export.modules import ActorMean, DeployPolicy, ObsNorm, student_net
 from robot_rl.runner import load_agent, make_train_env
+from robot_rl.sim.env import BatchedEnv
 
 STUDENT_FILE = "student.pt"
 STUDENT_FORMAT = "robot_rl.student"
@@ -102,6 +104,29 @@ def distill(cfg: DistillConfig, console: Console | None = None
     env = make_train_env(train_cfg, cfg.num_envs, cfg.seed + 20_000, dr=cfg.dr)
     student = DeployPolicy(ObsNorm(teacher.norm.mean, teacher.norm.std, teacher.norm.clip),
                            student_net(env.obs_dim, env.act_dim, cfg.hidden))
+    loss, samples = dagger(env, teacher, student, cfg, console)
+
+    t_res = s_res = None
+    if cfg.eval_episodes > 0:
+        eval_env = make_train_env(train_cfg, min(cfg.eval_episodes, 32), cfg.seed + 30_000,
+                                  dr=cfg.dr)
+        t_res = evaluate(module_policy(teacher), eval_env, cfg.eval_episodes, seed=cfg.seed)
+        s_res = evaluate(module_policy(student), eval_env, cfg.eval_episodes, seed=cfg.seed)
+    path = run_dir_of(ckpt) / STUDENT_FILE
+    report = DistillReport(t_res, s_res, loss, samples, path)
+    save_atomic({"format": STUDENT_FORMAT, "hidden": list(cfg.hidden), "obs_dim": env.obs_dim,
+                 "act_dim": env.act_dim, "clip": student.norm.clip,
+                 "state_dict": student.state_dict(),
+                 "dr": cfg.dr, "final_loss": report.final_loss,
+                 "teacher_success": None if t_res is None else t_res.success_rate,
+                 "student_success": None if s_res is None else s_res.success_rate}, path)
+    return student, report
+
+
+def dagger(env: BatchedEnv, teacher: Callable[[torch.Tensor], torch.Tensor],
+           student: DeployPolicy, cfg: DistillConfig, console: Console) -> tuple[float, int]:
+    """Fit ``student`` to ``teacher`` (obs -> action labels, called at the env's current
+    state) with DAgger (see module docstring); returns (final loss, samples)."""
     opt = torch.optim.Adam(student.net.parameters(), lr=cfg.lr)
     steps = cfg.rollout_steps or env.cfg.episode_length
     gen = torch.Generator().manual_seed(cfg.seed)
@@ -128,32 +153,35 @@ def distill(cfg: DistillConfig, console: Console | None = None
                         action = a_teacher
                     obs = env.step(action)[0]
             all_obs, all_act = torch.cat(data_obs), torch.cat(data_act)
-            for _ in range(cfg.grad_steps):
-                idx = torch.randint(0, all_obs.shape[0], (cfg.batch_size,), generator=gen)
-                loss = ((student(all_obs[idx]) - all_act[idx]) ** 2).mean()
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
+            with torch.enable_grad():
+                for _ in range(cfg.grad_steps):
+                    idx = torch.randint(0, all_obs.shape[0], (cfg.batch_size,), generator=gen)
+                    loss = ((student(all_obs[idx]) - all_act[idx]) ** 2).mean()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
             progress.update(bar, advance=1, loss=f"{float(loss.detach()):.2e}")
     student.eval()
+    return float(loss.detach()), int(sum(o.shape[0] for o in data_obs))
 
-    t_res = s_res = None
-    if cfg.eval_episodes > 0:
-        eval_env = make_train_env(train_cfg, min(cfg.eval_episodes, 32), cfg.seed + 30_000,
-                                  dr=cfg.dr)
-        t_res = evaluate(module_policy(teacher), eval_env, cfg.eval_episodes, seed=cfg.seed)
-        s_res = evaluate(module_policy(student), eval_env, cfg.eval_episodes, seed=cfg.seed)
-    path = run_dir_of(ckpt) / STUDENT_FILE
-    report = DistillReport(t_res, s_res, float(loss.detach()),
-                           int(sum(o.shape[0] for o in data_obs)),
-                           path)
-    save_atomic({"format": STUDENT_FORMAT, "hidden": list(cfg.hidden), "obs_dim": env.obs_dim,
-                 "act_dim": env.act_dim, "clip": student.norm.clip,
-                 "state_dict": student.state_dict(),
-                 "dr": cfg.dr, "final_loss": report.final_loss,
-                 "teacher_success": None if t_res is None else t_res.success_rate,
-                 "student_success": None if s_res is None else s_res.success_rate}, path)
-    return student, report
+
+def clone_expert(task: str, cfg: DistillConfig, console: Console | None = None
+                 ) -> tuple[DeployPolicy, BatchedEnv]:
+    """A student cloned (DAgger) from the task's scripted expert instead of a trained run:
+    a competent small policy in seconds, for trying the deploy path without training.
+    ``cfg.run`` is ignored. Returns the student and an env of the task (for export)."""
+    from robot_rl.sim import make_env
+
+    torch.manual_seed(cfg.seed)
+    env = make_env(task, cfg.num_envs, seed=cfg.seed, dr=cfg.dr)
+    obs = [env.reset(seed=cfg.seed)]
+    for _ in range(env.cfg.episode_length):  # one expert episode for the normalization
+        obs.append(env.step(env.expert_action())[0])
+    x = torch.cat(obs)
+    norm = ObsNorm(x.mean(0), x.std(0).clamp_min(1e-2), 10.0)
+    student = DeployPolicy(norm, student_net(env.obs_dim, env.act_dim, cfg.hidden))
+    dagger(env, lambda _: env.expert_action(), student, cfg, console or Console())
+    return student, env
 
 
 def load_student(run: str | Path) -> DeployPolicy:

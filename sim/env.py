@@ -138,7 +138,7 @@ class BatchedEnv:
         if seed is not None:
             self.gen.manual_seed(seed)
         self._reset_envs(self._arange)
-        return self._observe()
+        return self.observe()
 
     def step(self, action: torch.Tensor, hold: torch.Tensor | None = None
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
@@ -175,7 +175,7 @@ class BatchedEnv:
             self.shield_counts[name] += flag
 
         bad = self.backend.diverged(cfg.guard_max_qvel)
-        obs = self._observe()
+        obs = self.observe()
         rewards = torch.stack([f(state, cfg) for f in self._reward_fns]) * self._reward_w  # (R, E)
         costs = torch.stack([f(state, cfg) for f in self._cost_fns]).float()  # (C, E)
         reward = rewards.sum(dim=0, dtype=torch.float32)
@@ -219,7 +219,7 @@ class BatchedEnv:
                 "done": done,
             }
             self._reset_envs(ids)
-            obs = torch.where(done[:, None], self._observe(), obs)
+            obs = torch.where(done[:, None], self.observe(), obs)
         return obs, reward, cost, terminated, truncated, info
 
     def expert_action(self) -> torch.Tensor:
@@ -280,10 +280,12 @@ class BatchedEnv:
         self._history[self._head] = action
         return self._history[(self._head - self._delay) % n, self._arange]
 
-    def _observe(self) -> torch.Tensor:
+    def observe(self, noise: bool = True) -> torch.Tensor:
+        """(E, obs_dim) observation of the current state: the task's terms, concatenated,
+        plus the randomized observation noise unless ``noise`` is False."""
         obs = torch.cat([f(self.state, self.cfg) for f in self._obs_fns], dim=1).float()
         std = self.cfg.dr.obs_noise_std
-        if std > 0:
+        if noise and std > 0:
             obs = obs + std * torch.randn(obs.shape, generator=self.gen, device=obs.device)
         return obs
 

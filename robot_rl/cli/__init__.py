@@ -4,6 +4,7 @@
     robot-rl eval RUN --episodes 50 --video eval.mp4    evaluate a run, student or artifact
     robot-rl distill RUN                                DAgger a small student
     robot-rl export RUN                                 ONNX + TorchScript + policy.json
+    robot-rl deploy ARTIFACT --robot sim [--ros]        run a policy on the (simulated) arm
     robot-rl sim info                                   robots, tasks, model sizes
     robot-rl sim rollout --task push --policy expert --video out.mp4
     robot-rl bench sim                                  simulation throughput table
@@ -32,17 +33,18 @@ class Command:
 
 def _top_level() -> dict[str, Command]:
     # Imported here so ``robot-rl --help`` does not pay for torch and mujoco.
-    from robot_rl.cli import learn
+    from robot_rl.cli import deploy, learn
     from robot_rl.distill import DistillConfig
     from robot_rl.runner import TrainConfig
 
     return {"train": Command(TrainConfig, learn.train),
             "eval": Command(learn.EvalConfig, learn.eval_cmd),
             "distill": Command(DistillConfig, learn.distill_cmd),
-            "export": Command(learn.ExportConfig, learn.export_cmd)}
+            "export": Command(learn.ExportConfig, learn.export_cmd),
+            "deploy": Command(deploy.DeployCmd, deploy.deploy_cmd)}
 
 
-TOP_LEVEL = ("train", "eval", "distill", "export")
+TOP_LEVEL = ("train", "eval", "distill", "export", "deploy")
 
 
 def _commands() -> dict[str, dict[str, Command]]:

@@ -120,7 +120,10 @@ class Policy:
         (``candidate_noise``); the first under the threshold wins, else the least-cost one,
         or a hold when the artifact's fallback is "hold". Without a cost critic: the action.
         """
-        a = self(obs)
+        return self.gate(obs, self(obs))
+
+    def gate(self, obs: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, bool, bool]:
+        """``safe_action`` for an action (A,) the policy already gave at ``obs``."""
         if self._cost is None or self.candidates <= 1:
             return a, False, False
         if self._gate is None:

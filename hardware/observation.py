@@ -1,0 +1,149 @@
+"""The policy's observation on the robot, built by the task's own observation terms.
+
+The env computes observations with the task's term functions on a ``SimState``; on the
+robot, ``TaskObserver`` keeps a one-env simulation of the task whose arm it sets to each
+measurement (positions, velocities, then kinematics and sensors) and calls the very same
+terms, so sim and hardware cannot drift apart. The task's goal (its ``target`` buffer) is
+sampled by the task's reset, or set from outside (a goal topic).
+
+Only tasks whose observation depends on the arm, the goal and the last actions can run here:
+at construction every term is probed by moving everything the robot does not measure
+(objects, other joints, markers); a term that changes is refused by name.
+
+    observer = TaskObserver(task_config_from_meta(policy.meta), layout=policy layout)
+    obs = observer(q, qd, action, prev_action)        # (obs_dim,) float32
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from robot_rl.config_io import from_dict, to_dict
+from robot_rl.errors import ConfigError
+from robot_rl.sim import BatchedEnv, make_task_config
+from robot_rl.sim.randomization import dr_preset
+from robot_rl.sim.tasks.base import TaskConfig
+
+GOAL = "target"
+"""The task buffer a goal sets (the reach tasks' target point)."""
+
+
+def task_config_from_meta(meta: dict[str, Any]) -> TaskConfig:
+    """The task config an artifact was trained with, from its ``policy.json`` (robot, rates,
+    action space, controller, shield and safety thresholds); randomization off."""
+    try:
+        base = make_task_config(meta["task"])
+        ctl = meta["control"]
+        fields = to_dict(base)
+        fields.update(robot=meta["robot"]["name"], physics_dt=ctl["physics_dt"],
+                      decimation=ctl["decimation"], action=meta["action"]["space"],
+                      controller=ctl["controller"], shield=meta["shield"],
+                      safety=meta["safety_costs"], dr=to_dict(dr_preset("off")))
+    except (KeyError, TypeError) as e:
+        raise ConfigError(f"policy.json lacks a field of the task config: {e}") from None
+    return from_dict(type(base), fields)
+
+
+class TaskObserver:
+    """Builds observations from measurements with the task's terms (see module docstring)."""
+
+    def __init__(self, cfg: TaskConfig, layout: Sequence[tuple[str, int]] | None = None,
+                 seed: int = 0):
+        cfg = dataclasses.replace(cfg, dr=dr_preset("off"))
+        self.env = BatchedEnv(cfg, 1, seed=seed, nthread=1)
+        self.cfg = cfg
+        self.state = self.env.state
+        self.obs_dim = self.env.obs_dim
+        self.layout = list(self.env.obs_layout)
+        if layout is not None and [tuple(x) for x in layout] != self.layout:
+            raise ConfigError(f"the artifact's observation layout {list(layout)} is not what "
+                              f"task {cfg.name!r} builds here {self.layout} (different "
+                              f"robot_rl version or task definition?)")
+        self._ids = torch.zeros(1, dtype=torch.long)
+        s = self.state
+        self._qpos, self._qvel = s.qpos[0].numpy(), s.qvel[0].numpy()
+        self._action, self._prev_action = s.action[0].numpy(), s.prev_action[0].numpy()
+        self._qadr = np.array([s.model.joint(j).qposadr[0] for j in s.robot.joint_names])
+        self._dofs = np.asarray(s.joint_dofs)
+        self._check_measurable()
+
+    # -- goal ------------------------------------------------------------------------------
+
+    @property
+    def goal(self) -> np.ndarray | None:
+        """(3,) the task's goal point, or None if the task has none."""
+        buf = self.state.buffers.get(GOAL)
+        return None if buf is None else buf[0].numpy().copy()
+
+    def set_goal(self, pos: Sequence[float]) -> None:
+        """Set the goal point (world frame, metres)."""
+        if GOAL not in self.state.buffers:
+            raise ConfigError(f"task {self.cfg.name!r} has no goal point to set")
+        p = np.asarray(pos, dtype=np.float64)
+        if p.shape != (3,) or not np.isfinite(p).all():
+            raise ConfigError(f"a goal is 3 finite numbers, got {pos!r}")
+        self.state.buffers[GOAL][0] = torch.from_numpy(p)
+
+    def sample_goal(self, seed: int | None = None) -> np.ndarray | None:
+        """Draw the task's reset distribution (goal and other task state); returns the goal."""
+        self.env.reset(seed=seed)
+        return self.goal
+
+    # -- observations ----------------------------------------------------------------------
+
+    def __call__(self, q: np.ndarray, qd: np.ndarray, action: np.ndarray,
+                 prev_action: np.ndarray) -> np.ndarray:
+        """(obs_dim,) float32 observation at joint state (q, qd) after ``action`` (A,)."""
+        self._set(q, qd, action, prev_action)
+        return self.env.observe(noise=False)[0].numpy()
+
+    def success(self) -> bool:
+        """The task's success test at the last observed state."""
+        return bool(self.env.task.success(self.state, self.cfg)[0])
+
+    def _set(self, q: np.ndarray, qd: np.ndarray, action: np.ndarray,
+             prev_action: np.ndarray) -> None:
+        # numpy views of the CPU backend's buffers: a few µs, against ~80 for torch indexing
+        self._qpos[self._qadr] = q
+        self._qvel[self._dofs] = qd
+        self.env.backend.forward(self._ids)
+        self._action[:] = action
+        self._prev_action[:] = prev_action
+
+    def _check_measurable(self) -> None:
+        """Refuse tasks whose observation reads state the robot does not measure."""
+        s, n = self.state, len(self.state.robot.home)
+        q = s.limits.home.numpy() + 0.1
+        zeros = np.zeros(self.env.act_dim, dtype=np.float32)
+        self._set(q, np.zeros(n), zeros, zeros)
+        before = self.env.observe(noise=False)[0].clone()
+        saved = (s.qpos.clone(), s.qvel.clone(), self.env.backend.mocap_pos.clone())
+        arm_q = set(int(s.model.joint(j).qposadr[0]) for j in s.robot.joint_names)
+        others = [i for i in range(s.qpos.shape[1]) if i not in arm_q]
+        gen = torch.Generator().manual_seed(1)
+        s.qpos[0, others] += 0.05 + 0.1 * torch.rand(len(others), generator=gen,
+                                                     dtype=s.qpos.dtype)
+        arm_v = set(s.joint_dofs)
+        s.qvel[0, [i for i in range(s.qvel.shape[1]) if i not in arm_v]] += 0.3
+        self.env.backend.mocap_pos[0] += 0.05
+        self._set(q, np.zeros(n), zeros, zeros)
+        after = self.env.observe(noise=False)[0]
+        s.qpos.copy_(saved[0])
+        s.qvel.copy_(saved[1])
+        self.env.backend.mocap_pos.copy_(saved[2])
+        self.env.backend.forward(self._ids)
+        changed, start = [], 0
+        for name, width in self.layout:
+            if not torch.allclose(before[start:start + width], after[start:start + width]):
+                changed.append(name)
+            start += width
+        if changed:
+            raise ConfigError(
+                f"task {self.cfg.name!r} observes {changed}, which depend on state the robot "
+                f"does not measure (objects, fingers, markers); deploy runs tasks whose "
+                f"observation is the arm's joint state, the goal and the last actions")

@@ -1,0 +1,88 @@
+"""Start the deploy nodes as processes, as the launch files do (``launch`` itself has no
+wheels): ``robot-rl deploy ARTIFACT --ros [--robot sim]``.
+
+Both nodes get the same parameters file as ``sim_deploy.launch.py``; on Ctrl-C or at the
+end of ``duration`` the policy node is stopped first (it publishes its final hold), then the
+simulated arm.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from robot_rl.errors import ConfigError
+
+
+def default_params_file() -> Path:
+    """The built-in arm's parameters YAML (installed with the package)."""
+    # launch/ is installed as robot_rl/launch, beside robot_rl/hardware (also in a checkout)
+    path = Path(__file__).resolve().parents[2] / "launch" / "config" / "arm7.yaml"
+    if not path.is_file():
+        raise ConfigError(f"the default parameters file {path} is missing from the install")
+    return path
+
+
+def node_command(module: str, params_file: Path, overrides: dict[str, object]) -> list[str]:
+    """The command line of one node, as launch_ros builds it."""
+    cmd = [sys.executable, "-m", f"robot_rl.hardware.ros.{module}", "--ros-args",
+           "--params-file", str(params_file)]
+    for k, v in overrides.items():
+        cmd += ["-p", f"{k}:={str(v).lower() if isinstance(v, bool) else v}"]
+    return cmd
+
+
+def launch_nodes(artifact: Path, *, with_sim: bool, duration: float | None,
+                 params_file: Path | None, domain_id: int | None, rate_hz: float | None,
+                 console: Console) -> int:
+    """Run the nodes until ``duration`` passes, a node exits, or Ctrl-C; returns the first
+    non-zero exit status (0 if all ended cleanly)."""
+    from robot_rl.hardware.ros import require_rclpy
+
+    require_rclpy()
+    if not (artifact / "policy.json").is_file():
+        raise ConfigError(f"no policy.json in {artifact} (is it an exported artifact?)")
+    params = params_file or default_params_file()
+    if not params.is_file():
+        raise ConfigError(f"parameters file {params} does not exist")
+    env = dict(os.environ)
+    if domain_id is not None:
+        env["ROS_DOMAIN_ID"] = str(domain_id)
+    overrides: dict[str, object] = {"artifact": artifact.resolve(), "autostart": with_sim}
+    if rate_hz is not None:
+        overrides["rate_hz"] = float(rate_hz)
+    procs: list[tuple[str, subprocess.Popen]] = []
+    if with_sim:
+        procs.append(("sim_robot_node", subprocess.Popen(
+            node_command("sim_robot_node", params, {}), env=env)))
+    procs.append(("policy_node", subprocess.Popen(
+        node_command("policy_node", params, overrides), env=env)))
+    console.print(f"started {', '.join(n for n, _ in procs)} (params {params}); Ctrl-C stops")
+    start = time.monotonic()
+    try:
+        while duration is None or time.monotonic() - start < duration:
+            if any(p.poll() is not None for _, p in procs):
+                break
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        pass
+    code = 0
+    for name, p in reversed(procs):  # policy node first: its final hold reaches the arm
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                console.print(f"[red]{name} did not stop in 10 s; killed[/]")
+        if p.returncode not in (0, -signal.SIGINT) and code == 0:
+            code = p.returncode
+            console.print(f"[red]{name} exited with status {p.returncode}[/]")
+    return code

@@ -1,0 +1,273 @@
+"""policy_node: the deploy runtime between ``/joint_states`` and an arm's controller.
+
+    robot-rl-policy-node --ros-args --params-file launch/config/arm7.yaml -p artifact:=DIR
+
+Each valid JointState runs one runtime tick at once (at most ``rate_hz``), so a command
+leaves within the tick's compute time of the measurement; a timer at ``rate_hz`` ticks
+when no data comes, which is how the watchdog's hold goes out. Bad JointStates are dropped
+and logged (rate-limited). Services (std_srvs/Trigger): ``~/start``, ``~/stop``,
+``~/estop``, ``~/reset``. The mode (idle, running, estop) is published on ``~/state``
+(std_msgs/String) whenever it changes. SIGINT/SIGTERM publish a final hold, then exit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from robot_rl.hardware.ros import require_rclpy
+
+require_rclpy()
+
+import numpy as np  # noqa: E402
+import rclpy  # noqa: E402
+from geometry_msgs.msg import PoseStamped  # noqa: E402
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.qos import (  # noqa: E402
+    DurabilityPolicy,
+    HistoryPolicy,
+    QoSProfile,
+    ReliabilityPolicy,
+)
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+
+from robot_rl.errors import RobotRLError  # noqa: E402
+from robot_rl.export import load_policy  # noqa: E402
+from robot_rl.hardware.robot import HardLimits  # noqa: E402
+from robot_rl.hardware.ros.convert import JointStateParser  # noqa: E402
+from robot_rl.hardware.ros.params import declare  # noqa: E402
+from robot_rl.hardware.ros.ros_robot import RosRobot  # noqa: E402
+from robot_rl.hardware.runtime import DeployConfig, DeployRuntime  # noqa: E402
+from robot_rl.hardware.timing import Samples, Throttle  # noqa: E402
+from robot_rl.sim.robots import get_robot  # noqa: E402
+
+SENSOR_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                        reliability=ReliabilityPolicy.BEST_EFFORT)
+STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                       reliability=ReliabilityPolicy.RELIABLE,
+                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+@dataclasses.dataclass
+class PolicyNodeParams:
+    """Parameters of policy_node (names as in the params YAML)."""
+
+    artifact: str = ""
+    """Exported artifact folder (required)."""
+    joint_names: list[str] = dataclasses.field(default_factory=list)
+    """The arm's joints, in the artifact's order (default: the artifact's names)."""
+    rate_hz: float = 200.0
+    """Command rate; a whole multiple of the policy's control rate [Hz]."""
+    joint_states_topic: str = "/joint_states"
+    command_topic: str = "/forward_position_controller/commands"
+    """The controller's command topic."""
+    command_type: str = "float64_multi_array"
+    """float64_multi_array (forward_command_controller) or joint_trajectory."""
+    interface: str = "position"
+    """Command interface of the controller: position, velocity or effort."""
+    goal_topic: str = "/goal_pose"
+    """geometry_msgs/PoseStamped goals (its position is the task's goal point)."""
+    goal: list[float] = dataclasses.field(default_factory=list)
+    """Initial goal point [x, y, z] (default: drawn from the task's resets)."""
+    gate: str = "auto"
+    """Safety-critic gate: auto (when the artifact has a cost critic), on or off."""
+    watchdog_periods: int = 3
+    """Hold after this many periods without a fresh JointState."""
+    autostart: bool = False
+    """Start on the first JointState (else wait for ~/start)."""
+    backend: str = "onnx"
+    seed: int = 0
+    stats_file: str = ""
+    """Write timing statistics (JSON) here at exit."""
+
+
+class PolicyNode(Node):
+    def __init__(self, **kwargs: Any):
+        super().__init__("policy_node", **kwargs)
+        p = self.params = declare(self, PolicyNodeParams)
+        if not p.artifact:
+            raise RobotRLError("policy_node needs the 'artifact' parameter "
+                               "(-p artifact:=/path/to/artifact)")
+        if p.gate not in ("auto", "on", "off"):
+            raise RobotRLError(f"gate must be auto, on or off, got {p.gate!r}")
+        policy = load_policy(p.artifact, backend=p.backend, seed=p.seed)  # type: ignore[arg-type]
+        spec = get_robot(policy.meta["robot"]["name"])
+        names = p.joint_names or policy.joint_names
+        if p.interface not in ("position", "velocity", "effort"):
+            raise RobotRLError(f"interface must be position, velocity or effort, got "
+                               f"{p.interface!r}")
+        period = 1.0 / p.rate_hz
+        self.robot = RosRobot(self, names, p.interface,  # type: ignore[arg-type]
+                              HardLimits(np.asarray(spec.q_min), np.asarray(spec.q_max),
+                                         np.asarray(spec.qd_max), np.asarray(spec.tau_max)),
+                              p.command_topic, p.command_type, period)
+        cfg = DeployConfig(rate_hz=p.rate_hz, gate={"auto": None, "on": True, "off": False}[
+            p.gate], watchdog_periods=p.watchdog_periods,
+            goal=tuple(p.goal) if p.goal else None, autostart=p.autostart,  # type: ignore[arg-type]
+            seed=p.seed)
+        self.runtime = DeployRuntime(policy, self.robot, cfg, log=self.get_logger().warning)
+        self.period = period
+        self.parser = JointStateParser(names)
+        self._bad = Throttle(self.get_logger().warning)
+        self.rejected = 0
+        self.latency = Samples()
+        """JointState receipt to command published [s]."""
+        self.stamp_latency = Samples()
+        """JointState header stamp to command published [s] (same host clocks only)."""
+        self._last_tick = -float("inf")
+        self._mode = ""
+        self.state_pub = self.create_publisher(String, "~/state", STATE_QOS)
+        self.create_subscription(JointState, p.joint_states_topic, self._on_joint_state,
+                                 SENSOR_QOS)
+        self.create_subscription(PoseStamped, p.goal_topic, self._on_goal, 10)
+        for name, fn in (("start", self._start), ("stop", self._stop),
+                         ("estop", self._estop), ("reset", self._reset)):
+            self.create_service(Trigger, f"~/{name}", fn)
+        self.create_timer(period, self._on_timer)
+        self._publish_mode()
+        goal = self.runtime.goal
+        self.get_logger().info(
+            f"{policy.meta['task']} policy on {list(names)}: {p.rate_hz:g} Hz -> "
+            f"{p.command_topic} ({p.command_type}, {p.interface}), gate "
+            f"{'on' if self.runtime.use_gate else 'off'}, goal "
+            f"{None if goal is None else np.round(goal, 3).tolist()}; "
+            f"{'autostart' if p.autostart else 'call ~/start to run'}")
+
+    # -- callbacks -------------------------------------------------------------------------
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        t = time.monotonic()
+        reading = self.parser(msg, t)
+        if isinstance(reading, str):
+            self.rejected += 1
+            self._bad(f"rejected JointState: {reading}")
+            return
+        self.robot.offer(reading)
+        if t - self._last_tick >= 0.9 * self.period:
+            self._tick(reading, t)
+            done = time.monotonic()
+            self.latency.add(done - t)
+            sent_ns = self.get_clock().now().nanoseconds
+            stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            if stamp_ns > 0:
+                self.stamp_latency.add((sent_ns - stamp_ns) * 1e-9)
+
+    def _on_timer(self) -> None:
+        now = time.monotonic()
+        if now - self._last_tick >= 1.5 * self.period:  # no data drove a tick: watchdog path
+            self._tick(None, now)
+
+    def _tick(self, reading: Any, now: float) -> None:
+        self._last_tick = now
+        self.runtime.tick(reading, now)
+        self._publish_mode()
+
+    def _on_goal(self, msg: PoseStamped) -> None:
+        pos = (msg.pose.position.x, msg.pose.position.y, msg.pose.position.z)
+        try:
+            self.runtime.set_goal(pos)
+        except RobotRLError as e:
+            self._bad(f"rejected goal: {e}")
+            return
+        self.get_logger().info(f"goal {np.round(pos, 3).tolist()}")
+
+    def _publish_mode(self) -> None:
+        mode = self.runtime.mode
+        if mode != self._mode:
+            self._mode = mode
+            self.state_pub.publish(String(data=mode))
+
+    def _start(self, _req: Trigger.Request, res: Trigger.Response) -> Trigger.Response:
+        res.success, res.message = self.runtime.start()
+        self._publish_mode()
+        return res
+
+    def _stop(self, _req: Trigger.Request, res: Trigger.Response) -> Trigger.Response:
+        self.runtime.stop("~/stop called")
+        self._publish_mode()
+        res.success, res.message = True, "holding"
+        return res
+
+    def _estop(self, _req: Trigger.Request, res: Trigger.Response) -> Trigger.Response:
+        self.runtime.estop("~/estop called")
+        self._publish_mode()
+        res.success, res.message = True, "e-stop latched; ~/reset releases it"
+        return res
+
+    def _reset(self, _req: Trigger.Request, res: Trigger.Response) -> Trigger.Response:
+        self.runtime.reset()
+        self._publish_mode()
+        goal = self.runtime.goal
+        res.success = True
+        res.message = "reset; holding until ~/start" + (
+            "" if goal is None else f" (goal {np.round(goal, 3).tolist()})")
+        return res
+
+    # -- shutdown --------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Publish the final hold and write the statistics."""
+        self.runtime.close()
+        s = self.stats()
+        if self.params.stats_file:
+            with open(self.params.stats_file, "w") as f:
+                json.dump(s, f, indent=2, default=float)
+        self.get_logger().info(
+            f"final hold sent; {s['ticks']} ticks, receipt->publish p50/p99 "
+            f"{s['receipt_to_publish_us'][0]:.0f}/{s['receipt_to_publish_us'][1]:.0f} µs, "
+            f"{s['rejected_joint_states']} JointStates rejected")
+
+    def stats(self) -> dict[str, Any]:
+        s = self.runtime.summary()
+        s.update(receipt_to_publish_us=self.latency.percentiles(1e6),
+                 stamp_to_publish_us=self.stamp_latency.percentiles(1e6),
+                 rejected_joint_states=self.rejected, published=self.robot.published)
+        return s
+
+
+def spin_node(make: Any, args: Sequence[str] | None) -> int:
+    """Init rclpy, build the node, spin until SIGINT/SIGTERM, call its ``shutdown``."""
+    rclpy.init(args=list(sys.argv if args is None else args),
+               signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    stop = {"flag": False}
+
+    def on_signal(*_: object) -> None:
+        stop["flag"] = True
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    node = None
+    try:
+        node = make()
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        while not stop["flag"] and rclpy.ok():
+            executor.spin_once(timeout_sec=0.05)
+    except (RobotRLError, ValueError) as e:
+        print(f"{sys.argv[0]}: error: {e}", file=sys.stderr)
+        return 2
+    except ExternalShutdownException:
+        pass
+    finally:
+        if node is not None:
+            node.shutdown()
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0
+
+
+def main(args: Sequence[str] | None = None) -> None:
+    sys.exit(spin_node(PolicyNode, args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,420 @@
+"""The deploy runtime: an exported policy driving a Robot at a fixed rate, failing safe.
+
+One tick (``DeployRuntime.tick``), at ``rate_hz``:
+
+    robot reading -> checks (shape, finite, fresh) -> watchdog
+      every ``decimation`` ticks (the policy's control rate):
+        task observation builder (the env's own terms) -> policy -> safety-critic gate
+        -> shield.filter_action -> action space -> shield.filter_targets
+      every tick: controller (joint targets pass through to a position servo, become a
+        velocity for a velocity interface; torque controllers and the shield's torque layers
+        run on the fresh state) -> Robot.send_action (hard limits) -> the wire
+
+The action space, controller and shield are built from the artifact's ``policy.json`` with
+the same classes as the training env; ``run`` adds the deadline-scheduled loop and timing
+statistics, and the ROS 2 policy node calls ``tick`` on each JointState instead.
+
+Fail-safe rules: until ``start`` the runtime holds (sends a hold command: the position where
+holding began, zero velocity, or a PD torque towards it). No fresh reading for
+``watchdog_periods`` ticks: hold, logged; it stays held after data returns until an explicit
+``start``. ``estop`` latches a hold until ``reset``. NaN/ill-shaped readings are dropped,
+logged (rate-limited) and never reach the policy. ``close`` (and SIGINT/SIGTERM in ``run``)
+sends a final hold.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+import numpy as np
+
+from robot_rl.controllers import (
+    LAYERS,
+    EStop,
+    SafetyShield,
+    Targets,
+    Watchdog,
+    make_action_space,
+    make_controller,
+)
+from robot_rl.controllers.arm_model import ArmModel
+from robot_rl.errors import ConfigError
+from robot_rl.export import Policy
+from robot_rl.hardware.observation import TaskObserver, task_config_from_meta
+from robot_rl.hardware.robot import JointCommand, JointReading, Robot, RobotError
+from robot_rl.hardware.timing import Rate, Samples, Throttle
+
+Mode = Literal["idle", "running", "estop"]
+_log = logging.getLogger("robot_rl.deploy")
+
+
+@dataclasses.dataclass(kw_only=True)
+class DeployConfig:
+    """How the policy is run on the robot."""
+
+    rate_hz: float = 500.0
+    """Inner loop rate: commands, torque controllers and the shield's torque layers [Hz];
+    a whole multiple of the policy's control rate (which is in the artifact)."""
+    gate: bool | None = None
+    """Screen actions with the safety critic (default: when the artifact has one)."""
+    watchdog_periods: int = 3
+    """Hold when no fresh reading arrived for this many ticks."""
+    goal: tuple[float, float, float] | None = None
+    """Goal point of the task (world frame, metres); default: drawn from the task's resets."""
+    autostart: bool = True
+    """Start as soon as the first reading arrives (else wait for ``start``)."""
+    seed: int = 0
+    """Seed of the goal draw and the gate's candidate noise."""
+
+
+@dataclasses.dataclass
+class DeployStats:
+    """What the runtime measured; ``summary`` reduces it to numbers."""
+
+    period: Samples = dataclasses.field(default_factory=Samples)
+    """Tick start to tick start [s] (``run`` only)."""
+    lateness: Samples = dataclasses.field(default_factory=Samples)
+    """Wake-up after the deadline [s] (``run`` only)."""
+    compute: Samples = dataclasses.field(default_factory=Samples)
+    """Time inside ``tick`` [s]."""
+    inference: Samples = dataclasses.field(default_factory=Samples)
+    """Policy network call [s]."""
+    gate: Samples = dataclasses.field(default_factory=Samples)
+    """Safety-critic gate over the candidates [s]."""
+    ticks: int = 0
+    policy_steps: int = 0
+    overruns: int = 0
+    """Ticks whose work took longer than a period."""
+    hold_ticks: int = 0
+    bad_readings: int = 0
+    gate_rejections: int = 0
+    gate_holds: int = 0
+    shield: dict[str, int] = dataclasses.field(
+        default_factory=lambda: {name: 0 for name in LAYERS})
+    """Policy steps in which each shield layer intervened."""
+
+    def summary(self, nominal_period: float | None = None) -> dict[str, Any]:
+        us = 1e6
+        out: dict[str, Any] = {
+            "ticks": self.ticks, "policy_steps": self.policy_steps,
+            "overruns": self.overruns, "hold_ticks": self.hold_ticks,
+            "bad_readings": self.bad_readings, "gate_rejections": self.gate_rejections,
+            "gate_holds": self.gate_holds,
+            "compute_us": self.compute.percentiles(us),
+            "inference_us": self.inference.percentiles(us),
+            "gate_us": self.gate.percentiles(us),
+            "shield": dict(self.shield),
+        }
+        if nominal_period is not None and self.period.n:
+            err = Samples()
+            for p in self.period.values:
+                err.add(abs(p - nominal_period))
+            out["period_error_us"] = err.percentiles(us)
+            out["lateness_us"] = self.lateness.percentiles(us)
+        return out
+
+
+class DeployRuntime:
+    """Runs an exported policy on a robot (see module docstring)."""
+
+    def __init__(self, policy: Policy, robot: Robot, cfg: DeployConfig | None = None,
+                 log: Callable[[str], None] = _log.warning):
+        self.cfg = cfg = cfg or DeployConfig()
+        self.policy, self.robot, self.log = policy, robot, log
+        if list(robot.joint_names) != policy.joint_names:
+            raise RobotError(
+                f"the artifact {policy.path} is for a robot with joints {policy.joint_names}; "
+                f"this robot has {list(robot.joint_names)}: refusing to start")
+        meta = policy.meta
+        task_cfg = task_config_from_meta(meta)
+        layout = [(t["name"], int(t["width"])) for t in meta["observation"]["layout"]]
+        self.observer = TaskObserver(task_cfg, layout, seed=cfg.seed)
+        env = self.observer.env
+        spec = env.robot
+        self.action_space = make_action_space(task_cfg.action, spec, task_cfg.control_dt)
+        self.controller = make_controller(task_cfg.controller, self.action_space, spec)
+        self.action_space.bind(env.model)
+        self.controller.bind(env.model)
+        self.shield = SafetyShield(task_cfg.shield, spec, task_cfg.safety.workspace_lo,
+                                   task_cfg.safety.workspace_hi, self.controller.kp,
+                                   self.controller.kd)
+        self.arm = ArmModel(env.model, spec)
+        self._mass = not self.controller.in_model
+        if self.action_space.dim != policy.act_dim or env.obs_dim != policy.obs_dim:
+            raise ConfigError(f"artifact dims (obs {policy.obs_dim}, act {policy.act_dim}) do "
+                              f"not match task {task_cfg.name!r} (obs {env.obs_dim}, act "
+                              f"{self.action_space.dim})")
+        ratio = cfg.rate_hz * task_cfg.control_dt
+        self.decimation = round(ratio)
+        if self.decimation < 1 or abs(ratio - self.decimation) > 1e-6:
+            raise ConfigError(f"rate_hz {cfg.rate_hz:g} must be a whole multiple of the "
+                              f"policy's control rate {1 / task_cfg.control_dt:g} Hz")
+        want = ("position", "velocity") if self.controller.in_model else ("effort",)
+        if robot.interface not in want:
+            raise RobotError(f"the policy's controller ({type(self.controller).__name__}) "
+                             f"needs a {' or '.join(want)} interface; the robot takes "
+                             f"{robot.interface}")
+        self.period = 1.0 / cfg.rate_hz
+        self.use_gate = policy.has_cost_critic if cfg.gate is None else cfg.gate
+        if self.use_gate and not policy.has_cost_critic:
+            raise ConfigError(f"--gate needs a cost critic; {policy.path} has none")
+        self.estop_latch = EStop()
+        self.watchdog = Watchdog(self.period, cfg.watchdog_periods)
+        self.stats = DeployStats()
+        self._bad = Throttle(log)
+        self._running = False
+        self._autostart = cfg.autostart
+        self._reading: JointReading | None = None
+        self._last_stamp = -float("inf")
+        self._hold_q: np.ndarray | None = None
+        self._targets: Targets | None = None
+        self._k = 0
+        A = policy.act_dim
+        self.action = np.zeros(A)
+        """(A,) the last applied action (after the shield's action layers)."""
+        self.prev_action = np.zeros(A)
+        self.succeeded = False
+        """The task's success test at the last policy step."""
+        self.last_sent: JointCommand | None = None
+        self._held = False
+        kd = np.asarray(self.controller.kd, dtype=np.float64)
+        self._servo_speed = np.asarray(self.controller.kp, dtype=np.float64) / kd
+        self._qd_lim = self.shield.cfg.velocity_fraction * np.asarray(spec.qd_max)
+        self._tau_lim = self.shield.cfg.torque_fraction * np.asarray(spec.tau_max)
+        self._new_goal()
+
+    # -- state machine ---------------------------------------------------------------------
+
+    @property
+    def mode(self) -> Mode:
+        if self.estop_latch.active:
+            return "estop"
+        return "running" if self._running else "idle"
+
+    def start(self, now: float | None = None) -> tuple[bool, str]:
+        """Start acting (needs fresh data and no e-stop); returns (started, why)."""
+        now = time.monotonic() if now is None else now
+        if self.estop_latch.active:
+            return False, f"e-stop active ({self.estop_latch.reason}); reset first"
+        if self._reading is None or self.watchdog.stale(now):
+            return False, "no fresh joint states"
+        if not self._running:
+            self._running = True
+            self._k = 0
+            self._targets = None
+            self.action[:] = 0.0
+            self.prev_action[:] = 0.0
+            self.action_space.reset(np.zeros(1, dtype=np.int64), self._reading.q[None])
+        return True, "running"
+
+    def stop(self, reason: str = "stop requested") -> None:
+        """Hold where the arm is now."""
+        self._enter_hold(reason)
+
+    def estop(self, reason: str = "e-stop") -> None:
+        """Latch a hold until ``reset``."""
+        self.estop_latch.trigger(reason)
+        self._enter_hold(f"e-stop: {reason}")
+
+    def reset(self) -> None:
+        """Release the e-stop and start a new episode (new goal); stays held until ``start``."""
+        self.estop_latch.reset()
+        self._enter_hold("reset", quiet=True)
+        self._new_goal()
+
+    def set_goal(self, pos: tuple[float, float, float] | np.ndarray) -> None:
+        self.observer.set_goal(pos)
+        self.succeeded = False
+
+    @property
+    def goal(self) -> np.ndarray | None:
+        return self.observer.goal
+
+    def _new_goal(self) -> None:
+        self.observer.sample_goal(self.cfg.seed + self.estop_latch.count)
+        if self.cfg.goal is not None:
+            self.observer.set_goal(self.cfg.goal)
+        self.succeeded = False
+
+    def _enter_hold(self, reason: str, quiet: bool = False) -> None:
+        if self._running and not quiet:
+            self.log(f"holding: {reason}")
+        self._running = False
+        self._hold_q = None if self._reading is None else self._reading.q.copy()
+
+    # -- one tick --------------------------------------------------------------------------
+
+    def tick(self, reading: JointReading | None, now: float | None = None
+             ) -> JointCommand | None:
+        """Take a reading (None: none new), send one command; returns what was sent (None
+        before the first reading, when there is nothing to hold at)."""
+        t0 = time.monotonic()
+        now = t0 if now is None else now
+        fresh = self._accept(reading, now)
+        stale = self.watchdog.stale(now)
+        if self._running and stale:
+            n = self.cfg.watchdog_periods
+            self._enter_hold(f"no fresh joint states for {n} periods "
+                             f"({n * self.period * 1e3:.1f} ms); waiting for data and start")
+        if self._autostart and fresh and not stale:
+            self._autostart = False
+            self.start(now)
+        if self._running and self._reading is not None:
+            cmd = self._act(self._reading)
+        else:
+            cmd = self._hold_command(fresh_state=not stale)
+        sent = None if cmd is None else self.robot.send_action(cmd)
+        self.last_sent = sent
+        st = self.stats
+        st.ticks += 1
+        st.hold_ticks += cmd is None or cmd.hold
+        st.compute.add(time.monotonic() - t0)
+        return sent
+
+    def _accept(self, r: JointReading | None, now: float) -> bool:
+        if r is None or r.stamp <= self._last_stamp:
+            return False
+        n = len(self.robot.joint_names)
+        if np.shape(r.q) != (n,) or np.shape(r.qd) != (n,) or not (
+                np.isfinite(r.q).all() and np.isfinite(r.qd).all()):
+            self.stats.bad_readings += 1
+            self._bad(f"dropped a joint reading with bad values (shape {np.shape(r.q)}, "
+                      f"finite {bool(np.isfinite(r.q).all() and np.isfinite(r.qd).all())})")
+            return False
+        self._last_stamp = r.stamp
+        self._reading = r
+        self.watchdog.feed(now)
+        return True
+
+    def _act(self, r: JointReading) -> JointCommand:
+        arm = self.arm.state(r.q, r.qd, mass=self._mass)
+        if self._k % self.decimation == 0 or self._targets is None:
+            self._policy_step(r, arm)
+        self._k += 1
+        t = self._targets
+        assert t is not None and t.joint is not None
+        if self.controller.in_model:
+            values = t.joint[0]
+            if self.robot.interface == "velocity":  # the PD law's speed towards the target
+                values = np.clip(self._servo_speed * (values - r.q), -self._qd_lim,
+                                 self._qd_lim)
+        else:
+            tau, flags = self.shield.filter_torque(self.controller.torque(t, arm), arm)
+            values = tau[0]
+        gripper = None if t.gripper is None else float(t.gripper[0, 0])
+        return JointCommand(self.robot.interface, values, gripper, hold=self._held)
+
+    def _policy_step(self, r: JointReading, arm: Any) -> None:
+        st = self.stats
+        obs = self.observer(r.q, r.qd, self.action, self.prev_action)
+        t0 = time.monotonic()
+        a = self.policy(obs)
+        t1 = time.monotonic()
+        st.inference.add(t1 - t0)
+        hold = False
+        if self.use_gate:
+            a, hold, rejected = self.policy.gate(obs, a)
+            st.gate.add(time.monotonic() - t1)
+            st.gate_rejections += rejected
+            st.gate_holds += hold
+        applied, invalid, flags = self.shield.filter_action(
+            np.asarray(a, dtype=np.float64)[None], self.action[None])
+        hold = hold or bool(invalid[0])
+        if hold:
+            targets = self.action_space.hold(arm, applied)
+            self.action_space.reset(np.zeros(1, dtype=np.int64), arm.q)
+        else:
+            targets = self.action_space(applied, arm)
+        targets, target_flags = self.shield.filter_targets(targets, arm)
+        flags.update(target_flags)
+        for name, flag in flags.items():
+            st.shield[name] += bool(flag[0])
+        self._targets = targets
+        self._held = hold
+        self.prev_action = self.action
+        self.action = applied[0].copy()
+        self.succeeded = self.observer.success()
+        st.policy_steps += 1
+
+    def _hold_command(self, fresh_state: bool) -> JointCommand | None:
+        r = self._reading
+        if r is None:
+            return None
+        if self._hold_q is None:
+            self._hold_q = r.q.copy()
+        iface = self.robot.interface
+        if iface == "position":
+            values = self._hold_q
+        elif iface == "velocity" or not fresh_state:
+            values = np.zeros_like(r.q)  # a stale state gives no torque to trust: none
+        else:  # effort: the joint PD law towards the hold position, within the torque limit
+            kp, kd = self.controller.kp, self.controller.kd
+            values = np.clip(kp * (self._hold_q - r.q) - kd * r.qd, -self._tau_lim,
+                             self._tau_lim)
+        return JointCommand(iface, np.array(values, dtype=np.float64), hold=True)
+
+    def close(self) -> JointCommand | None:
+        """Stop acting and send a final hold; returns it."""
+        self._enter_hold("shutting down", quiet=True)
+        cmd = self._hold_command(fresh_state=not self.watchdog.stale())
+        sent = None if cmd is None else self.robot.send_action(cmd)
+        self.last_sent = sent
+        return sent
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def run(self, duration: float | None = None, stop: threading.Event | None = None,
+            on_tick: Callable[[DeployRuntime], None] | None = None) -> dict[str, Any]:
+        """Tick at ``rate_hz`` until ``duration`` seconds pass, ``stop`` is set, or SIGINT/
+        SIGTERM; always ends with a final hold. Returns ``summary()`` plus ``interrupted``."""
+        stop = stop or threading.Event()
+        interrupted = False
+        restore = _on_signals(stop) if threading.current_thread() is threading.main_thread() \
+            else None
+        st = self.stats
+        rate = Rate(self.cfg.rate_hz)
+        start = prev = time.monotonic()
+        try:
+            while not stop.is_set() and (duration is None or prev - start < duration):
+                late = rate.sleep()
+                t0 = time.monotonic()
+                if st.ticks:
+                    st.period.add(t0 - prev)
+                    st.lateness.add(late)
+                prev = t0
+                self.tick(self.robot.observe(), t0)
+                if time.monotonic() - t0 > self.period:
+                    st.overruns += 1
+                if on_tick is not None:
+                    on_tick(self)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            self.close()
+            if restore is not None:
+                restore()
+        out = self.summary()
+        out["interrupted"] = interrupted or stop.is_set() and duration is None
+        out["duration_s"] = time.monotonic() - start
+        out["skipped_ticks"] = rate.skipped
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        out = self.stats.summary(self.period)
+        out.update(mode=self.mode, watchdog_trips=self.watchdog.trips,
+                   estops=self.estop_latch.count, success=self.succeeded,
+                   rate_hz=self.cfg.rate_hz, policy_hz=self.cfg.rate_hz / self.decimation,
+                   gate=self.use_gate)
+        return out
+
+
+def _on_signals(stop: threading.Event) -> Callable[[], None]:
+    """SIGTERM sets ``stop`` (SIGINT raises KeyboardInterrupt as usual); returns a restorer."""
+    old = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    return lambda: signal.signal(signal.SIGTERM, old)

@@ -1,0 +1,269 @@
+"""SimRobot: the built-in MuJoCo arm as a stand-in for hardware, stepping in real time.
+
+The physics runs in its own thread at ``physics_dt`` on the wall clock, behind the same
+``Robot`` interface as a real arm, with what makes a real arm hard:
+
+* sensing latency (``observe`` returns the newest sample at least ``sensing_latency`` old)
+  and Gaussian joint position/velocity noise;
+* actuation delay (a command takes effect ``actuation_delay`` after ``send_action``);
+* held-out dynamics: link masses, joint damping and friction scaled or added, or a
+  different robot (MJCF) with the same joints swapped in.
+
+Interfaces are those of ros2_control: ``position`` (the joint PD servo runs inside the
+physics step, as on the arm's own servo loop), ``velocity`` (a damping servo on the
+commanded velocity) and ``effort`` (torques, with the model's gravity compensation).
+
+    with SimRobot(SimRobotConfig(sensing_latency=0.002)) as robot:
+        r = robot.observe(); robot.send_action(JointCommand.position(r.q))
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import threading
+import time
+from collections.abc import Callable
+
+import mujoco
+import numpy as np
+
+from robot_rl.controllers.pd import realize_pd_in_model
+from robot_rl.errors import ConfigError
+from robot_rl.hardware.robot import HardLimits, Interface, JointCommand, JointReading, Robot
+from robot_rl.hardware.timing import Rate
+from robot_rl.sim.robots import RobotSpec, get_robot
+from robot_rl.sim.scene import SceneBuilder
+
+
+@dataclasses.dataclass(kw_only=True)
+class SimRobotConfig:
+    """The simulated arm and the imperfections it has."""
+
+    robot: str = "arm7"
+    """Registry name of the robot (the built-in arm by default)."""
+    interface: Interface = "position"
+    """Command interface: position, velocity or effort."""
+    physics_dt: float = 0.002
+    """Physics step, run in real time [s]."""
+    kp: tuple[float, ...] | None = None
+    """Position servo stiffness per joint (default: the robot's) [Nm/rad]."""
+    kd: tuple[float, ...] | None = None
+    """Servo damping per joint (default: the robot's) [Nm s/rad]."""
+    sensing_latency: float = 0.0
+    """Age of the newest measurement ``observe`` can return [s]."""
+    q_noise_std: float = 0.0
+    """Std of Gaussian noise on measured joint positions [rad]."""
+    qd_noise_std: float = 0.0
+    """Std of Gaussian noise on measured joint velocities [rad/s]."""
+    actuation_delay: float = 0.0
+    """Time from ``send_action`` until the command acts [s]."""
+    mass_scale: float = 1.0
+    """Scale of every arm link's mass and inertia (held-out dynamics)."""
+    damping_scale: float = 1.0
+    """Scale of the arm joints' damping."""
+    frictionloss: float = 0.0
+    """Dry friction added to every arm joint [Nm]."""
+    init_q: tuple[float, ...] | None = None
+    """Initial joint positions (default: the robot's home pose) [rad]."""
+    seed: int = 0
+    """Seed of the measurement noise."""
+
+    def validate(self, robot: RobotSpec) -> None:
+        n = robot.num_joints
+        if self.interface not in ("position", "velocity", "effort"):
+            raise ConfigError(f"interface must be position, velocity or effort, got "
+                              f"{self.interface!r}")
+        if self.physics_dt <= 0:
+            raise ConfigError("physics_dt must be positive")
+        for name in ("kp", "kd", "init_q"):
+            v = getattr(self, name)
+            if v is not None and len(v) != n:
+                raise ConfigError(f"{name} has {len(v)} entries; robot {robot.name!r} has {n} "
+                                  f"joints")
+        if min(self.sensing_latency, self.actuation_delay, self.q_noise_std,
+               self.qd_noise_std, self.frictionloss) < 0:
+            raise ConfigError("latency, delay, noise and frictionloss must be >= 0")
+        if self.mass_scale <= 0 or self.damping_scale < 0:
+            raise ConfigError("mass_scale must be > 0 and damping_scale >= 0")
+
+
+def build_model(cfg: SimRobotConfig, robot: RobotSpec) -> mujoco.MjModel:
+    """The arm on its table with actuators for ``cfg.interface`` and the held-out dynamics."""
+    spec = SceneBuilder(robot, cfg.physics_dt).spec
+    kp = np.asarray(cfg.kp if cfg.kp is not None else robot.kp, dtype=np.float64)
+    kd = np.asarray(cfg.kd if cfg.kd is not None else robot.kd, dtype=np.float64)
+    if cfg.interface == "position":
+        realize_pd_in_model(spec, robot.actuator_names, kp, kd, robot.q_min, robot.q_max,
+                            robot.tau_max)
+    elif cfg.interface == "velocity":  # tau = kd (v_cmd - qd), damping integrated implicitly
+        for name, d, vmax, t in zip(robot.actuator_names, kd, robot.qd_max, robot.tau_max,
+                                    strict=True):
+            act = spec.actuator(name)
+            act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
+            act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+            act.gainprm[:3] = [d, 0.0, 0.0]
+            act.biasprm[:3] = [0.0, 0.0, -d]
+            act.gear[0] = 1.0
+            act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
+            act.ctrlrange = [-vmax, vmax]
+            act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+            act.forcerange = [-t, t]
+    model = spec.compile()
+    robot.validate(model)
+    root = model.body(robot.root_body).id
+    for b in range(1, model.nbody):
+        if model.body_rootid[b] == root:
+            model.body_mass[b] *= cfg.mass_scale
+            model.body_inertia[b] *= cfg.mass_scale
+    for name in robot.joint_names:
+        dof = int(model.joint(name).dofadr[0])
+        model.dof_damping[dof] *= cfg.damping_scale
+        model.dof_frictionloss[dof] += cfg.frictionloss
+    return model
+
+
+class SimRobot(Robot):
+    """The simulated arm (see module docstring). ``on_sample(reading)`` is called from the
+    physics thread every ``sample_every`` physics steps (the ROS node publishes there)."""
+
+    def __init__(self, cfg: SimRobotConfig | None = None, *,
+                 on_sample: Callable[[JointReading], None] | None = None,
+                 sample_every: int = 1):
+        super().__init__()
+        self.cfg = cfg = cfg or SimRobotConfig()
+        self.spec = get_robot(cfg.robot)
+        cfg.validate(self.spec)
+        self.joint_names = tuple(self.spec.joint_names)
+        self.interface = cfg.interface
+        s = self.spec
+        self.limits = HardLimits(np.asarray(s.q_min), np.asarray(s.q_max),
+                                 np.asarray(s.qd_max), np.asarray(s.tau_max))
+        self.model = build_model(cfg, s)
+        self.data = mujoco.MjData(self.model)
+        m = self.model
+        self._qadr = np.array([m.joint(j).qposadr[0] for j in s.joint_names])
+        self._dofs = np.array([m.joint(j).dofadr[0] for j in s.joint_names])
+        self._act = np.array([m.actuator(a).id for a in s.actuator_names])
+        self._grip = None if s.gripper is None else m.actuator(s.gripper.actuator).id
+        self._site = m.site(s.ee_site).id
+        self.on_sample = on_sample
+        self.sample_every = max(1, int(sample_every))
+        self._rng = np.random.default_rng(cfg.seed)
+        self._lock = threading.Lock()
+        self._history: collections.deque[JointReading] = collections.deque()
+        self._commands: collections.deque[tuple[float, JointCommand]] = collections.deque()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.sensing = True
+        """False simulates a dead sensor: no new measurements (the physics goes on)."""
+        self.steps = 0
+        """Physics steps taken."""
+        self.late_steps = 0
+        """Physics steps that started more than one step late (the host could not keep up)."""
+        self.applied: JointCommand | None = None
+        """The command acting now."""
+        self.reset(cfg.init_q)
+
+    # -- Robot -----------------------------------------------------------------------------
+
+    def connect(self) -> None:
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="sim-robot", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 5.0
+        while self._read() is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+    def close(self) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join()
+        self._thread = None
+
+    def _read(self) -> JointReading | None:
+        newest_allowed = time.monotonic() - self.cfg.sensing_latency
+        with self._lock:
+            h = self._history
+            while len(h) > 1 and h[1].stamp <= newest_allowed:
+                h.popleft()
+            if not h or h[0].stamp > newest_allowed:
+                return None
+            return h[0]
+
+    def _write(self, cmd: JointCommand) -> None:
+        with self._lock:
+            self._commands.append((time.monotonic() + self.cfg.actuation_delay, cmd))
+
+    # -- simulation ------------------------------------------------------------------------
+
+    def reset(self, q: tuple[float, ...] | np.ndarray | None = None) -> None:
+        """Put the arm at rest at ``q`` (default: home), holding there."""
+        q = np.asarray(self.spec.home if q is None else q, dtype=np.float64)
+        with self._lock:
+            mujoco.mj_resetData(self.model, self.data)
+            self.data.qpos[self._qadr] = q
+            hold = q if self.interface == "position" else np.zeros_like(q)
+            self.data.ctrl[self._act] = hold
+            if self._grip is not None:
+                self.data.ctrl[self._grip] = self.spec.gripper.closed_ctrl  # type: ignore[union-attr]
+            mujoco.mj_forward(self.model, self.data)
+            self._commands.clear()
+            self._history.clear()
+            self.applied = JointCommand(self.interface, hold, hold=True)
+            self._record(time.monotonic())
+
+    def ee_pos(self) -> np.ndarray:
+        """(3,) true end-effector position now (ground truth, for tests and benchmarks)."""
+        with self._lock:
+            return self.data.site_xpos[self._site].copy()
+
+    def true_q(self) -> np.ndarray:
+        """(n,) true joint positions now."""
+        with self._lock:
+            return self.data.qpos[self._qadr].copy()
+
+    def _record(self, stamp: float) -> JointReading | None:
+        if not self.sensing:
+            return None
+        c, d = self.cfg, self.data
+        q, qd = d.qpos[self._qadr].copy(), d.qvel[self._dofs].copy()
+        if c.q_noise_std > 0:
+            q += self._rng.normal(0.0, c.q_noise_std, q.shape)
+        if c.qd_noise_std > 0:
+            qd += self._rng.normal(0.0, c.qd_noise_std, qd.shape)
+        reading = JointReading(q, qd, stamp, effort=d.actuator_force[self._act].copy())
+        self._history.append(reading)
+        # keep what the latency needs, plus a margin, and at least the newest sample
+        horizon = stamp - c.sensing_latency - 0.1
+        while len(self._history) > 2 and self._history[0].stamp < horizon:
+            self._history.popleft()
+        return reading
+
+    def _apply_due(self, now: float) -> None:
+        while self._commands and self._commands[0][0] <= now:
+            _, cmd = self._commands.popleft()
+            self.data.ctrl[self._act] = cmd.values
+            if cmd.gripper is not None and self._grip is not None:
+                self.data.ctrl[self._grip] = cmd.gripper
+            self.applied = cmd
+
+    def _run(self) -> None:
+        rate = Rate(1.0 / self.cfg.physics_dt)
+        m, d = self.model, self.data
+        while not self._stop.is_set():
+            late = rate.sleep()
+            if late > self.cfg.physics_dt:
+                self.late_steps += 1
+            now = time.monotonic()
+            with self._lock:
+                self._apply_due(now)
+                mujoco.mj_step(m, d)
+                self.steps += 1
+                reading = self._record(time.monotonic())
+            if reading is not None and self.on_sample is not None and \
+                    self.steps % self.sample_every == 0:
+                self.on_sample(reading)
