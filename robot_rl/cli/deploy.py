@@ -34,7 +34,8 @@ class DeployCmd:
     (implies --ros)."""
     ros: bool = False
     """Run the ROS 2 nodes (policy_node, and sim_robot_node for --robot sim) as processes,
-    as ``ros2 launch robot_rl sim_deploy.launch.py`` would."""
+    as ``ros2 launch robot_rl sim_deploy.launch.py`` would; their rates, topics and gate
+    come from the parameters file (--ros-params-file), not from --deploy.*."""
     duration: float | None = None
     """Seconds to run (default: until Ctrl-C)."""
     deploy: DeployConfig = dataclasses.field(default_factory=DeployConfig)
@@ -60,7 +61,7 @@ def deploy_cmd(cfg: DeployCmd) -> None:
 
         code = launch_nodes(cfg.artifact, with_sim=cfg.robot == "sim", duration=cfg.duration,
                             params_file=cfg.ros_params_file, domain_id=cfg.domain_id,
-                            rate_hz=cfg.deploy.rate_hz, console=console)
+                            rate_hz=None, console=console)
         if code:
             raise SystemExit(code)
         return

@@ -1,0 +1,61 @@
+"""Shared fixtures: a competent reach policy artifact (cloned from the scripted expert in a
+few seconds) and a scripted Robot for deterministic runtime tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from robot_rl.hardware.robot import HardLimits, JointCommand, JointReading, Robot
+from robot_rl.sim.robots import get_robot
+
+
+@pytest.fixture(scope="session")
+def reach_artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from robot_rl.distill import DistillConfig, clone_expert
+    from robot_rl.export.artifact import artifact_meta, export_artifact
+
+    cfg = DistillConfig(run=Path("-"), iterations=4, grad_steps=300, num_envs=16, dr="off",
+                        progress=False)
+    student, env = clone_expert("reach", cfg)
+    out = tmp_path_factory.mktemp("artifacts") / "reach"
+    return export_artifact(out, student, artifact_meta(env, student, None,
+                                                       {"source": "expert clone (tests)"}))
+
+
+class ScriptedRobot(Robot):
+    """A Robot whose readings the test sets and whose commands it inspects."""
+
+    def __init__(self, robot: str = "arm7", interface: str = "position"):
+        super().__init__()
+        spec = get_robot(robot)
+        self.spec = spec
+        self.joint_names = spec.joint_names
+        self.interface = interface  # type: ignore[assignment]
+        self.limits = HardLimits(np.asarray(spec.q_min), np.asarray(spec.q_max),
+                                 np.asarray(spec.qd_max), np.asarray(spec.tau_max))
+        self.reading: JointReading | None = None
+        self.sent: list[JointCommand] = []
+
+    def set(self, q: np.ndarray, qd: np.ndarray | None = None, stamp: float = 0.0) -> None:
+        self.reading = JointReading(np.asarray(q, float), np.zeros(len(q)) if qd is None
+                                    else np.asarray(qd, float), stamp)
+
+    def connect(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def _read(self) -> JointReading | None:
+        return self.reading
+
+    def _write(self, cmd: JointCommand) -> None:
+        self.sent.append(cmd)
+
+
+@pytest.fixture
+def scripted_robot() -> ScriptedRobot:
+    return ScriptedRobot()
