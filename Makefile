@@ -1,6 +1,7 @@
 # robot_rl: every target sets itself up on a fresh machine (idempotent), then runs.
 #   make demo    set up, then train reach with the safety critic (short budget), evaluate with a
-#                video, distill a student, export the deploy artifact; plus a scripted-expert video
+#                video, distill a student, export the deploy artifact, run it on the simulated
+#                arm in real time (the deploy loop); plus a scripted-expert video
 #   make test    set up, then lint, type-check and run the test suite
 #   make bench   set up, then print the simulation throughput and controller cost tables
 #   make bench-learning   set up, then the learning benchmarks (about 40 minutes: SB3 included)
@@ -10,7 +11,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # Offscreen rendering (videos) runs on EGL; Mesa's software driver works without a GPU.
-APT_PACKAGES := libegl1 libgl1-mesa-dri
+# pyrealsense2 (the camera extra) links libusb.
+APT_PACKAGES := libegl1 libgl1-mesa-dri libusb-1.0-0
 export MUJOCO_GL ?= egl
 
 DEMO := runs/demo/reach
@@ -29,12 +31,12 @@ $(STAMP): pyproject.toml Makefile
 	  elif command -v sudo >/dev/null; then \
 	    sudo apt-get update -qq && sudo apt-get install -y -qq --no-install-recommends $(APT_PACKAGES); \
 	  else \
-	    echo "warning: install $(APT_PACKAGES) for offscreen rendering (videos)"; \
+	    echo "warning: install $(APT_PACKAGES) for videos (EGL) and RealSense cameras (libusb)"; \
 	  fi; \
 	fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[dev,bench]"
+	$(BIN)/pip install --quiet -e ".[dev,bench,ros,camera]"
 	@touch $(STAMP)
 
 demo: setup
@@ -45,6 +47,7 @@ demo: setup
 	$(BIN)/robot-rl distill $(DEMO)
 	$(BIN)/robot-rl export $(DEMO)
 	$(BIN)/robot-rl eval $(DEMO)/export --episodes 32 --dr default
+	$(BIN)/robot-rl deploy $(DEMO)/export --robot sim --duration 5
 	$(BIN)/robot-rl sim rollout --task push --policy expert --num-envs 4 --episodes 4 \
 	  --video runs/demo/push_expert.mp4 --video-envs 0 1
 	@echo "run: $(DEMO) (learning_curve.png, eval.mp4, student.pt, export/); runs/demo/push_expert.mp4"

@@ -417,4 +417,8 @@ class DeployRuntime:
 def _on_signals(stop: threading.Event) -> Callable[[], None]:
     """SIGTERM sets ``stop`` (SIGINT raises KeyboardInterrupt as usual); returns a restorer."""
     old = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    return lambda: signal.signal(signal.SIGTERM, old)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, old)
+
+    return restore

@@ -8,11 +8,12 @@ come from the arm's own bringup. The policy node holds until ``~/start`` is call
     ros2 service call /policy_node/start std_srvs/srv/Trigger
 """
 
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
+
+from launch import LaunchDescription
 
 
 def generate_launch_description() -> LaunchDescription:

@@ -6,11 +6,12 @@ Without ``launch`` installed, ``robot-rl deploy ARTIFACT --robot sim --ros`` sta
 two nodes with the same parameters.
 """
 
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
+
+from launch import LaunchDescription
 
 
 def generate_launch_description() -> LaunchDescription:

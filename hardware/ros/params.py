@@ -18,11 +18,11 @@ def declare(node: Node, cls: type[T]) -> T:
     hints = typing.get_type_hints(cls)
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc,operator]
         if isinstance(default, list):  # an empty list has no type: declare it by annotation
             kind = Parameter.Type.STRING_ARRAY if "str" in str(hints[f.name]) else \
                 Parameter.Type.DOUBLE_ARRAY
-            v = node.declare_parameter(f.name, kind).value
+            v: Any = node.declare_parameter(f.name, kind).value
             values[f.name] = default if v is None else list(v)
             continue
         v = node.declare_parameter(f.name, default).value
@@ -30,3 +30,16 @@ def declare(node: Node, cls: type[T]) -> T:
             v = float(v)
         values[f.name] = v
     return cls(**values)
+
+
+def _param_classes() -> dict[str, type]:
+    from robot_rl.hardware.ros.policy_node import PolicyNodeParams
+    from robot_rl.hardware.ros.sim_robot_node import SimRobotNodeParams
+
+    return {"policy_node": PolicyNodeParams, "sim_robot_node": SimRobotNodeParams}
+
+
+def __getattr__(name: str) -> object:
+    if name == "PARAM_CLASSES":  # lazily: the node modules import this one
+        return _param_classes()
+    raise AttributeError(name)

@@ -1,0 +1,250 @@
+"""The ROS 2 nodes with real rclpy and real DDS over loopback (unique ROS_DOMAIN_ID).
+
+One stack (sim_robot_node + policy_node as processes, as the launch file starts them) is
+shared by the tests of this module, which run in order: reach, services, then the watchdog
+test kills the simulated arm.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.qos import (  # noqa: E402
+    DurabilityPolicy,
+    QoSProfile,
+    ReliabilityPolicy,
+)
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray, String  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+
+from robot_rl.controllers.arm_model import ArmModel  # noqa: E402
+from robot_rl.hardware.ros.launcher import default_params_file, node_command  # noqa: E402
+from robot_rl.hardware.sim_robot import SimRobotConfig, build_model  # noqa: E402
+from robot_rl.sim.robots import get_robot  # noqa: E402
+
+GOAL = [0.5, -0.15, 0.3]
+RATE = 200.0
+CMD = "/forward_position_controller/commands"
+
+
+def _domain_id() -> int:
+    return 100 + (os.getpid() * 7 + int(time.time() * 1000)) % 100
+
+
+class Observer:
+    """An rclpy node of the test, spun in a thread, recording what the stack publishes."""
+
+    def __init__(self, domain: int):
+        self.ctx = rclpy.Context()
+        rclpy.init(context=self.ctx, domain_id=domain)
+        self.node = rclpy.create_node("tester", context=self.ctx)
+        self.lock = threading.Lock()
+        self.joint_states: list[tuple[float, JointState]] = []
+        self.commands: list[tuple[float, list[float]]] = []
+        self.states: list[tuple[float, str]] = []
+        best = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.node.create_subscription(JointState, "/joint_states", self._rec(self.joint_states),
+                                      best)
+        self.node.create_subscription(Float64MultiArray, CMD,
+                                      self._rec(self.commands, lambda m: list(m.data)), 50)
+        self.node.create_subscription(String, "/policy_node/state",
+                                      self._rec(self.states, lambda m: m.data), latched)
+        self.js_pub = self.node.create_publisher(JointState, "/joint_states", best)
+        self.executor = SingleThreadedExecutor(context=self.ctx)
+        self.executor.add_node(self.node)
+        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self._thread.start()
+
+    def _rec(self, into: list, conv: Callable = lambda m: m) -> Callable:
+        def cb(msg: object) -> None:
+            with self.lock:
+                into.append((time.monotonic(), conv(msg)))
+        return cb
+
+    def call(self, service: str, timeout: float = 10.0) -> Trigger.Response:
+        client = self.node.create_client(Trigger, service)
+        assert client.wait_for_service(timeout_sec=timeout), f"{service} not available"
+        future = client.call_async(Trigger.Request())
+        end = time.monotonic() + timeout
+        while not future.done() and time.monotonic() < end:
+            time.sleep(0.01)
+        assert future.done(), f"{service} did not answer"
+        return future.result()
+
+    def wait_for(self, cond: Callable[[], bool], timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with self.lock:
+                if cond():
+                    return True
+            time.sleep(0.02)
+        return False
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.ctx)
+
+
+def _start(module: str, overrides: dict, domain: int) -> subprocess.Popen:
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
+    return subprocess.Popen(node_command(module, default_params_file(), overrides), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _stop(p: subprocess.Popen) -> str:
+    if p.poll() is None:
+        p.send_signal(signal.SIGINT)
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    return p.stdout.read() if p.stdout else ""
+
+
+@pytest.fixture(scope="module")
+def stack(reach_artifact: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    domain = _domain_id()
+    stats = tmp_path_factory.mktemp("ros") / "policy_stats.json"
+    sim = _start("sim_robot_node", {}, domain)
+    policy = _start("policy_node", {"artifact": reach_artifact, "autostart": True,
+                                    "goal": str(GOAL), "rate_hz": RATE,
+                                    "stats_file": stats}, domain)
+    obs = Observer(domain)
+    out = {"sim": sim, "policy": policy, "obs": obs, "stats": stats, "domain": domain}
+    yield out
+    obs.close()
+    for p in (policy, sim):
+        log = _stop(p)
+        print(log[-3000:])
+
+
+def _ee(q: np.ndarray) -> np.ndarray:
+    spec = get_robot("arm7")
+    arm = ArmModel(build_model(SimRobotConfig(), spec), spec)
+    return arm.state(q, np.zeros(7)).ee_pos[0]
+
+
+def test_policy_node_drives_the_simulated_arm_to_the_goal(stack):
+    obs: Observer = stack["obs"]
+    assert obs.wait_for(lambda: len(obs.joint_states) > 50, 30), "no /joint_states"
+    assert obs.wait_for(lambda: any(s == "running" for _, s in obs.states), 30), obs.states
+
+    def reached() -> bool:
+        msg = obs.joint_states[-1][1]
+        return bool(np.linalg.norm(_ee(np.asarray(msg.position)) - GOAL) < 0.03)
+
+    assert obs.wait_for(reached, 10), "the arm did not reach the goal within 10 s"
+    # /joint_states at 500 Hz or more
+    with obs.lock:
+        t = [s for s, _ in obs.joint_states[-200:]]
+    assert 200 / (t[-1] - t[0]) > 400  # receive rate (DDS may bunch a few)
+
+
+def test_services_estop_reset_start_stop(stack):
+    obs: Observer = stack["obs"]
+    res = obs.call("/policy_node/estop")
+    assert res.success
+    assert obs.wait_for(lambda: obs.states[-1][1] == "estop", 5)
+    res = obs.call("/policy_node/start")
+    assert not res.success and "reset" in res.message
+    assert obs.call("/policy_node/reset").success
+    assert obs.wait_for(lambda: obs.states[-1][1] == "idle", 5)
+    assert obs.call("/policy_node/start").success
+    assert obs.wait_for(lambda: obs.states[-1][1] == "running", 5)
+    assert obs.call("/policy_node/stop").success
+    assert obs.wait_for(lambda: obs.states[-1][1] == "idle", 5)
+    assert obs.call("/policy_node/start").success
+    assert obs.wait_for(lambda: obs.states[-1][1] == "running", 5)
+
+
+def test_killing_the_arm_publisher_holds_within_three_periods(stack):
+    obs: Observer = stack["obs"]
+    assert obs.states[-1][1] == "running"
+    stack["sim"].send_signal(signal.SIGKILL)
+    stack["sim"].wait()
+    assert obs.wait_for(lambda: obs.states[-1][1] == "idle", 5), "no hold after the arm died"
+    with obs.lock:
+        last_js = obs.joint_states[-1][0]
+        held = obs.states[-1][0]
+        cmds_after = [c for t, c in obs.commands if t > held + 0.02]
+    # 3 periods (15 ms) plus one timer period, plus DDS delivery on a loaded 2-core host
+    assert held - last_js < 3 * (1 / RATE) + 1 / RATE + 0.03, held - last_js
+    assert obs.wait_for(lambda: len([t for t, _ in obs.commands if t > held + 0.02]) > 5, 5)
+    with obs.lock:
+        cmds_after = [c for t, c in obs.commands if t > held + 0.02]
+    assert all(np.allclose(c, cmds_after[0]) for c in cmds_after)  # a steady hold
+    last_q = np.asarray(obs.joint_states[-1][1].position)
+    assert np.abs(np.asarray(cmds_after[0]) - last_q).max() < 0.01  # where the arm was
+    # the policy node's own record: exit on SIGINT, final hold, statistics
+    assert stack["policy"].poll() is None
+    log = _stop(stack["policy"])
+    assert stack["policy"].returncode == 0, log
+    stats = json.loads(stack["stats"].read_text())
+    assert stats["watchdog_trips"] >= 1 and stats["mode"] == "idle"
+    assert stats["receipt_to_publish_us"][0] < 2000
+
+
+def test_bad_joint_states_are_rejected_and_never_forwarded(reach_artifact, tmp_path):
+    domain = _domain_id() + 1
+    stats = tmp_path / "stats.json"
+    policy = _start("policy_node", {"artifact": reach_artifact, "autostart": True,
+                                    "rate_hz": RATE, "stats_file": stats}, domain)
+    obs = Observer(domain)
+    try:
+        names = [f"joint{i}" for i in range(1, 8)]
+        home = list(get_robot("arm7").home)
+        bad = []
+        for kind in range(4):
+            m = JointState(name=list(names), position=list(home), velocity=[0.0] * 7)
+            if kind == 0:
+                m.name = [f"j{i}" for i in range(7)]  # wrong names
+            elif kind == 1:
+                m.name, m.position, m.velocity = names[:6], home[:6], [0.0] * 6  # count
+            elif kind == 2:
+                m.position[3] = float("nan")
+            else:
+                m.velocity = []  # no velocities
+            bad.append(m)
+        end = time.monotonic() + 20
+        while time.monotonic() < end and not obs.node.count_subscribers("/joint_states") > 1:
+            time.sleep(0.05)
+        time.sleep(1.0)
+        for _ in range(50):
+            for m in bad:
+                obs.js_pub.publish(m)
+            time.sleep(0.005)
+        time.sleep(0.3)
+        with obs.lock:
+            assert obs.commands == []  # nothing was forwarded: no valid reading yet
+        good = JointState(name=list(reversed(names)), position=list(reversed(home)),
+                          velocity=[0.0] * 7)  # any order is fine
+        for _ in range(50):
+            obs.js_pub.publish(good)
+            time.sleep(0.005)
+        assert obs.wait_for(lambda: len(obs.commands) > 0, 5)
+        with obs.lock:
+            first = np.asarray(obs.commands[0][1])
+        assert np.abs(first - np.asarray(home)).max() < 0.2  # near home: joints reordered
+    finally:
+        obs.close()
+        log = _stop(policy)
+    assert "rejected JointState" in log
+    s = json.loads(stats.read_text())
+    assert s["rejected_joint_states"] >= 50
