@@ -298,8 +298,9 @@ class DeployRuntime:
             self._policy_step(r, arm)
         self._k += 1
         t = self._targets
-        assert t is not None and t.joint is not None
+        assert t is not None
         if self.controller.in_model:
+            assert t.joint is not None
             values = t.joint[0]
             if self.robot.interface == "velocity":  # the PD law's speed towards the target
                 values = np.clip(self._servo_speed * (values - r.q), -self._qd_lim,

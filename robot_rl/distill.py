@@ -165,15 +165,16 @@ def dagger(env: BatchedEnv, teacher: Callable[[torch.Tensor], torch.Tensor],
     return float(loss.detach()), int(sum(o.shape[0] for o in data_obs))
 
 
-def clone_expert(task: str, cfg: DistillConfig, console: Console | None = None
-                 ) -> tuple[DeployPolicy, BatchedEnv]:
+def clone_expert(task: str, cfg: DistillConfig, console: Console | None = None,
+                 **overrides: Any) -> tuple[DeployPolicy, BatchedEnv]:
     """A student cloned (DAgger) from the task's scripted expert instead of a trained run:
     a competent small policy in seconds, for trying the deploy path without training.
-    ``cfg.run`` is ignored. Returns the student and an env of the task (for export)."""
+    ``cfg.run`` is ignored; ``overrides`` replace task config fields (``action=...``).
+    Returns the student and an env of the task (for export)."""
     from robot_rl.sim import make_env
 
     torch.manual_seed(cfg.seed)
-    env = make_env(task, cfg.num_envs, seed=cfg.seed, dr=cfg.dr)
+    env = make_env(task, cfg.num_envs, seed=cfg.seed, dr=cfg.dr, **overrides)
     obs = [env.reset(seed=cfg.seed)]
     for _ in range(env.cfg.episode_length):  # one expert episode for the normalization
         obs.append(env.step(env.expert_action())[0])

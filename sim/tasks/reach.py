@@ -7,7 +7,8 @@ import dataclasses
 import mujoco
 import torch
 
-from robot_rl.controllers import JointDeltaConfig
+from robot_rl.controllers import EEDeltaConfig, JointDeltaConfig
+from robot_rl.errors import ConfigError
 from robot_rl.sim.robots import RobotSpec
 from robot_rl.sim.scene import SceneBuilder
 from robot_rl.sim.state import SimState
@@ -70,7 +71,15 @@ def success(state: SimState, cfg: ReachConfig) -> torch.Tensor:
 
 
 def expert(state: SimState, cfg: ReachConfig) -> torch.Tensor:
-    assert isinstance(cfg.action, JointDeltaConfig)
+    """Straight to the target: joint deltas through the Jacobian, or (ee_delta) the
+    position offset itself, keeping the orientation."""
+    if isinstance(cfg.action, EEDeltaConfig):
+        a = torch.zeros(state.num_envs, 6 if cfg.action.rotation else 3, device=state.device)
+        a[:, :3] = _to_target(state) / cfg.action.pos_scale
+        return a.clamp(-1.0, 1.0)
+    if not isinstance(cfg.action, JointDeltaConfig):
+        raise ConfigError(f"the reach expert acts in joint_delta or ee_delta, not "
+                          f"{cfg.action.type}")
     return move_ee(state, _to_target(state), cfg.action.scale).float()
 
 
