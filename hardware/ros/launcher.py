@@ -38,6 +38,21 @@ def node_command(module: str, params_file: Path, overrides: dict[str, object]) -
     return cmd
 
 
+def stop_node(p: subprocess.Popen, timeout: float = 10.0) -> bool:
+    """SIGINT (the node publishes its final hold and exits), SIGKILL after ``timeout``;
+    False if it had to be killed."""
+    if p.poll() is not None:
+        return True
+    p.send_signal(signal.SIGINT)
+    try:
+        p.wait(timeout=timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        return False
+
+
 def launch_nodes(artifact: Path, *, with_sim: bool, duration: float | None,
                  params_file: Path | None, domain_id: int | None, rate_hz: float | None,
                  console: Console) -> int:
@@ -74,14 +89,8 @@ def launch_nodes(artifact: Path, *, with_sim: bool, duration: float | None,
         pass
     code = 0
     for name, p in reversed(procs):  # policy node first: its final hold reaches the arm
-        if p.poll() is None:
-            p.send_signal(signal.SIGINT)
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-                console.print(f"[red]{name} did not stop in 10 s; killed[/]")
+        if not stop_node(p):
+            console.print(f"[red]{name} did not stop in 10 s; killed[/]")
         if p.returncode not in (0, -signal.SIGINT) and code == 0:
             code = p.returncode
             console.print(f"[red]{name} exited with status {p.returncode}[/]")

@@ -32,7 +32,11 @@ from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from robot_rl.controllers.arm_model import ArmModel  # noqa: E402
-from robot_rl.hardware.ros.launcher import default_params_file, node_command  # noqa: E402
+from robot_rl.hardware.ros.launcher import (  # noqa: E402
+    default_params_file,
+    node_command,
+    stop_node,
+)
 from robot_rl.hardware.sim_robot import SimRobotConfig, build_model  # noqa: E402
 from robot_rl.sim.robots import get_robot  # noqa: E402
 
@@ -109,12 +113,7 @@ def _start(module: str, overrides: dict, domain: int) -> subprocess.Popen:
 
 
 def _stop(p: subprocess.Popen) -> str:
-    if p.poll() is None:
-        p.send_signal(signal.SIGINT)
-        try:
-            p.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            p.kill()
+    stop_node(p, timeout=15)
     return p.stdout.read() if p.stdout else ""
 
 
