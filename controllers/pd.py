@@ -43,14 +43,22 @@ def realize_pd_in_model(
 ) -> None:
     """Turn torque actuators into the PD law above; their control becomes the target position."""
     for name, p, d, lo, hi, t in zip(actuators, kp, kd, q_min, q_max, tau_max, strict=True):
-        act = spec.actuator(name)
-        act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
-        act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
-        act.gainprm[:3] = [p, 0.0, 0.0]
-        act.biasprm[:3] = [0.0, -p, -d]
-        act.gear[0] = 1.0
-        act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
-        act.ctrlrange = [lo, hi]
-        act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
-        act.forcerange = [-t, t]
+        set_affine_servo(spec.actuator(name), gain=p, pos_gain=p, vel_gain=d, ctrl=(lo, hi),
+                         tau_max=t)
+
+
+def set_affine_servo(act: mujoco.MjsActuator, *, gain: float, pos_gain: float,
+                     vel_gain: float, ctrl: tuple[float, float], tau_max: float) -> None:
+    """Make ``act`` the servo tau = gain * ctrl - pos_gain * q - vel_gain * qd, with ctrl in
+    ``ctrl`` and |tau| <= tau_max (the PD law: gain = pos_gain = kp; a velocity servo:
+    gain = vel_gain = kd, pos_gain = 0)."""
+    act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
+    act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+    act.gainprm[:3] = [gain, 0.0, 0.0]
+    act.biasprm[:3] = [0.0, -pos_gain, -vel_gain]
+    act.gear[0] = 1.0
+    act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
+    act.ctrlrange = list(ctrl)
+    act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+    act.forcerange = [-tau_max, tau_max]
 

@@ -131,6 +131,10 @@ class SafetyShield:
             lag=np.asarray(kd, dtype=np.float64) / np.asarray(kp, dtype=np.float64),
         )
         """The shield's limits as arrays of the caller's kind (``self._c(x)["qd_lim"]``)."""
+        self.qd_limit = self._c.numpy("qd_lim")
+        """(n,) joint speed limit of the velocity layer [rad/s]."""
+        self.tau_limit = self._c.numpy("tau_lim")
+        """(n,) joint torque limit of the torque layer [Nm]."""
         self._lag = float(self._c.numpy("lag").max())
         """The slowest joint's PD time constant kd/kp, for end-effector stopping distances."""
 

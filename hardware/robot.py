@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from robot_rl.errors import RobotRLError
+
+if TYPE_CHECKING:
+    from robot_rl.sim.robots import RobotSpec
 
 Interface = Literal["position", "velocity", "effort"]
 INTERFACES: tuple[Interface, ...] = ("position", "velocity", "effort")
@@ -70,6 +73,12 @@ class HardLimits:
     q_max: np.ndarray
     qd_max: np.ndarray
     tau_max: np.ndarray
+
+    @staticmethod
+    def of(spec: RobotSpec) -> HardLimits:
+        """The limits of a robot description."""
+        return HardLimits(np.asarray(spec.q_min), np.asarray(spec.q_max),
+                          np.asarray(spec.qd_max), np.asarray(spec.tau_max))
 
     def clip(self, cmd: JointCommand, last_q: np.ndarray | None) -> JointCommand:
         """``cmd`` within the limits; non-finite values make a hold (see module docstring)."""

@@ -48,7 +48,7 @@ from robot_rl.errors import ConfigError
 from robot_rl.export import Policy
 from robot_rl.hardware.observation import TaskObserver, task_config_from_meta
 from robot_rl.hardware.robot import JointCommand, JointReading, Robot, RobotError
-from robot_rl.hardware.timing import Rate, Samples, Throttle
+from robot_rl.hardware.timing import Rate, Samples, Throttle, percentiles
 
 Mode = Literal["idle", "running", "estop"]
 _log = logging.getLogger("robot_rl.deploy")
@@ -112,10 +112,8 @@ class DeployStats:
             "shield": dict(self.shield),
         }
         if nominal_period is not None and self.period.n:
-            err = Samples()
-            for p in self.period.values:
-                err.add(abs(p - nominal_period))
-            out["period_error_us"] = err.percentiles(us)
+            out["period_error_us"] = percentiles(np.abs(self.period.values - nominal_period),
+                                                 us)
             out["lateness_us"] = self.lateness.percentiles(us)
         return out
 
@@ -185,8 +183,6 @@ class DeployRuntime:
         self._held = False
         kd = np.asarray(self.controller.kd, dtype=np.float64)
         self._servo_speed = np.asarray(self.controller.kp, dtype=np.float64) / kd
-        self._qd_lim = self.shield.cfg.velocity_fraction * np.asarray(spec.qd_max)
-        self._tau_lim = self.shield.cfg.torque_fraction * np.asarray(spec.tau_max)
         self._new_goal()
 
     # -- state machine ---------------------------------------------------------------------
@@ -281,11 +277,12 @@ class DeployRuntime:
         if r is None or r.stamp <= self._last_stamp:
             return False
         n = len(self.robot.joint_names)
-        if np.shape(r.q) != (n,) or np.shape(r.qd) != (n,) or not (
-                np.isfinite(r.q).all() and np.isfinite(r.qd).all()):
+        shaped = np.shape(r.q) == (n,) and np.shape(r.qd) == (n,)
+        finite = shaped and bool(np.isfinite(r.q).all() and np.isfinite(r.qd).all())
+        if not finite:
             self.stats.bad_readings += 1
-            self._bad(f"dropped a joint reading with bad values (shape {np.shape(r.q)}, "
-                      f"finite {bool(np.isfinite(r.q).all() and np.isfinite(r.qd).all())})")
+            why = "NaN/inf values" if shaped else f"shape {np.shape(r.q)}, expected ({n},)"
+            self._bad(f"dropped a joint reading: {why}")
             return False
         self._last_stamp = r.stamp
         self._reading = r
@@ -303,8 +300,8 @@ class DeployRuntime:
             assert t.joint is not None
             values = t.joint[0]
             if self.robot.interface == "velocity":  # the PD law's speed towards the target
-                values = np.clip(self._servo_speed * (values - r.q), -self._qd_lim,
-                                 self._qd_lim)
+                values = np.clip(self._servo_speed * (values - r.q), -self.shield.qd_limit,
+                                 self.shield.qd_limit)
         else:
             tau, flags = self.shield.filter_torque(self.controller.torque(t, arm), arm)
             values = tau[0]
@@ -356,8 +353,8 @@ class DeployRuntime:
             values = np.zeros_like(r.q)  # a stale state gives no torque to trust: none
         else:  # effort: the joint PD law towards the hold position, within the torque limit
             kp, kd = self.controller.kp, self.controller.kd
-            values = np.clip(kp * (self._hold_q - r.q) - kd * r.qd, -self._tau_lim,
-                             self._tau_lim)
+            values = np.clip(kp * (self._hold_q - r.q) - kd * r.qd, -self.shield.tau_limit,
+                             self.shield.tau_limit)
         return JointCommand(iface, np.array(values, dtype=np.float64), hold=True)
 
     def close(self) -> JointCommand | None:

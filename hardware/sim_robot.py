@@ -28,10 +28,11 @@ from collections.abc import Callable
 import mujoco
 import numpy as np
 
-from robot_rl.controllers.pd import realize_pd_in_model
+from robot_rl.controllers.pd import realize_pd_in_model, set_affine_servo
 from robot_rl.errors import ConfigError
 from robot_rl.hardware.robot import HardLimits, Interface, JointCommand, JointReading, Robot
 from robot_rl.hardware.timing import Rate
+from robot_rl.sim.env import robot_bodies
 from robot_rl.sim.robots import RobotSpec, get_robot
 from robot_rl.sim.scene import SceneBuilder
 
@@ -99,23 +100,13 @@ def build_model(cfg: SimRobotConfig, robot: RobotSpec) -> mujoco.MjModel:
     elif cfg.interface == "velocity":  # tau = kd (v_cmd - qd), damping integrated implicitly
         for name, d, vmax, t in zip(robot.actuator_names, kd, robot.qd_max, robot.tau_max,
                                     strict=True):
-            act = spec.actuator(name)
-            act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
-            act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
-            act.gainprm[:3] = [d, 0.0, 0.0]
-            act.biasprm[:3] = [0.0, 0.0, -d]
-            act.gear[0] = 1.0
-            act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
-            act.ctrlrange = [-vmax, vmax]
-            act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
-            act.forcerange = [-t, t]
+            set_affine_servo(spec.actuator(name), gain=d, pos_gain=0.0, vel_gain=d,
+                             ctrl=(-vmax, vmax), tau_max=t)
     model = spec.compile()
     robot.validate(model)
-    root = model.body(robot.root_body).id
-    for b in range(1, model.nbody):
-        if model.body_rootid[b] == root:
-            model.body_mass[b] *= cfg.mass_scale
-            model.body_inertia[b] *= cfg.mass_scale
+    for b in robot_bodies(model, robot):
+        model.body_mass[b] *= cfg.mass_scale
+        model.body_inertia[b] *= cfg.mass_scale
     for name in robot.joint_names:
         dof = int(model.joint(name).dofadr[0])
         model.dof_damping[dof] *= cfg.damping_scale
@@ -137,8 +128,7 @@ class SimRobot(Robot):
         self.joint_names = tuple(self.spec.joint_names)
         self.interface = cfg.interface
         s = self.spec
-        self.limits = HardLimits(np.asarray(s.q_min), np.asarray(s.q_max),
-                                 np.asarray(s.qd_max), np.asarray(s.tau_max))
+        self.limits = HardLimits.of(s)
         self.model = build_model(cfg, s)
         self.data = mujoco.MjData(self.model)
         m = self.model

@@ -80,11 +80,16 @@ class Samples:
 
     def percentiles(self, scale: float = 1.0) -> tuple[float, float, float]:
         """(p50, p99, max) times ``scale``; NaNs when empty."""
-        if self.n == 0:
-            return (float("nan"),) * 3
-        v = self.values * scale
-        p50, p99 = np.percentile(v, [50, 99])
-        return float(p50), float(p99), float(v.max())
+        return percentiles(self.values, scale)
+
+
+def percentiles(values: np.ndarray, scale: float = 1.0) -> tuple[float, float, float]:
+    """(p50, p99, max) of ``values`` times ``scale``; NaNs when empty."""
+    if values.size == 0:
+        return (float("nan"),) * 3
+    v = values * scale
+    p50, p99 = np.percentile(v, [50, 99])
+    return float(p50), float(p99), float(v.max())
 
 
 class Throttle:

@@ -91,7 +91,7 @@ class BatchedEnv:
         for name, width in self.task.buffers.items():
             self.state.buffers[name] = torch.zeros(num_envs, width, device=dev, dtype=dtype)
         self.randomizer = DomainRandomizer(
-            cfg.dr, self.backend, robot_bodies=_robot_bodies(self.model, self.robot),
+            cfg.dr, self.backend, robot_bodies=robot_bodies(self.model, self.robot),
             robot_dofs=self.state.joint_dofs, robot_actuators=arm_ids)
 
         E, A = num_envs, self.act_dim
@@ -327,7 +327,7 @@ class BatchedEnv:
                 f"control_hz={1.0 / self.control_dt:g})")
 
 
-def _robot_bodies(model: mujoco.MjModel, robot: RobotSpec) -> list[int]:
+def robot_bodies(model: mujoco.MjModel, robot: RobotSpec) -> list[int]:
     """Bodies of the robot's kinematic tree (those whose root is the robot's root body)."""
     root = model.body(robot.root_body).id
     return [b for b in range(1, model.nbody) if model.body_rootid[b] == root]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -25,9 +24,7 @@ from robot_rl.hardware.ros import require_rclpy
 require_rclpy()
 
 import numpy as np  # noqa: E402
-import rclpy  # noqa: E402
 from geometry_msgs.msg import PoseStamped  # noqa: E402
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import (  # noqa: E402
     DurabilityPolicy,
@@ -45,12 +42,11 @@ from robot_rl.hardware.robot import HardLimits  # noqa: E402
 from robot_rl.hardware.ros.convert import JointStateParser  # noqa: E402
 from robot_rl.hardware.ros.params import declare  # noqa: E402
 from robot_rl.hardware.ros.ros_robot import RosRobot  # noqa: E402
+from robot_rl.hardware.ros.spin import SENSOR_QOS, spin_node  # noqa: E402
 from robot_rl.hardware.runtime import DeployConfig, DeployRuntime  # noqa: E402
 from robot_rl.hardware.timing import Samples, Throttle  # noqa: E402
 from robot_rl.sim.robots import get_robot  # noqa: E402
 
-SENSOR_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
-                        reliability=ReliabilityPolicy.BEST_EFFORT)
 STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                        reliability=ReliabilityPolicy.RELIABLE,
                        durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -106,9 +102,7 @@ class PolicyNode(Node):
                                f"{p.interface!r}")
         period = 1.0 / p.rate_hz
         self.robot = RosRobot(self, names, p.interface,  # type: ignore[arg-type]
-                              HardLimits(np.asarray(spec.q_min), np.asarray(spec.q_max),
-                                         np.asarray(spec.qd_max), np.asarray(spec.tau_max)),
-                              p.command_topic, p.command_type, period)
+                              HardLimits.of(spec), p.command_topic, p.command_type, period)
         cfg = DeployConfig(rate_hz=p.rate_hz, gate={"auto": None, "on": True, "off": False}[
             p.gate], watchdog_periods=p.watchdog_periods,
             goal=tuple(p.goal) if p.goal else None, autostart=p.autostart,  # type: ignore[arg-type]
@@ -231,38 +225,6 @@ class PolicyNode(Node):
                  stamp_to_publish_us=self.stamp_latency.percentiles(1e6),
                  rejected_joint_states=self.rejected, published=self.robot.published)
         return s
-
-
-def spin_node(make: Any, args: Sequence[str] | None) -> int:
-    """Init rclpy, build the node, spin until SIGINT/SIGTERM, call its ``shutdown``."""
-    rclpy.init(args=list(sys.argv if args is None else args),
-               signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
-    stop = {"flag": False}
-
-    def on_signal(*_: object) -> None:
-        stop["flag"] = True
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    node = None
-    try:
-        node = make()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        while not stop["flag"] and rclpy.ok():
-            executor.spin_once(timeout_sec=0.05)
-    except (RobotRLError, ValueError) as e:
-        print(f"{sys.argv[0]}: error: {e}", file=sys.stderr)
-        return 2
-    except ExternalShutdownException:
-        pass
-    finally:
-        if node is not None:
-            node.shutdown()
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    return 0
 
 
 def main(args: Sequence[str] | None = None) -> None:

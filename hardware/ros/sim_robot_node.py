@@ -33,7 +33,7 @@ from robot_rl.errors import RobotRLError  # noqa: E402
 from robot_rl.hardware.robot import JointReading  # noqa: E402
 from robot_rl.hardware.ros.convert import COMMAND_TYPES, joint_state, parse_command  # noqa: E402
 from robot_rl.hardware.ros.params import declare  # noqa: E402
-from robot_rl.hardware.ros.policy_node import SENSOR_QOS, spin_node  # noqa: E402
+from robot_rl.hardware.ros.spin import SENSOR_QOS, spin_node  # noqa: E402
 from robot_rl.hardware.sim_robot import SimRobot, SimRobotConfig  # noqa: E402
 from robot_rl.hardware.timing import Throttle  # noqa: E402
 

@@ -34,8 +34,7 @@ class ScriptedRobot(Robot):
         self.spec = spec
         self.joint_names = spec.joint_names
         self.interface = interface  # type: ignore[assignment]
-        self.limits = HardLimits(np.asarray(spec.q_min), np.asarray(spec.q_max),
-                                 np.asarray(spec.qd_max), np.asarray(spec.tau_max))
+        self.limits = HardLimits.of(spec)
         self.reading: JointReading | None = None
         self.sent: list[JointCommand] = []
 

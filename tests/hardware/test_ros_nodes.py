@@ -7,6 +7,7 @@ test kills the simulated arm.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -134,10 +135,14 @@ def stack(reach_artifact: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
         print(log[-3000:])
 
 
-def _ee(q: np.ndarray) -> np.ndarray:
+@functools.cache
+def _arm() -> ArmModel:
     spec = get_robot("arm7")
-    arm = ArmModel(build_model(SimRobotConfig(), spec), spec)
-    return arm.state(q, np.zeros(7)).ee_pos[0]
+    return ArmModel(build_model(SimRobotConfig(), spec), spec)
+
+
+def _ee(q: np.ndarray) -> np.ndarray:
+    return _arm().state(q, np.zeros(7)).ee_pos[0]
 
 
 def test_policy_node_drives_the_simulated_arm_to_the_goal(stack):

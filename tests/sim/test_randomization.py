@@ -7,7 +7,7 @@ import torch
 
 from robot_rl.errors import ConfigError
 from robot_rl.sim import DRConfig, dr_preset, make_env, make_task_config
-from robot_rl.sim.env import _robot_bodies
+from robot_rl.sim.env import robot_bodies
 
 
 def _ratios(env, field: str, rows: list[int], col: int | None = None) -> torch.Tensor:  # type: ignore[no-untyped-def]
@@ -22,7 +22,7 @@ def test_strong_preset_ranges_and_spread() -> None:
     env = make_env("push", 16, dr="strong")
     env.reset(seed=0)
     cfg = env.cfg.dr
-    bodies = _robot_bodies(env.model, env.robot)
+    bodies = robot_bodies(env.model, env.robot)
     dofs = env.state.joint_dofs
     acts = env.arm_actuator_ids
     checks = [
