@@ -9,6 +9,7 @@
     robot-rl sim rollout --task push --policy expert --video out.mp4
     robot-rl bench sim                                  simulation throughput table
     robot-rl bench controllers                          controller and shield cost tables
+    robot-rl camera list | probe [--playback FILE]      check a RealSense camera
 
 ``robot-rl <group> <command> --help`` explains every option. Errors in input (unknown names,
 bad values, missing files) print one line and exit with status 2.
@@ -48,18 +49,21 @@ TOP_LEVEL = ("train", "eval", "distill", "export", "deploy")
 
 
 def _commands() -> dict[str, dict[str, Command]]:
-    from robot_rl.cli import bench, sim
+    from robot_rl.cli import bench, camera, sim
 
     return {
         "sim": {"info": Command(sim.SimInfo, sim.info),
                 "rollout": Command(sim.SimRollout, sim.rollout)},
         "bench": {"sim": Command(bench.BenchSim, bench.run),
                   "controllers": Command(bench.BenchControllers, bench.run_controllers)},
+        "camera": {"list": Command(camera.CameraList, camera.list_cmd),
+                   "probe": Command(camera.CameraProbe, camera.probe_cmd)},
     }
 
 
 GROUPS = {"sim": "simulation: inspect robots and tasks, run policies, record videos",
-          "bench": "benchmarks that print side-by-side tables"}
+          "bench": "benchmarks that print side-by-side tables",
+          "camera": "RealSense cameras: list them, probe a stream or a recording"}
 
 
 def _usage(console: Console, commands: dict[str, dict[str, Command]] | None = None) -> None:

@@ -1,0 +1,168 @@
+"""RealSense camera on a synthetic recording: the SDK's software_device + recorder write a
+file in the test, and ``realsense.py`` plays it back through the real librealsense pipeline
+(alignment included)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyrealsense2")
+
+from robot_rl.hardware.cameras import CameraError  # noqa: E402
+from robot_rl.hardware.cameras.realsense import RealSenseCamera, RealSenseConfig  # noqa: E402
+from robot_rl.hardware.cameras.recording import pinhole, write_recording  # noqa: E402
+
+N, FPS = 8, 30
+CW, CH = 64, 48  # color
+DW, DH = 32, 24  # depth: half the resolution, same field of view
+NEAR, FAR = 800, 1600  # raw depth units (mm) of the left and right halves
+
+
+def _color(k: int) -> np.ndarray:
+    img = np.zeros((CH, CW, 3), np.uint8)
+    img[..., 0] = 10 * k                               # frame index in red
+    img[..., 1] = np.arange(CW, dtype=np.uint8)[None]  # column in green
+    img[..., 2] = np.arange(CH, dtype=np.uint8)[:, None]  # row in blue
+    return img
+
+
+def _depth(k: int) -> np.ndarray:
+    d = np.full((DH, DW), FAR + k, np.uint16)
+    d[:, : DW // 2] = NEAR + k
+    return d
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("realsense") / "synthetic.db3"
+    return write_recording(path, [_color(k) for k in range(N)], [_depth(k) for k in range(N)],
+                           fps=FPS, depth_scale=0.001, color_intrinsics=pinhole(CW, CH),
+                           depth_intrinsics=pinhole(DW, DH))
+
+
+def _play(recording: Path, slow: float = 0.0, **kw: object) -> list:
+    """Every frame the recording gives: all of them, or all but the first (the SDK's syncer
+    may see the first depth and color frames apart while it locks onto both streams)."""
+    cfg = RealSenseConfig(playback=recording, real_time=False, **kw)  # type: ignore[arg-type]
+    with RealSenseCamera(cfg) as cam:
+        frames = []
+        for f in cam:
+            frames.append(f)
+            time.sleep(slow)
+    numbers = [f.frame_number for f in frames]
+    assert numbers in (list(range(N)), list(range(1, N))), numbers
+    return frames
+
+
+def test_playback_gives_every_frame_with_its_pixels_and_timestamps(recording: Path) -> None:
+    frames = _play(recording)
+    np.testing.assert_allclose([f.timestamp_ms for f in frames],
+                               [f.frame_number * 1000 / FPS for f in frames], atol=1e-3)
+    assert {f.timestamp_domain for f in frames} == {"hardware_clock"}
+    host = [f.host_time for f in frames]
+    assert host == sorted(host)
+    for f in frames:
+        np.testing.assert_array_equal(f.color, _color(f.frame_number))
+        assert f.depth_scale == pytest.approx(0.001)
+        assert f.intrinsics.width == CW and f.intrinsics.height == CH
+        assert f.intrinsics.fx == pytest.approx(pinhole(CW, CH).fx, rel=1e-5)
+
+
+def test_slow_reader_loses_nothing_and_real_time_keeps_the_pace(recording: Path) -> None:
+    _play(recording, slow=2.5 / FPS)  # non-real-time playback waits for the reader
+    with RealSenseCamera(RealSenseConfig(playback=recording, real_time=True)) as cam:
+        frames = list(cam)
+    span = frames[-1].host_time - frames[0].host_time
+    recorded = (frames[-1].frame_number - frames[0].frame_number) / FPS
+    assert span >= 0.7 * recorded, (span, recorded)
+
+
+def test_depth_is_aligned_to_color(recording: Path) -> None:
+    for f in _play(recording):
+        k = f.frame_number
+        assert f.depth.shape == (CH, CW)  # depth resampled onto the color grid
+        m = f.depth_m()
+        left, right = m[4:-4, 4: CW // 2 - 4], m[4:-4, CW // 2 + 4: -4]
+        np.testing.assert_allclose(left, (NEAR + k) / 1000, atol=1e-6)
+        np.testing.assert_allclose(right, (FAR + k) / 1000, atol=1e-6)
+
+
+def test_unaligned_and_color_to_depth(recording: Path) -> None:
+    raw = _play(recording, align="none")
+    for f in raw:
+        np.testing.assert_array_equal(f.depth, _depth(f.frame_number))
+        np.testing.assert_array_equal(f.color, _color(f.frame_number))
+    to_depth = _play(recording, align="depth")
+    for f in to_depth:
+        assert f.color.shape == (DH, DW, 3) and f.depth.shape == (DH, DW)
+        assert f.intrinsics.width == DW
+        # The green channel holds the color column: depth column u sees color column ~2u.
+        cols = f.color[DH // 2, 2: DW - 2, 1].astype(int)
+        np.testing.assert_allclose(cols, 2 * np.arange(2, DW - 2), atol=2)
+
+
+def test_single_stream(recording: Path) -> None:
+    depth_only = _play(recording, color=False)
+    assert depth_only[0].color is None
+    np.testing.assert_array_equal(depth_only[-1].depth, _depth(N - 1))
+    color_only = _play(recording, depth=False)
+    assert color_only[0].depth is None
+    np.testing.assert_array_equal(color_only[-1].color, _color(N - 1))
+    with pytest.raises(CameraError, match="no depth"):
+        color_only[0].depth_m()
+
+
+def test_poll_never_blocks_and_read_needs_connect(recording: Path) -> None:
+    cam = RealSenseCamera(RealSenseConfig(playback=recording, real_time=False))
+    with pytest.raises(CameraError, match="not connected"):
+        cam.read()
+    with cam:
+        got: list[int] = []
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and (not got or got[-1] < N - 1):
+            f = cam.poll()
+            if f is None:
+                time.sleep(0.001)
+            else:
+                got.append(f.frame_number)
+        assert got in (list(range(N)), list(range(1, N))), got
+        assert cam.read(timeout_s=0.2) is None  # end of the recording
+    cam.close()  # twice is fine
+
+
+def test_refusals_name_the_problem(recording: Path, tmp_path: Path) -> None:
+    with pytest.raises(CameraError, match="does not exist"):
+        RealSenseCamera(RealSenseConfig(playback=tmp_path / "missing.db3"))
+    with pytest.raises(CameraError, match="at least one"):
+        RealSenseCamera(RealSenseConfig(playback=recording, color=False, depth=False))
+    with pytest.raises(CameraError, match=r"does not offer 640x480.*\n.*color 64x48 rgb8 @ 30 Hz"):
+        RealSenseCamera(RealSenseConfig(playback=recording, width=640, height=480)).connect()
+    with pytest.raises(CameraError, match="want"):
+        write_recording(tmp_path / "bad.db3", [_color(0)], [_depth(0).astype(np.float32)])
+
+
+def test_live_without_a_device_says_so() -> None:
+    from robot_rl.hardware.cameras.realsense import list_devices
+
+    if list_devices():
+        pytest.skip("a RealSense is connected to this machine")
+    with pytest.raises(CameraError, match=r"no RealSense device with serial 123 is connected "
+                                          r"\(found: none\)"):
+        RealSenseCamera(RealSenseConfig(serial="123", width=640, height=480, fps=30)).connect()
+
+
+def test_cli_probe_reports_the_recording(recording: Path, capsys: pytest.CaptureFixture) -> None:
+    from robot_rl.cli import main
+
+    main(["camera", "probe", "--playback", str(recording), "--no-real-time", "--frames", "5"])
+    out = capsys.readouterr().out
+    assert "64x48 RGB" in out and "aligned to color" in out
+    assert "0.80" in out and "hardware_clock" in out
+    with pytest.raises(SystemExit) as e:
+        main(["camera", "probe", "--playback", str(recording), "--fps", "90"])
+    assert e.value.code == 2
+    assert "depth 32x24 z16 @ 30 Hz" in capsys.readouterr().err
