@@ -7,11 +7,13 @@ ee_delta actions, so the operational-space controller and the shield's torque la
 every tick), the safety-critic gate over 8 candidates (a 2 x 256x256 critic ensemble,
 untrained, threshold never reached: its cost is what is measured), the full shield, and the
 OSC torque law on the effort interface of the simulated arm stepping in real time in a
-thread of the same process.
+process of its own (SimRobotProcess), as a real arm's driver runs.
 
-Columns, measured in one run on this machine:
-  ours          DeployRuntime.run: deadline sleeping with 1 µs timer slack
-  naive sleep   the same tick in a loop of time.sleep(period - elapsed) (typical scripts)
+Rows, measured in one run on this machine:
+  ours          DeployRuntime.run: deadline sleeping with 1 µs timer slack, the policy step
+                sliced into the idle time between ticks
+  ours, inline  the same with the whole policy step inside the tick it is due in
+  naive sleep   the inline tick in a loop of time.sleep(period - elapsed) (typical scripts)
   OS floor      the deadline loop with no work and no simulated arm: the best this host's
                 timer can do
 
@@ -43,7 +45,8 @@ from robot_rl.export import load_policy
 from robot_rl.export.artifact import artifact_meta, export_artifact
 from robot_rl.export.modules import DeployCost
 from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
-from robot_rl.hardware.sim_robot import SimRobot, SimRobotConfig
+from robot_rl.hardware.sim_robot import SimRobotConfig
+from robot_rl.hardware.sim_robot_process import SimRobotProcess
 from robot_rl.hardware.timing import Rate, Samples
 from robot_rl.nets import EnsembleCritic
 
@@ -84,17 +87,19 @@ def _arm(rate: float) -> SimRobotConfig:
     return SimRobotConfig(interface="effort", physics_dt=min(0.002, 1.0 / rate))
 
 
-def _ours(artifact: Path, rate: float, duration: float) -> dict:
-    with SimRobot(_arm(rate)) as robot:
-        rt = DeployRuntime(load_policy(artifact), robot, DeployConfig(rate_hz=rate, goal=GOAL))
+def _ours(artifact: Path, rate: float, duration: float, sliced: bool = True) -> dict:
+    with SimRobotProcess(_arm(rate)) as robot:
+        rt = DeployRuntime(load_policy(artifact), robot,
+                           DeployConfig(rate_hz=rate, goal=GOAL, sliced_policy=sliced))
         out = rt.run(duration)
         out["goal_cm"] = float(np.linalg.norm(robot.ee_pos() - GOAL) * 100)
     return out
 
 
 def _naive(artifact: Path, rate: float, duration: float) -> dict:
-    with SimRobot(_arm(rate)) as robot:
-        rt = DeployRuntime(load_policy(artifact), robot, DeployConfig(rate_hz=rate, goal=GOAL))
+    with SimRobotProcess(_arm(rate)) as robot:
+        rt = DeployRuntime(load_policy(artifact), robot,
+                           DeployConfig(rate_hz=rate, goal=GOAL, sliced_policy=False))
         period, err = 1.0 / rate, Samples()
         start = prev = time.monotonic()
         overruns = 0
@@ -167,24 +172,27 @@ def main(args: Args) -> None:
                       "joint_delta)...")
         osc, joint = _artifacts(folder)
         table = Table(title="deploy loop on the simulated arm (2-core host, µs)")
-        for col in ("rate", "loop", "period error p50 / p99 / max", "overruns",
-                    "inference p50 / p99", "gate p50 / p99", "tick p50 / p99",
+        for col in ("rate", "loop", "period error p50 / p99 / max", "overruns / ticks",
+                    "hold ticks", "inference p50 / p99", "gate p50 / p99", "tick p50 / p99",
                     "goal dist"):
             table.add_column(col)
         for rate in args.rates:
-            console.print(f"{rate:g} Hz: runtime {args.duration:g} s, naive loop and OS "
-                          f"floor {args.peer_duration:g} s each...")
+            console.print(f"{rate:g} Hz: runtime {args.duration:g} s; inline, naive loop and "
+                          f"OS floor {args.peer_duration:g} s each...")
             ours = _ours(osc, rate, args.duration)
+            inline = _ours(osc, rate, args.peer_duration, sliced=False)
             naive = _naive(osc, rate, args.peer_duration)
             floor = _floor(rate, args.peer_duration)
-            inf, gate, tick = ours["inference_us"], ours["gate_us"], ours["compute_us"]
-            table.add_row(f"{rate:g} Hz", "ours", _pct(ours["period_error_us"]),
-                          f"{ours['overruns']} / {ours['ticks']}",
-                          f"{inf[0]:.0f} / {inf[1]:.0f}", f"{gate[0]:.0f} / {gate[1]:.0f}",
-                          f"{tick[0]:.0f} / {tick[1]:.0f}", f"{ours['goal_cm']:.1f} cm")
+            for name, r in (("ours", ours), ("ours, inline", inline)):
+                inf, gate, tick = r["inference_us"], r["gate_us"], r["compute_us"]
+                table.add_row(f"{rate:g} Hz" if name == "ours" else "", name,
+                              _pct(r["period_error_us"]), f"{r['overruns']} / {r['ticks']}",
+                              str(r["hold_ticks"]), f"{inf[0]:.0f} / {inf[1]:.0f}",
+                              f"{gate[0]:.0f} / {gate[1]:.0f}", f"{tick[0]:.0f} / {tick[1]:.0f}",
+                              f"{r['goal_cm']:.1f} cm")
             table.add_row("", "naive sleep", _pct(naive["period_error_us"]),
-                          str(naive["overruns"]), "", "", "", "")
-            table.add_row("", "OS floor", _pct(floor["period_error_us"]), "", "", "", "", "")
+                          str(naive["overruns"]), "", "", "", "", "")
+            table.add_row("", "OS floor", _pct(floor["period_error_us"]), "", "", "", "", "", "")
         console.print(table)
         warm = _warm_inference(osc)
         console.print(f"policy inference back to back (warm): p50 {warm[0]:.1f} µs, p99 "

@@ -29,7 +29,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 import numpy as np
@@ -48,7 +48,13 @@ from robot_rl.errors import ConfigError
 from robot_rl.export import Policy
 from robot_rl.hardware.observation import TaskObserver, task_config_from_meta
 from robot_rl.hardware.robot import JointCommand, JointReading, Robot, RobotError
-from robot_rl.hardware.timing import Rate, Samples, Throttle, percentiles
+from robot_rl.hardware.timing import (
+    Rate,
+    Samples,
+    Throttle,
+    loop_thread_settings,
+    percentiles,
+)
 
 Mode = Literal["idle", "running", "estop"]
 _log = logging.getLogger("robot_rl.deploy")
@@ -71,6 +77,14 @@ class DeployConfig:
     """Start as soon as the first reading arrives (else wait for ``start``)."""
     seed: int = 0
     """Seed of the goal draw and the gate's candidate noise."""
+    sliced_policy: bool = True
+    """Run the policy step in the loop's idle time, stage by stage (observation; network and
+    gate; shield, action space and targets; success test), so no tick waits for it; its targets
+    apply from the first tick after they are ready. False: the whole step runs inside the tick
+    it is due in (deterministic replay, tests)."""
+    realtime_priority: int = 0
+    """SCHED_FIFO priority (1-99) of the loop thread in ``run`` (Linux; needs root or an
+    rtprio limit; a refusal is logged and the loop runs without). 0: leave the scheduler."""
 
 
 @dataclasses.dataclass
@@ -89,6 +103,8 @@ class DeployStats:
     """Safety-critic gate over the candidates [s]."""
     ticks: int = 0
     policy_steps: int = 0
+    policy_waits: int = 0
+    """Ticks on which a policy step was due but the previous one was still running."""
     overruns: int = 0
     """Ticks whose work took longer than a period."""
     hold_ticks: int = 0
@@ -103,6 +119,7 @@ class DeployStats:
         us = 1e6
         out: dict[str, Any] = {
             "ticks": self.ticks, "policy_steps": self.policy_steps,
+            "policy_waits": self.policy_waits,
             "overruns": self.overruns, "hold_ticks": self.hold_ticks,
             "bad_readings": self.bad_readings, "gate_rejections": self.gate_rejections,
             "gate_holds": self.gate_holds,
@@ -173,6 +190,16 @@ class DeployRuntime:
         self._hold_q: np.ndarray | None = None
         self._targets: Targets | None = None
         self._k = 0
+        self._step_due = False
+        self._pending: Iterator[str] | None = None
+        """The policy step in progress (a generator of its stages), if any."""
+        self._pending_ticks = 0
+        self._stage = ""
+        """The last stage of the pending step that ran ("" before the first)."""
+        self._idle_margin = min(100e-6, 0.05 * self.period)
+        """Idle work stops this long before the next deadline (the wake-up's margin)."""
+        self._stage_cost: dict[str, float] = {}
+        """A decaying maximum of each stage's duration [s], to fit stages into idle time."""
         A = policy.act_dim
         self.action = np.zeros(A)
         """(A,) the last applied action (after the shield's action layers)."""
@@ -201,12 +228,13 @@ class DeployRuntime:
         if self._reading is None or self.watchdog.stale(now):
             return False, "no fresh joint states"
         if not self._running:
-            self._running = True
+            self._pending, self._stage = None, ""  # a step begun before a stop is dropped
             self._k = 0
             self._targets = None
-            self.action[:] = 0.0
-            self.prev_action[:] = 0.0
+            self.action = np.zeros_like(self.action)
+            self.prev_action = np.zeros_like(self.prev_action)
             self.action_space.reset(np.zeros(1, dtype=np.int64), self._reading.q[None])
+            self._running = True
         return True, "running"
 
     def stop(self, reason: str = "stop requested") -> None:
@@ -289,13 +317,25 @@ class DeployRuntime:
         self.watchdog.feed(now)
         return True
 
-    def _act(self, r: JointReading) -> JointCommand:
+    def _act(self, r: JointReading) -> JointCommand | None:
         arm = self.arm.state(r.q, r.qd, mass=self._mass)
-        if self._k % self.decimation == 0 or self._targets is None:
-            self._policy_step(r, arm)
+        if self._k % self.decimation == 0:
+            self._step_due = True
         self._k += 1
+        if self._pending is not None:
+            self._pending_ticks += 1
+        if self._step_due:
+            if self._pending is None:
+                self._step_due = False
+                self._pending, self._stage = self._policy_stages(r, arm), ""
+                self._pending_ticks = 0
+                if not self.cfg.sliced_policy:
+                    self.idle()
+            else:
+                self.stats.policy_waits += 1
         t = self._targets
-        assert t is not None
+        if t is None:  # the first policy step since start is still running
+            return self._hold_command(fresh_state=True)
         if self.controller.in_model:
             assert t.joint is not None
             values = t.joint[0]
@@ -308,9 +348,33 @@ class DeployRuntime:
         gripper = None if t.gripper is None else float(t.gripper[0, 0])
         return JointCommand(self.robot.interface, values, gripper, hold=self._held)
 
-    def _policy_step(self, r: JointReading, arm: Any) -> None:
+    def idle(self, until: float | None = None) -> None:
+        """Advance the policy step in progress by whole stages while each one's expected
+        duration fits before ``until`` (``time.monotonic``); None: finish it. A step pending
+        for half a policy period runs its next stage regardless, so it always completes."""
+        while self._pending is not None:
+            forced = self._pending_ticks >= max(1, self.decimation // 2)
+            stage = _NEXT_STAGE[self._stage]
+            if until is not None and not forced and \
+                    time.monotonic() + self._stage_cost.get(stage, 0.0) > until:
+                return
+            t0 = time.monotonic()
+            try:
+                self._stage = next(self._pending)
+            except StopIteration:
+                self._pending, self._stage = None, ""
+            spent = time.monotonic() - t0
+            self._stage_cost[stage] = max(spent, 0.99 * self._stage_cost.get(stage, 0.0))
+            if until is not None and forced:
+                return  # one forced stage per call
+
+    def _policy_stages(self, r: JointReading, arm: Any) -> Iterator[str]:
+        """The policy step as stages (names yielded after each): observation -> policy ->
+        gate -> shield -> action space -> target shield (the targets apply from here) ->
+        success test. Updates the actions and the statistics."""
         st = self.stats
         obs = self.observer(r.q, r.qd, self.action, self.prev_action)
+        yield "observe"
         t0 = time.monotonic()
         a = self.policy(obs)
         t1 = time.monotonic()
@@ -321,6 +385,7 @@ class DeployRuntime:
             st.gate.add(time.monotonic() - t1)
             st.gate_rejections += rejected
             st.gate_holds += hold
+        yield "policy"
         applied, invalid, flags = self.shield.filter_action(
             np.asarray(a, dtype=np.float64)[None], self.action[None])
         hold = hold or bool(invalid[0])
@@ -333,12 +398,12 @@ class DeployRuntime:
         flags.update(target_flags)
         for name, flag in flags.items():
             st.shield[name] += bool(flag[0])
-        self._targets = targets
-        self._held = hold
+        self._targets, self._held = targets, hold
         self.prev_action = self.action
         self.action = applied[0].copy()
-        self.succeeded = self.observer.success()
         st.policy_steps += 1
+        yield "targets"
+        self.succeeded = self.observer.success()
 
     def _hold_command(self, fresh_state: bool) -> JointCommand | None:
         r = self._reading
@@ -358,7 +423,7 @@ class DeployRuntime:
         return JointCommand(iface, np.array(values, dtype=np.float64), hold=True)
 
     def close(self) -> JointCommand | None:
-        """Stop acting and send a final hold; returns it."""
+        """Stop acting and send a final hold; returns it. The runtime can run again after."""
         self._enter_hold("shutting down", quiet=True)
         cmd = self._hold_command(fresh_state=not self.watchdog.stale())
         sent = None if cmd is None else self.robot.send_action(cmd)
@@ -378,6 +443,10 @@ class DeployRuntime:
         st = self.stats
         rate = Rate(self.cfg.rate_hz)
         start = prev = time.monotonic()
+        settings = loop_thread_settings(self.period, self.cfg.realtime_priority)
+        refused = settings.__enter__()
+        if refused:
+            self.log(refused)
         try:
             while not stop.is_set() and (duration is None or prev - start < duration):
                 late = rate.sleep()
@@ -389,12 +458,14 @@ class DeployRuntime:
                 self.tick(self.robot.observe(), t0)
                 if time.monotonic() - t0 > self.period:
                     st.overruns += 1
+                self.idle(rate.next + self.period - self._idle_margin)
                 if on_tick is not None:
                     on_tick(self)
         except KeyboardInterrupt:
             interrupted = True
         finally:
             self.close()
+            settings.__exit__(None, None, None)
             if restore is not None:
                 restore()
         out = self.summary()
@@ -410,6 +481,10 @@ class DeployRuntime:
                    rate_hz=self.cfg.rate_hz, policy_hz=self.cfg.rate_hz / self.decimation,
                    gate=self.use_gate)
         return out
+
+
+_NEXT_STAGE = {"": "observe", "observe": "policy", "policy": "targets", "targets": "success"}
+"""The stage after each one of ``DeployRuntime._policy_stages``."""
 
 
 def _on_signals(stop: threading.Event) -> Callable[[], None]:

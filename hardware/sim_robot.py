@@ -139,6 +139,8 @@ class SimRobot(Robot):
         self._site = m.site(s.ee_site).id
         self.on_sample = on_sample
         self.sample_every = max(1, int(sample_every))
+        self.on_step: Callable[[], None] | None = None
+        """Called from the physics thread after every step, measured or not."""
         self._rng = np.random.default_rng(cfg.seed)
         self._lock = threading.Lock()
         self._history: collections.deque[JointReading] = collections.deque()
@@ -257,3 +259,5 @@ class SimRobot(Robot):
             if reading is not None and self.on_sample is not None and \
                     self.steps % self.sample_every == 0:
                 self.on_sample(reading)
+            if self.on_step is not None:
+                self.on_step()

@@ -9,10 +9,12 @@ thread's timer slack is cut from 50 µs to 1 µs, which is most of the wake-up e
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -29,6 +31,39 @@ def tighten_timer_slack(ns: int = 1000) -> bool:
         return ctypes.CDLL(None).prctl(_PR_SET_TIMERSLACK, ns, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+@contextlib.contextmanager
+def loop_thread_settings(period: float, priority: int = 0) -> Iterator[str | None]:
+    """Settings for a fixed-rate loop thread, undone on exit; yields why the real-time
+    priority was refused (None if granted or not asked for).
+
+    * Python's GIL switch interval drops to a twentieth of the period (default 5 ms): a loop
+      thread waking while another thread runs Python code gets the GIL within it.
+    * ``priority`` > 0: SCHED_FIFO at that priority for this thread (Linux), so the kernel
+      wakes it ahead of everything else; needs root or an rtprio limit
+      (/etc/security/limits.conf)."""
+    old_switch = sys.getswitchinterval()
+    sys.setswitchinterval(min(old_switch, max(period / 20, 1e-5)))
+    refused: str | None = None
+    old_sched: tuple[int, os.sched_param] | None = None
+    if priority > 0:
+        if not hasattr(os, "sched_setscheduler"):
+            refused = "SCHED_FIFO is not available on this platform"
+        else:
+            try:
+                old_sched = (os.sched_getscheduler(0), os.sched_getparam(0))
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+            except (PermissionError, OSError) as e:
+                refused = f"SCHED_FIFO priority {priority} refused ({e}); set an rtprio limit"
+                old_sched = None
+    try:
+        yield refused
+    finally:
+        sys.setswitchinterval(old_switch)
+        if old_sched is not None:
+            with contextlib.suppress(OSError):
+                os.sched_setscheduler(0, *old_sched)
 
 
 class Rate:

@@ -163,6 +163,8 @@ class PolicyNode(Node):
         self._last_tick = now
         self.runtime.tick(reading, now)
         self._publish_mode()
+        # The policy step's stages run in the time before the next tick is due.
+        self.runtime.idle(now + 0.8 * self.period)
 
     def _on_goal(self, msg: PoseStamped) -> None:
         pos = (msg.pose.position.x, msg.pose.position.y, msg.pose.position.z)

@@ -42,6 +42,9 @@ class DeployCmd:
     """Loop rate, gate, watchdog and goal."""
     sim: SimRobotConfig = dataclasses.field(default_factory=SimRobotConfig)
     """The simulated arm: interface, latency, noise, delay, held-out dynamics."""
+    sim_process: bool = True
+    """Simulate the arm in a process of its own, as a real arm's driver runs
+    (--no-sim-process: on a thread of this process, sharing its GIL with the loop)."""
     backend: Literal["onnx", "torchscript"] = "onnx"
     """Inference backend of the artifact."""
     ros_params_file: Path | None = None
@@ -68,10 +71,11 @@ def deploy_cmd(cfg: DeployCmd) -> None:
     from robot_rl.export import load_policy
     from robot_rl.hardware.runtime import DeployRuntime
     from robot_rl.hardware.sim_robot import SimRobot
+    from robot_rl.hardware.sim_robot_process import SimRobotProcess
 
     policy = load_policy(cfg.artifact, backend=cfg.backend, seed=cfg.deploy.seed)
     sim = cfg.sim
-    with SimRobot(sim) as robot:
+    with (SimRobotProcess(sim) if cfg.sim_process else SimRobot(sim)) as robot:
         runtime = DeployRuntime(policy, robot, cfg.deploy, log=lambda m: console.print(
             f"[yellow]deploy:[/] {m}"))
         goal = runtime.goal
@@ -111,6 +115,7 @@ def print_summary(console: Console, s: dict[str, Any]) -> None:
         table.add_row("gate", pct("gate_us") + f"  rejections {s['gate_rejections']}, "
                       f"holds {s['gate_holds']}")
     table.add_row("hold ticks", str(s["hold_ticks"]))
+    table.add_row("policy steps waited for", str(s.get("policy_waits", 0)))
     table.add_row("watchdog trips / e-stops", f"{s['watchdog_trips']} / {s['estops']}")
     table.add_row("bad readings dropped", str(s["bad_readings"]))
     shield = ", ".join(f"{k} {v}" for k, v in s["shield"].items() if v) or "none"

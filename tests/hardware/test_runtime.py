@@ -32,7 +32,8 @@ def test_reaches_the_goal_on_the_simulated_arm_and_ends_with_a_hold(reach_artifa
 def test_stale_data_holds_within_the_watchdog_and_needs_an_explicit_start(reach_artifact,
                                                                           scripted_robot):
     r = scripted_robot
-    rt = DeployRuntime(load_policy(reach_artifact), r, DeployConfig(goal=GOAL, rate_hz=100))
+    rt = DeployRuntime(load_policy(reach_artifact), r, DeployConfig(
+        goal=GOAL, rate_hz=100, sliced_policy=False))
     period = rt.period
     q0 = np.asarray(r.spec.home, dtype=float)
     r.set(q0, stamp=0.0)
@@ -67,7 +68,8 @@ def test_stale_data_holds_within_the_watchdog_and_needs_an_explicit_start(reach_
 
 def test_estop_latches_until_reset_and_start(reach_artifact, scripted_robot):
     r = scripted_robot
-    rt = DeployRuntime(load_policy(reach_artifact), r, DeployConfig(goal=GOAL, rate_hz=100))
+    rt = DeployRuntime(load_policy(reach_artifact), r, DeployConfig(
+        goal=GOAL, rate_hz=100, sliced_policy=False))
     q0 = np.asarray(r.spec.home, dtype=float)
     for k in range(3):
         r.set(q0, stamp=k * 0.01)
@@ -87,7 +89,8 @@ def test_estop_latches_until_reset_and_start(reach_artifact, scripted_robot):
 def test_bad_readings_are_dropped_never_forwarded(reach_artifact, scripted_robot):
     r = scripted_robot
     logs: list[str] = []
-    rt = DeployRuntime(load_policy(reach_artifact), r, DeployConfig(goal=GOAL, rate_hz=100),
+    rt = DeployRuntime(load_policy(reach_artifact), r, DeployConfig(
+        goal=GOAL, rate_hz=100, sliced_policy=False),
                        log=logs.append)
     q0 = np.asarray(r.spec.home, dtype=float)
     r.set(q0, stamp=0.0)
@@ -127,3 +130,59 @@ def test_velocity_interface_drives_the_arm_to_the_goal(reach_artifact):
         stop = threading.Event()
         rt.run(duration=3.0, stop=stop)
         assert np.linalg.norm(robot.ee_pos() - np.asarray(GOAL)) < 0.05
+
+
+def test_sliced_policy_step_runs_in_idle_time_and_never_in_the_tick(reach_artifact,
+                                                                     scripted_robot):
+    """A due tick only begins the policy step; ``idle`` runs its stages while they fit before
+    a deadline, and a step begun before a stop/start is dropped."""
+    r = scripted_robot
+    rt = DeployRuntime(load_policy(reach_artifact), r, DeployConfig(goal=GOAL, rate_hz=100))
+    q0 = np.asarray(r.spec.home, dtype=float)
+    r.set(q0, stamp=0.0)
+    first = rt.tick(r.observe(), now=0.0)
+    assert rt.mode == "running" and first.hold  # no targets yet: hold where it is
+    np.testing.assert_allclose(first.values, q0)
+    assert rt.stats.policy_steps == 0 and rt._pending is not None
+    rt.idle(until=0.0)  # the deadline has passed: nothing runs
+    assert rt._stage == ""
+    rt.idle()  # all the time in the world: the step completes
+    assert rt._pending is None and rt.stats.policy_steps == 1
+    assert set(rt._stage_cost) == {"observe", "policy", "targets", "success"}
+    r.set(q0, stamp=0.01)
+    assert not rt.tick(r.observe(), now=0.01).hold
+    # Begin the next step, stop and start again before it finishes: it is dropped.
+    for k in range(2, 11):
+        r.set(q0, stamp=0.01 * k)
+        rt.tick(r.observe(), now=0.01 * k)
+    assert rt._pending is not None
+    rt.stop()
+    assert rt.start(now=0.1)[0]
+    assert rt._pending is None and rt.stats.policy_steps == 1
+
+
+def test_a_starved_policy_step_is_forced_to_finish(reach_artifact, scripted_robot):
+    """With never any idle time the step still completes, one stage per tick, from half a
+    policy period on."""
+    r = scripted_robot
+    rt = DeployRuntime(load_policy(reach_artifact), r, DeployConfig(goal=GOAL, rate_hz=100))
+    q0 = np.asarray(r.spec.home, dtype=float)
+    done_at = None
+    for k in range(rt.decimation + 6):
+        r.set(q0, stamp=0.01 * k)
+        rt.tick(r.observe(), now=0.01 * k)
+        rt.idle(until=0.0)  # always too late
+        if rt.stats.policy_steps and done_at is None:
+            done_at = k
+    assert done_at is not None and done_at <= rt.decimation // 2 + 3
+
+
+def test_reaches_the_goal_against_the_arm_in_its_own_process(reach_artifact):
+    from robot_rl.hardware.sim_robot_process import SimRobotProcess
+
+    with SimRobotProcess(SimRobotConfig(sensing_latency=0.002)) as robot:
+        rt = DeployRuntime(load_policy(reach_artifact), robot, DeployConfig(goal=GOAL))
+        out = rt.run(duration=3.0)
+        dist = np.linalg.norm(robot.ee_pos() - np.asarray(GOAL))
+    assert dist < 0.03, out
+    assert out["success"] and out["watchdog_trips"] == 0 and out["hold_ticks"] < 10
