@@ -10,6 +10,10 @@ One tick (``DeployRuntime.tick``), at ``rate_hz``:
         velocity for a velocity interface; torque controllers and the shield's torque layers
         run on the fresh state) -> Robot.send_action (hard limits) -> the wire
 
+A due policy step is begun by the tick and run by ``idle`` in the time before the next one, a
+stage at a time (``DeployConfig.sliced_policy``; off, the tick runs it whole); its targets
+apply from the tick after it completes.
+
 The action space, controller and shield are built from the artifact's ``policy.json`` with
 the same classes as the training env; ``run`` adds the deadline-scheduled loop and timing
 statistics, and the ROS 2 policy node calls ``tick`` on each JointState instead.
@@ -228,7 +232,6 @@ class DeployRuntime:
         if self._reading is None or self.watchdog.stale(now):
             return False, "no fresh joint states"
         if not self._running:
-            self._pending, self._stage = None, ""  # a step begun before a stop is dropped
             self._k = 0
             self._targets = None
             self.action = np.zeros_like(self.action)
@@ -270,6 +273,7 @@ class DeployRuntime:
         if self._running and not quiet:
             self.log(f"holding: {reason}")
         self._running = False
+        self._pending, self._stage = None, ""  # a step begun before the hold is dropped
         self._hold_q = None if self._reading is None else self._reading.q.copy()
 
     # -- one tick --------------------------------------------------------------------------
@@ -443,31 +447,29 @@ class DeployRuntime:
         st = self.stats
         rate = Rate(self.cfg.rate_hz)
         start = prev = time.monotonic()
-        settings = loop_thread_settings(self.period, self.cfg.realtime_priority)
-        refused = settings.__enter__()
-        if refused:
-            self.log(refused)
-        try:
-            while not stop.is_set() and (duration is None or prev - start < duration):
-                late = rate.sleep()
-                t0 = time.monotonic()
-                if st.ticks:
-                    st.period.add(t0 - prev)
-                    st.lateness.add(late)
-                prev = t0
-                self.tick(self.robot.observe(), t0)
-                if time.monotonic() - t0 > self.period:
-                    st.overruns += 1
-                self.idle(rate.next + self.period - self._idle_margin)
-                if on_tick is not None:
-                    on_tick(self)
-        except KeyboardInterrupt:
-            interrupted = True
-        finally:
-            self.close()
-            settings.__exit__(None, None, None)
-            if restore is not None:
-                restore()
+        with loop_thread_settings(self.period, self.cfg.realtime_priority) as refused:
+            if refused:
+                self.log(refused)
+            try:
+                while not stop.is_set() and (duration is None or prev - start < duration):
+                    late = rate.sleep()
+                    t0 = time.monotonic()
+                    if st.ticks:
+                        st.period.add(t0 - prev)
+                        st.lateness.add(late)
+                    prev = t0
+                    self.tick(self.robot.observe(), t0)
+                    if time.monotonic() - t0 > self.period:
+                        st.overruns += 1
+                    self.idle(rate.next + self.period - self._idle_margin)
+                    if on_tick is not None:
+                        on_tick(self)
+            except KeyboardInterrupt:
+                interrupted = True
+            finally:
+                self.close()
+                if restore is not None:
+                    restore()
         out = self.summary()
         out["interrupted"] = interrupted or stop.is_set() and duration is None
         out["duration_s"] = time.monotonic() - start

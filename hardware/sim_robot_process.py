@@ -195,6 +195,7 @@ def _child(cfg: SimRobotConfig, block: Any, lock: Any, control: Any) -> None:
         def after_step() -> None:  # on the physics thread, after every step
             robot.sensing = bool(v["sensing"][0])
             reading = robot.observe()  # latency applied
+            true_q, ee_pos = robot.true_q(), robot.ee_pos()
             with lock:
                 if reading is not None and reading.stamp != v["stamp"][0]:
                     v["q"][:], v["qd"][:] = reading.q, reading.qd
@@ -202,9 +203,7 @@ def _child(cfg: SimRobotConfig, block: Any, lock: Any, control: Any) -> None:
                         v["effort"][:] = reading.effort
                     v["stamp"][0] = reading.stamp
                     v["reading_seq"][0] += 1
-                d = robot.data
-                v["true_q"][:] = d.qpos[robot._qadr]
-                v["ee_pos"][:] = d.site_xpos[robot._site]
+                v["true_q"][:], v["ee_pos"][:] = true_q, ee_pos
                 v["steps"][0], v["late_steps"][0] = robot.steps, robot.late_steps
                 cmd = None
                 if v["cmd_seq"][0] != seen[0]:

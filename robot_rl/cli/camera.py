@@ -101,10 +101,11 @@ def probe_cmd(cfg: CameraProbe) -> None:
         table.add_row("frames skipped", str(int(np.sum(np.diff(numbers) - 1))))
     table.add_row("timestamps", first.timestamp_domain)
     if first.depth is not None:
-        valid = np.concatenate([f.depth_m()[f.depth > 0] for f in frames[-5:]])
+        recent = frames[-5:]
+        valid = np.concatenate([f.depth_m()[f.depth > 0] for f in recent])
         p5, p95 = np.percentile(valid, [5, 95]) if valid.size else (0.0, 0.0)
         table.add_row("depth range", "no valid pixels" if valid.size == 0 else
                       f"{p5:.3f} .. {p95:.3f} m (p5..p95), "
-                      f"{100 * valid.size / (5 * first.depth.size):.0f}% valid")
+                      f"{100 * valid.size / (len(recent) * first.depth.size):.0f}% valid")
     table.add_row("read at", time.strftime("%Y-%m-%d %H:%M:%S"))
     console.print(table)

@@ -180,8 +180,11 @@ def test_a_starved_policy_step_is_forced_to_finish(reach_artifact, scripted_robo
 def test_reaches_the_goal_against_the_arm_in_its_own_process(reach_artifact):
     from robot_rl.hardware.sim_robot_process import SimRobotProcess
 
+    # A watchdog of 20 ms, not 6: on a shared 2-core CI host the arm's process can miss
+    # 3 periods, and a trip (tested on its own above) would hold the arm for the rest.
     with SimRobotProcess(SimRobotConfig(sensing_latency=0.002)) as robot:
-        rt = DeployRuntime(load_policy(reach_artifact), robot, DeployConfig(goal=GOAL))
+        rt = DeployRuntime(load_policy(reach_artifact), robot,
+                           DeployConfig(goal=GOAL, watchdog_periods=10))
         out = rt.run(duration=3.0)
         dist = np.linalg.norm(robot.ee_pos() - np.asarray(GOAL))
     assert dist < 0.03, out
