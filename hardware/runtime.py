@@ -215,6 +215,17 @@ class DeployRuntime:
         kd = np.asarray(self.controller.kd, dtype=np.float64)
         self._servo_speed = np.asarray(self.controller.kp, dtype=np.float64) / kd
         self._new_goal()
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Pay the first-call costs (onnxruntime's first run, lazy torch and MuJoCo set-up) of
+        the observation, the policy and the gate now, not in the first policy step, where they
+        took long enough to starve the tick that follows."""
+        home = np.asarray(self.observer.env.robot.home, dtype=np.float64)
+        obs = self.observer(home, np.zeros_like(home), self.action, self.prev_action)
+        a = self.policy(obs)
+        if self.use_gate:
+            self.policy.gate(obs, a)
 
     # -- state machine ---------------------------------------------------------------------
 
