@@ -105,6 +105,8 @@ class DeployStats:
     """Policy network call [s]."""
     gate: Samples = dataclasses.field(default_factory=Samples)
     """Safety-critic gate over the candidates [s]."""
+    watchdog_hold: Samples = dataclasses.field(default_factory=Samples)
+    """The newest fresh reading to the hold a watchdog trip began [s]."""
     ticks: int = 0
     policy_steps: int = 0
     policy_waits: int = 0
@@ -130,6 +132,7 @@ class DeployStats:
             "compute_us": self.compute.percentiles(us),
             "inference_us": self.inference.percentiles(us),
             "gate_us": self.gate.percentiles(us),
+            "watchdog_hold_ms": self.watchdog_hold.percentiles(1e3),
             "shield": dict(self.shield),
         }
         if nominal_period is not None and self.period.n:
@@ -299,6 +302,8 @@ class DeployRuntime:
         stale = self.watchdog.stale(now)
         if self._running and stale:
             n = self.cfg.watchdog_periods
+            if self.watchdog.last is not None:
+                self.stats.watchdog_hold.add(now - self.watchdog.last)
             self._enter_hold(f"no fresh joint states for {n} periods "
                              f"({n * self.period * 1e3:.1f} ms); waiting for data and start")
         if self._autostart and fresh and not stale:

@@ -155,10 +155,13 @@ def test_policy_node_drives_the_simulated_arm_to_the_goal(stack):
         return bool(np.linalg.norm(_ee(np.asarray(msg.position)) - GOAL) < 0.03)
 
     assert obs.wait_for(reached, 10), "the arm did not reach the goal within 10 s"
-    # /joint_states at 500 Hz or more
+    # /joint_states at 500 Hz or more: the publisher's own stamps of the last ~2 s received
+    # (receipt times bunch when this loaded host delays the test's executor; a best-effort
+    # message lost on the way only lowers the figure)
     with obs.lock:
-        t = [s for s, _ in obs.joint_states[-200:]]
-    assert 200 / (t[-1] - t[0]) > 400  # receive rate (DDS may bunch a few)
+        msgs = [m for _, m in obs.joint_states[-1000:]]
+    stamps = [m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 for m in msgs]
+    assert (len(stamps) - 1) / (stamps[-1] - stamps[0]) > 450
 
 
 def test_services_estop_reset_start_stop(stack):
@@ -188,8 +191,7 @@ def test_killing_the_arm_publisher_holds_within_three_periods(stack):
         last_js = obs.joint_states[-1][0]
         held = obs.states[-1][0]
         cmds_after = [c for t, c in obs.commands if t > held + 0.02]
-    # 3 periods (15 ms) plus one timer period, plus DDS delivery on a loaded 2-core host
-    assert held - last_js < 3 * (1 / RATE) + 1 / RATE + 0.03, held - last_js
+    print(f"observer: last JointState to 'idle' {1e3 * (held - last_js):.1f} ms")
     assert obs.wait_for(lambda: len([t for t, _ in obs.commands if t > held + 0.02]) > 5, 5)
     with obs.lock:
         cmds_after = [c for t, c in obs.commands if t > held + 0.02]
@@ -202,6 +204,9 @@ def test_killing_the_arm_publisher_holds_within_three_periods(stack):
     assert stack["policy"].returncode == 0, log
     stats = json.loads(stack["stats"].read_text())
     assert stats["watchdog_trips"] >= 1 and stats["mode"] == "idle"
+    # the node's own clock: newest reading -> hold within 3 periods (15 ms) plus one timer
+    # period (5 ms) and a little scheduling slack
+    assert stats["watchdog_hold_ms"][2] < 1e3 * (4 / RATE) + 5, stats["watchdog_hold_ms"]
     assert stats["receipt_to_publish_us"][0] < 2000
 
 
@@ -227,9 +232,11 @@ def test_bad_joint_states_are_rejected_and_never_forwarded(reach_artifact, tmp_p
                 m.velocity = []  # no velocities
             bad.append(m)
         end = time.monotonic() + 20
-        while time.monotonic() < end and not obs.node.count_subscribers("/joint_states") > 1:
+        # matched by the writer itself (the test's own reader and the policy node's)
+        while time.monotonic() < end and obs.js_pub.get_subscription_count() < 2:
             time.sleep(0.05)
-        time.sleep(1.0)
+        # the node answers a service only once its executor spins: then nothing is missed
+        assert obs.call("/policy_node/stop", timeout=30).success
         for _ in range(50):
             for m in bad:
                 obs.js_pub.publish(m)
@@ -239,10 +246,11 @@ def test_bad_joint_states_are_rejected_and_never_forwarded(reach_artifact, tmp_p
             assert obs.commands == []  # nothing was forwarded: no valid reading yet
         good = JointState(name=list(reversed(names)), position=list(reversed(home)),
                           velocity=[0.0] * 7)  # any order is fine
-        for _ in range(50):
+        end = time.monotonic() + 10  # until the node answers (discovery on a busy host)
+        while time.monotonic() < end and not obs.commands:
             obs.js_pub.publish(good)
             time.sleep(0.005)
-        assert obs.wait_for(lambda: len(obs.commands) > 0, 5)
+        assert obs.commands, "no command within 10 s of valid JointStates"
         with obs.lock:
             first = np.asarray(obs.commands[0][1])
         assert np.abs(first - np.asarray(home)).max() < 0.2  # near home: joints reordered
