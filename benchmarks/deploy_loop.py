@@ -14,8 +14,9 @@ Rows, measured in one run on this machine:
                 sliced into the idle time between ticks
   ours, inline  the same with the whole policy step inside the tick it is due in
   naive sleep   the inline tick in a loop of time.sleep(period - elapsed) (typical scripts)
-  OS floor      the deadline loop with no work and no simulated arm: the best this host's
-                timer can do
+  OS floor      the deadline loop with no simulated arm and no work but one call of the
+                policy network per tick: the best this host's timer can do, and what one
+                network call costs when it follows a sleep on this host
 
 The ROS row runs sim_robot_node + policy_node (reach student, position interface) as
 processes at 200 Hz and reports JointState receipt -> command publish latency.
@@ -124,15 +125,23 @@ def _naive(artifact: Path, rate: float, duration: float) -> dict:
     return {"period_error_us": err.percentiles(1e6), "overruns": overruns}
 
 
-def _floor(rate: float, duration: float) -> dict:
-    r, err, period = Rate(rate), Samples(), 1.0 / rate
+def _floor(artifact: Path, rate: float, duration: float) -> dict:
+    """The deadline loop with nothing in it but one call of the policy network per tick: the
+    wake-up error and the in-loop inference time this host allows, with no arm, no controller
+    and no gate competing for the core and its caches."""
+    policy = load_policy(artifact)
+    obs = np.zeros(policy.obs_dim, np.float32)
+    policy(obs)
+    r, err, inf, period = Rate(rate), Samples(), Samples(), 1.0 / rate
     start = prev = time.monotonic()
     while time.monotonic() - start < duration:
         r.sleep()
         t0 = time.monotonic()
         err.add(abs(t0 - prev - period))
         prev = t0
-    return {"period_error_us": err.percentiles(1e6), "overruns": 0}
+        policy(obs)
+        inf.add(time.monotonic() - t0)
+    return {"period_error_us": err.percentiles(1e6), "inference_us": inf.percentiles(1e6)}
 
 
 def _ros(artifact: Path, rate: float, duration: float, folder: Path) -> dict:
@@ -189,7 +198,7 @@ def main(args: Args) -> None:
             ours = _ours(osc, rate, args.duration)
             inline = _ours(osc, rate, args.peer_duration, sliced=False)
             naive = _naive(osc, rate, args.peer_duration)
-            floor = _floor(rate, args.peer_duration)
+            floor = _floor(osc, rate, args.peer_duration)
             for name, r in (("ours", ours), ("ours, inline", inline)):
                 inf, gate, tick = r["inference_us"], r["gate_us"], r["compute_us"]
                 table.add_row(f"{rate:g} Hz" if name == "ours" else "", name,
@@ -200,7 +209,9 @@ def main(args: Args) -> None:
                               f"{r['goal_cm']:.1f} cm")
             table.add_row("", "naive sleep", _pct(naive["period_error_us"]),
                           str(naive["overruns"]), "", "", "", "", "")
-            table.add_row("", "OS floor", _pct(floor["period_error_us"]), "", "", "", "", "", "")
+            inf = floor["inference_us"]
+            table.add_row("", "OS floor", _pct(floor["period_error_us"]), "", "",
+                          f"{inf[0]:.0f} / {inf[1]:.0f}", "", "", "")
         console.print(table)
         warm = _warm_inference(osc)
         console.print(f"policy inference back to back (warm): p50 {warm[0]:.1f} µs, p99 "

@@ -86,6 +86,9 @@ class DeployConfig:
     gate; shield, action space and targets; success test), so no tick waits for it; its targets
     apply from the first tick after they are ready. False: the whole step runs inside the tick
     it is due in (deterministic replay, tests)."""
+    spin_us: float = 0.0
+    """Busy-wait this long before each deadline instead of sleeping [µs]: a core kept busy
+    wakes on time and keeps its caches and clock warm for the tick (costs that core)."""
     realtime_priority: int = 0
     """SCHED_FIFO priority (1-99) of the loop thread in ``run`` (Linux; needs root or an
     rtprio limit; a refusal is logged and the loop runs without). 0: leave the scheduler."""
@@ -183,6 +186,9 @@ class DeployRuntime:
                              f"needs a {' or '.join(want)} interface; the robot takes "
                              f"{robot.interface}")
         self.period = 1.0 / cfg.rate_hz
+        if not 0 <= cfg.spin_us * 1e-6 < self.period:
+            raise ConfigError(f"spin_us must be in [0, {self.period * 1e6:.0f}) (the period), "
+                              f"got {cfg.spin_us:g}")
         self.use_gate = policy.has_cost_critic if cfg.gate is None else cfg.gate
         if self.use_gate and not policy.has_cost_critic:
             raise ConfigError(f"--gate needs a cost critic; {policy.path} has none")
@@ -461,7 +467,7 @@ class DeployRuntime:
         restore = _on_signals(stop) if threading.current_thread() is threading.main_thread() \
             else None
         st = self.stats
-        rate = Rate(self.cfg.rate_hz)
+        rate = Rate(self.cfg.rate_hz, spin=self.cfg.spin_us * 1e-6)
         start = prev = time.monotonic()
         with loop_thread_settings(self.period, self.cfg.realtime_priority) as refused:
             if refused:

@@ -117,6 +117,8 @@ def test_refuses_an_artifact_for_another_robot(reach_artifact):
 def test_rate_must_be_a_multiple_of_the_policy_rate(reach_artifact, scripted_robot):
     with pytest.raises(ConfigError, match="whole multiple"):
         DeployRuntime(load_policy(reach_artifact), scripted_robot, DeployConfig(rate_hz=75))
+    with pytest.raises(ConfigError, match="spin_us"):  # busy-waiting a whole period
+        DeployRuntime(load_policy(reach_artifact), scripted_robot, DeployConfig(spin_us=2000))
 
 
 def test_joint_targets_need_a_position_or_velocity_interface(reach_artifact):
@@ -126,7 +128,9 @@ def test_joint_targets_need_a_position_or_velocity_interface(reach_artifact):
 
 def test_velocity_interface_drives_the_arm_to_the_goal(reach_artifact):
     with SimRobot(SimRobotConfig(interface="velocity")) as robot:
-        rt = DeployRuntime(load_policy(reach_artifact), robot, DeployConfig(goal=GOAL))
+        # the loop busy-waits the last 200 µs before each deadline
+        rt = DeployRuntime(load_policy(reach_artifact), robot,
+                           DeployConfig(goal=GOAL, spin_us=200))
         stop = threading.Event()
         rt.run(duration=3.0, stop=stop)
         assert np.linalg.norm(robot.ee_pos() - np.asarray(GOAL)) < 0.05
