@@ -117,6 +117,10 @@ class PolicyNode(Node):
         self.stamp_latency = Samples()
         """JointState header stamp to command published [s] (same host clocks only)."""
         self._last_tick = -float("inf")
+        self._next_due = -float("inf")
+        self._first_tick: float | None = None
+        """When the next tick is due: ticks keep to a schedule of whole periods, so arriving
+        JointStates drive them at ``rate_hz`` on average whatever the publisher's rate."""
         self._mode = ""
         self.state_pub = self.create_publisher(String, "~/state", STATE_QOS)
         self.create_subscription(JointState, p.joint_states_topic, self._on_joint_state,
@@ -145,7 +149,7 @@ class PolicyNode(Node):
             self._bad(f"rejected JointState: {reading}")
             return
         self.robot.offer(reading)
-        if t - self._last_tick >= 0.9 * self.period:
+        if t >= self._next_due:
             self._tick(reading, t)
             done = time.monotonic()
             self.latency.add(done - t)
@@ -160,11 +164,16 @@ class PolicyNode(Node):
             self._tick(None, now)
 
     def _tick(self, reading: Any, now: float) -> None:
+        if self._first_tick is None:
+            self._first_tick = now
         self._last_tick = now
+        # the next deadline one period after this one's, or after now when far behind
+        due = self._next_due + self.period
+        self._next_due = due if now - due < self.period else now + self.period
         self.runtime.tick(reading, now)
         self._publish_mode()
         # The policy step's stages run in the time before the next tick is due.
-        self.runtime.idle(now + 0.8 * self.period)
+        self.runtime.idle(self._next_due - 0.2 * self.period)
 
     def _on_goal(self, msg: PoseStamped) -> None:
         pos = (msg.pose.position.x, msg.pose.position.y, msg.pose.position.z)
@@ -226,6 +235,8 @@ class PolicyNode(Node):
         s.update(receipt_to_publish_us=self.latency.percentiles(1e6),
                  stamp_to_publish_us=self.stamp_latency.percentiles(1e6),
                  rejected_joint_states=self.rejected, published=self.robot.published)
+        span = self._last_tick - (self._first_tick or self._last_tick)
+        s["tick_rate_hz"] = (s["ticks"] - 1) / span if span > 0 else 0.0
         return s
 
 
