@@ -1,0 +1,187 @@
+"""The on-disk layout: LeRobotDataset v3.0, one committed episode per file, plus our columns.
+
+    root/
+      meta/info.json                      codebase_version "v3.0", fps, features, counts, paths;
+                                          "robot_rl": task, action space, observation layout
+      meta/stats.json                     per feature: min, max, mean, std, count
+      meta/tasks.parquet                  task_index -> task text
+      meta/episodes/chunk-000/file-007.parquet   episode 7's row (offsets, length, stats, ours)
+      data/chunk-000/file-007.parquet     episode 7's frames
+      videos/observation.images.front/chunk-000/file-007.mp4
+      .incomplete/                        the episode being recorded (never read)
+
+LeRobot v3 packs many episodes into each file and points at them from the episode rows; one
+episode per file is the same format with a file index per episode, and it is what makes an
+episode commit atomic: its frames and videos are renamed into place first, its episode row
+last, and a reader only sees episodes whose row exists. A crash leaves files in
+``.incomplete`` (or unreferenced data files), which readers ignore and ``--resume`` removes.
+
+Frame columns (one row per control step; vectors are fixed-size float32 lists):
+
+    observation.state       (O,)  the policy observation (the task's terms, ``names``)
+    observation.joint_pos   (n,)  measured joint positions
+    observation.joint_vel   (n,)  measured joint velocities
+    action                  (A,)  the action applied, in [-1, 1] (the task's action space)
+    next.observation.state  (O,)  the observation after the step (the true final one at the
+                                  end of an episode, so time-outs bootstrap)
+    next.reward, next.cost        float32
+    next.done, next.terminated, next.success, intervention    bool
+    timestamp float32, frame_index, episode_index, index, task_index   int64
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from robot_rl.errors import RobotRLError
+
+CODEBASE_VERSION = "v3.0"
+CHUNKS_SIZE = 1000
+DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
+VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
+EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
+INCOMPLETE = ".incomplete"
+IMAGE_PREFIX = "observation.images."
+
+SCALARS = {"next.reward": "float32", "next.cost": "float32", "next.done": "bool",
+           "next.terminated": "bool", "next.success": "bool", "intervention": "bool"}
+"""Per-frame scalar columns of ours, next to LeRobot's own (reward and done as LeRobot names
+them; cost, termination, success and intervention for safe RL and HIL-SERL)."""
+INDICES = ("frame_index", "episode_index", "index", "task_index")
+
+
+class DatasetError(RobotRLError):
+    """A dataset is missing, corrupt, unwritable, or does not match what it is used for."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetSpec:
+    """What a dataset holds; written into info.json and checked when it is extended or used."""
+
+    fps: float
+    """Control rate of the recorded steps [Hz]."""
+    robot_type: str
+    """Robot name (RobotSpec)."""
+    task: str
+    """Task name in our registry (the env that replays the actions)."""
+    task_text: str
+    """The task in words (LeRobot's task string)."""
+    obs_names: tuple[str, ...]
+    """One name per observation element ("ee_pos.0", ...)."""
+    action_names: tuple[str, ...]
+    """One name per action element."""
+    joint_names: tuple[str, ...]
+    action_space: dict[str, Any]
+    """The action space config (type and scales): an action means nothing without it."""
+    cameras: tuple[tuple[str, int, int], ...] = ()
+    """(name, height, width) of each camera recorded as video."""
+
+    def features(self) -> dict[str, dict[str, Any]]:
+        """LeRobot's ``features`` block of info.json."""
+        def vec(names: tuple[str, ...]) -> dict[str, Any]:
+            return {"dtype": "float32", "shape": [len(names)], "names": list(names)}
+
+        out: dict[str, dict[str, Any]] = {
+            "observation.state": vec(self.obs_names),
+            "observation.joint_pos": vec(self.joint_names),
+            "observation.joint_vel": vec(self.joint_names),
+            "action": vec(self.action_names),
+            "next.observation.state": vec(self.obs_names),
+        }
+        for name, dtype in SCALARS.items():
+            out[name] = {"dtype": dtype, "shape": [1], "names": None}
+        out["timestamp"] = {"dtype": "float32", "shape": [1], "names": None}
+        for name in INDICES:
+            out[name] = {"dtype": "int64", "shape": [1], "names": None}
+        for cam, h, w in self.cameras:
+            out[IMAGE_PREFIX + cam] = {
+                "dtype": "video", "shape": [h, w, 3], "names": ["height", "width", "channels"],
+                "info": {"video.height": h, "video.width": w, "video.codec": "h264",
+                         "video.pix_fmt": "yuv420p", "video.is_depth_map": False,
+                         "video.fps": self.fps, "video.channels": 3, "has_audio": False}}
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["cameras"] = [list(c) for c in self.cameras]
+        return d
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> DatasetSpec:
+        try:
+            return DatasetSpec(
+                fps=float(d["fps"]), robot_type=str(d["robot_type"]), task=str(d["task"]),
+                task_text=str(d["task_text"]), obs_names=tuple(d["obs_names"]),
+                action_names=tuple(d["action_names"]), joint_names=tuple(d["joint_names"]),
+                action_space=dict(d["action_space"]),
+                cameras=tuple((str(c[0]), int(c[1]), int(c[2])) for c in d.get("cameras", [])))
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            raise DatasetError(f"info.json's robot_rl block is malformed: {e!r}") from None
+
+    def mismatch(self, other: DatasetSpec) -> str | None:
+        """The first field in which ``other`` differs from this one, described; None if equal.
+        Cameras may differ (a state-only learner ignores them)."""
+        for f in dataclasses.fields(self):
+            if f.name == "cameras":
+                continue
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            if a != b:
+                return f"{f.name}: the dataset has {_short(a)}, this run has {_short(b)}"
+        return None
+
+
+def _short(x: Any) -> str:
+    s = repr(x)
+    return s if len(s) <= 160 else s[:157] + "..."
+
+
+def chunk_file(episode_index: int) -> tuple[int, int]:
+    """(chunk_index, file_index) of an episode's files (one episode per file)."""
+    return divmod(episode_index, CHUNKS_SIZE)
+
+
+def data_path(episode_index: int) -> str:
+    c, f = chunk_file(episode_index)
+    return DATA_PATH.format(chunk_index=c, file_index=f)
+
+
+def video_path(episode_index: int, camera: str) -> str:
+    c, f = chunk_file(episode_index)
+    return VIDEO_PATH.format(video_key=IMAGE_PREFIX + camera, chunk_index=c, file_index=f)
+
+
+def episode_path(episode_index: int) -> str:
+    c, f = chunk_file(episode_index)
+    return EPISODES_PATH.format(chunk_index=c, file_index=f)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so a reader sees the old file or the new one, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_bytes(path, (json.dumps(obj, indent=2) + "\n").encode())
+
+
+def commit_file(src: Path, dst: Path) -> None:
+    """Move a finished file from ``.incomplete`` into place (same file system: atomic)."""
+    with open(src, "rb") as f:
+        os.fsync(f.fileno())
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(src, dst)

@@ -1,0 +1,257 @@
+"""Dataset: read a recorded dataset (committed episodes only), check it, decode its videos.
+
+    ds = Dataset("data/push")
+    ds.check(spec)                      # refuses a different robot / task / action space
+    f = ds.frames()                     # dict of columns over all episodes: (N, ...) numpy
+    ep = ds.episode(3)                  # the same for one episode
+    problems = ds.validate()            # [] when every file agrees with the metadata
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from robot_rl.data.format import (
+    CODEBASE_VERSION,
+    INCOMPLETE,
+    SCALARS,
+    DatasetError,
+    DatasetSpec,
+    data_path,
+    episode_path,
+    video_path,
+)
+
+REQUIRED_EPISODE_COLUMNS = ("episode_index", "tasks", "length", "data/chunk_index",
+                            "data/file_index", "dataset_from_index", "dataset_to_index")
+
+
+class Dataset:
+    """A dataset folder (see module docstring)."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        info_path = self.root / "meta" / "info.json"
+        if not info_path.is_file():
+            raise DatasetError(f"{self.root} is not a dataset: no meta/info.json")
+        try:
+            self.info: dict[str, Any] = json.loads(info_path.read_text())
+        except json.JSONDecodeError as e:
+            raise DatasetError(f"{info_path} is not valid JSON: {e}") from None
+        version = self.info.get("codebase_version")
+        if version != CODEBASE_VERSION:
+            raise DatasetError(f"{info_path}: codebase_version is {version!r}; this reader "
+                               f"reads LeRobot {CODEBASE_VERSION} datasets")
+        if "robot_rl" not in self.info:
+            raise DatasetError(f"{info_path} has no robot_rl block (task, action space): it "
+                               f"was not recorded by robot_rl; import it first")
+        self.spec = DatasetSpec.from_json(self.info["robot_rl"])
+        self.episodes = self._read_episodes()
+
+    # -- metadata --------------------------------------------------------------------------
+
+    def _read_episodes(self) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        folder = self.root / "meta" / "episodes"
+        for path in sorted(folder.glob("chunk-*/file-*.parquet")):
+            try:
+                rows.extend(pq.read_table(path).to_pylist())
+            except (pa.ArrowInvalid, OSError) as e:
+                raise DatasetError(f"episode metadata {path} is unreadable: {e}") from None
+        for r in rows:
+            missing = [c for c in REQUIRED_EPISODE_COLUMNS if c not in r]
+            if missing:
+                raise DatasetError(f"episode metadata lacks {missing} (episode "
+                                   f"{r.get('episode_index')})")
+        rows.sort(key=lambda r: r["episode_index"])
+        return rows
+
+    @property
+    def num_episodes(self) -> int:
+        return len(self.episodes)
+
+    @property
+    def num_frames(self) -> int:
+        return sum(int(r["length"]) for r in self.episodes)
+
+    @property
+    def fps(self) -> float:
+        return self.spec.fps
+
+    def check(self, spec: DatasetSpec) -> None:
+        """Refuse (DatasetError naming the field) when ``spec`` differs from this dataset's."""
+        why = self.spec.mismatch(spec)
+        if why is not None:
+            raise DatasetError(f"{self.root} does not match: {why}")
+
+    # -- frames ----------------------------------------------------------------------------
+
+    def episode(self, index: int) -> dict[str, np.ndarray]:
+        """Columns of one episode, by its episode_index."""
+        rows = [r for r in self.episodes if r["episode_index"] == index]
+        if not rows:
+            raise DatasetError(f"{self.root} has no episode {index} (it has "
+                               f"{self.num_episodes})")
+        return _columns(self._table(rows[0]))
+
+    def frames(self, episodes: list[int] | None = None) -> dict[str, np.ndarray]:
+        """Columns of the given episodes (default all), concatenated in episode order."""
+        rows = self.episodes if episodes is None else \
+            [r for r in self.episodes if r["episode_index"] in set(episodes)]
+        if not rows:
+            raise DatasetError(f"{self.root} has no episodes to read")
+        return _columns(pa.concat_tables([self._table(r) for r in rows]))
+
+    def _table(self, row: dict[str, Any]) -> pa.Table:
+        path = self.root / data_path(int(row["episode_index"]))
+        try:
+            return pq.read_table(path)
+        except (FileNotFoundError, pa.ArrowInvalid, OSError) as e:
+            raise DatasetError(f"episode {row['episode_index']}'s frames {path} are "
+                               f"unreadable: {e}") from None
+
+    def video(self, index: int, camera: str) -> np.ndarray:
+        """Decoded RGB frames (T, H, W, 3) uint8 of one episode's camera."""
+        import av
+
+        path = self.root / video_path(index, camera)
+        if not path.is_file():
+            raise DatasetError(f"no video {path}")
+        with av.open(str(path)) as c:
+            return np.stack([f.to_ndarray(format="rgb24") for f in c.decode(video=0)])
+
+    # -- checks ----------------------------------------------------------------------------
+
+    def validate(self, decode_videos: bool = True) -> list[str]:
+        """Every disagreement between the files and the metadata, as messages ([] = valid)."""
+        problems: list[str] = []
+        feats = self.info.get("features", {})
+        want = self.spec.features()
+        for key, f in want.items():
+            if key not in feats:
+                problems.append(f"info.json features lack {key!r}")
+            elif feats[key].get("shape") != f["shape"]:
+                problems.append(f"info.json feature {key!r} has shape {feats[key].get('shape')}"
+                                f", expected {f['shape']}")
+        if self.info.get("total_episodes") != self.num_episodes:
+            problems.append(f"info.json says {self.info.get('total_episodes')} episodes, "
+                            f"{self.num_episodes} are committed")
+        if self.info.get("total_frames") != self.num_frames:
+            problems.append(f"info.json says {self.info.get('total_frames')} frames, the "
+                            f"committed episodes hold {self.num_frames}")
+        expect_from = 0
+        for pos, r in enumerate(self.episodes):
+            i = int(r["episode_index"])
+            if i != pos:
+                problems.append(f"episode indices are not 0..{self.num_episodes - 1}: found {i}"
+                                f" at position {pos}")
+            n = int(r["length"])
+            if (r["dataset_from_index"], r["dataset_to_index"]) != (expect_from,
+                                                                    expect_from + n):
+                problems.append(f"episode {i}: dataset index range "
+                                f"[{r['dataset_from_index']}, {r['dataset_to_index']}) should "
+                                f"be [{expect_from}, {expect_from + n})")
+            expect_from += n
+            try:
+                table = self._table(r)
+            except DatasetError as e:
+                problems.append(str(e))
+                continue
+            problems += _check_frames(table, i, n, int(r["dataset_from_index"]), want)
+            for cam, h, w in self.spec.cameras:
+                path = self.root / video_path(i, cam)
+                if not path.is_file():
+                    problems.append(f"episode {i}: video {path} is missing")
+                elif decode_videos:
+                    try:
+                        v = self.video(i, cam)
+                    except Exception as e:  # noqa: BLE001 - av raises many kinds
+                        problems.append(f"episode {i}: video {path} does not decode: {e}")
+                        continue
+                    if v.shape[0] != n or v.shape[1:3] != (h - h % 2, w - w % 2):
+                        problems.append(f"episode {i}: video {path} has {v.shape[0]} frames "
+                                        f"of {v.shape[1:3]}, expected {n} of {(h, w)}")
+        if not (self.root / "meta" / "tasks.parquet").is_file():
+            problems.append("meta/tasks.parquet is missing")
+        if self.num_episodes and not (self.root / "meta" / "stats.json").is_file():
+            problems.append("meta/stats.json is missing")
+        return problems
+
+    def uncommitted(self) -> list[Path]:
+        """Files of episodes that never committed (a crash while recording)."""
+        committed = {self.root / data_path(int(r["episode_index"])) for r in self.episodes}
+        for r in self.episodes:
+            committed |= {self.root / video_path(int(r["episode_index"]), c)
+                          for c, _, _ in self.spec.cameras}
+            committed.add(self.root / episode_path(int(r["episode_index"])))
+        found = [p for pattern in ("data/chunk-*/file-*.parquet",
+                                   "videos/*/chunk-*/file-*.mp4")
+                 for p in self.root.glob(pattern) if p not in committed]
+        tmp = self.root / INCOMPLETE
+        if tmp.exists():
+            found.append(tmp)
+        return sorted(found)
+
+    def remove_uncommitted(self) -> list[Path]:
+        """Delete what ``uncommitted`` lists; returns it."""
+        found = self.uncommitted()
+        for p in found:
+            if p.is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+        return found
+
+
+def _columns(table: pa.Table) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for name in table.column_names:
+        col = table.column(name).combine_chunks()
+        if pa.types.is_fixed_size_list(col.type):
+            width = col.type.list_size
+            out[name] = col.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
+        else:
+            out[name] = col.to_numpy(zero_copy_only=False)
+    return out
+
+
+def _check_frames(table: pa.Table, i: int, n: int, start: int,
+                  features: dict[str, dict[str, Any]]) -> list[str]:
+    problems = []
+    if table.num_rows != n:
+        problems.append(f"episode {i}: {table.num_rows} frames on disk, its row says {n}")
+    for key, f in features.items():
+        if f["dtype"] == "video":
+            continue
+        if key not in table.column_names:
+            problems.append(f"episode {i}: column {key!r} is missing")
+            continue
+        t = table.schema.field(key).type
+        if pa.types.is_fixed_size_list(t):
+            if [t.list_size] != f["shape"]:
+                problems.append(f"episode {i}: column {key!r} has width {t.list_size}, "
+                                f"expected {f['shape'][0]}")
+        elif f["shape"] != [1] or str(t) not in (f["dtype"], "float" if f["dtype"] ==
+                                                 "float32" else f["dtype"]):
+            problems.append(f"episode {i}: column {key!r} has type {t}, expected {f['dtype']}")
+    if problems:
+        return problems
+    cols = _columns(table)
+    if not np.array_equal(cols["frame_index"], np.arange(table.num_rows)):
+        problems.append(f"episode {i}: frame_index is not 0..{table.num_rows - 1}")
+    if not np.array_equal(cols["index"], start + np.arange(table.num_rows)):
+        problems.append(f"episode {i}: index does not continue from {start}")
+    if not (cols["episode_index"] == i).all():
+        problems.append(f"episode {i}: episode_index column disagrees")
+    for key in ("observation.state", "action", "next.observation.state", *(
+            k for k, d in SCALARS.items() if d == "float32")):
+        if not np.isfinite(cols[key]).all():
+            problems.append(f"episode {i}: {key} holds NaN or inf")
+    return problems

@@ -1,0 +1,321 @@
+"""Record demonstrations in simulation: a teleoperator (or the task's scripted expert) drives
+one env; every control step goes into a DatasetWriter, every episode is committed on its own.
+
+    robot-rl record --task push --teleop keyboard --episodes 20 --out data/push
+    robot-rl record --task push --teleop expert --episodes 20 --out data/push   # no person
+
+Each episode starts from ``env.reset(seed=s)`` with its seed ``s`` stored in the episode row, so
+``robot-rl data replay`` rebuilds the same initial state and replays the actions. A person
+paces the loop at the control rate; the expert runs as fast as the simulation goes. Episodes
+end on termination or time-out (saved), ``next`` (saved), ``rerecord`` (dropped, recorded
+again with a new start) or ``quit`` (dropped, and the recording ends).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from rich.console import Console
+from rich.live import Live
+
+from robot_rl.config_io import to_dict
+from robot_rl.data.format import DatasetSpec
+from robot_rl.data.writer import DatasetWriter
+from robot_rl.errors import ConfigError
+from robot_rl.sim import make_env
+from robot_rl.sim.env import BatchedEnv
+
+TeleopKind = Literal["keyboard", "spacemouse", "gamepad", "expert"]
+
+
+@dataclasses.dataclass(kw_only=True)
+class RecordConfig:
+    """Record teleoperated (or scripted-expert) demonstrations in simulation into a dataset.
+
+    Example: robot-rl record --task push --teleop keyboard --episodes 20 --out data/push
+    """
+
+    task: str = "push"
+    """Task name (robot-rl sim info lists them)."""
+    teleop: TeleopKind = "keyboard"
+    """Who acts: a device (keyboard in this terminal, spacemouse, gamepad) or the task's
+    scripted expert (no person needed)."""
+    episodes: int = 20
+    """Committed episodes to have in the dataset when done (counting earlier ones on
+    --resume)."""
+    out: Path = Path("data/demos")
+    """Dataset folder."""
+    resume: bool = False
+    """Append to the dataset in --out (it must be for the same task, robot and actions)."""
+    seed: int = 0
+    """Base seed of the episodes' initial states."""
+    cameras: tuple[str, ...] = ()
+    """Scene cameras to record as mp4 (e.g. corner); none by default."""
+    camera_size: tuple[int, int] = (240, 320)
+    """Height and width of recorded camera frames."""
+    realtime: bool | None = None
+    """Pace the loop at the control rate (default: yes for a person, no for the expert)."""
+    expert_noise: float = 0.0
+    """Gaussian noise (std, in action units) on the expert's actions, for varied demos."""
+    success_only: bool = False
+    """Keep only successful episodes (the expert's failures are recorded again)."""
+    dr: Literal["off", "default", "strong"] = "off"
+    """Domain randomization of the recording env."""
+    episode_length: int | None = None
+    """Override the task's episode length (control steps)."""
+    progress: bool = True
+    """Show the live status line."""
+
+    def validate(self) -> None:
+        if self.episodes < 1:
+            raise ConfigError(f"--episodes must be >= 1, got {self.episodes}")
+        if self.expert_noise < 0:
+            raise ConfigError("--expert-noise must be >= 0")
+
+
+def action_names(env: BatchedEnv) -> tuple[str, ...]:
+    """One name per action element of the env's action space."""
+    kind = getattr(env.cfg.action, "type", "action")
+    arm = env.act_dim - int(env.action_space.has_gripper)
+    if kind.startswith("joint") and arm == len(env.robot.joint_names):
+        names = [f"{j}.{kind.removeprefix('joint_')}" for j in env.robot.joint_names]
+    else:
+        names = [f"ee.{a}" for a in ("x", "y", "z", "rx", "ry", "rz")[:arm]]
+        names += [f"{kind}.{i}" for i in range(len(names), arm)]
+    if env.action_space.has_gripper:
+        names.append("gripper")
+    return tuple(names)
+
+
+def dataset_spec(env: BatchedEnv, cameras: tuple[tuple[str, int, int], ...] = ()) -> DatasetSpec:
+    """What a dataset recorded from ``env`` holds."""
+    obs_names = tuple(f"{name}.{i}" for name, w in env.obs_layout for i in range(w))
+    return DatasetSpec(
+        fps=1.0 / env.control_dt, robot_type=env.cfg.robot, task=env.cfg.name,
+        task_text=env.task.description, obs_names=obs_names, action_names=action_names(env),
+        joint_names=tuple(env.robot.joint_names), action_space=to_dict(env.cfg.action),
+        cameras=cameras)
+
+
+def make_recording_env(task: str, dr: str = "off", episode_length: int | None = None,
+                       seed: int = 0) -> BatchedEnv:
+    overrides: dict[str, Any] = {}
+    if episode_length is not None:
+        overrides["episode_length"] = episode_length
+    return make_env(task, 1, dr=dr, seed=seed, **overrides)  # type: ignore[arg-type]
+
+
+def open_teleop(kind: TeleopKind) -> Any:
+    """The device for ``kind`` (not yet connected); None for the expert."""
+    if kind == "expert":
+        return None
+    if kind == "keyboard":
+        from robot_rl.hardware.teleop.keyboard import KeyboardTeleop
+
+        return KeyboardTeleop()
+    if kind == "spacemouse":
+        from robot_rl.hardware.teleop.spacemouse import SpaceMouseTeleop
+
+        return SpaceMouseTeleop()
+    from robot_rl.hardware.teleop.gamepad import GamepadTeleop
+
+    return GamepadTeleop()
+
+
+@dataclasses.dataclass
+class RecordResult:
+    saved: int
+    """Episodes committed by this run."""
+    discarded: int
+    frames: int
+    """Frames committed by this run."""
+    seconds: float
+    """Wall time of the recording loop (without set-up)."""
+    save_seconds: list[float]
+    """Time each commit took."""
+    quit: bool
+
+
+def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None,
+           on_step: Callable[[int], None] | None = None) -> RecordResult:
+    """Run the recording (see module docstring). ``teleop``: a Teleoperator to use instead
+    of the one ``cfg.teleop`` names (tests pass a scripted one); ``on_step(frames)`` is called
+    after every recorded step."""
+    cfg.validate()
+    console = console or Console()
+    env = make_recording_env(cfg.task, cfg.dr, cfg.episode_length, cfg.seed)
+    h, w = cfg.camera_size
+    spec = dataset_spec(env, tuple((c, h, w) for c in cfg.cameras))
+    device = teleop if teleop is not None else open_teleop(cfg.teleop)
+    expert = device is None
+    if expert and env.task.expert is None:
+        raise ConfigError(f"task {cfg.task!r} has no scripted expert; use a teleop device")
+    realtime = (not expert) if cfg.realtime is None else cfg.realtime
+    renderers = []
+    if cfg.cameras:
+        from robot_rl.sim.render import EnvRenderer
+
+        renderers = [(c, EnvRenderer(env, camera=c, width=w, height=h)) for c in cfg.cameras]
+    mapper = None
+    if not expert:
+        from robot_rl.hardware.teleop.mapping import TeleopMapper
+
+        mapper = TeleopMapper(env.cfg.action, env.act_dim, env.action_space.has_gripper,
+                              env.robot, env.control_dt)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    writer = DatasetWriter(cfg.out, spec, resume=cfg.resume)
+    source = "expert" if expert else getattr(device, "name", "teleop")
+    result = RecordResult(0, 0, 0, 0.0, [], False)
+    attempt = 0
+    status = _Status(cfg.episodes)
+    t_start = time.monotonic()
+    try:
+        if device is not None:
+            device.connect()
+            if hasattr(device, "help"):
+                console.print(device.help())
+        live_ctx: Any = Live(status.render(), console=console, refresh_per_second=4) \
+            if cfg.progress else _Quiet()
+        with live_ctx as live:
+            while writer.num_episodes < cfg.episodes and not result.quit:
+                seed = cfg.seed * 1_000_003 + writer.num_episodes * 1_000 + attempt
+                attempt += 1
+                outcome = _episode(env, writer, seed, source, device, mapper, renderers,
+                                   expert, cfg, gen, realtime, status, live, on_step)
+                status.rate = outcome.rate
+                if outcome.kind == "save" and (outcome.success or not cfg.success_only):
+                    dt = writer.save_episode(success=outcome.label)
+                    result.saved += 1
+                    result.frames += outcome.frames
+                    result.save_seconds.append(dt)
+                    status.saved(writer.num_episodes, dt, outcome.success)
+                    attempt = 0
+                else:
+                    writer.discard_episode()
+                    result.discarded += 1
+                    result.quit = outcome.kind == "quit"
+                live.update(status.render())
+    finally:
+        writer.close()
+        if device is not None:
+            device.close()
+        for _, r in renderers:
+            r.close()
+    result.seconds = time.monotonic() - t_start
+    mean_save = float(np.mean(result.save_seconds)) if result.save_seconds else 0.0
+    console.print(f"{writer.num_episodes} episodes ({writer.total_frames} frames) in {cfg.out}; "
+                  f"this run saved {result.saved} and dropped {result.discarded}; mean save "
+                  f"{mean_save * 1e3:.0f} ms")
+    return result
+
+
+@dataclasses.dataclass
+class _Outcome:
+    kind: str  # "save", "rerecord", "quit"
+    success: bool
+    label: bool | None
+    frames: int
+    rate: float
+
+
+class _Quiet:
+    """Stands in for rich's Live when the status line is off."""
+
+    def __enter__(self) -> _Quiet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def update(self, _renderable: object) -> None:
+        pass
+
+
+class _Status:
+    """The live status line."""
+
+    def __init__(self, target: int):
+        self.target, self.done = target, 0
+        self.frame, self.rate, self.last_save, self.successes = 0, 0.0, None, 0
+        self.note = ""
+
+    def saved(self, done: int, seconds: float, success: bool) -> None:
+        self.done, self.last_save = done, seconds
+        self.successes += success
+
+    def render(self) -> str:
+        save = "-" if self.last_save is None else f"{self.last_save * 1e3:.0f} ms"
+        return (f"episode {min(self.done + 1, self.target)}/{self.target}  frame {self.frame}  "
+                f"{self.rate:5.1f} Hz  successes {self.successes}  last save {save}"
+                f"{'  ' + self.note if self.note else ''}")
+
+
+def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, device: Any,
+             mapper: Any, renderers: list, expert: bool, cfg: RecordConfig,
+             gen: torch.Generator, realtime: bool, status: _Status, live: Any,
+             on_step: Callable[[int], None] | None) -> _Outcome:
+    obs = env.reset(seed=seed)
+    if mapper is not None:
+        mapper.reset()
+    writer.begin_episode(seed=seed, source=source)
+    label: bool | None = None
+    success = False
+    period = env.control_dt
+    t0 = next_t = time.monotonic()
+    n = 0
+    while True:
+        events: frozenset[str] = frozenset()
+        if expert:
+            action = env.expert_action()
+            if cfg.expert_noise > 0:
+                action = (action + cfg.expert_noise * torch.randn(action.shape, generator=gen)
+                          ).clamp(-1.0, 1.0)
+        else:
+            cmd = device.read()
+            events = cmd.events
+            action = torch.as_tensor(mapper(cmd, env.state.arm_state().numpy()),
+                                     dtype=torch.float32)[None]
+        if "quit" in events:
+            return _Outcome("quit", success, label, n, status.rate)
+        if "rerecord" in events:
+            status.note = "re-recording"
+            return _Outcome("rerecord", success, label, n, status.rate)
+        if "success" in events:
+            label = True
+        if "failure" in events:
+            label = False
+        images = {c: r.render() for c, r in renderers}
+        q = env.state.joint_pos[0].numpy().copy()
+        qd = env.state.joint_vel[0].numpy().copy()
+        next_obs, reward, cost, terminated, truncated, info = env.step(action)
+        success = success or bool(info["success"][0])
+        writer.add_frame(obs=obs[0].numpy(), joint_pos=q, joint_vel=qd,
+                         action=action[0].numpy(), next_obs=info["final_obs"][0].numpy(),
+                         reward=float(reward[0]), cost=float(cost[0]),
+                         terminated=bool(terminated[0]), truncated=bool(truncated[0]),
+                         success=bool(info["success"][0]), images=images)
+        obs = next_obs
+        n += 1
+        status.frame = n
+        now = time.monotonic()
+        status.rate = n / max(now - t0, 1e-9)
+        if n % 10 == 0:
+            status.note = ""
+            live.update(status.render())
+        if on_step is not None:
+            on_step(writer.frames_in_episode)
+        if bool(terminated[0] | truncated[0]) or "next" in events:
+            return _Outcome("save", success if label is None else label, label, n, status.rate)
+        if realtime:
+            next_t += period
+            delay = next_t - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            elif delay < -period:
+                next_t = time.monotonic()
