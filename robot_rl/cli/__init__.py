@@ -5,6 +5,8 @@
     robot-rl distill RUN                                DAgger a small student
     robot-rl export RUN                                 ONNX + TorchScript + policy.json
     robot-rl deploy ARTIFACT --robot sim [--ros]        run a policy on the (simulated) arm
+    robot-rl record --task push --teleop keyboard       record demonstrations into a dataset
+    robot-rl data info | validate | replay PATH         inspect, check, replay a dataset
     robot-rl sim info                                   robots, tasks, model sizes
     robot-rl sim rollout --task push --policy expert --video out.mp4
     robot-rl bench sim                                  simulation throughput table
@@ -34,7 +36,7 @@ class Command:
 
 def _top_level() -> dict[str, Command]:
     # Imported here so ``robot-rl --help`` does not pay for torch and mujoco.
-    from robot_rl.cli import deploy, learn
+    from robot_rl.cli import data, deploy, learn
     from robot_rl.distill import DistillConfig
     from robot_rl.runner import TrainConfig
 
@@ -42,14 +44,15 @@ def _top_level() -> dict[str, Command]:
             "eval": Command(learn.EvalConfig, learn.eval_cmd),
             "distill": Command(DistillConfig, learn.distill_cmd),
             "export": Command(learn.ExportConfig, learn.export_cmd),
-            "deploy": Command(deploy.DeployCmd, deploy.deploy_cmd)}
+            "deploy": Command(deploy.DeployCmd, deploy.deploy_cmd),
+            "record": Command(data.RecordConfig, data.record_cmd)}
 
 
-TOP_LEVEL = ("train", "eval", "distill", "export", "deploy")
+TOP_LEVEL = ("train", "eval", "distill", "export", "deploy", "record")
 
 
 def _commands() -> dict[str, dict[str, Command]]:
-    from robot_rl.cli import bench, camera, sim
+    from robot_rl.cli import bench, camera, data, sim
 
     return {
         "sim": {"info": Command(sim.SimInfo, sim.info),
@@ -58,12 +61,16 @@ def _commands() -> dict[str, dict[str, Command]]:
                   "controllers": Command(bench.BenchControllers, bench.run_controllers)},
         "camera": {"list": Command(camera.CameraList, camera.list_cmd),
                    "probe": Command(camera.CameraProbe, camera.probe_cmd)},
+        "data": {"info": Command(data.DataInfo, data.info_cmd),
+                 "validate": Command(data.DataValidate, data.validate_cmd),
+                 "replay": Command(data.DataReplay, data.replay_cmd)},
     }
 
 
 GROUPS = {"sim": "simulation: inspect robots and tasks, run policies, record videos",
           "bench": "benchmarks that print side-by-side tables",
-          "camera": "RealSense cameras: list them, probe a stream or a recording"}
+          "camera": "RealSense cameras: list them, probe a stream or a recording",
+          "data": "datasets of episodes: summarise, validate, replay in simulation"}
 
 
 def _usage(console: Console, commands: dict[str, dict[str, Command]] | None = None) -> None:

@@ -80,6 +80,9 @@ class DatasetSpec:
     """The action space config (type and scales): an action means nothing without it."""
     cameras: tuple[tuple[str, int, int], ...] = ()
     """(name, height, width) of each camera recorded as video."""
+    env: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """How the simulated env was made (dr, episode_length), for replay; empty for data from
+    hardware."""
 
     def features(self) -> dict[str, dict[str, Any]]:
         """LeRobot's ``features`` block of info.json."""
@@ -119,15 +122,16 @@ class DatasetSpec:
                 task_text=str(d["task_text"]), obs_names=tuple(d["obs_names"]),
                 action_names=tuple(d["action_names"]), joint_names=tuple(d["joint_names"]),
                 action_space=dict(d["action_space"]),
-                cameras=tuple((str(c[0]), int(c[1]), int(c[2])) for c in d.get("cameras", [])))
+                cameras=tuple((str(c[0]), int(c[1]), int(c[2])) for c in d.get("cameras", [])),
+                env=dict(d.get("env") or {}))
         except (KeyError, TypeError, ValueError, IndexError) as e:
             raise DatasetError(f"info.json's robot_rl block is malformed: {e!r}") from None
 
     def mismatch(self, other: DatasetSpec) -> str | None:
         """The first field in which ``other`` differs from this one, described; None if equal.
-        Cameras may differ (a state-only learner ignores them)."""
+        Cameras and the env's making may differ (a state-only learner ignores them)."""
         for f in dataclasses.fields(self):
-            if f.name == "cameras":
+            if f.name in ("cameras", "env"):
                 continue
             a, b = getattr(self, f.name), getattr(other, f.name)
             if a != b:

@@ -140,12 +140,12 @@ class Dataset:
             elif feats[key].get("shape") != f["shape"]:
                 problems.append(f"info.json feature {key!r} has shape {feats[key].get('shape')}"
                                 f", expected {f['shape']}")
-        if self.info.get("total_episodes") != self.num_episodes:
-            problems.append(f"info.json says {self.info.get('total_episodes')} episodes, "
-                            f"{self.num_episodes} are committed")
-        if self.info.get("total_frames") != self.num_frames:
-            problems.append(f"info.json says {self.info.get('total_frames')} frames, the "
-                            f"committed episodes hold {self.num_frames}")
+        if (self.info.get("total_episodes"), self.info.get("total_frames")) != (
+                self.num_episodes, self.num_frames):
+            problems.append(f"info.json counts {self.info.get('total_episodes')} episodes and "
+                            f"{self.info.get('total_frames')} frames, the committed episodes "
+                            f"are {self.num_episodes} with {self.num_frames} (a crash during a "
+                            f"save? recording with --resume rewrites it)")
         expect_from = 0
         for pos, r in enumerate(self.episodes):
             i = int(r["episode_index"])

@@ -93,14 +93,16 @@ def action_names(env: BatchedEnv) -> tuple[str, ...]:
     return tuple(names)
 
 
-def dataset_spec(env: BatchedEnv, cameras: tuple[tuple[str, int, int], ...] = ()) -> DatasetSpec:
-    """What a dataset recorded from ``env`` holds."""
+def dataset_spec(env: BatchedEnv, cameras: tuple[tuple[str, int, int], ...] = (),
+                 making: dict[str, Any] | None = None) -> DatasetSpec:
+    """What a dataset recorded from ``env`` holds (``making``: the arguments of
+    ``make_recording_env`` that replay needs)."""
     obs_names = tuple(f"{name}.{i}" for name, w in env.obs_layout for i in range(w))
     return DatasetSpec(
         fps=1.0 / env.control_dt, robot_type=env.cfg.robot, task=env.cfg.name,
         task_text=env.task.description, obs_names=obs_names, action_names=action_names(env),
         joint_names=tuple(env.robot.joint_names), action_space=to_dict(env.cfg.action),
-        cameras=cameras)
+        cameras=cameras, env=dict(making or {}))
 
 
 def make_recording_env(task: str, dr: str = "off", episode_length: int | None = None,
@@ -151,7 +153,8 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
     console = console or Console()
     env = make_recording_env(cfg.task, cfg.dr, cfg.episode_length, cfg.seed)
     h, w = cfg.camera_size
-    spec = dataset_spec(env, tuple((c, h, w) for c in cfg.cameras))
+    spec = dataset_spec(env, tuple((c, h, w) for c in cfg.cameras),
+                        {"dr": cfg.dr, "episode_length": env.cfg.episode_length})
     device = teleop if teleop is not None else open_teleop(cfg.teleop)
     expert = device is None
     if expert and env.task.expert is None:

@@ -100,6 +100,7 @@ class DatasetWriter:
             ds.check(spec)
             self._rows = ds.episodes
             ds.remove_uncommitted()
+            self._write_meta()  # info.json lags the rows after a crash during a save
         else:
             if self.root.exists() and any(p.name != INCOMPLETE for p in self.root.iterdir()):
                 raise DatasetError(f"{self.root} exists and is not a dataset (no meta/info.json)"
@@ -215,8 +216,8 @@ class DatasetWriter:
             pa.Table.from_pylist([row])))
         self._rows.append(row)
         self._episode = None
-        shutil.rmtree(self.root / INCOMPLETE, ignore_errors=True)
         self._write_meta()
+        shutil.rmtree(self.root / INCOMPLETE, ignore_errors=True)
         return time.monotonic() - t0
 
     def close(self) -> None:
