@@ -104,13 +104,14 @@ class SpaceMouseTeleop(Teleoperator):
     def read(self) -> TeleopCommand:
         if self.device is None:
             raise TeleopError("SpaceMouse not connected (use it in a with-block)")
-        before = self._buttons
+        pressed = 0  # buttons that went down in any report since the last read
         while True:
             report = self.device.read(64)
             if not report:
                 break
+            before = self._buttons
             self._axes, self._buttons = parse_report(report, self._axes, self._buttons)
-        pressed = self._buttons & ~before
+            pressed |= self._buttons & ~before
         events = set()
         if pressed & 1:
             self._closed = not self._closed

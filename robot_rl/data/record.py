@@ -245,7 +245,8 @@ class _Status:
 
     def __init__(self, target: int):
         self.target, self.done = target, 0
-        self.frame, self.rate, self.last_save, self.successes = 0, 0.0, None, 0
+        self.frame, self.rate, self.successes = 0, 0.0, 0
+        self.last_save: float | None = None
         self.note = ""
 
     def saved(self, done: int, seconds: float, success: bool) -> None:

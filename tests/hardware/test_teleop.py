@@ -1,0 +1,205 @@
+"""Teleoperation: device events -> commands -> actions, and recording with a device."""
+
+from __future__ import annotations
+
+import os
+import pty
+import struct
+import termios
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from robot_rl.controllers import EEDeltaConfig, JointDeltaConfig
+from robot_rl.controllers.arm_model import ArmModel
+from robot_rl.data import Dataset
+from robot_rl.data.record import RecordConfig, record
+from robot_rl.hardware.sim_robot import SimRobotConfig, build_model
+from robot_rl.hardware.teleop import ScriptedTeleop, TeleopCommand
+from robot_rl.hardware.teleop.gamepad import (
+    ABS_RZ,
+    ABS_X,
+    ABS_Y,
+    BTN_EAST,
+    BTN_SOUTH,
+    EV_ABS,
+    EV_KEY,
+    GamepadTeleop,
+)
+from robot_rl.hardware.teleop.keyboard import KeyboardTeleop, parse_keys
+from robot_rl.hardware.teleop.mapping import TeleopMapper
+from robot_rl.hardware.teleop.spacemouse import SpaceMouseTeleop, parse_report
+from robot_rl.sim.robots import get_robot
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_keyboard_parses_keys_and_arrow_sequences():
+    assert parse_keys("wA\x1b[A\x1b[D \r") == ["w", "a", "UP", "LEFT", " ", "\r"]
+
+
+def test_keyboard_through_a_pipe_moves_while_keys_arrive_and_reports_events_once():
+    r, w = os.pipe()
+    clock = FakeClock()
+    kb = KeyboardTeleop(fd=r, hold_s=0.15, speed=0.5, clock=clock)
+    with kb:
+        assert not kb.read().moving
+        os.write(w, b"wd")
+        cmd = kb.read()
+        assert np.allclose(cmd.twist, [0.5, -0.5, 0, 0, 0, 0])
+        clock.t += 0.1
+        assert kb.read().moving  # within hold_s of the press
+        clock.t += 0.1
+        assert not kb.read().moving  # released: no key since
+        os.write(w, b" +\r")
+        cmd = kb.read()
+        assert cmd.gripper == -1.0 and cmd.events == {"next"} and kb.speed == 0.75
+        assert kb.read().events == frozenset()  # an edge, reported once
+        os.write(w, b"xqyn")
+        assert kb.read().events == {"rerecord", "quit", "success", "failure"}
+    os.close(r)
+    os.close(w)
+
+
+def test_keyboard_in_a_real_terminal_sets_and_restores_key_mode():
+    master, slave = pty.openpty()
+    before = termios.tcgetattr(slave)
+    kb = KeyboardTeleop(fd=slave)
+    with kb:
+        assert not termios.tcgetattr(slave)[3] & termios.ICANON  # keys one at a time
+        os.write(master, b"r")
+        import time
+
+        end = time.monotonic() + 2
+        cmd = kb.read()
+        while not cmd.moving and time.monotonic() < end:
+            time.sleep(0.01)
+            cmd = kb.read()
+        assert cmd.twist[2] > 0  # r: up, through the terminal line discipline
+    assert termios.tcgetattr(slave) == before
+    os.close(master)
+    os.close(slave)
+
+
+def test_spacemouse_reports_both_layouts_axis_map_and_buttons():
+    axes, buttons = parse_report(bytes([1]) + struct.pack("<3h", 10, -350, 20), np.zeros(6), 0)
+    assert list(axes[:3]) == [10, -350, 20]
+    axes, _ = parse_report(bytes([1]) + struct.pack("<6h", 1, 2, 3, 4, 5, 6), axes, 0)
+    assert list(axes) == [1, 2, 3, 4, 5, 6]  # Compact/Wireless: one report, both
+    axes, _ = parse_report(bytes([2]) + struct.pack("<3h", -7, 8, 9), axes, 0)
+    assert list(axes[3:]) == [-7, 8, 9]
+    _, buttons = parse_report(bytes([3, 2]), axes, 0)
+    assert buttons == 2
+
+    class FakeHid:
+        def __init__(self, reports: list[bytes]) -> None:
+            self.reports = reports
+
+        def read(self, size: int) -> list[int]:
+            return list(self.reports.pop(0)) if self.reports else []
+
+    push_away = bytes([1]) + struct.pack("<6h", 0, -350, 0, 0, 0, 0)  # cap pushed away
+    dev = FakeHid([push_away, bytes([3, 1]), bytes([3, 0])])
+    with SpaceMouseTeleop(device=dev, gripper_closed=True) as sm:
+        cmd = sm.read()
+    assert cmd.twist[0] == pytest.approx(1.0) and np.allclose(cmd.twist[1:], 0)
+    assert cmd.gripper == -1.0  # left button pressed and released: toggled open
+    dev.reports = [bytes([1]) + struct.pack("<6h", 20, 0, 0, 0, 0, 0), bytes([3, 2])]
+    with SpaceMouseTeleop(device=dev) as sm:
+        cmd = sm.read()
+    assert not cmd.moving and cmd.events == {"next"}  # inside the dead zone; right button
+
+
+def test_gamepad_events_to_commands():
+    from evdev import InputEvent
+
+    class Info:
+        def __init__(self, lo: int, hi: int) -> None:
+            self.min, self.max = lo, hi
+
+    class FakePad:
+        def __init__(self) -> None:
+            self.batches: list[list[InputEvent]] = []
+
+        def absinfo(self, code: int) -> Info:
+            return Info(0, 255) if code == ABS_RZ else Info(-32768, 32767)
+
+        def read(self) -> list[InputEvent]:
+            if not self.batches:
+                raise BlockingIOError
+            return self.batches.pop(0)
+
+    pad = FakePad()
+    pad.batches = [[InputEvent(0, 0, EV_ABS, ABS_Y, -32768), InputEvent(0, 0, EV_ABS, ABS_X, 0),
+                    InputEvent(0, 0, EV_ABS, ABS_RZ, 255), InputEvent(0, 0, EV_KEY, BTN_SOUTH, 1)]]
+    with GamepadTeleop(device=pad, gripper_closed=False) as gp:
+        cmd = gp.read()
+        assert cmd.twist[0] == pytest.approx(1.0)  # left stick fully up: +x
+        assert abs(cmd.twist[1]) < 1e-9  # centred: the dead zone
+        assert cmd.gripper == 1.0 and cmd.events == {"next"}
+        pad.batches = [[InputEvent(0, 0, EV_KEY, BTN_SOUTH, 0),
+                        InputEvent(0, 0, EV_KEY, BTN_EAST, 1)]]
+        cmd = gp.read()
+        assert cmd.events == {"rerecord"} and cmd.twist[0] == pytest.approx(1.0)  # held
+
+
+def _arm_at_home() -> tuple[ArmModel, object]:
+    spec = get_robot("arm7")
+    arm = ArmModel(build_model(SimRobotConfig(), spec), spec)
+    return arm, arm.state(np.asarray(spec.home), np.zeros(7))
+
+
+def test_mapper_joint_delta_moves_the_end_effector_the_way_the_device_points():
+    spec = get_robot("arm7")
+    _, state = _arm_at_home()
+    cfg = JointDeltaConfig(gripper=False)
+    m = TeleopMapper(cfg, 7, False, spec, control_dt=0.02)
+    for axis in range(3):
+        twist = np.zeros(6)
+        twist[axis] = 1.0
+        a = m(TeleopCommand(twist), state)
+        dq = a * cfg.scale * m._response  # the joint motion the servo makes in one step
+        v = np.asarray(state.jac)[0, :3] @ dq
+        assert v[axis] / np.linalg.norm(v) > 0.95, (axis, v)
+    assert np.allclose(m(TeleopCommand(), state), 0, atol=1e-3)  # still: hold
+
+
+def test_mapper_ee_delta_passes_the_twist_and_the_gripper():
+    spec = get_robot("arm7")
+    _, state = _arm_at_home()
+    m = TeleopMapper(EEDeltaConfig(rotation=False), 4, True, spec, control_dt=0.02)
+    a = m(TeleopCommand(np.array([0.5, -1, 0, 1, 1, 1]), gripper=-1.0), state)
+    assert np.allclose(a, [0.5, -1, 0, -1])
+
+
+def test_recording_with_a_device_obeys_rerecord_next_and_quit(tmp_path: Path):
+    def script(k: int) -> TeleopCommand:
+        move = TeleopCommand(np.array([0.0, 0.0, 1.0, 0, 0, 0]))
+        if k == 5:
+            return TeleopCommand(move.twist, events=frozenset({"rerecord"}))
+        if k == 12:  # episode 0 (second attempt), saved early
+            return TeleopCommand(move.twist, events=frozenset({"next"}))
+        if k == 40:
+            return TeleopCommand(events=frozenset({"quit"}))
+        return move
+
+    out = tmp_path / "ds"
+    res = record(RecordConfig(task="push", teleop="keyboard", episodes=5, out=out,
+                              episode_length=20, realtime=False, progress=False),
+                 teleop=ScriptedTeleop(script))
+    assert res.quit and res.saved == 2 and res.discarded == 2
+    ds = Dataset(out)
+    assert [r["length"] for r in ds.episodes] == [7, 20]  # reads 6..12, then 13..32
+    assert all(r["robot_rl/source"] == "scripted" for r in ds.episodes)
+    f = ds.frames()
+    assert not f["intervention"].any()
+    z = ds.episode(0)["observation.joint_pos"]
+    assert ds.validate() == []
+    assert np.abs(z[-1] - z[0]).max() > 1e-3  # the device moved the arm
