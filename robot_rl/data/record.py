@@ -9,6 +9,9 @@ Each episode starts from ``env.reset(seed=s)`` with its seed ``s`` stored in the
 paces the loop at the control rate; the expert runs as fast as the simulation goes. Episodes
 end on termination or time-out (saved), ``next`` (saved), ``rerecord`` (dropped, recorded
 again with a new start) or ``quit`` (dropped, and the recording ends).
+
+With ``--policy`` an exported policy drives and the person corrects it: a step on which the
+device is moved takes the device's action and is flagged ``intervention``.
 """
 
 from __future__ import annotations
@@ -61,6 +64,9 @@ class RecordConfig:
     """Height and width of recorded camera frames."""
     realtime: bool | None = None
     """Pace the loop at the control rate (default: yes for a person, no for the expert)."""
+    policy: Path | None = None
+    """A policy artifact (robot-rl export) that acts while the device is still; moving the
+    device takes over (a human intervention, flagged in the dataset, HIL-SERL style)."""
     expert_noise: float = 0.0
     """Gaussian noise (std, in action units) on the expert's actions, for varied demos."""
     success_only: bool = False
@@ -145,10 +151,12 @@ class RecordResult:
 
 
 def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None,
-           on_step: Callable[[int], None] | None = None) -> RecordResult:
+           on_step: Callable[[int], None] | None = None,
+           policy: Callable[[np.ndarray], np.ndarray] | None = None) -> RecordResult:
     """Run the recording (see module docstring). ``teleop``: a Teleoperator to use instead
     of the one ``cfg.teleop`` names (tests pass a scripted one); ``on_step(frames)`` is called
-    after every recorded step."""
+    after every recorded step; ``policy``: obs (O,) -> action (A,) to use instead of
+    ``cfg.policy``."""
     cfg.validate()
     console = console or Console()
     env = make_recording_env(cfg.task, cfg.dr, cfg.episode_length, cfg.seed)
@@ -157,6 +165,17 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
                         {"dr": cfg.dr, "episode_length": env.cfg.episode_length})
     device = teleop if teleop is not None else open_teleop(cfg.teleop)
     expert = device is None
+    if policy is None and cfg.policy is not None:
+        from robot_rl.export import load_policy
+
+        loaded = load_policy(cfg.policy)
+        if loaded.obs_dim != env.obs_dim or loaded.act_dim != env.act_dim:
+            raise ConfigError(f"the policy {cfg.policy} (obs {loaded.obs_dim}, act "
+                              f"{loaded.act_dim}) is not for task {cfg.task!r} (obs "
+                              f"{env.obs_dim}, act {env.act_dim})")
+        policy = loaded
+    if policy is not None and expert:
+        raise ConfigError("--policy needs a teleop device to intervene with, not the expert")
     if expert and env.task.expert is None:
         raise ConfigError(f"task {cfg.task!r} has no scripted expert; use a teleop device")
     realtime = (not expert) if cfg.realtime is None else cfg.realtime
@@ -174,6 +193,8 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
     gen = torch.Generator().manual_seed(cfg.seed)
     writer = DatasetWriter(cfg.out, spec, resume=cfg.resume)
     source = "expert" if expert else getattr(device, "name", "teleop")
+    if policy is not None:
+        source = "policy+" + source
     result = RecordResult(0, 0, 0, 0.0, [], False)
     attempt = 0
     status = _Status(cfg.episodes)
@@ -190,7 +211,8 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
                 seed = cfg.seed * 1_000_003 + writer.num_episodes * 1_000 + attempt
                 attempt += 1
                 outcome = _episode(env, writer, seed, source, device, mapper, renderers,
-                                   expert, cfg, gen, realtime, status, live, on_step)
+                                   expert, cfg, gen, realtime, status, live, on_step,
+                                   policy)
                 status.rate = outcome.rate
                 if outcome.kind == "save" and (outcome.success or not cfg.success_only):
                     dt = writer.save_episode(success=outcome.label)
@@ -263,7 +285,8 @@ class _Status:
 def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, device: Any,
              mapper: Any, renderers: list, expert: bool, cfg: RecordConfig,
              gen: torch.Generator, realtime: bool, status: _Status, live: Any,
-             on_step: Callable[[int], None] | None) -> _Outcome:
+             on_step: Callable[[int], None] | None,
+             policy: Callable[[np.ndarray], np.ndarray] | None) -> _Outcome:
     obs = env.reset(seed=seed)
     if mapper is not None:
         mapper.reset()
@@ -275,6 +298,7 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
     n = 0
     while True:
         events: frozenset[str] = frozenset()
+        intervention = False
         if expert:
             action = env.expert_action()
             if cfg.expert_noise > 0:
@@ -283,8 +307,12 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
         else:
             cmd = device.read()
             events = cmd.events
-            action = torch.as_tensor(mapper(cmd, env.state.arm_state().numpy()),
-                                     dtype=torch.float32)[None]
+            if policy is not None and not cmd.moving:
+                a = np.asarray(policy(obs[0].numpy()), dtype=np.float32)
+            else:  # the person acts (with a policy running: an intervention)
+                a = mapper(cmd, env.state.arm_state().numpy())
+                intervention = policy is not None
+            action = torch.as_tensor(a, dtype=torch.float32)[None]
         if "quit" in events:
             return _Outcome("quit", success, label, n, status.rate)
         if "rerecord" in events:
@@ -303,7 +331,8 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
                          action=action[0].numpy(), next_obs=info["final_obs"][0].numpy(),
                          reward=float(reward[0]), cost=float(cost[0]),
                          terminated=bool(terminated[0]), truncated=bool(truncated[0]),
-                         success=bool(info["success"][0]), images=images)
+                         success=bool(info["success"][0]), intervention=intervention,
+                         images=images)
         obs = next_obs
         n += 1
         status.frame = n

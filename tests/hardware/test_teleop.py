@@ -203,3 +203,28 @@ def test_recording_with_a_device_obeys_rerecord_next_and_quit(tmp_path: Path):
     z = ds.episode(0)["observation.joint_pos"]
     assert ds.validate() == []
     assert np.abs(z[-1] - z[0]).max() > 1e-3  # the device moved the arm
+
+
+def test_moving_the_device_while_a_policy_runs_is_an_intervention(tmp_path: Path):
+    calls = []
+
+    def policy(obs: np.ndarray) -> np.ndarray:
+        calls.append(obs)
+        return np.full(7, 0.25, np.float32)
+
+    def script(k: int) -> TeleopCommand:  # the person moves the arm up on reads 5..9
+        return TeleopCommand(np.array([0, 0, 1.0, 0, 0, 0]) if 5 <= k < 10 else np.zeros(6))
+
+    out = tmp_path / "ds"
+    record(RecordConfig(task="push", teleop="keyboard", episodes=1, out=out, episode_length=20,
+                        realtime=False, progress=False), teleop=ScriptedTeleop(script),
+           policy=policy)
+    ds = Dataset(out)
+    f = ds.episode(0)
+    flags = f["intervention"]
+    assert flags.tolist() == [5 <= k < 10 for k in range(20)]
+    assert np.allclose(f["action"][~flags], 0.25)  # the policy's own action otherwise
+    assert not np.allclose(f["action"][flags], 0.25)
+    assert len(calls) == 15  # the policy is not asked while the person acts
+    assert ds.episodes[0]["robot_rl/interventions"] == 5
+    assert ds.episodes[0]["robot_rl/source"] == "policy+scripted"
