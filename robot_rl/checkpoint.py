@@ -8,14 +8,13 @@ temporary name in the same folder and renamed over the old one only when complet
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from robot_rl.errors import RobotRLError
+from robot_rl.fileio import atomic_write
 
 CHECKPOINT = Path("checkpoints") / "latest.pt"
 REPLAY = Path("checkpoints") / "replay.pt"
@@ -28,18 +27,7 @@ class CheckpointError(RobotRLError):
 
 def save_atomic(obj: Any, path: Path) -> None:
     """``torch.save`` to ``path`` through a temporary file in the same folder and a rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda f: torch.save(obj, f))
 
 
 def resolve_checkpoint(path: str | Path) -> Path:

@@ -34,11 +34,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from robot_rl.errors import RobotRLError
+from robot_rl.fileio import atomic_write
 
 CODEBASE_VERSION = "v3.0"
 CHUNKS_SIZE = 1000
@@ -166,17 +166,7 @@ def episode_path(episode_index: int) -> str:
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so a reader sees the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda f: f.write(data))
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
