@@ -188,3 +188,19 @@ def test_kill_9_mid_episode_leaves_a_valid_dataset_and_resume_cleans_up(tmp_path
     ds = Dataset(out)
     assert ds.num_episodes == n + 1 and ds.uncommitted() == []
     assert ds.validate(decode_videos=False) == []
+
+
+def test_a_dataset_loads_into_a_replay_buffer_as_its_transitions(push_data):
+    from robot_rl.data.loader import demo_buffer
+
+    ds = Dataset(push_data)
+    env = make_recording_env("push")
+    buf = demo_buffer(ds, env)
+    f = ds.frames()
+    assert len(buf) == ds.num_frames == 2 * EP_LEN
+    assert np.array_equal(buf.obs.numpy(), f["observation.state"])
+    assert np.array_equal(buf.next_obs.numpy(), f["next.observation.state"])
+    assert np.array_equal(buf.reward.numpy(), f["next.reward"])
+    assert np.array_equal(buf.terminated.numpy(), f["next.terminated"].astype(np.float32))
+    with pytest.raises(DatasetError, match="task"):
+        demo_buffer(ds, make_recording_env("reach"))
