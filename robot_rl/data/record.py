@@ -184,6 +184,8 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
         from robot_rl.sim.render import EnvRenderer
 
         renderers = [(c, EnvRenderer(env, camera=c, width=w, height=h)) for c in cfg.cameras]
+        for _, r in renderers:
+            r.render()  # the GL context's first-frame set-up, before the clock starts
     mapper = None
     if not expert:
         from robot_rl.hardware.teleop.mapping import TeleopMapper

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import io
 import json
+import queue
 import shutil
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -52,6 +54,46 @@ VECTORS = ("observation.state", "observation.joint_pos", "observation.joint_vel"
            "next.observation.state")
 _IMAGE_STATS_EVERY = 5
 """Every this many camera frames feeds the image statistics."""
+
+
+class _VideoThread:
+    """An mp4 encoder on a thread of its own: the recording loop hands frames over and goes
+    on (PyAV encodes without holding the GIL), so encoding overlaps the next step and render.
+    ``close`` waits for the last frame; an encoder error surfaces there."""
+
+    def __init__(self, path: Path, fps: float):
+        from robot_rl.sim.render import VideoWriter
+
+        self._writer = VideoWriter(path, fps)
+        self._queue: queue.Queue[np.ndarray | None] = queue.Queue(maxsize=256)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=f"encode {path.name}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while (frame := self._queue.get()) is not None:
+                self._writer.write(frame)
+        except BaseException as e:  # noqa: BLE001 - handed to close()
+            self._error = e
+            while self._queue.get() is not None:  # drain so write() never blocks forever
+                pass
+        finally:
+            try:
+                self._writer.close()
+            except BaseException as e:  # noqa: BLE001
+                self._error = self._error or e
+
+    def write(self, frame: np.ndarray) -> None:
+        self._queue.put(frame)
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        if self._error is not None:
+            raise DatasetError(f"video encoding failed: {self._error}") from self._error
 
 
 def _parquet_bytes(table: pa.Table) -> bytes:
@@ -140,10 +182,8 @@ class DatasetWriter:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         if self.spec.cameras:
-            from robot_rl.sim.render import VideoWriter
-
             for cam, _, _ in self.spec.cameras:
-                ep.videos[cam] = VideoWriter(tmp / f"{cam}.mp4", self.spec.fps)
+                ep.videos[cam] = _VideoThread(tmp / f"{cam}.mp4", self.spec.fps)
                 ep.image_stats[cam] = []
         self._episode = ep
 
