@@ -39,7 +39,6 @@ from typing import Any, Literal
 import numpy as np
 
 from robot_rl.controllers import (
-    LAYERS,
     EStop,
     SafetyShield,
     Targets,
@@ -50,14 +49,13 @@ from robot_rl.controllers import (
 from robot_rl.controllers.arm_model import ArmModel
 from robot_rl.errors import ConfigError
 from robot_rl.export import Policy
+from robot_rl.hardware.deploy_stats import DeployStats
 from robot_rl.hardware.observation import TaskObserver, task_config_from_meta
 from robot_rl.hardware.robot import JointCommand, JointReading, Robot, RobotError
 from robot_rl.hardware.timing import (
     Rate,
-    Samples,
     Throttle,
     loop_thread_settings,
-    percentiles,
 )
 
 Mode = Literal["idle", "running", "estop"]
@@ -92,57 +90,6 @@ class DeployConfig:
     realtime_priority: int = 0
     """SCHED_FIFO priority (1-99) of the loop thread in ``run`` (Linux; needs root or an
     rtprio limit; a refusal is logged and the loop runs without). 0: leave the scheduler."""
-
-
-@dataclasses.dataclass
-class DeployStats:
-    """What the runtime measured; ``summary`` reduces it to numbers."""
-
-    period: Samples = dataclasses.field(default_factory=Samples)
-    """Tick start to tick start [s] (``run`` only)."""
-    lateness: Samples = dataclasses.field(default_factory=Samples)
-    """Wake-up after the deadline [s] (``run`` only)."""
-    compute: Samples = dataclasses.field(default_factory=Samples)
-    """Time inside ``tick`` [s]."""
-    inference: Samples = dataclasses.field(default_factory=Samples)
-    """Policy network call [s]."""
-    gate: Samples = dataclasses.field(default_factory=Samples)
-    """Safety-critic gate over the candidates [s]."""
-    watchdog_hold: Samples = dataclasses.field(default_factory=Samples)
-    """The newest fresh reading to the hold a watchdog trip began [s]."""
-    ticks: int = 0
-    policy_steps: int = 0
-    policy_waits: int = 0
-    """Ticks on which a policy step was due but the previous one was still running."""
-    overruns: int = 0
-    """Ticks whose work took longer than a period."""
-    hold_ticks: int = 0
-    bad_readings: int = 0
-    gate_rejections: int = 0
-    gate_holds: int = 0
-    shield: dict[str, int] = dataclasses.field(
-        default_factory=lambda: {name: 0 for name in LAYERS})
-    """Policy steps in which each shield layer intervened."""
-
-    def summary(self, nominal_period: float | None = None) -> dict[str, Any]:
-        us = 1e6
-        out: dict[str, Any] = {
-            "ticks": self.ticks, "policy_steps": self.policy_steps,
-            "policy_waits": self.policy_waits,
-            "overruns": self.overruns, "hold_ticks": self.hold_ticks,
-            "bad_readings": self.bad_readings, "gate_rejections": self.gate_rejections,
-            "gate_holds": self.gate_holds,
-            "compute_us": self.compute.percentiles(us),
-            "inference_us": self.inference.percentiles(us),
-            "gate_us": self.gate.percentiles(us),
-            "watchdog_hold_ms": self.watchdog_hold.percentiles(1e3),
-            "shield": dict(self.shield),
-        }
-        if nominal_period is not None and self.period.n:
-            out["period_error_us"] = percentiles(np.abs(self.period.values - nominal_period),
-                                                 us)
-            out["lateness_us"] = self.lateness.percentiles(us)
-        return out
 
 
 class DeployRuntime:
