@@ -48,7 +48,7 @@ from robot_rl.checkpoint import (
 from robot_rl.config_io import from_dict, to_dict
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate
-from robot_rl.replay import ReplayBuffer
+from robot_rl.replay import Batch, ReplayBuffer
 from robot_rl.sim import make_env
 from robot_rl.sim.env import BatchedEnv
 
@@ -158,7 +158,7 @@ class Runner:
         resume = cfg.resume
         if resume is not None:
             resume_state = load_checkpoint(resume)
-            saved = from_dict(TrainConfig, resume_state["config"])
+            saved = from_dict(type(cfg), resume_state["config"])
             cfg = dataclasses.replace(saved, total_steps=cfg.total_steps,
                                       time_budget=cfg.time_budget,
                                       target_success=cfg.target_success,
@@ -219,8 +219,7 @@ class Runner:
                                         cost="-")
                 while self.env_steps < cfg.total_steps:
                     if self.env_steps < cfg.sac.learning_starts:
-                        action, hold = env.random_action(), None
-                        rejected = None
+                        action, hold, rejected = self.warmup_action(obs)
                     else:
                         act = agent.act(obs)
                         action, hold, rejected = act.action, act.hold, act.rejected
@@ -241,11 +240,9 @@ class Runner:
                         if cfg.safety in ("lagrangian", "both") and len(ep_costs) >= E:
                             agent.lagrange.update(sum(ep_costs) / len(ep_costs))
                             ep_costs.clear()
-                    if len(self.buffer) >= cfg.sac.batch_size and \
-                            self.env_steps >= cfg.sac.learning_starts:
+                    if self.ready_to_learn():
                         for _ in range(cfg.sac.updates_per_step):
-                            window.add_losses(agent.update(self.buffer.sample(
-                                cfg.sac.batch_size, agent.gen)))
+                            window.add_losses(agent.update(self.sample_batch()))
                     self.elapsed = time.perf_counter() - start
                     if self.env_steps >= next_log:
                         next_log += cfg.log_every
@@ -280,6 +277,22 @@ class Runner:
                            f" episode cost {last['episode_cost']:.2f}; training cost "
                            f"{self.train_cost:,.0f}. Checkpoint: {self.run_dir / CHECKPOINT}")
         return self.history
+
+    # -- what subclasses (offline-to-online fine-tuning) change --------------------------------
+
+    def warmup_action(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None,
+                                                        torch.Tensor | None]:
+        """(action, hold, rejected) before ``learning_starts``: uniform random actions."""
+        return self.env.random_action(), None, None
+
+    def ready_to_learn(self) -> bool:
+        """Whether this step makes gradient updates."""
+        return len(self.buffer) >= self.cfg.sac.batch_size and \
+            self.env_steps >= self.cfg.sac.learning_starts
+
+    def sample_batch(self) -> Batch:
+        """The batch of one gradient step: uniform from the replay buffer."""
+        return self.buffer.sample(self.cfg.sac.batch_size, self.agent.gen)
 
     # -- evaluation and logging --------------------------------------------------------------
 

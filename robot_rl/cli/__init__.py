@@ -7,6 +7,7 @@
     robot-rl deploy ARTIFACT --robot sim [--ros]        run a policy on the (simulated) arm
     robot-rl record --task push --teleop keyboard       record demonstrations into a dataset
     robot-rl data info | validate | replay PATH         inspect, check, replay a dataset
+    robot-rl finetune --demos data/push --method rlpd   offline-to-online from demos (RLPD/WSRL)
     robot-rl sim info                                   robots, tasks, model sizes
     robot-rl sim rollout --task push --policy expert --video out.mp4
     robot-rl bench sim                                  simulation throughput table
@@ -38,6 +39,7 @@ def _top_level() -> dict[str, Command]:
     # Imported here so ``robot-rl --help`` does not pay for torch and mujoco.
     from robot_rl.cli import data, deploy, learn
     from robot_rl.distill import DistillConfig
+    from robot_rl.finetune import FinetuneConfig
     from robot_rl.runner import TrainConfig
 
     return {"train": Command(TrainConfig, learn.train),
@@ -45,10 +47,11 @@ def _top_level() -> dict[str, Command]:
             "distill": Command(DistillConfig, learn.distill_cmd),
             "export": Command(learn.ExportConfig, learn.export_cmd),
             "deploy": Command(deploy.DeployCmd, deploy.deploy_cmd),
-            "record": Command(data.RecordConfig, data.record_cmd)}
+            "record": Command(data.RecordConfig, data.record_cmd),
+            "finetune": Command(FinetuneConfig, learn.finetune_cmd)}
 
 
-TOP_LEVEL = ("train", "eval", "distill", "export", "deploy", "record")
+TOP_LEVEL = ("train", "eval", "distill", "export", "deploy", "record", "finetune")
 
 
 def _commands() -> dict[str, dict[str, Command]]:

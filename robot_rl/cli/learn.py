@@ -86,6 +86,18 @@ def train(cfg: Any) -> None:
     Console().print(f"learning curve: {png}")
 
 
+def finetune_cmd(cfg: Any) -> None:
+    from robot_rl.finetune import FinetuneRunner
+    from robot_rl.plot import plot_curves
+
+    runner = FinetuneRunner(cfg)
+    history = runner.train()
+    png = plot_curves(runner.run_dir / "learning_curve.png",
+                      [(f"{runner.cfg.task} / {cfg.method}", history)],
+                      title=runner.run_dir.name)
+    Console().print(f"learning curve: {png}")
+
+
 def eval_cmd(cfg: EvalConfig) -> None:
     from robot_rl.evaluate import evaluate
     from robot_rl.runner import evaluate_agent, load_agent, make_train_env

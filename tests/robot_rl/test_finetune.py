@@ -1,0 +1,74 @@
+"""Offline-to-online fine-tuning: batch mixing, behaviour cloning, RLPD and WSRL runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from robot_rl.algos import SACConfig
+from robot_rl.data.record import RecordConfig, record
+from robot_rl.finetune import FinetuneConfig, FinetuneRunner, mixed_batch
+from robot_rl.replay import ReplayBuffer
+
+
+def _buffer(reward: float, n: int = 64) -> ReplayBuffer:
+    b = ReplayBuffer(n, 3, 2)
+    z = torch.zeros(n, 3)
+    b.add(z, torch.zeros(n, 2), torch.full((n,), reward), torch.zeros(n), z, torch.zeros(n))
+    return b
+
+
+def test_rlpd_batches_are_half_demos_half_online_and_all_demos_before_online_data():
+    demos, online, gen = _buffer(1.0), _buffer(0.0), torch.Generator().manual_seed(0)
+    b = mixed_batch(demos, online, 64, 0.5, gen)
+    assert b.reward.shape == (64,) and float(b.reward.sum()) == 32
+    assert float(mixed_batch(demos, online, 64, 0.25, gen).reward.sum()) == 16
+    empty = ReplayBuffer(8, 3, 2)
+    assert float(mixed_batch(demos, empty, 64, 0.5, gen).reward.sum()) == 64
+
+
+@pytest.fixture(scope="module")
+def demos(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("demos") / "push"
+    record(RecordConfig(task="push", teleop="expert", episodes=2, out=out, episode_length=40,
+                        progress=False))
+    return out
+
+
+def _cfg(demos: Path, tmp: Path, method: str, **kw) -> FinetuneConfig:
+    sac = SACConfig(num_critics=4, critic_subset=2, actor_hidden=(32, 32),
+                    critic_hidden=(32, 32), batch_size=32, updates_per_step=2,
+                    learning_starts=0)
+    return FinetuneConfig(demos=demos, task="push", method=method,  # type: ignore[arg-type]
+                          num_envs=2, total_steps=80, episode_length=40, eval_every=10_000,
+                          eval_episodes=2, runs_dir=tmp, run_name=method, progress=False,
+                          sac=sac, **kw)
+
+
+def test_rlpd_runs_with_behaviour_cloning_that_fits_the_demos(demos, tmp_path):
+    runner = FinetuneRunner(_cfg(demos, tmp_path, "rlpd"))
+    first = runner.behaviour_cloning(1)
+    last = runner.behaviour_cloning(300)
+    assert last < 0.5 * first
+    history = runner.train()
+    assert runner.env_steps == 80 and runner.agent.updates == 2 * 80 // 2
+    assert history and (tmp_path / "rlpd" / "checkpoints" / "latest.pt").is_file()
+
+
+def test_wsrl_pretrains_offline_warms_up_frozen_then_learns_online(demos, tmp_path):
+    runner = FinetuneRunner(_cfg(demos, tmp_path, "wsrl", offline_steps=20, warmup_steps=40))
+    runner.train()
+    # 20 offline updates; none while the first 40 env steps are collected by the frozen
+    # policy; then 2 per vector step of 2 envs, from the step that reaches 40: 21 steps
+    assert runner.agent.updates == 20 + 2 * 21
+    assert len(runner.buffer) == 80  # online data only: the demos were not copied in
+
+
+def test_demos_for_another_task_are_refused(demos, tmp_path):
+    from robot_rl.data import DatasetError
+
+    with pytest.raises(DatasetError, match="task"):
+        FinetuneRunner(FinetuneConfig(demos=demos, task="reach", runs_dir=tmp_path,
+                                      run_name="x", progress=False))
