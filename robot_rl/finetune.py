@@ -115,8 +115,9 @@ class FinetuneRunner(Runner):
             agent.actor_opt.zero_grad()
             loss.backward()
             agent.actor_opt.step()
-        self.console.print(f"behaviour cloning: {steps} steps, action MSE {float(loss):.4f}")
-        return float(loss)
+        mse = float(loss.detach())
+        self.console.print(f"behaviour cloning: {steps} steps, action MSE {mse:.4f}")
+        return mse
 
     def offline_pretraining(self, steps: int) -> None:
         """WSRL's offline phase: SAC updates (critics, cost critic, actor) on the demos."""
