@@ -86,8 +86,9 @@ class FinetuneRunner(Runner):
             # online updates begin after the warm-up of the pre-trained policy
             cfg = dataclasses.replace(cfg, sac=dataclasses.replace(
                 cfg.sac, learning_starts=cfg.warmup_steps))
+        dataset = Dataset(cfg.demos)  # a missing or corrupt dataset fails before the run dir
         super().__init__(cfg, console)
-        self.demos = demo_buffer(Dataset(self.cfg.demos), self.env, self.cfg.device)
+        self.demos = demo_buffer(dataset, self.env, self.cfg.device)
         self._pretrained = cfg.resume is not None
         self.console.print(f"demonstrations: {len(self.demos):,} transitions from "
                            f"{self.cfg.demos}; method {self.cfg.method}")

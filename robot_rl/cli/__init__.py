@@ -48,7 +48,7 @@ def _top_level() -> dict[str, Command]:
             "export": Command(learn.ExportConfig, learn.export_cmd),
             "deploy": Command(deploy.DeployCmd, deploy.deploy_cmd),
             "record": Command(data.RecordConfig, data.record_cmd),
-            "finetune": Command(FinetuneConfig, learn.finetune_cmd)}
+            "finetune": Command(FinetuneConfig, learn.train)}
 
 
 TOP_LEVEL = ("train", "eval", "distill", "export", "deploy", "record", "finetune")

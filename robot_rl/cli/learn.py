@@ -75,25 +75,19 @@ class ExportConfig:
 
 
 def train(cfg: Any) -> None:
+    """``robot-rl train``, and ``robot-rl finetune`` (a FinetuneConfig: from demonstrations)."""
+    from robot_rl.finetune import FinetuneConfig, FinetuneRunner
     from robot_rl.plot import plot_curves
     from robot_rl.runner import Runner
 
-    runner = Runner(cfg)
+    if isinstance(cfg, FinetuneConfig):
+        runner: Runner = FinetuneRunner(cfg)
+        label = f"{cfg.task} / {cfg.method}"
+    else:
+        runner = Runner(cfg)
+        label = f"{runner.cfg.task} / safety {runner.cfg.safety}"
     history = runner.train()
-    png = plot_curves(runner.run_dir / "learning_curve.png",
-                      [(f"{runner.cfg.task} / safety {runner.cfg.safety}", history)],
-                      title=runner.run_dir.name)
-    Console().print(f"learning curve: {png}")
-
-
-def finetune_cmd(cfg: Any) -> None:
-    from robot_rl.finetune import FinetuneRunner
-    from robot_rl.plot import plot_curves
-
-    runner = FinetuneRunner(cfg)
-    history = runner.train()
-    png = plot_curves(runner.run_dir / "learning_curve.png",
-                      [(f"{runner.cfg.task} / {cfg.method}", history)],
+    png = plot_curves(runner.run_dir / "learning_curve.png", [(label, history)],
                       title=runner.run_dir.name)
     Console().print(f"learning curve: {png}")
 

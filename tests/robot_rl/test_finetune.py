@@ -72,3 +72,13 @@ def test_demos_for_another_task_are_refused(demos, tmp_path):
     with pytest.raises(DatasetError, match="task"):
         FinetuneRunner(FinetuneConfig(demos=demos, task="reach", runs_dir=tmp_path,
                                       run_name="x", progress=False))
+
+
+def test_cli_refuses_a_missing_dataset_in_one_line(tmp_path, capsys):
+    from robot_rl.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["finetune", "--demos", str(tmp_path / "none"), "--runs-dir", str(tmp_path / "runs")])
+    assert e.value.code == 2
+    assert "is not a dataset" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()  # no run directory was made
