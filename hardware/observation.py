@@ -102,6 +102,12 @@ class TaskObserver:
         self._set(q, qd, action, prev_action)
         return self.env.observe(noise=False)[0].numpy()
 
+    def reward_cost(self) -> tuple[float, float]:
+        """The task's reward and constraint cost at the last observed state (the env's own
+        terms and weights)."""
+        rewards, costs = self.env.reward_and_cost_terms()
+        return float(rewards.sum(dtype=torch.float32)), float(costs.sum())
+
     def success(self) -> bool:
         """The task's success test at the last observed state."""
         return bool(self.env.task.success(self.state, self.cfg)[0])

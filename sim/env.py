@@ -176,8 +176,7 @@ class BatchedEnv:
 
         bad = self.backend.diverged(cfg.guard_max_qvel)
         obs = self.observe()
-        rewards = torch.stack([f(state, cfg) for f in self._reward_fns]) * self._reward_w  # (R, E)
-        costs = torch.stack([f(state, cfg) for f in self._cost_fns]).float()  # (C, E)
+        rewards, costs = self.reward_and_cost_terms()
         reward = rewards.sum(dim=0, dtype=torch.float32)
         cost = costs.sum(dim=0)
         success = self.task.success(state, cfg)
@@ -221,6 +220,14 @@ class BatchedEnv:
             self._reset_envs(ids)
             obs = torch.where(done[:, None], self.observe(), obs)
         return obs, reward, cost, terminated, truncated, info
+
+    def reward_and_cost_terms(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The task's weighted reward terms (R, E) and cost terms (C, E) at the current state
+        (what ``step`` sums; also used to label recordings made outside this env)."""
+        state, cfg = self.state, self.cfg
+        rewards = torch.stack([f(state, cfg) for f in self._reward_fns]) * self._reward_w
+        costs = torch.stack([f(state, cfg) for f in self._cost_fns]).float()
+        return rewards, costs
 
     def expert_action(self) -> torch.Tensor:
         """(E, act_dim) action of the task's scripted expert at the current state."""

@@ -7,6 +7,7 @@
     robot-rl deploy ARTIFACT --robot sim [--ros]        run a policy on the (simulated) arm
     robot-rl record --task push --teleop keyboard       record demonstrations into a dataset
     robot-rl data info | validate | replay PATH         inspect, check, replay a dataset
+    robot-rl data import BAG... --task reach --out DIR  rosbag2/MCAP recordings into a dataset
     robot-rl finetune --demos data/push --method rlpd   offline-to-online from demos (RLPD/WSRL)
     robot-rl sim info                                   robots, tasks, model sizes
     robot-rl sim rollout --task push --policy expert --video out.mp4
@@ -66,14 +67,15 @@ def _commands() -> dict[str, dict[str, Command]]:
                    "probe": Command(camera.CameraProbe, camera.probe_cmd)},
         "data": {"info": Command(data.DataInfo, data.info_cmd),
                  "validate": Command(data.DataValidate, data.validate_cmd),
-                 "replay": Command(data.DataReplay, data.replay_cmd)},
+                 "replay": Command(data.DataReplay, data.replay_cmd),
+                 "import": Command(data.DataImport, data.import_cmd)},
     }
 
 
 GROUPS = {"sim": "simulation: inspect robots and tasks, run policies, record videos",
           "bench": "benchmarks that print side-by-side tables",
           "camera": "RealSense cameras: list them, probe a stream or a recording",
-          "data": "datasets of episodes: summarise, validate, replay in simulation"}
+          "data": "datasets of episodes: summarise, validate, replay in simulation, import bags"}
 
 
 def _usage(console: Console, commands: dict[str, dict[str, Command]] | None = None) -> None:

@@ -1,4 +1,4 @@
-"""``robot-rl record`` and ``robot-rl data info | validate | replay``."""
+"""``robot-rl record`` and ``robot-rl data info | validate | replay | import``."""
 
 from __future__ import annotations
 
@@ -59,6 +59,40 @@ class DataReplay:
     """Film the first replayed episode into this mp4."""
     camera: str = "corner"
     """Scene camera of the video."""
+
+
+@dataclasses.dataclass(kw_only=True)
+class DataImport:
+    """Import rosbag2 / MCAP recordings of a real arm (/joint_states and position commands),
+    one episode per bag, in the task's action space.
+
+    Example: robot-rl data import run1/ run2/ --task reach --goal 0.5 -0.15 0.3 --out data/real
+    """
+
+    bags: Annotated[tuple[Path, ...], tyro.conf.Positional]
+    """Bag folders (or .mcap / .db3 files)."""
+    out: Path
+    """Dataset folder."""
+    task: str = "reach"
+    """Task whose observation, reward, cost and action space label the steps."""
+    goal: tuple[float, float, float] | None = None
+    """The task's goal point during the recording (world frame, metres)."""
+    joint_states: str = "/joint_states"
+    commands: str = "/forward_position_controller/commands"
+    """std_msgs/Float64MultiArray of joint position targets."""
+    resume: bool = False
+    """Append to the dataset in --out."""
+
+
+def import_cmd(cfg: DataImport) -> None:
+    from robot_rl.data import Dataset
+    from robot_rl.data.rosbag_import import import_bags
+
+    n = import_bags(cfg.bags, cfg.out, cfg.task, cfg.goal, cfg.joint_states, cfg.commands,
+                    cfg.resume)
+    ds = Dataset(cfg.out)
+    Console().print(f"imported {n} bag(s): {cfg.out} has {ds.num_episodes} episodes, "
+                    f"{ds.num_frames} frames")
 
 
 def info_cmd(cfg: DataInfo) -> None:
