@@ -210,6 +210,10 @@ class Dataset:
         return found
 
 
+_ARROW_NAME = {"float32": "float"}
+"""How pyarrow prints a feature dtype whose name differs from LeRobot's."""
+
+
 def _columns(table: pa.Table) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     for name in table.column_names:
@@ -238,8 +242,7 @@ def _check_frames(table: pa.Table, i: int, n: int, start: int,
             if [t.list_size] != f["shape"]:
                 problems.append(f"episode {i}: column {key!r} has width {t.list_size}, "
                                 f"expected {f['shape'][0]}")
-        elif f["shape"] != [1] or str(t) not in (f["dtype"], "float" if f["dtype"] ==
-                                                 "float32" else f["dtype"]):
+        elif f["shape"] != [1] or str(t) not in (f["dtype"], _ARROW_NAME.get(f["dtype"])):
             problems.append(f"episode {i}: column {key!r} has type {t}, expected {f['dtype']}")
     if problems:
         return problems

@@ -215,7 +215,6 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
                 outcome = _episode(env, writer, seed, source, device, mapper, renderers,
                                    expert, cfg, gen, realtime, status, live, on_step,
                                    policy)
-                status.rate = outcome.rate
                 if outcome.kind == "save" and (outcome.success or not cfg.success_only):
                     dt = writer.save_episode(success=outcome.label)
                     result.saved += 1
@@ -248,7 +247,6 @@ class _Outcome:
     success: bool
     label: bool | None
     frames: int
-    rate: float
 
 
 class _Quiet:
@@ -316,10 +314,10 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
                 intervention = policy is not None
             action = torch.as_tensor(a, dtype=torch.float32)[None]
         if "quit" in events:
-            return _Outcome("quit", success, label, n, status.rate)
+            return _Outcome("quit", success, label, n)
         if "rerecord" in events:
             status.note = "re-recording"
-            return _Outcome("rerecord", success, label, n, status.rate)
+            return _Outcome("rerecord", success, label, n)
         if "success" in events:
             label = True
         if "failure" in events:
@@ -346,7 +344,7 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
         if on_step is not None:
             on_step(writer.frames_in_episode)
         if bool(terminated[0] | truncated[0]) or "next" in events:
-            return _Outcome("save", success if label is None else label, label, n, status.rate)
+            return _Outcome("save", success if label is None else label, label, n)
         if realtime:
             next_t += period
             delay = next_t - time.monotonic()

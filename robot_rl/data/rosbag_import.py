@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from robot_rl.data.format import DatasetError, DatasetSpec
+from robot_rl.data.format import DatasetError
 from robot_rl.data.writer import DatasetWriter
 
 
@@ -105,8 +105,7 @@ def import_bags(bags: Sequence[Path], out: Path, task: str, goal: Sequence[float
     if goal is not None:
         observer.set_goal(goal)
     scale = float(env.cfg.action.scale)  # type: ignore[attr-defined]
-    base = dataset_spec(env)
-    spec = DatasetSpec(**{**dataclasses.asdict(base), "cameras": (), "env": {}})
+    spec = dataset_spec(env)  # no cameras, no env making: the episodes are not replayable
     dt = env.control_dt
     added = 0
     with DatasetWriter(out, spec, resume=resume) as writer:
