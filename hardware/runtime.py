@@ -18,6 +18,12 @@ The action space, controller and shield are built from the artifact's ``policy.j
 the same classes as the training env; ``run`` adds the deadline-scheduled loop and timing
 statistics, and the ROS 2 policy node calls ``tick`` on each JointState instead.
 
+Two hooks serve recording on the robot (``hardware/robot_recorder.py``): ``override``
+(obs, reading, arm state) -> action or None lets a person act instead of the policy for a
+step (a teleoperated step; with a policy running, an intervention: the gate is skipped, the
+shield is not), and ``on_step(PolicyStep)`` receives every policy step with the task's
+reward, cost and success at the state it observed.
+
 Fail-safe rules: until ``start`` the runtime holds (sends a hold command: the position where
 holding began, zero velocity, or a PD torque towards it). No fresh reading for
 ``watchdog_periods`` ticks: hold, logged; it stays held after data returns until an explicit
@@ -60,6 +66,31 @@ from robot_rl.hardware.timing import (
 
 Mode = Literal["idle", "running", "estop"]
 _log = logging.getLogger("robot_rl.deploy")
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyStep:
+    """One policy step of the runtime, as ``DeployRuntime.on_step`` receives it."""
+
+    reading: JointReading
+    """The measurement it acted on."""
+    obs: np.ndarray
+    """(O,) the observation built from it."""
+    action: np.ndarray
+    """(A,) the action chosen (policy, gate or person), before the shield's action layers."""
+    intervention: bool
+    """The action came from ``override`` (a person), not the policy."""
+    reward: float
+    """The task's reward at ``obs``'s state (the outcome of the previous step's action)."""
+    cost: float
+    """The task's constraint cost at ``obs``'s state."""
+    success: bool
+    """The task's success test at ``obs``'s state."""
+
+
+Override = Callable[[np.ndarray, JointReading, Any], "np.ndarray | None"]
+"""(obs (O,), reading, ArmState) -> an action (A,) in [-1, 1] to use instead of the policy's,
+or None to let the policy act."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -166,6 +197,10 @@ class DeployRuntime:
         self.prev_action = np.zeros(A)
         self.succeeded = False
         """The task's success test at the last policy step."""
+        self.override: Override | None = None
+        """A person's action instead of the policy's (see module docstring)."""
+        self.on_step: Callable[[PolicyStep], None] | None = None
+        """Called with every policy step (see module docstring)."""
         self.last_sent: JointCommand | None = None
         self._held = False
         kd = np.asarray(self.controller.kd, dtype=np.float64)
@@ -348,12 +383,19 @@ class DeployRuntime:
         st = self.stats
         obs = self.observer(r.q, r.qd, self.action, self.prev_action)
         yield "observe"
-        t0 = time.monotonic()
-        a = self.policy(obs)
-        t1 = time.monotonic()
-        st.inference.add(t1 - t0)
+        person = None if self.override is None else self.override(obs, r, arm)
         hold = False
-        if self.use_gate:
+        if person is not None:
+            a = np.asarray(person, dtype=np.float32)
+            if a.shape != (self.policy.act_dim,):
+                raise ConfigError(f"the override gave an action of shape {a.shape}, the "
+                                  f"action space takes ({self.policy.act_dim},)")
+        else:
+            t0 = time.monotonic()
+            a = self.policy(obs)
+            t1 = time.monotonic()
+            st.inference.add(t1 - t0)
+        if person is None and self.use_gate:
             a, hold, rejected = self.policy.gate(obs, a)
             st.gate.add(time.monotonic() - t1)
             st.gate_rejections += rejected
@@ -377,6 +419,10 @@ class DeployRuntime:
         st.policy_steps += 1
         yield "targets"
         self.succeeded = self.observer.success()
+        if self.on_step is not None:  # the observer still holds this step's state
+            reward, cost = self.observer.reward_cost()
+            self.on_step(PolicyStep(r, obs, np.asarray(a, dtype=np.float32).copy(),
+                                    person is not None, reward, cost, self.succeeded))
 
     def _hold_command(self, fresh_state: bool) -> JointCommand | None:
         r = self._reading

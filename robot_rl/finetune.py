@@ -18,6 +18,10 @@ checkpoints, TensorBoard), and differ in how they use the demonstrations:
 
 ``--bc-steps N`` first fits the actor's mean to the demonstrated actions (behaviour cloning),
 for either method. The observation normalizer starts from the demonstrations' statistics.
+
+A dataset may also hold policy-driven episodes a person corrected (``robot-rl record
+--policy``, or the ROS teleop node with an artifact): as in HIL-SERL, their intervention steps
+join the demonstrations, and all their steps start the online buffer (``data/loader.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import torch
 from rich.console import Console
 
 from robot_rl.algos import SACConfig
-from robot_rl.data.loader import demo_buffer
+from robot_rl.data.loader import add_transitions, demo_and_online
 from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
 from robot_rl.replay import Batch, ReplayBuffer
@@ -88,10 +92,14 @@ class FinetuneRunner(Runner):
                 cfg.sac, learning_starts=cfg.warmup_steps))
         dataset = Dataset(cfg.demos)  # a missing or corrupt dataset fails before the run dir
         super().__init__(cfg, console)
-        self.demos = demo_buffer(dataset, self.env, self.cfg.device)
+        self.demos, online = demo_and_online(dataset, self.env, self.cfg.device)
         self._pretrained = cfg.resume is not None
+        n_online = 0 if self._pretrained else add_transitions(self.buffer, online, cfg.demos)
+        n_int = int(online["intervention"].sum())
         self.console.print(f"demonstrations: {len(self.demos):,} transitions from "
-                           f"{self.cfg.demos}; method {self.cfg.method}")
+                           f"{self.cfg.demos}" + (f" ({n_int:,} of them interventions; "
+                           f"{n_online:,} policy-driven steps start the online buffer)"
+                           if n_online else "") + f"; method {self.cfg.method}")
 
     # -- the phases before online training -------------------------------------------------
 

@@ -1,10 +1,20 @@
 """Datasets into replay buffers: every recorded step as a transition (s, a, r, c, s', term).
 
     demos = demo_buffer(Dataset("data/push"), env)    # a ReplayBuffer holding the dataset
+    demos, online = demo_and_online(Dataset("data/hil"), env)   # split for fine-tuning
+
+A dataset can hold demonstrations (a person or the scripted expert drove every step) and
+policy-driven episodes a person corrected (``robot-rl record --policy``, or the ROS teleop
+node with an artifact; episode source ``policy+<device>``). Fine-tuning splits them as
+HIL-SERL does: demonstrations and the intervention steps go into the demo buffer; every step
+of a policy-driven episode, interventions included, is online experience.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import torch
 
 from robot_rl.data.format import DatasetError
@@ -12,40 +22,75 @@ from robot_rl.data.reader import Dataset
 from robot_rl.replay import ReplayBuffer
 from robot_rl.sim.env import BatchedEnv
 
+Transitions = dict[str, torch.Tensor]
 
-def transitions(ds: Dataset, device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:
+
+def transitions(ds: Dataset, device: str | torch.device = "cpu") -> Transitions:
     """All committed steps as tensors: obs (N, O), action (N, A), reward, cost,
-    terminated (N,), next_obs (N, O). ``next_obs`` is the recorded next observation (the true
-    final one at an episode's end), and only a real termination stops bootstrapping."""
+    terminated (N,), next_obs (N, O), and the masks intervention (N,) and policy (N,) (the
+    step's episode was policy-driven). ``next_obs`` is the recorded next observation (the
+    true final one at an episode's end), and only a real termination stops bootstrapping."""
     f = ds.frames()
 
     def t(key: str) -> torch.Tensor:
         return torch.as_tensor(f[key], device=device).float()
 
+    policy_eps = [int(r["episode_index"]) for r in ds.episodes
+                  if str(r.get("robot_rl/source", "")).startswith("policy+")]
+    policy = torch.as_tensor(np.isin(f["episode_index"], policy_eps), device=device)
     return {"obs": t("observation.state"), "action": t("action"), "reward": t("next.reward"),
             "cost": t("next.cost"), "next_obs": t("next.observation.state"),
-            "terminated": t("next.terminated")}
+            "terminated": t("next.terminated"),
+            "intervention": torch.as_tensor(f["intervention"], device=device).bool(),
+            "policy": policy}
+
+
+def select(tr: Transitions, mask: torch.Tensor) -> Transitions:
+    """The transitions where ``mask`` (N,) is true."""
+    return {k: v[mask] for k, v in tr.items()}
+
+
+def add_transitions(buffer: ReplayBuffer, tr: Transitions, root: Path | str = "") -> int:
+    """Add ``tr`` to ``buffer``; returns how many."""
+    if tr["obs"].shape[1] != buffer.obs.shape[1] or tr["action"].shape[1] != \
+            buffer.action.shape[1]:
+        raise DatasetError(f"{root} holds observations of {tr['obs'].shape[1]} and actions "
+                           f"of {tr['action'].shape[1]} values; the buffer takes "
+                           f"{buffer.obs.shape[1]} and {buffer.action.shape[1]}")
+    if len(tr["obs"]):
+        buffer.add(tr["obs"], tr["action"], tr["reward"], tr["cost"], tr["next_obs"],
+                   tr["terminated"])
+    return int(tr["obs"].shape[0])
 
 
 def fill_buffer(buffer: ReplayBuffer, ds: Dataset) -> int:
     """Add every transition of ``ds`` to ``buffer``; returns how many."""
-    tr = transitions(ds, buffer.device)
-    if tr["obs"].shape[1] != buffer.obs.shape[1] or tr["action"].shape[1] != \
-            buffer.action.shape[1]:
-        raise DatasetError(f"{ds.root} holds observations of {tr['obs'].shape[1]} and actions "
-                           f"of {tr['action'].shape[1]} values; the buffer takes "
-                           f"{buffer.obs.shape[1]} and {buffer.action.shape[1]}")
-    buffer.add(tr["obs"], tr["action"], tr["reward"], tr["cost"], tr["next_obs"],
-               tr["terminated"])
-    return int(tr["obs"].shape[0])
+    return add_transitions(buffer, transitions(ds, buffer.device), ds.root)
+
+
+def _checked(ds: Dataset, env: BatchedEnv) -> None:
+    from robot_rl.data.record import dataset_spec
+
+    ds.check(dataset_spec(env))
 
 
 def demo_buffer(ds: Dataset, env: BatchedEnv, device: str | torch.device = "cpu") -> ReplayBuffer:
     """A buffer exactly holding ``ds``, after checking it was recorded for ``env``'s task,
     robot and action space (DatasetError naming the field otherwise)."""
-    from robot_rl.data.record import dataset_spec
-
-    ds.check(dataset_spec(env))
+    _checked(ds, env)
     buf = ReplayBuffer(max(ds.num_frames, 1), env.obs_dim, env.act_dim, device)
     fill_buffer(buf, ds)
     return buf
+
+
+def demo_and_online(ds: Dataset, env: BatchedEnv, device: str | torch.device = "cpu"
+                    ) -> tuple[ReplayBuffer, Transitions]:
+    """``ds`` split for fine-tuning (see module docstring): a buffer of the demonstrations
+    and intervention steps, and the online experience (every step of the policy-driven
+    episodes) as transitions for the online buffer."""
+    _checked(ds, env)
+    tr = transitions(ds, device)
+    demo = select(tr, ~tr["policy"] | tr["intervention"])
+    buf = ReplayBuffer(max(len(demo["obs"]), 1), env.obs_dim, env.act_dim, device)
+    add_transitions(buf, demo, ds.root)
+    return buf, select(tr, tr["policy"])

@@ -30,9 +30,9 @@ POLICY_FILES = {"policy_onnx": "policy.onnx", "policy_torchscript": "policy.pt"}
 COST_FILES = {"onnx": "cost_critic.onnx", "torchscript": "cost_critic.pt"}
 
 
-def artifact_meta(env: BatchedEnv, policy: DeployPolicy, safety: dict[str, Any] | None,
-                  provenance: dict[str, Any]) -> dict[str, Any]:
-    """policy.json contents for a policy acting in ``env``'s task (see DESIGN.md)."""
+def task_meta(env: BatchedEnv) -> dict[str, Any]:
+    """The task half of policy.json: robot, observation layout, action space, control,
+    shield and safety costs of ``env``'s task (what the deploy runtime is built from)."""
     cfg, robot = env.cfg, env.robot
     return {
         "format": FORMAT, "version": VERSION,
@@ -43,9 +43,6 @@ def artifact_meta(env: BatchedEnv, policy: DeployPolicy, safety: dict[str, Any] 
         "observation": {
             "dim": env.obs_dim,
             "layout": [{"name": n, "width": w} for n, w in env.obs_layout],
-            "normalization": {"in_model": True,
-                              "mean": policy.norm.mean.tolist(),
-                              "std": policy.norm.std.tolist(), "clip": policy.norm.clip},
         },
         "action": {"dim": env.act_dim, "low": -1.0, "high": 1.0,
                    "space": to_dict(cfg.action)},
@@ -54,11 +51,20 @@ def artifact_meta(env: BatchedEnv, policy: DeployPolicy, safety: dict[str, Any] 
                     "controller": None if cfg.controller is None else to_dict(cfg.controller)},
         "shield": to_dict(cfg.shield),
         "safety_costs": to_dict(cfg.safety),
-        "safety": safety,
-        "files": dict(POLICY_FILES),
-        "provenance": {"robot_rl": __version__, "torch": torch.__version__,
-                       "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **provenance},
     }
+
+
+def artifact_meta(env: BatchedEnv, policy: DeployPolicy, safety: dict[str, Any] | None,
+                  provenance: dict[str, Any]) -> dict[str, Any]:
+    """policy.json contents for a policy acting in ``env``'s task (see DESIGN.md)."""
+    meta = task_meta(env)
+    meta["observation"]["normalization"] = {
+        "in_model": True, "mean": policy.norm.mean.tolist(), "std": policy.norm.std.tolist(),
+        "clip": policy.norm.clip}
+    meta.update(safety=safety, files=dict(POLICY_FILES),
+                provenance={"robot_rl": __version__, "torch": torch.__version__,
+                            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **provenance})
+    return meta
 
 
 def export_artifact(out: str | Path, policy: DeployPolicy, meta: dict[str, Any],
