@@ -86,15 +86,22 @@ class PolicyNodeParams:
 
 
 class PolicyNode(Node):
+    """The deploy runtime as a node (see module docstring). Subclasses (teleop_node) change
+    ``node_name``, ``params_class``, ``make_policy`` and ``before_tick``."""
+
+    node_name = "policy_node"
+    params_class: type[PolicyNodeParams] = PolicyNodeParams
+    finished = False
+    """Set to end the node's spin (policy_node runs until a signal)."""
+    allow_autostart = True
+    """Whether the ``autostart`` parameter applies."""
+
     def __init__(self, **kwargs: Any):
-        super().__init__("policy_node", **kwargs)
-        p = self.params = declare(self, PolicyNodeParams)
-        if not p.artifact:
-            raise RobotRLError("policy_node needs the 'artifact' parameter "
-                               "(-p artifact:=/path/to/artifact)")
+        super().__init__(self.node_name, **kwargs)
+        p = self.params = declare(self, self.params_class)
         if p.gate not in ("auto", "on", "off"):
             raise RobotRLError(f"gate must be auto, on or off, got {p.gate!r}")
-        policy = load_policy(p.artifact, backend=p.backend, seed=p.seed)  # type: ignore[arg-type]
+        policy = self.make_policy(p)
         spec = get_robot(policy.meta["robot"]["name"])
         names = p.joint_names or policy.joint_names
         if p.interface not in ("position", "velocity", "effort"):
@@ -105,7 +112,8 @@ class PolicyNode(Node):
                               HardLimits.of(spec), p.command_topic, p.command_type, period)
         cfg = DeployConfig(rate_hz=p.rate_hz, gate={"auto": None, "on": True, "off": False}[
             p.gate], watchdog_periods=p.watchdog_periods,
-            goal=tuple(p.goal) if p.goal else None, autostart=p.autostart,  # type: ignore[arg-type]
+            goal=tuple(p.goal) if p.goal else None,  # type: ignore[arg-type]
+            autostart=p.autostart and self.allow_autostart,
             seed=p.seed)
         self.runtime = DeployRuntime(policy, self.robot, cfg, log=self.get_logger().warning)
         self.period = period
@@ -137,7 +145,17 @@ class PolicyNode(Node):
             f"{p.command_topic} ({p.command_type}, {p.interface}), gate "
             f"{'on' if self.runtime.use_gate else 'off'}, goal "
             f"{None if goal is None else np.round(goal, 3).tolist()}; "
-            f"{'autostart' if p.autostart else 'call ~/start to run'}")
+            f"{'autostart' if cfg.autostart else 'call ~/start to run'}")
+
+    def make_policy(self, p: Any) -> Any:
+        """The policy the runtime runs (an exported artifact)."""
+        if not p.artifact:
+            raise RobotRLError(f"{self.node_name} needs the 'artifact' parameter "
+                               "(-p artifact:=/path/to/artifact)")
+        return load_policy(p.artifact, backend=p.backend, seed=p.seed)  # type: ignore[arg-type]
+
+    def before_tick(self) -> None:
+        """Called at the start of every tick (teleop_node reads its device here)."""
 
     # -- callbacks -------------------------------------------------------------------------
 
@@ -167,6 +185,7 @@ class PolicyNode(Node):
         if self._first_tick is None:
             self._first_tick = now
         self._last_tick = now
+        self.before_tick()
         # the next deadline one period after this one's, or after now when far behind
         due = self._next_due + self.period
         self._next_due = due if now - due < self.period else now + self.period

@@ -19,7 +19,8 @@ SENSOR_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
 
 
 def spin_node(make: Any, args: Sequence[str] | None) -> int:
-    """Init rclpy, build the node, spin until SIGINT/SIGTERM, call its ``shutdown``."""
+    """Init rclpy, build the node, spin until SIGINT/SIGTERM (or the node sets
+    ``finished``), call its ``shutdown``."""
     rclpy.init(args=list(sys.argv if args is None else args),
                signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     stop = {"flag": False}
@@ -34,7 +35,7 @@ def spin_node(make: Any, args: Sequence[str] | None) -> int:
         node = make()
         executor = SingleThreadedExecutor()
         executor.add_node(node)
-        while not stop["flag"] and rclpy.ok():
+        while not stop["flag"] and rclpy.ok() and not getattr(node, "finished", False):
             executor.spin_once(timeout_sec=0.05)
     except (RobotRLError, ValueError) as e:
         print(f"{sys.argv[0]}: error: {e}", file=sys.stderr)

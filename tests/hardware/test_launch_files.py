@@ -27,8 +27,9 @@ def _kw(call: ast.Call, key: str) -> object:
     return None
 
 
-def test_there_are_the_two_launch_files():
-    assert {p.name for p in LAUNCH} == {"deploy.launch.py", "sim_deploy.launch.py"}
+def test_there_are_the_three_launch_files():
+    assert {p.name for p in LAUNCH} == {"deploy.launch.py", "sim_deploy.launch.py",
+                                       "record.launch.py"}
 
 
 @pytest.mark.parametrize("path", LAUNCH, ids=lambda p: p.name)
