@@ -14,7 +14,7 @@ still and a moving device takes over, the step flagged ``intervention``.
 Episodes, from the device's events:
 
     Enter (next)   waiting: start an episode (the runtime starts acting);
-                   recording: save it, hold, draw the next goal
+                   recording: save it, hold, draw the next goal (unless one is fixed)
     x (rerecord)   drop the open episode, hold, draw the next goal
     y / n          label the open episode a success / a failure (else the task's own test)
     q (quit)       drop the open episode and stop (``done`` becomes True)
@@ -157,7 +157,10 @@ class RobotRecorder:
                  f"(Enter saves, x re-records, y/n label, q quits)")
 
     def _end(self, save: bool, why: str) -> None:
-        self.runtime.reset()  # hold where the arm is, draw the next goal
+        rt = self.runtime
+        rt.stop(f"episode ended ({why})")  # hold where the arm is (an e-stop stays latched)
+        if rt.cfg.goal is None:  # the next episode's goal, from the task's reset distribution
+            rt.observer.sample_goal()
         frames = self.writer.frames_in_episode
         if save and frames > 0:
             success = self._succeeded if self._label is None else self._label

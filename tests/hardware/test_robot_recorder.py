@@ -4,6 +4,7 @@ runtime acts, a scripted device drives it, episodes go into the dataset of robot
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -141,3 +142,29 @@ def test_a_person_takes_over_from_the_policy_and_the_steps_are_interventions(
     assert len(demos) == flags.sum() and online["obs"].shape[0] == len(flags)
     np.testing.assert_array_equal(demos.action[:len(demos)].numpy(), ep["action"][flags])
 
+
+
+def test_an_estop_drops_the_open_episode_and_stays_latched(tmp_path: Path, scripted_robot):
+    rt = DeployRuntime(NoPolicy("reach"), scripted_robot,
+                       DeployConfig(rate_hz=RATE, autostart=False, sliced_policy=False))
+    writer = DatasetWriter(tmp_path / "ds", robot_dataset_spec(rt))
+    x = np.eye(6)[0] * 0.5
+    rec = RobotRecorder(rt, writer, _device(lambda k: (x, frozenset({"next"}) if k == 1
+                                                       else frozenset())),
+                        episodes=3, log=lambda _m: None)
+    home = np.asarray(rt.observer.env.robot.home, dtype=float)
+    goals = [rt.goal]
+    t0 = time.monotonic()  # start() checks freshness on the monotonic clock
+    for k in range(12):
+        t = t0 + k / RATE
+        scripted_robot.set(home, stamp=t)
+        rec.tick()
+        rt.tick(scripted_robot.observe(), now=t)
+    assert rec.recording and writer.frames_in_episode >= 4
+    rt.estop("test")
+    rec.tick()
+    assert not rec.recording and rec.dropped == 1 and writer.num_episodes == 0
+    assert rt.mode == "estop"  # the recorder does not release it
+    goals.append(rt.goal)
+    assert not np.allclose(goals[0], goals[1])  # the next episode gets a new goal
+    rec.close()
