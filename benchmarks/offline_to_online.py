@@ -63,6 +63,8 @@ class Args:
     """Learning: expert episodes to record when --demos is not given."""
     sac_run: Path | None = None
     """Learning: SAC's curve from this finished run instead of training SAC again."""
+    reuse: bool = False
+    """Learning: print the table from the runs already in --out instead of training."""
     num_envs: int = 16
     updates_per_step: int = 1
     """Learning: gradient steps per vector step of --num-envs envs, for every learner."""
@@ -172,6 +174,9 @@ def learning(args: Args, console: Console) -> None:
         if method == "sac" and args.sac_run is not None:
             curves[method] = read_curve(args.sac_run)
             continue
+        if args.reuse:
+            curves[method] = read_curve(args.out / method)
+            continue
         console.print(f"[bold]{method}[/bold]: up to {args.budget:g} s or "
                       f"{args.target:.0%} success...")
         curves[method] = _learner(args, method, demos)
@@ -183,7 +188,7 @@ def learning(args: Args, console: Console) -> None:
                     f"each ({args.num_envs} envs, {args.updates_per_step} update per vector "
                     f"step, safety both)", title_justify="left")
     for col in ("learner", "env steps to target", "wall clock", "final success",
-                "evaluations", "steps / SAC's", "target <= 1/3"):
+                "best success (env steps)", "evaluations", "steps / SAC's", "target <= 1/3"):
         t.add_column(col, justify="left" if col == "learner" else "right")
     sac_hit = _reached(curves["sac"], args.target) if "sac" in curves else None
     sac_steps = sac_hit[0] if sac_hit else (curves["sac"][-1]["env_steps"] if "sac" in curves
@@ -201,8 +206,10 @@ def learning(args: Args, console: Console) -> None:
         elif m != "sac":
             verdict = "no"
         name = names[m] + (f" ({args.sac_run})" if m == "sac" and args.sac_run else "")
-        t.add_row(name, steps, clock, f"{last['success_rate']:.0%}", str(len(hist)), ratio,
-                  verdict)
+        best = max(hist, key=lambda r: r["success_rate"])
+        t.add_row(name, steps, clock, f"{last['success_rate']:.0%}",
+                  f"{best['success_rate']:.0%} ({best['env_steps']:,.0f})", str(len(hist)),
+                  ratio, verdict)
     console.print(t)
     console.print(f"learning curves: {png}")
 
