@@ -34,7 +34,8 @@ import numpy as np
 
 from robot_rl.data.format import DatasetSpec
 from robot_rl.data.writer import DatasetWriter
-from robot_rl.hardware.runtime import DeployRuntime, PolicyStep
+from robot_rl.hardware.runtime import DeployRuntime
+from robot_rl.hardware.runtime_hooks import PolicyStep
 from robot_rl.hardware.teleop.base import TeleopCommand
 from robot_rl.hardware.teleop.mapping import TeleopMapper
 

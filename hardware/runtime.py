@@ -58,6 +58,7 @@ from robot_rl.export import Policy
 from robot_rl.hardware.deploy_stats import DeployStats
 from robot_rl.hardware.observation import TaskObserver, task_config_from_meta
 from robot_rl.hardware.robot import JointCommand, JointReading, Robot, RobotError
+from robot_rl.hardware.runtime_hooks import Override, PolicyStep
 from robot_rl.hardware.timing import (
     Rate,
     Throttle,
@@ -67,30 +68,6 @@ from robot_rl.hardware.timing import (
 Mode = Literal["idle", "running", "estop"]
 _log = logging.getLogger("robot_rl.deploy")
 
-
-@dataclasses.dataclass(frozen=True)
-class PolicyStep:
-    """One policy step of the runtime, as ``DeployRuntime.on_step`` receives it."""
-
-    reading: JointReading
-    """The measurement it acted on."""
-    obs: np.ndarray
-    """(O,) the observation built from it."""
-    action: np.ndarray
-    """(A,) the action chosen (policy, gate or person), before the shield's action layers."""
-    intervention: bool
-    """The action came from ``override`` (a person), not the policy."""
-    reward: float
-    """The task's reward at ``obs``'s state (the outcome of the previous step's action)."""
-    cost: float
-    """The task's constraint cost at ``obs``'s state."""
-    success: bool
-    """The task's success test at ``obs``'s state."""
-
-
-Override = Callable[[np.ndarray, JointReading, Any], "np.ndarray | None"]
-"""(obs (O,), reading, ArmState) -> an action (A,) in [-1, 1] to use instead of the policy's,
-or None to let the policy act."""
 
 
 @dataclasses.dataclass(kw_only=True)
