@@ -114,6 +114,20 @@ def build_model(cfg: SimRobotConfig, robot: RobotSpec) -> mujoco.MjModel:
     return model
 
 
+def init_sim_arm(robot: Robot, cfg: SimRobotConfig | None
+                 ) -> tuple[SimRobotConfig, RobotSpec]:
+    """What both simulated arms (this thread's and the process's) set up alike: sets
+    ``robot``'s joint names, interface and hard limits; returns the checked config and the
+    robot's spec."""
+    cfg = cfg or SimRobotConfig()
+    spec = get_robot(cfg.robot)
+    cfg.validate(spec)
+    robot.joint_names = tuple(spec.joint_names)
+    robot.interface = cfg.interface
+    robot.limits = HardLimits.of(spec)
+    return cfg, spec
+
+
 class SimRobot(Robot):
     """The simulated arm (see module docstring). ``on_sample(reading)`` is called from the
     physics thread every ``sample_every`` physics steps (the ROS node publishes there)."""
@@ -122,13 +136,8 @@ class SimRobot(Robot):
                  on_sample: Callable[[JointReading], None] | None = None,
                  sample_every: int = 1):
         super().__init__()
-        self.cfg = cfg = cfg or SimRobotConfig()
-        self.spec = get_robot(cfg.robot)
-        cfg.validate(self.spec)
-        self.joint_names = tuple(self.spec.joint_names)
-        self.interface = cfg.interface
-        s = self.spec
-        self.limits = HardLimits.of(s)
+        cfg, s = init_sim_arm(self, cfg)
+        self.cfg, self.spec = cfg, s
         self.model = build_model(cfg, s)
         self.data = mujoco.MjData(self.model)
         m = self.model

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from robot_rl.errors import ConfigError
-from robot_rl.hardware.robot import INTERFACES, HardLimits, JointCommand, JointReading, Robot
-from robot_rl.hardware.sim_robot import SimRobotConfig
+from robot_rl.hardware.robot import INTERFACES, JointCommand, JointReading, Robot
+from robot_rl.hardware.sim_robot import SimRobotConfig, init_sim_arm
 from robot_rl.sim.robots import get_robot
 
 
@@ -54,12 +54,7 @@ class SimRobotProcess(Robot):
 
     def __init__(self, cfg: SimRobotConfig | None = None, start_timeout: float = 60.0):
         super().__init__()
-        self.cfg = cfg = cfg or SimRobotConfig()
-        self.spec = get_robot(cfg.robot)
-        cfg.validate(self.spec)
-        self.joint_names = tuple(self.spec.joint_names)
-        self.interface = cfg.interface
-        self.limits = HardLimits.of(self.spec)
+        self.cfg, self.spec = init_sim_arm(self, cfg)
         self.start_timeout = start_timeout
         self._layout = _Layout(self.spec.num_joints)
         ctx = mp.get_context("spawn")  # no fork of a process holding torch/ROS threads

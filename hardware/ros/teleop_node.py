@@ -65,7 +65,6 @@ class TeleopNode(PolicyNode):
         from robot_rl.data.writer import DatasetWriter
         from robot_rl.hardware.robot_recorder import RobotRecorder, robot_dataset_spec
 
-        self._device_override = device
         self.recorder: RobotRecorder | None = None
         super().__init__(**kwargs)
         p: TeleopNodeParams = self.params  # type: ignore[assignment]
