@@ -69,7 +69,6 @@ Mode = Literal["idle", "running", "estop"]
 _log = logging.getLogger("robot_rl.deploy")
 
 
-
 @dataclasses.dataclass(kw_only=True)
 class DeployConfig:
     """How the policy is run on the robot."""
@@ -372,11 +371,11 @@ class DeployRuntime:
             a = self.policy(obs)
             t1 = time.monotonic()
             st.inference.add(t1 - t0)
-        if person is None and self.use_gate:
-            a, hold, rejected = self.policy.gate(obs, a)
-            st.gate.add(time.monotonic() - t1)
-            st.gate_rejections += rejected
-            st.gate_holds += hold
+            if self.use_gate:  # the gate screens the policy's actions, not a person's
+                a, hold, rejected = self.policy.gate(obs, a)
+                st.gate.add(time.monotonic() - t1)
+                st.gate_rejections += rejected
+                st.gate_holds += hold
         yield "policy"
         applied, invalid, flags = self.shield.filter_action(
             np.asarray(a, dtype=np.float64)[None], self.action[None])
