@@ -98,7 +98,6 @@ class RobotRecorder:
         self._label: bool | None = None
         self._succeeded = False
         self._prev: PolicyStep | None = None
-        self._steps = 0
         runtime.override = self._override
         runtime.on_step = self._on_step
 
@@ -132,7 +131,7 @@ class RobotRecorder:
                 self._end(save=True, why="saved")
             else:
                 self._begin()
-        if self.recording and self._steps >= self.episode_length:
+        if self.recording and self.writer.frames_in_episode >= self.episode_length:
             self._end(save=True, why=f"{self.episode_length} steps")
 
     def close(self) -> None:
@@ -153,7 +152,7 @@ class RobotRecorder:
             return
         self.mapper.reset()
         self.writer.begin_episode(seed=None, source=self.source)
-        self._label, self._succeeded, self._prev, self._steps = None, False, None, 0
+        self._label, self._succeeded, self._prev = None, False, None
         self.log(f"episode {self.writer.num_episodes + 1}/{self.episodes}: recording "
                  f"(Enter saves, x re-records, y/n label, q quits)")
 
@@ -196,7 +195,6 @@ class RobotRecorder:
         self.writer.add_frame(obs=prev.obs, joint_pos=prev.reading.q, joint_vel=prev.reading.qd,
                               action=prev.action, next_obs=step.obs, reward=step.reward,
                               cost=step.cost, terminated=False,
-                              truncated=self._steps + 1 >= self.episode_length,
+                              truncated=self.writer.frames_in_episode + 1 >= self.episode_length,
                               success=step.success, intervention=prev.intervention and
                               self.with_policy)
-        self._steps += 1
