@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from robot_rl.sim.backends.warp import WarpOptions
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.randomization import DRConfig, DRPreset, dr_preset
 from robot_rl.sim.robots import RobotSpec, get_robot, list_robots, register_robot
@@ -27,17 +28,21 @@ from robot_rl.sim.tasks import (
 
 def make_env(task: str | TaskConfig, num_envs: int, backend: str = "cpu",
              device: str | torch.device = "cpu", *, dr: DRPreset | None = None, seed: int = 0,
-             nthread: int | None = None, **overrides: Any) -> BatchedEnv:
+             nthread: int | None = None, warp: WarpOptions | None = None,
+             **overrides: Any) -> BatchedEnv:
     """A batched env of ``task`` (a registered name or a TaskConfig).
 
     Args:
         task: task name (``reach``, ``push``, ``lift``, ``pusher``) or a config.
         num_envs: number of parallel simulations (> 0).
-        backend: ``cpu`` (MuJoCo C threads).
-        device: torch device of all tensors.
+        backend: ``cpu`` (MuJoCo C threads) or ``warp`` (MuJoCo Warp, float32).
+        device: torch device of all tensors; with ``warp``, ``cuda[:N]`` or ``cpu`` (Warp's
+            CPU device: slow, for tests and machines without a GPU).
         dr: domain-randomization preset replacing the config's ranges.
         seed: seed of the env's generator (resets, randomization, noise).
-        nthread: physics threads (default: all cores, at most num_envs).
+        nthread: physics threads of the ``cpu`` backend (default: all cores, at most
+            num_envs).
+        warp: options of the ``warp`` backend (contact and constraint room, CUDA graphs).
         overrides: config fields to replace (``episode_length=50``).
 
     A passed config is copied, never modified.
@@ -48,9 +53,10 @@ def make_env(task: str | TaskConfig, num_envs: int, backend: str = "cpu",
         cfg = make_task_config(task, **overrides)
     else:
         cfg = replace_config(task, **overrides)
-    return BatchedEnv(cfg, num_envs, backend=backend, device=device, seed=seed, nthread=nthread)
+    return BatchedEnv(cfg, num_envs, backend=backend, device=device, seed=seed, nthread=nthread,
+                      warp=warp)
 
 
-__all__ = ["BatchedEnv", "DRConfig", "RobotSpec", "TaskConfig", "dr_preset", "get_robot",
+__all__ = ["BatchedEnv", "DRConfig", "RobotSpec", "TaskConfig", "WarpOptions", "dr_preset", "get_robot",
            "get_task", "list_robots", "list_tasks", "make_env", "make_task_config",
            "register_robot", "register_task"]

@@ -26,6 +26,7 @@ from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.base import DirectTorque
 from robot_rl.errors import ConfigError
 from robot_rl.sim.backends import make_backend
+from robot_rl.sim.backends.warp import WarpOptions
 from robot_rl.sim.randomization import DomainRandomizer
 from robot_rl.sim.robots import RobotSpec, compile_spec, get_robot
 from robot_rl.sim.state import Limits, SimState, slice_or_index
@@ -38,7 +39,7 @@ class BatchedEnv:
 
     def __init__(self, cfg: TaskConfig, num_envs: int, backend: str = "cpu",
                  device: str | torch.device = "cpu", *, seed: int = 0,
-                 nthread: int | None = None):
+                 nthread: int | None = None, warp: WarpOptions | None = None):
         if not isinstance(num_envs, int) or num_envs <= 0:
             raise ConfigError(f"num_envs must be a positive integer, got {num_envs!r}")
         cfg.validate()
@@ -70,11 +71,10 @@ class BatchedEnv:
         self._inner = not self.controller.in_model and (
             cfg.shield.enabled or not isinstance(self.controller, DirectTorque))
 
-        self.backend = make_backend(backend, self.model, num_envs, nthread=nthread)
-        self.device = torch.device(device)
-        if self.device != self.backend.device:
-            raise ConfigError(f"backend {backend!r} runs on {self.backend.device}; "
-                              f"device={str(self.device)!r} is not supported with it")
+        self.backend = make_backend(backend, self.model, num_envs, device=str(device),
+                                    nthread=nthread, warp=warp,
+                                    what=f"task {cfg.name!r} with robot {cfg.robot!r}")
+        self.device = self.backend.device
         dev, dtype = self.backend.device, self.backend.dtype
         self.act_dim = self.action_space.dim
         arm_ids = [self.model.actuator(n).id for n in self.robot.actuator_names]

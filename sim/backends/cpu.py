@@ -19,6 +19,7 @@ from mujoco.batch import Batch
 
 from robot_rl.errors import ConfigError
 from robot_rl.sim.backends.base import UNSTABLE_WARNINGS, Backend
+from robot_rl.sim.backends.kinematics import ViewKinematics
 
 _STAGE_VEL = mujoco.mjtStage.mjSTAGE_VEL.value
 _STAGE_NONE = mujoco.mjtStage.mjSTAGE_NONE.value
@@ -31,7 +32,7 @@ def _view(array: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(array)
 
 
-class CpuBackend(Backend):
+class CpuBackend(ViewKinematics, Backend):
     """``num_envs`` simulations stepped by ``nthread`` C threads (default: all cores)."""
 
     def __init__(self, model: mujoco.MjModel, num_envs: int, nthread: int | None = None):
@@ -66,9 +67,7 @@ class CpuBackend(Backend):
         self._bias = _view(b.bind("qfrc_bias"))
         self._passive = _view(b.bind("qfrc_passive"))
         self._gravcomp = _view(b.bind("qfrc_gravcomp"))
-        self._chains: dict[int, torch.Tensor] = {}
-        self._mass_index: dict[tuple[int, ...], torch.Tensor] = {}
-        self._gravcomp_mask: dict[tuple[int, ...], torch.Tensor] = {}
+        self._init_kinematics()
         self._batch.forward()
 
     def step(self, nstep: int, current_sensors: bool = True) -> None:
@@ -96,58 +95,8 @@ class CpuBackend(Backend):
     def commit_model(self, env_ids: torch.Tensor) -> None:
         self._batch.set_const(_ids(env_ids))
 
-    def jacobian(self, body_id: int, point: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        # mj_jac from the batch's outputs: for each dof on the body's chain, the angular part
-        # of cdof, and its linear part moved from the subtree's centre of mass to the point.
-        chain = self._chain(body_id)  # (nv,) 1 on the chain, else 0
-        root = int(self.model.body_rootid[body_id])
-        ang, lin = self._cdof[:, :, :3], self._cdof[:, :, 3:]
-        arm = (point.to(self.dtype) - self._subtree_com[:, root])[:, None, :]  # (E, 1, 3)
-        jacp = (lin + torch.linalg.cross(ang, arm.expand_as(ang), dim=2)) * chain[:, None]
-        return jacp.transpose(1, 2), (ang * chain[:, None]).transpose(1, 2)
-
-    def _chain(self, body_id: int) -> torch.Tensor:
-        if body_id not in self._chains:
-            m = self.model
-            ancestors = {body_id}
-            b = body_id
-            while b > 0:
-                b = int(m.body_parentid[b])
-                ancestors.add(b)
-            mask = [float(int(m.dof_bodyid[j]) in ancestors) for j in range(m.nv)]
-            self._chains[body_id] = torch.tensor(mask, dtype=self.dtype)
-        return self._chains[body_id]
-
-    def drift_force(self, dofs: list[int]) -> torch.Tensor:
-        key = tuple(dofs)
-        if key not in self._gravcomp_mask:  # 1 where gravity compensation is actuator-side
-            comp = self.model.jnt_actgravcomp[self.model.dof_jntid[dofs]]
-            self._gravcomp_mask[key] = torch.from_numpy(comp.astype(np.float64))
-        return (self._passive[:, dofs] - self._bias[:, dofs]
-                + self._gravcomp[:, dofs] * self._gravcomp_mask[key])
-
-    def mass_matrix(self, dofs: list[int]) -> torch.Tensor:
-        key = tuple(dofs)
-        if key not in self._mass_index:
-            self._mass_index[key] = _dense_index(self.model, dofs)
-        idx = self._mass_index[key]
-        return self._mass[:, idx]
-
     def write_data(self, env: int, data: mujoco.MjData) -> None:
         self._batch.get_data(env, data)
-
-
-def _dense_index(model: mujoco.MjModel, dofs: list[int]) -> torch.Tensor:
-    """(k, k) positions in MjData.M (lower triangle, CSR) of the mass matrix over ``dofs``."""
-    where: dict[tuple[int, int], int] = {}
-    for i in range(model.nv):
-        start = int(model.M_rowadr[i])
-        for k in range(int(model.M_rownnz[i])):
-            where[(i, int(model.M_colind[start + k]))] = start + k
-    idx = [[where.get((max(a, b), min(a, b)), -1) for b in dofs] for a in dofs]
-    if any(-1 in row for row in idx):
-        raise ConfigError("mass_matrix: the dofs must lie on one kinematic chain")
-    return torch.tensor(idx, dtype=torch.long)
 
 
 def _ids(env_ids: torch.Tensor) -> np.ndarray:

@@ -1,0 +1,87 @@
+"""Jacobians, mass matrices and drift forces from a backend's live position-stage arrays.
+
+Both backends expose the same MuJoCo outputs as batched torch views (``cdof``,
+``subtree_com``, the CSR mass matrix ``M``, ``qfrc_bias``/``qfrc_passive``/``qfrc_gravcomp``),
+so the arithmetic on them is written once here, in torch, and runs on CPU or GPU tensors.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import torch
+
+from robot_rl.errors import ConfigError
+
+
+class ViewKinematics:
+    """Mixin: ``jacobian``, ``drift_force`` and ``mass_matrix`` from live views.
+
+    Subclasses set, batch first (E = num_envs): ``_cdof`` (E, nv, 6) motion axes (angular,
+    then linear), ``_subtree_com`` (E, nbody, 3), ``_mass`` (E, nC) the mass matrix in
+    MuJoCo's CSR layout, ``_bias``/``_passive``/``_gravcomp`` (E, nv), and ``model``,
+    ``dtype``, ``device``.
+    """
+
+    model: mujoco.MjModel
+    dtype: torch.dtype
+    device: torch.device
+    _cdof: torch.Tensor
+    _subtree_com: torch.Tensor
+    _mass: torch.Tensor
+    _bias: torch.Tensor
+    _passive: torch.Tensor
+    _gravcomp: torch.Tensor
+
+    def _init_kinematics(self) -> None:
+        self._chains: dict[int, torch.Tensor] = {}
+        self._mass_index: dict[tuple[int, ...], torch.Tensor] = {}
+        self._gravcomp_mask: dict[tuple[int, ...], torch.Tensor] = {}
+
+    def jacobian(self, body_id: int, point: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        # mj_jac from the step's outputs: for each dof on the body's chain, the angular part
+        # of cdof, and its linear part moved from the subtree's centre of mass to the point.
+        chain = self._chain(body_id)  # (nv,) 1 on the chain, else 0
+        root = int(self.model.body_rootid[body_id])
+        ang, lin = self._cdof[:, :, :3], self._cdof[:, :, 3:]
+        arm = (point.to(self.dtype) - self._subtree_com[:, root])[:, None, :]  # (E, 1, 3)
+        jacp = (lin + torch.linalg.cross(ang, arm.expand_as(ang), dim=2)) * chain[:, None]
+        return jacp.transpose(1, 2), (ang * chain[:, None]).transpose(1, 2)
+
+    def _chain(self, body_id: int) -> torch.Tensor:
+        if body_id not in self._chains:
+            m = self.model
+            ancestors = {body_id}
+            b = body_id
+            while b > 0:
+                b = int(m.body_parentid[b])
+                ancestors.add(b)
+            mask = [float(int(m.dof_bodyid[j]) in ancestors) for j in range(m.nv)]
+            self._chains[body_id] = torch.tensor(mask, dtype=self.dtype, device=self.device)
+        return self._chains[body_id]
+
+    def drift_force(self, dofs: list[int]) -> torch.Tensor:
+        key = tuple(dofs)
+        if key not in self._gravcomp_mask:  # 1 where gravity compensation is actuator-side
+            comp = self.model.jnt_actgravcomp[self.model.dof_jntid[dofs]]
+            self._gravcomp_mask[key] = torch.as_tensor(comp, dtype=self.dtype, device=self.device)
+        return (self._passive[:, dofs] - self._bias[:, dofs]
+                + self._gravcomp[:, dofs] * self._gravcomp_mask[key])
+
+    def mass_matrix(self, dofs: list[int]) -> torch.Tensor:
+        key = tuple(dofs)
+        if key not in self._mass_index:
+            self._mass_index[key] = dense_index(self.model, dofs).to(self.device)
+        return self._mass[:, self._mass_index[key]]
+
+
+def dense_index(model: mujoco.MjModel, dofs: list[int]) -> torch.Tensor:
+    """(k, k) positions in MjData.M (lower triangle, CSR) of the mass matrix over ``dofs``."""
+    where: dict[tuple[int, int], int] = {}
+    for i in range(model.nv):
+        start = int(model.M_rowadr[i])
+        for k in range(int(model.M_rownnz[i])):
+            where[(i, int(model.M_colind[start + k]))] = start + k
+    idx = [[where.get((max(a, b), min(a, b)), -1) for b in dofs] for a in dofs]
+    if any(-1 in row for row in idx):
+        raise ConfigError("mass_matrix: the dofs must lie on one kinematic chain")
+    return torch.tensor(idx, dtype=torch.long)
