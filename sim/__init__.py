@@ -57,6 +57,6 @@ def make_env(task: str | TaskConfig, num_envs: int, backend: str = "cpu",
                       warp=warp)
 
 
-__all__ = ["BatchedEnv", "DRConfig", "RobotSpec", "TaskConfig", "WarpOptions", "dr_preset", "get_robot",
-           "get_task", "list_robots", "list_tasks", "make_env", "make_task_config",
+__all__ = ["BatchedEnv", "DRConfig", "RobotSpec", "TaskConfig", "WarpOptions", "dr_preset",
+           "get_robot", "get_task", "list_robots", "list_tasks", "make_env", "make_task_config",
            "register_robot", "register_task"]

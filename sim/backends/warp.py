@@ -264,25 +264,14 @@ class WarpBackend(ViewKinematics, Backend):
 
 @functools.cache
 def _kernels() -> tuple[Any, Any, int]:
-    """The two column-copy kernels and the overflow bits that mean "out of room" (made on
+    """The column-copy kernels and the overflow bits that mean "out of room" (loaded on
     first use, after ``import_warp`` has set Warp up)."""
-    wp, mjw = import_warp()
-
-    @wp.kernel(enable_backward=False)
-    def gather_cols(src: wp.array2d(dtype=float), cols: wp.array(dtype=int),
-                    dst: wp.array2d(dtype=float)):
-        w, k = wp.tid()
-        dst[w, k] = src[w, cols[k]]
-
-    @wp.kernel(enable_backward=False)
-    def scatter_cols(src: wp.array2d(dtype=float), cols: wp.array(dtype=int),
-                     dst: wp.array2d(dtype=float)):
-        w, k = wp.tid()
-        dst[w, cols[k]] = src[w, k]
+    _, mjw = import_warp()
+    from robot_rl.sim.backends import warp_kernels
 
     over = mjw.OverflowType
     capacity = int(over.ALL) & ~int(over.ITERATIONS) & ~int(over.LS_ITERATIONS)
-    return gather_cols, scatter_cols, capacity
+    return warp_kernels.gather_cols, warp_kernels.scatter_cols, capacity
 
 
 def _array_bytes(obj: object, wp: Any) -> int:
