@@ -36,7 +36,7 @@ $(STAMP): pyproject.toml Makefile
 	fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[dev,bench,ros,camera,teleop]"
+	$(BIN)/pip install --quiet -e ".[dev,bench,gpu,ros,camera,teleop]"
 	@touch $(STAMP)
 
 demo: setup

@@ -49,7 +49,7 @@ from robot_rl.config_io import from_dict, to_dict
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate
 from robot_rl.replay import Batch, ReplayBuffer
-from robot_rl.sim import make_env
+from robot_rl.sim import WarpOptions, make_env
 from robot_rl.sim.env import BatchedEnv
 
 EVAL_FIELDS = ("env_steps", "seconds", "success_rate", "return", "episode_cost",
@@ -81,9 +81,10 @@ class TrainConfig:
     seed: int = 0
     """Seed of envs, networks and sampling."""
     backend: Literal["cpu", "warp"] = "cpu"
-    """Simulation backend."""
+    """Simulation backend: cpu (MuJoCo C threads) or warp (MuJoCo Warp; needs the gpu extra)."""
     device: str = "cpu"
-    """Torch device of the learner, replay buffer and envs."""
+    """Torch device of the learner, replay buffer and envs (cuda with --backend warp on a
+    GPU; cpu with --backend warp runs Warp's CPU device, slowly)."""
     dr: Literal["off", "default", "strong"] | None = None
     """Domain randomization preset (default: the task's own)."""
     episode_length: int | None = None
@@ -109,6 +110,8 @@ class TrainConfig:
     """Show the progress bar."""
     sac: SACConfig = dataclasses.field(default_factory=SACConfig)
     """SAC hyper-parameters."""
+    warp: WarpOptions = dataclasses.field(default_factory=WarpOptions)
+    """Options of the warp backend (contact and constraint room per world, CUDA graphs)."""
     safety_critic: Annotated[SafetyConfig, tyro.conf.arg(name="safety-critic")] = \
         dataclasses.field(default_factory=SafetyConfig)
     """Safety-critic hyper-parameters (its mode is --safety)."""
@@ -129,7 +132,7 @@ def make_train_env(cfg: TrainConfig, num_envs: int, seed: int,
         overrides["episode_length"] = cfg.episode_length
     return make_env(cfg.task, num_envs, backend=cfg.backend, device=cfg.device,
                     dr=dr if dr is not None else cfg.dr,  # type: ignore[arg-type]
-                    seed=seed, **overrides)
+                    seed=seed, warp=cfg.warp, **overrides)
 
 
 def make_agent(cfg: TrainConfig, obs_dim: int, act_dim: int) -> SAC:

@@ -86,9 +86,9 @@ def to_mjw_model(mjw: ModuleType, model: mujoco.MjModel, what: str) -> object:
     try:
         return mjw.put_model(model)
     except (NotImplementedError, ValueError) as err:
-        raise ConfigError(f"MuJoCo Warp cannot simulate {what}: {err} is not supported by "
-                          f"MuJoCo Warp {getattr(mjw, '__version__', '')}; use backend='cpu'"
-                          ) from err
+        version = getattr(mjw, "__version__", "")
+        raise ConfigError(f"MuJoCo Warp {version} cannot simulate {what}, which uses a feature "
+                          f"it lacks: {err} (backend='cpu' simulates it)") from err
 
 
 @dataclasses.dataclass(frozen=True)
