@@ -104,3 +104,19 @@ def test_ctrl_c_leaves_a_resumable_checkpoint(tmp_path):
 def test_resume_of_a_missing_run_is_refused(tmp_path):
     with pytest.raises(CheckpointError):
         Runner(TrainConfig(resume=tmp_path / "missing", progress=False))
+
+
+def test_short_training_run_on_the_warp_backend(tmp_path):
+    """SAC with the safety critic trains on MuJoCo Warp (Warp's CPU device here; the same
+    code runs with --device cuda): transitions reach the buffer in float32, updates run,
+    evaluation and the checkpoint work, and the saved config names the backend."""
+    cfg = tiny_config(tmp_path, backend="warp", total_steps=160, eval_episodes=2)
+    runner = Runner(cfg)
+    assert runner.env.backend.dtype == torch.float32
+    history = runner.train()
+    assert history[-1]["env_steps"] == 160 and runner.agent.updates >= (160 - 80) // 4
+    assert runner.buffer.obs[:160].isfinite().all()
+    saved = json.loads((tmp_path / "tiny" / "config.json").read_text())
+    assert saved["backend"] == "warp" and saved["warp"]["nconmax"] is None
+    agent, loaded, _ = load_agent(tmp_path / "tiny")
+    assert loaded.backend == "warp"
