@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import mujoco
 import numpy as np
@@ -40,10 +40,17 @@ class BenchSim:
     """Simulation throughput: ours vs EnvPool vs gymnasium vs the physical limit.
 
     Example: robot-rl bench sim --num-envs 16 64 256 --seconds 2
+             robot-rl bench sim --backend warp --tasks reach      (GPU table, sim_gpu.py)
     """
 
-    num_envs: tuple[int, ...] = (16, 64, 256)
-    """Batch sizes to measure."""
+    backend: Literal["cpu", "warp"] = "cpu"
+    """cpu: the tables below. warp: the GPU table of benchmarks/sim_gpu.py for each of
+    --tasks (Warp backend vs MuJoCo Warp alone vs the CPU backend; needs the gpu extra)."""
+    device: str = "cuda"
+    """Device of the warp backend (cuda, cuda:N, or cpu for Warp's CPU device)."""
+    num_envs: tuple[int, ...] | None = None
+    """Batch sizes to measure (default: 16 64 256 on cpu; 1024 2048 4096 8192 16384 on
+    warp)."""
     seconds: float = 2.0
     """Measuring time per figure (after warm-up) [s]."""
     repeats: int = 3
@@ -182,8 +189,22 @@ def _fmt(x: float | None) -> str:
 
 
 def run(cfg: BenchSim) -> dict:
-    """Measure and print both tables; returns the figures (for scripts and tests)."""
+    """Measure and print both tables (or, with backend warp, the GPU table of each task);
+    returns the figures (for scripts and tests)."""
     from robot_rl.sim import make_task_config
+
+    if cfg.backend == "warp":
+        from robot_rl.bench.sim_gpu import BenchSimGPU
+        from robot_rl.bench.sim_gpu import run as run_gpu
+
+        sizes = cfg.num_envs or BenchSimGPU().num_envs
+        # On Warp's CPU device (a smoke run) the CPU backend runs the same sizes.
+        cpu_envs = sizes if cfg.device == "cpu" else BenchSimGPU().cpu_envs
+        return {task: run_gpu(BenchSimGPU(task=task, num_envs=sizes, device=cfg.device,
+                                          cpu_envs=cpu_envs, threads=cfg.threads,
+                                          seconds=cfg.seconds, repeats=cfg.repeats))
+                for task in cfg.tasks or ("reach",)}
+    num_envs = cfg.num_envs or (16, 64, 256)
 
     console = Console()
     threads = cfg.threads or os.cpu_count() or 1
@@ -201,7 +222,7 @@ def run(cfg: BenchSim) -> dict:
     for col in ("envs", "ours", "EnvPool Pusher-v4", "gymnasium Sync Pusher-v5", "limit",
                 "ours / limit", "ours / EnvPool"):
         table.add_column(col, justify="right")
-    for n in cfg.num_envs:
+    for n in num_envs:
         o = ours("pusher", n, threads, cfg.seconds, cfg.repeats)
         e = envpool_pusher(n, threads, cfg.seconds, cfg.repeats) if cfg.peers else None
         g = gymnasium_sync_pusher(n, cfg.seconds, cfg.repeats) if cfg.peers else None
@@ -217,16 +238,16 @@ def run(cfg: BenchSim) -> dict:
         t2 = Table(title="Our tasks, built-in arm, random actions, whole env step "
                          "(env steps/s)", title_justify="left")
         t2.add_column("task")
-        for n in cfg.num_envs:
+        for n in num_envs:
             t2.add_column(f"{n} envs", justify="right")
         t2.add_column("limit (per-env physics)", justify="right")
         t2.add_column("MiB / env", justify="right")
         for task in cfg.tasks:
             task_limit = threads * single_thread_step_rate(task, cfg.seconds, cfg.repeats) \
                 / make_task_config(task).decimation
-            rates = [ours(task, n, threads, cfg.seconds, cfg.repeats) for n in cfg.num_envs]
+            rates = [ours(task, n, threads, cfg.seconds, cfg.repeats) for n in num_envs]
             mem = memory_per_env(task)
-            results["tasks"][task] = {"rates": dict(zip(cfg.num_envs, rates, strict=True)),
+            results["tasks"][task] = {"rates": dict(zip(num_envs, rates, strict=True)),
                                       "limit": task_limit, "mib_per_env": mem}
             t2.add_row(task, *(_fmt(r) for r in rates), _fmt(task_limit), f"{mem:.3f}")
         console.print(t2)

@@ -75,3 +75,16 @@ def test_bad_input_is_one_line_no_traceback(args: tuple[str, ...], message: str)
     assert out.returncode == 2
     assert message in out.stderr
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_bench_sim_on_the_warp_backend_prints_the_gpu_table() -> None:
+    """``robot-rl bench sim --backend warp`` on Warp's CPU device (no GPU here): the table's
+    rows and columns, measured figures in every cell."""
+    out = _cli("bench", "sim", "--backend", "warp", "--device", "cpu", "--num-envs", "2",
+               "--tasks", "reach", "--seconds", "0.1", "--repeats", "1", timeout=600)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    for word in ("mjw alone (limit)", "end to end", "memory / world", "warp", "cpu (", "KiB"):
+        assert word in text, word
+    rows = [line for line in text.splitlines() if line.strip("│ ").startswith(("warp", "cpu"))]
+    assert len(rows) == 2 and "n/a" not in text
