@@ -70,7 +70,7 @@ def reset(state: SimState, env_ids: torch.Tensor, cfg: PushConfig, gen: torch.Ge
     qpos = state.backend.qpos
     q = state.qpos_slice("puck_joint")
     qpos[env_ids, q.start:q.start + 3] = torch.cat([puck, z], dim=1)
-    qpos[env_ids, q.start + 3:q.stop] = torch.tensor((1.0, 0.0, 0.0, 0.0), dtype=qpos.dtype)
+    qpos[env_ids, q.start + 3:q.stop] = qpos.new_tensor((1.0, 0.0, 0.0, 0.0))
     goal3 = torch.cat([goal, z], dim=1)
     state.buffers["goal"][env_ids] = goal3
     state.backend.mocap_pos[env_ids, state.mocap_index("goal")] = goal3
