@@ -78,11 +78,16 @@ class PolicyNodeParams:
     watchdog_periods: int = 3
     """Hold after this many periods without a fresh JointState."""
     autostart: bool = False
-    """Start on the first JointState (else wait for ~/start)."""
+    """Start once JointStates have arrived without a watchdog gap for AUTOSTART_SETTLE
+    seconds (else wait for ~/start)."""
     backend: str = "onnx"
     seed: int = 0
     stats_file: str = ""
     """Write timing statistics (JSON) here at exit."""
+
+
+AUTOSTART_SETTLE = 0.25
+"""Seconds of JointStates without a watchdog gap before ``autostart`` starts the policy."""
 
 
 class PolicyNode(Node):
@@ -113,8 +118,7 @@ class PolicyNode(Node):
         cfg = DeployConfig(rate_hz=p.rate_hz, gate={"auto": None, "on": True, "off": False}[
             p.gate], watchdog_periods=p.watchdog_periods,
             goal=tuple(p.goal) if p.goal else None,  # type: ignore[arg-type]
-            autostart=p.autostart and self.allow_autostart,
-            seed=p.seed)
+            autostart=False, seed=p.seed)
         self.runtime = DeployRuntime(policy, self.robot, cfg, log=self.get_logger().warning)
         self.period = period
         self.parser = JointStateParser(names)
@@ -129,6 +133,8 @@ class PolicyNode(Node):
         self._first_tick: float | None = None
         """When the next tick is due: ticks keep to a schedule of whole periods, so arriving
         JointStates drive them at ``rate_hz`` on average whatever the publisher's rate."""
+        self._autostart = p.autostart and self.allow_autostart
+        self._steady_since: float | None = None
         self._mode = ""
         self.state_pub = self.create_publisher(String, "~/state", STATE_QOS)
         self.create_subscription(JointState, p.joint_states_topic, self._on_joint_state,
@@ -145,7 +151,7 @@ class PolicyNode(Node):
             f"{p.command_topic} ({p.command_type}, {p.interface}), gate "
             f"{'on' if self.runtime.use_gate else 'off'}, goal "
             f"{None if goal is None else np.round(goal, 3).tolist()}; "
-            f"{'autostart' if cfg.autostart else 'call ~/start to run'}")
+            f"{'autostart' if self._autostart else 'call ~/start to run'}")
 
     def make_policy(self, p: Any) -> Any:
         """The policy the runtime runs (an exported artifact)."""
@@ -190,9 +196,23 @@ class PolicyNode(Node):
         due = self._next_due + self.period
         self._next_due = due if now - due < self.period else now + self.period
         self.runtime.tick(reading, now)
+        if self._autostart:
+            self._maybe_autostart(now)
         self._publish_mode()
         # The policy step's stages run in the time before the next tick is due.
         self.runtime.idle(self._next_due - 0.2 * self.period)
+
+    def _maybe_autostart(self, now: float) -> None:
+        """Start once the JointState stream has been steady for AUTOSTART_SETTLE seconds: a
+        stream that stutters while DDS matches the publisher would otherwise trip the
+        watchdog right after the start and leave the node waiting for ~/start."""
+        if self.runtime.watchdog.stale(now):
+            self._steady_since = None
+            return
+        if self._steady_since is None:
+            self._steady_since = now
+        if now - self._steady_since >= AUTOSTART_SETTLE and self.runtime.start(now)[0]:
+            self._autostart = False
 
     def _on_goal(self, msg: PoseStamped) -> None:
         pos = (msg.pose.position.x, msg.pose.position.y, msg.pose.position.z)
@@ -211,16 +231,19 @@ class PolicyNode(Node):
 
     def _start(self, _req: Trigger.Request, res: Trigger.Response) -> Trigger.Response:
         res.success, res.message = self.runtime.start()
+        self._autostart &= not res.success
         self._publish_mode()
         return res
 
     def _stop(self, _req: Trigger.Request, res: Trigger.Response) -> Trigger.Response:
+        self._autostart = False  # a pending autostart is cancelled, as are all later ones
         self.runtime.stop("~/stop called")
         self._publish_mode()
         res.success, res.message = True, "holding"
         return res
 
     def _estop(self, _req: Trigger.Request, res: Trigger.Response) -> Trigger.Response:
+        self._autostart = False
         self.runtime.estop("~/estop called")
         self._publish_mode()
         res.success, res.message = True, "e-stop latched; ~/reset releases it"
