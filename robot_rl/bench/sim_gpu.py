@@ -68,11 +68,8 @@ def _sync(device: torch.device) -> None:
 
 def _timed(step: Callable[[], None], batch: int, device: torch.device, seconds: float,
            repeats: int) -> float:
-    """Env-steps/s of ``step`` with the device drained before the clock stops."""
-    def run() -> None:
-        step()
-        _sync(device)
-
+    """Env-steps/s of ``step`` with the device drained before the clock stops (``_rate``
+    warms up with a few untimed bursts)."""
     # Several calls per clock reading, so one synchronization is spread over them.
     inner = 1 if device.type == "cpu" else 10
 
@@ -81,7 +78,6 @@ def _timed(step: Callable[[], None], batch: int, device: torch.device, seconds: 
             step()
         _sync(device)
 
-    run()
     return _rate(burst, batch * inner, seconds, repeats)
 
 
@@ -132,8 +128,7 @@ def mjw_alone_rate(model: mujoco.MjModel, num_envs: int, device: str, decimation
                 wp.capture_launch(graph)
         else:
             step = substeps
-        torch_device = torch.device("cpu" if dev.is_cpu else f"cuda:{dev.ordinal}")
-        return _timed(step, num_envs, torch_device, seconds, repeats)
+        return _timed(step, num_envs, torch.device(wp.device_to_torch(dev)), seconds, repeats)
 
 
 def end_to_end_rate(env: Any, seconds: float, repeats: int) -> float:
@@ -178,7 +173,7 @@ def run(cfg: BenchSimGPU) -> dict:
         table.add_column(col, justify="right")
     results: dict = {"warp": {}, "cpu": {}}
     for n in cfg.num_envs:
-        free0 = _free_bytes(torch.device(cfg.device)) if cfg.device != "cpu" else None
+        free0 = _free_bytes(torch.device(cfg.device))
         env = make_env(cfg.task, n, backend="warp", device=cfg.device, seed=0,
                        dr=cfg.dr)  # type: ignore[arg-type]
         phys = physics_rate(env, cfg.seconds, cfg.repeats)

@@ -78,8 +78,7 @@ class WarpBackend(ViewKinematics, Backend):
         self.model = model
         self.num_envs = num_envs
         self.dtype = torch.float32
-        self.device = torch.device("cpu" if self._wp_device.is_cpu else
-                                   f"cuda:{self._wp_device.ordinal}")
+        self.device = torch.device(wp.device_to_torch(self._wp_device))
         self.capacity: Capacity = capacity_or_override(model, opts.nconmax, opts.njmax)
         self._check_every = max(1, opts.check_every)
         with wp.ScopedDevice(self._wp_device):
@@ -185,10 +184,14 @@ class WarpBackend(ViewKinematics, Backend):
         bad = ~(self.qvel.abs() <= max_qvel).all(dim=1) | ~torch.isfinite(self.qpos).all(dim=1)
         return bad if self.device.type != "cpu" or bool(bad.any()) else None
 
-    def reset(self, env_ids: torch.Tensor) -> None:
-        self._overflow_seen[env_ids] |= (self._overflow[env_ids] & self._capacity_bits) != 0
+    def _select(self, env_ids: torch.Tensor) -> None:
+        """Set the per-world mask to ``env_ids``."""
         self._mask.zero_()
         self._mask[env_ids] = True
+
+    def reset(self, env_ids: torch.Tensor) -> None:
+        self._overflow_seen[env_ids] |= (self._overflow[env_ids] & self._capacity_bits) != 0
+        self._select(env_ids)
         self._run(("reset",), lambda: self._mjw.reset_data(self._m, self._d, self._reset_mask))
         self._fresh = False
 
@@ -198,8 +201,7 @@ class WarpBackend(ViewKinematics, Backend):
         keep = None if len(env_ids) == self.num_envs else self.sensordata.clone()
         self._run(("forward",), self._stages_pos_vel)
         if keep is not None:
-            self._mask.zero_()
-            self._mask[env_ids] = True
+            self._select(env_ids)
             self.sensordata.copy_(torch.where(self._mask[:, None], self.sensordata, keep))
         self._fresh = True
 

@@ -40,9 +40,11 @@ _PAIR_CONTACTS = {
     frozenset({_G.mjGEOM_CYLINDER, _G.mjGEOM_BOX}): 4,
 }
 _MAX_PAIR_CONTACTS = 8
-_initialized = False
 _EQ_ROWS = {mujoco.mjtEq.mjEQ_CONNECT: 3, mujoco.mjtEq.mjEQ_WELD: 6, mujoco.mjtEq.mjEQ_JOINT: 1,
             mujoco.mjtEq.mjEQ_TENDON: 1}
+
+
+_initialized = False
 
 
 def import_warp() -> tuple[ModuleType, ModuleType]:
@@ -119,8 +121,7 @@ def collision_pairs(model: mujoco.MjModel) -> list[tuple[int, int]]:
             wi, wj = int(m.body_weldid[m.geom_bodyid[i]]), int(m.body_weldid[m.geom_bodyid[j]])
             if wi == wj:
                 continue
-            lo, hi = min(int(m.geom_bodyid[i]), int(m.geom_bodyid[j])), \
-                max(int(m.geom_bodyid[i]), int(m.geom_bodyid[j]))
+            lo, hi = sorted((int(m.geom_bodyid[i]), int(m.geom_bodyid[j])))
             if (lo << 16) + hi in excluded:
                 continue
             if filter_parent and wi and wj and (
