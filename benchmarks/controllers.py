@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tyro
 
-from robot_rl.bench.controllers import BenchControllers, run
+from robot_rl.bench.controllers import BenchControllersConfig, run
 
 if __name__ == "__main__":
-    run(tyro.cli(BenchControllers))
+    run(tyro.cli(BenchControllersConfig))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tyro
 
-from robot_rl.bench.sim_throughput import BenchSim, run
+from robot_rl.bench.sim_throughput import BenchSimConfig, run
 
 if __name__ == "__main__":
-    run(tyro.cli(BenchSim))
+    run(tyro.cli(BenchSimConfig))

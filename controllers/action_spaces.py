@@ -253,13 +253,20 @@ class JointVelocity(_JointTargets):
         self.max_lead = cfg.max_lead
         self._ref: Array | None = None
 
+    def _fits(self, q: Array) -> bool:
+        """The reference is of ``q``'s kind (numpy or torch) and shape; one action space may
+        serve a batched env (torch) and the deploy loop (numpy) in turn."""
+        return self._ref is not None and type(self._ref) is type(q) and \
+            self._ref.shape == q.shape
+
     def reset(self, ids: Array, q: Array) -> None:
-        if self._ref is None or self._ref.shape != q.shape:
+        if not self._fits(q):
             self._ref = q * 1.0
+        assert self._ref is not None
         self._ref[ids] = q[ids]
 
     def _arm(self, action: Array, state: ArmState) -> Targets:
-        if self._ref is None or self._ref.shape != state.q.shape:
+        if not self._fits(state.q):
             self._ref = state.q * 1.0
         ref = self._ref + self.step * action
         ref = clip(ref, lo=state.q - self.max_lead, hi=state.q + self.max_lead)

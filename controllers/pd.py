@@ -47,6 +47,21 @@ def realize_pd_in_model(
                          tau_max=t)
 
 
+def realize_velocity_servo_in_model(
+    spec: mujoco.MjSpec,
+    actuators: Sequence[str],
+    kd: Sequence[float],
+    qd_max: Sequence[float],
+    tau_max: Sequence[float],
+) -> None:
+    """Turn torque actuators into a velocity servo, tau = kd (qd_cmd - qd) within tau_max,
+    its damping integrated implicitly; the control becomes the joint velocity command
+    (within +-qd_max): a velocity-controlled arm's own servo loop."""
+    for name, d, vmax, t in zip(actuators, kd, qd_max, tau_max, strict=True):
+        set_affine_servo(spec.actuator(name), gain=d, pos_gain=0.0, vel_gain=d,
+                         ctrl=(-vmax, vmax), tau_max=t)
+
+
 def set_affine_servo(act: mujoco.MjsActuator, *, gain: float, pos_gain: float,
                      vel_gain: float, ctrl: tuple[float, float], tau_max: float) -> None:
     """Make ``act`` the servo tau = gain * ctrl - pos_gain * q - vel_gain * qd, with ctrl in

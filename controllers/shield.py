@@ -138,6 +138,12 @@ class SafetyShield:
         self._lag = float(self._c.numpy("lag").max())
         """The slowest joint's PD time constant kd/kp, for end-effector stopping distances."""
 
+    def limits(self, x: Array) -> dict[str, Array]:
+        """The shield's limits and the law's gains as arrays like ``x`` (cached per kind):
+        ``soft_lo``, ``soft_hi``, ``qd_lim``, ``tau_lim``, ``ws_lo``, ``ws_hi``, ``kp``,
+        ``kd``, ``lag``."""
+        return self._c(x)
+
     # -- layers 1-3: actions ---------------------------------------------------------------
 
     def filter_action(self, action: Array, prev: Array) -> tuple[Array, Array, Flags]:

@@ -56,6 +56,13 @@ def norm(x: Array, axis: int = -1, keepdims: bool = False) -> Array:
     return namespace(x).sqrt(sq)
 
 
+def flatnonzero(mask: Array) -> Array:
+    """Indices (k,) of the true entries of a 1-d mask."""
+    if isinstance(mask, torch.Tensor):
+        return mask.nonzero().squeeze(1)
+    return np.flatnonzero(mask)
+
+
 def eye_like(x: Array, n: int) -> Array:
     """(n, n) identity with the dtype (and device) of ``x``."""
     if isinstance(x, torch.Tensor):

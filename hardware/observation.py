@@ -20,12 +20,14 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+import mujoco
 import numpy as np
 import torch
 
 from robot_rl.config_io import from_dict, to_dict
+from robot_rl.controllers.pipeline import ActionPipeline
 from robot_rl.errors import ConfigError
-from robot_rl.sim import BatchedEnv, make_task_config
+from robot_rl.sim import BatchedEnv, RobotSpec, make_task_config
 from robot_rl.sim.randomization import dr_preset
 from robot_rl.sim.tasks.base import TaskConfig
 
@@ -34,8 +36,15 @@ GOAL = "target"
 
 
 def task_config_from_meta(meta: dict[str, Any]) -> TaskConfig:
-    """The task config an artifact was trained with, from its ``policy.json`` (robot, rates,
-    action space, controller, shield and safety thresholds); randomization off."""
+    """The task config an artifact was trained with, from its ``policy.json`` (its whole
+    ``env`` config; artifacts exported before it was recorded: robot, rates, action space,
+    controller, shield and safety thresholds); randomization off."""
+    if "env" in meta:
+        try:
+            cfg = from_dict(TaskConfig, meta["env"])
+        except (KeyError, TypeError) as e:
+            raise ConfigError(f"policy.json's env config is malformed: {e}") from None
+        return dataclasses.replace(cfg, dr=dr_preset("off"))
     try:
         base = make_task_config(meta["task"])
         ctl = meta["control"]
@@ -71,6 +80,24 @@ class TaskObserver:
         self._qadr = np.array([s.model.joint(j).qposadr[0] for j in s.robot.joint_names])
         self._dofs = np.asarray(s.joint_dofs)
         self._check_measurable()
+
+    # -- what the deploy side shares with the env ------------------------------------------
+
+    @property
+    def pipeline(self) -> ActionPipeline:
+        """The task's action pipeline (action space, controller, shield), bound to the task's
+        model: the deploy runtime acts through it, as the env does."""
+        return self.env.pipeline
+
+    @property
+    def model(self) -> mujoco.MjModel:
+        """The task's compiled model (the arm's kinematics and dynamics on the robot)."""
+        return self.env.model
+
+    @property
+    def robot(self) -> RobotSpec:
+        """The robot the task is built for."""
+        return self.env.robot
 
     # -- goal ------------------------------------------------------------------------------
 

@@ -87,8 +87,9 @@ class RobotRecorder:
         self.episodes = episodes
         self.episode_length = episode_length or env.cfg.episode_length
         self.with_policy, self.log = with_policy, log
-        self.mapper = TeleopMapper(env.cfg.action, env.act_dim, env.action_space.has_gripper,
-                                   env.robot, env.control_dt)
+        self.mapper = TeleopMapper(env.cfg.action, env.act_dim,
+                                   env.pipeline.action_space.has_gripper, env.robot,
+                                   env.control_dt)
         self.source = ("policy+" if with_policy else "") + getattr(device, "name", "teleop")
         self.cmd = TeleopCommand()
         self.done = False

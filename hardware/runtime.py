@@ -14,9 +14,11 @@ A due policy step is begun by the tick and run by ``idle`` in the time before th
 stage at a time (``DeployConfig.sliced_policy``; off, the tick runs it whole); its targets
 apply from the tick after it completes.
 
-The action space, controller and shield are built from the artifact's ``policy.json`` with
-the same classes as the training env; ``run`` adds the deadline-scheduled loop and timing
-statistics, and the ROS 2 policy node calls ``tick`` on each JointState instead.
+The runtime acts through the training env's own ``ActionPipeline`` (action space, controller
+and shield, built from the artifact's ``policy.json``), the one held by its ``TaskObserver``:
+``act`` at policy steps, ``command`` every tick, ``hold_command`` while held. ``run`` adds the
+deadline-scheduled loop and timing statistics, and the ROS 2 policy node calls ``tick`` on
+each JointState instead.
 
 Two hooks serve recording on the robot (``hardware/robot_recorder.py``): ``override``
 (obs, reading, arm state) -> action or None lets a person act instead of the policy for a
@@ -44,14 +46,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from robot_rl.controllers import (
-    EStop,
-    SafetyShield,
-    Targets,
-    Watchdog,
-    make_action_space,
-    make_controller,
-)
+from robot_rl.controllers import EStop, Targets, Watchdog
 from robot_rl.controllers.arm_model import ArmModel
 from robot_rl.errors import ConfigError
 from robot_rl.export import Policy
@@ -113,32 +108,24 @@ class DeployRuntime:
         meta = policy.meta
         task_cfg = task_config_from_meta(meta)
         layout = [(t["name"], int(t["width"])) for t in meta["observation"]["layout"]]
-        self.observer = TaskObserver(task_cfg, layout, seed=cfg.seed)
-        env = self.observer.env
-        spec = env.robot
-        self.action_space = make_action_space(task_cfg.action, spec, task_cfg.control_dt)
-        self.controller = make_controller(task_cfg.controller, self.action_space, spec)
-        self.action_space.bind(env.model)
-        self.controller.bind(env.model)
-        self.shield = SafetyShield(task_cfg.shield, spec, task_cfg.safety.workspace_lo,
-                                   task_cfg.safety.workspace_hi, self.controller.kp,
-                                   self.controller.kd)
-        self.arm = ArmModel(env.model, spec)
-        self._mass = not self.controller.in_model
-        if self.action_space.dim != policy.act_dim or env.obs_dim != policy.obs_dim:
+        self.observer = obs = TaskObserver(task_cfg, layout, seed=cfg.seed)
+        self.pipeline = pipe = obs.pipeline
+        """The env's action pipeline: the runtime acts exactly as the training env does."""
+        self.arm = ArmModel(obs.model, obs.robot)
+        self._mass = pipe.needs_mass
+        if pipe.dim != policy.act_dim or obs.obs_dim != policy.obs_dim:
             raise ConfigError(f"artifact dims (obs {policy.obs_dim}, act {policy.act_dim}) do "
-                              f"not match task {task_cfg.name!r} (obs {env.obs_dim}, act "
-                              f"{self.action_space.dim})")
+                              f"not match task {task_cfg.name!r} (obs {obs.obs_dim}, act "
+                              f"{pipe.dim})")
         ratio = cfg.rate_hz * task_cfg.control_dt
         self.decimation = round(ratio)
         if self.decimation < 1 or abs(ratio - self.decimation) > 1e-6:
             raise ConfigError(f"rate_hz {cfg.rate_hz:g} must be a whole multiple of the "
                               f"policy's control rate {1 / task_cfg.control_dt:g} Hz")
-        want = ("position", "velocity") if self.controller.in_model else ("effort",)
-        if robot.interface not in want:
-            raise RobotError(f"the policy's controller ({type(self.controller).__name__}) "
-                             f"needs a {' or '.join(want)} interface; the robot takes "
-                             f"{robot.interface}")
+        if robot.interface not in pipe.interfaces:
+            raise RobotError(f"the policy's controller ({type(pipe.controller).__name__}) "
+                             f"needs a {' or '.join(pipe.interfaces)} interface; the robot "
+                             f"takes {robot.interface}")
         self.period = 1.0 / cfg.rate_hz
         if not 0 <= cfg.spin_us * 1e-6 < self.period:
             raise ConfigError(f"spin_us must be in [0, {self.period * 1e6:.0f}) (the period), "
@@ -168,9 +155,10 @@ class DeployRuntime:
         self._stage_cost: dict[str, float] = {}
         """A decaying maximum of each stage's duration [s], to fit stages into idle time."""
         A = policy.act_dim
-        self.action = np.zeros(A)
-        """(A,) the last applied action (after the shield's action layers)."""
-        self.prev_action = np.zeros(A)
+        self.action = np.zeros(A, dtype=np.float32)
+        """(A,) the last applied action (after the shield's action layers); float32, as the
+        env keeps it, so the shield's rate limit rounds alike on both sides."""
+        self.prev_action = np.zeros(A, dtype=np.float32)
         self.succeeded = False
         """The task's success test at the last policy step."""
         self.override: Override | None = None
@@ -179,8 +167,8 @@ class DeployRuntime:
         """Called with every policy step (see module docstring)."""
         self.last_sent: JointCommand | None = None
         self._held = False
-        kd = np.asarray(self.controller.kd, dtype=np.float64)
-        self._servo_speed = np.asarray(self.controller.kp, dtype=np.float64) / kd
+        self._one = np.zeros(1, dtype=np.int64)
+        """The index of the one robot, for the pipeline's batched resets."""
         self._new_goal()
         self._warm_up()
 
@@ -188,7 +176,7 @@ class DeployRuntime:
         """Pay the first-call costs (onnxruntime's first run, lazy torch and MuJoCo set-up) of
         the observation, the policy and the gate now, not in the first policy step, where they
         took long enough to starve the tick that follows."""
-        home = np.asarray(self.observer.env.robot.home, dtype=np.float64)
+        home = np.asarray(self.observer.robot.home, dtype=np.float64)
         obs = self.observer(home, np.zeros_like(home), self.action, self.prev_action)
         a = self.policy(obs)
         if self.use_gate:
@@ -214,7 +202,7 @@ class DeployRuntime:
             self._targets = None
             self.action = np.zeros_like(self.action)
             self.prev_action = np.zeros_like(self.prev_action)
-            self.action_space.reset(np.zeros(1, dtype=np.int64), self._reading.q[None])
+            self.pipeline.reset(self._one, self._reading.q[None])
             self._running = True
         return True, "running"
 
@@ -320,17 +308,9 @@ class DeployRuntime:
         t = self._targets
         if t is None:  # the first policy step since start is still running
             return self._hold_command(fresh_state=True)
-        if self.controller.in_model:
-            assert t.joint is not None
-            values = t.joint[0]
-            if self.robot.interface == "velocity":  # the PD law's speed towards the target
-                values = np.clip(self._servo_speed * (values - r.q), -self.shield.qd_limit,
-                                 self.shield.qd_limit)
-        else:
-            tau, flags = self.shield.filter_torque(self.controller.torque(t, arm), arm)
-            values = tau[0]
+        values, _ = self.pipeline.command(t, arm, self.robot.interface)
         gripper = None if t.gripper is None else float(t.gripper[0, 0])
-        return JointCommand(self.robot.interface, values, gripper, hold=self._held)
+        return JointCommand(self.robot.interface, values[0], gripper, hold=self._held)
 
     def idle(self, until: float | None = None) -> None:
         """Advance the policy step in progress by whole stages while each one's expected
@@ -377,21 +357,13 @@ class DeployRuntime:
                 st.gate_rejections += rejected
                 st.gate_holds += hold
         yield "policy"
-        applied, invalid, flags = self.shield.filter_action(
-            np.asarray(a, dtype=np.float64)[None], self.action[None])
-        hold = hold or bool(invalid[0])
-        if hold:
-            targets = self.action_space.hold(arm, applied)
-            self.action_space.reset(np.zeros(1, dtype=np.int64), arm.q)
-        else:
-            targets = self.action_space(applied, arm)
-        targets, target_flags = self.shield.filter_targets(targets, arm)
-        flags.update(target_flags)
-        for name, flag in flags.items():
+        step = self.pipeline.act(np.asarray(a, dtype=np.float32)[None], self.action[None], arm,
+                                 np.array([hold]))
+        for name, flag in step.flags.items():
             st.shield[name] += bool(flag[0])
-        self._targets, self._held = targets, hold
+        self._targets, self._held = step.targets, bool(step.held[0])
         self.prev_action = self.action
-        self.action = applied[0].copy()
+        self.action = step.action[0].copy()
         st.policy_steps += 1
         yield "targets"
         self.succeeded = self.observer.success()
@@ -407,14 +379,7 @@ class DeployRuntime:
         if self._hold_q is None:
             self._hold_q = r.q.copy()
         iface = self.robot.interface
-        if iface == "position":
-            values = self._hold_q
-        elif iface == "velocity" or not fresh_state:
-            values = np.zeros_like(r.q)  # a stale state gives no torque to trust: none
-        else:  # effort: the joint PD law towards the hold position, within the torque limit
-            kp, kd = self.controller.kp, self.controller.kd
-            values = np.clip(kp * (self._hold_q - r.q) - kd * r.qd, -self.shield.tau_limit,
-                             self.shield.tau_limit)
+        values = self.pipeline.hold_command(iface, self._hold_q, r.q, r.qd, fresh_state)
         return JointCommand(iface, np.array(values, dtype=np.float64), hold=True)
 
     def close(self) -> JointCommand | None:

@@ -28,7 +28,8 @@ from collections.abc import Callable
 import mujoco
 import numpy as np
 
-from robot_rl.controllers.pd import realize_pd_in_model, set_affine_servo
+from robot_rl.controllers.pd import realize_pd_in_model, realize_velocity_servo_in_model
+from robot_rl.controllers.servo import hold_command
 from robot_rl.errors import ConfigError
 from robot_rl.hardware.robot import HardLimits, Interface, JointCommand, JointReading, Robot
 from robot_rl.hardware.timing import Rate
@@ -97,11 +98,9 @@ def build_model(cfg: SimRobotConfig, robot: RobotSpec) -> mujoco.MjModel:
     if cfg.interface == "position":
         realize_pd_in_model(spec, robot.actuator_names, kp, kd, robot.q_min, robot.q_max,
                             robot.tau_max)
-    elif cfg.interface == "velocity":  # tau = kd (v_cmd - qd), damping integrated implicitly
-        for name, d, vmax, t in zip(robot.actuator_names, kd, robot.qd_max, robot.tau_max,
-                                    strict=True):
-            set_affine_servo(spec.actuator(name), gain=d, pos_gain=0.0, vel_gain=d,
-                             ctrl=(-vmax, vmax), tau_max=t)
+    elif cfg.interface == "velocity":
+        realize_velocity_servo_in_model(spec, robot.actuator_names, kd, robot.qd_max,
+                                        robot.tau_max)
     model = spec.compile()
     robot.validate(model)
     for b in robot_bodies(model, robot):
@@ -207,7 +206,9 @@ class SimRobot(Robot):
         with self._lock:
             mujoco.mj_resetData(self.model, self.data)
             self.data.qpos[self._qadr] = q
-            hold = q if self.interface == "position" else np.zeros_like(q)
+            s = self.spec  # at rest at q: the hold law's command towards q
+            hold = hold_command(self.interface, q, q, np.zeros_like(q), np.asarray(s.kp),
+                                np.asarray(s.kd), np.asarray(s.tau_max))
             self.data.ctrl[self._act] = hold
             if self._grip is not None:
                 self.data.ctrl[self._grip] = self.spec.gripper.closed_ctrl  # type: ignore[union-attr]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import torch
 import tyro
@@ -29,6 +29,8 @@ from robot_rl.evaluate import EvalResult, evaluate, module_policy
 from robot_rl.export.modules import ActorMean, DeployPolicy, ObsNorm, student_net
 from robot_rl.runner import load_agent, make_train_env
 from robot_rl.sim.env import BatchedEnv
+from robot_rl.sim.randomization import DRPreset
+from robot_rl.sim.vec_env import VecEnv, check_vec_env
 
 STUDENT_FILE = "student.pt"
 STUDENT_FORMAT = "robot_rl.student"
@@ -51,7 +53,7 @@ class DistillConfig:
     """Control steps per iteration and env (default: one episode)."""
     num_envs: int = 32
     """Parallel envs of the rollouts."""
-    dr: Literal["off", "default", "strong"] = "default"
+    dr: DRPreset = "default"
     """Domain randomization of the rollouts and the evaluation."""
     beta_decay: float = 0.5
     """Probability of executing the teacher's action in iteration i is beta_decay ** i."""
@@ -92,8 +94,10 @@ def teacher_policy(agent: Any) -> DeployPolicy:
     return DeployPolicy(norm, ActorMean(agent.actor)).eval()
 
 
-def distill(cfg: DistillConfig, console: Console | None = None
-            ) -> tuple[DeployPolicy, DistillReport]:
+def distill(cfg: DistillConfig, console: Console | None = None, env: VecEnv | None = None,
+            eval_env: VecEnv | None = None) -> tuple[DeployPolicy, DistillReport]:
+    """Distill the run's actor into a student; ``env`` / ``eval_env``: roll out and evaluate
+    in these (any ``VecEnv``) instead of envs of the run's task with ``cfg.dr``."""
     console = console or Console()
     if cfg.iterations < 1 or cfg.grad_steps < 1 or cfg.num_envs < 1:
         raise ConfigError("iterations, grad_steps and num_envs must be >= 1")
@@ -101,15 +105,18 @@ def distill(cfg: DistillConfig, console: Console | None = None
     agent, train_cfg, _ = load_agent(ckpt)
     torch.manual_seed(cfg.seed)
     teacher = teacher_policy(agent)
-    env = make_train_env(train_cfg, cfg.num_envs, cfg.seed + 20_000, dr=cfg.dr)
+    if env is None:
+        env = make_train_env(train_cfg, cfg.num_envs, cfg.seed + 20_000, dr=cfg.dr)
+    check_vec_env(env)
     student = DeployPolicy(ObsNorm(teacher.norm.mean, teacher.norm.std, teacher.norm.clip),
                            student_net(env.obs_dim, env.act_dim, cfg.hidden))
     loss, samples = dagger(env, teacher, student, cfg, console)
 
     t_res = s_res = None
     if cfg.eval_episodes > 0:
-        eval_env = make_train_env(train_cfg, min(cfg.eval_episodes, 32), cfg.seed + 30_000,
-                                  dr=cfg.dr)
+        if eval_env is None:
+            eval_env = make_train_env(train_cfg, min(cfg.eval_episodes, 32),
+                                      cfg.seed + 30_000, dr=cfg.dr)
         t_res = evaluate(module_policy(teacher), eval_env, cfg.eval_episodes, seed=cfg.seed)
         s_res = evaluate(module_policy(student), eval_env, cfg.eval_episodes, seed=cfg.seed)
     path = run_dir_of(ckpt) / STUDENT_FILE
@@ -123,12 +130,12 @@ def distill(cfg: DistillConfig, console: Console | None = None
     return student, report
 
 
-def dagger(env: BatchedEnv, teacher: Callable[[torch.Tensor], torch.Tensor],
+def dagger(env: VecEnv, teacher: Callable[[torch.Tensor], torch.Tensor],
            student: DeployPolicy, cfg: DistillConfig, console: Console) -> tuple[float, int]:
     """Fit ``student`` to ``teacher`` (obs -> action labels, called at the env's current
     state) with DAgger (see module docstring); returns (final loss, samples)."""
     opt = torch.optim.Adam(student.net.parameters(), lr=cfg.lr)
-    steps = cfg.rollout_steps or env.cfg.episode_length
+    steps = cfg.rollout_steps or env.max_episode_length
     gen = torch.Generator().manual_seed(cfg.seed)
     data_obs: list[torch.Tensor] = []
     data_act: list[torch.Tensor] = []

@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 import torch
 
-from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.render import EnvRenderer, VideoWriter
+from robot_rl.sim.vec_env import VecEnv
 
 EvalPolicy = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor | None]]
 
@@ -55,10 +55,11 @@ def module_policy(module: Callable[[torch.Tensor], torch.Tensor]) -> EvalPolicy:
 
 
 @torch.no_grad()
-def evaluate(policy: EvalPolicy, env: BatchedEnv, episodes: int, seed: int = 0,
+def evaluate(policy: EvalPolicy, env: VecEnv, episodes: int, seed: int = 0,
              video: VideoWriter | None = None, renderer: EnvRenderer | None = None,
              gate_rejected: Callable[[], torch.Tensor] | None = None) -> EvalResult:
-    """Run ``episodes`` episodes of ``policy`` (see module docstring).
+    """Run ``episodes`` episodes of ``policy`` in ``env`` (any ``VecEnv``; see module
+    docstring).
 
     ``gate_rejected``, if given, returns the (E,) rejection flags of the last decision.
     """
@@ -79,7 +80,7 @@ def evaluate(policy: EvalPolicy, env: BatchedEnv, episodes: int, seed: int = 0,
             if gate_rejected is not None:
                 rejections += float((gate_rejected().cpu() & active).sum())
             obs, _, _, _, _, info = env.step(action, hold=hold)
-            for name, flag in info["safety"].items():
+            for name, flag in info.get("safety", {}).items():
                 interventions[name] = interventions.get(name, 0.0) + float(
                     (flag.cpu() & active).sum())
             if video is not None and renderer is not None:

@@ -39,6 +39,7 @@ from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
 from robot_rl.replay import Batch, ReplayBuffer
 from robot_rl.runner import Runner, TrainConfig
+from robot_rl.sim.vec_env import VecEnv
 
 
 def _rlpd_sac() -> SACConfig:
@@ -85,13 +86,16 @@ class FinetuneRunner(Runner):
 
     cfg: FinetuneConfig
 
-    def __init__(self, cfg: FinetuneConfig, console: Console | None = None):
+    def __init__(self, cfg: FinetuneConfig, console: Console | None = None,
+                 env: VecEnv | None = None, eval_env: VecEnv | None = None):
+        """``env`` / ``eval_env``: as for ``Runner`` (any ``VecEnv``; a BatchedEnv is checked
+        against the dataset's task, robot and action space, another env by its widths)."""
         if cfg.method == "wsrl" and cfg.resume is None:
             # online updates begin after the warm-up of the pre-trained policy
             cfg = dataclasses.replace(cfg, sac=dataclasses.replace(
                 cfg.sac, learning_starts=cfg.warmup_steps))
         dataset = Dataset(cfg.demos)  # a missing or corrupt dataset fails before the run dir
-        super().__init__(cfg, console)
+        super().__init__(cfg, console, env=env, eval_env=eval_env)
         self.demos, online = demo_and_online(dataset, self.env, self.cfg.device)
         self._pretrained = cfg.resume is not None
         n_online = 0 if self._pretrained else add_transitions(self.buffer, online, cfg.demos)

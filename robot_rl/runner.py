@@ -2,6 +2,9 @@
 
     runner = Runner(TrainConfig(task="reach", safety="gate"))
     runner.train()                   # run dir: runs/reach__sac__0__20261121-101500/
+    Runner(cfg, env=my_vec_env)      # any robot_rl.sim.VecEnv (evaluates on it too, unless
+                                     # eval_env= is given); the config's task fields then
+                                     # only name the run
 
 The loop (per vector step of ``num_envs`` envs):
 
@@ -23,7 +26,7 @@ import dataclasses
 import json
 import time
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import torch
 import tyro
@@ -49,8 +52,17 @@ from robot_rl.config_io import from_dict, to_dict
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate
 from robot_rl.replay import Batch, ReplayBuffer
-from robot_rl.sim import WarpOptions, make_env
+from robot_rl.sim import TaskConfig, WarpOptions, dr_preset, make_env, make_task_config
 from robot_rl.sim.env import BatchedEnv
+from robot_rl.sim.randomization import DRPreset
+from robot_rl.sim.vec_env import VecEnv, check_vec_env, uniform_actions
+
+_C = TypeVar("_C", bound="TrainConfig")
+
+
+def _default_env() -> TaskConfig:
+    return make_task_config("reach")
+
 
 EVAL_FIELDS = ("env_steps", "seconds", "success_rate", "return", "episode_cost",
                "train_cumulative_cost", "lambda")
@@ -64,7 +76,7 @@ class TrainConfig:
     """
 
     task: str = "reach"
-    """Task name (robot-rl sim info lists them)."""
+    """Task name (robot-rl sim info lists them); ``--env`` defaults to its config."""
     algo: Literal["sac"] = "sac"
     """Learning algorithm."""
     safety: SafetyMode = "both"
@@ -85,10 +97,9 @@ class TrainConfig:
     device: str = "cpu"
     """Torch device of the learner, replay buffer and envs (cuda with --backend warp on a
     GPU; cpu with --backend warp runs Warp's CPU device, slowly)."""
-    dr: Literal["off", "default", "strong"] | None = None
-    """Domain randomization preset (default: the task's own)."""
-    episode_length: int | None = None
-    """Override the task's episode length (control steps)."""
+    dr: DRPreset | None = None
+    """Domain randomization preset replacing env.dr (default: the task's own; for other
+    ranges set --env.dr.* instead)."""
     eval_every: int = 20_000
     """Evaluate every this many env transitions."""
     eval_episodes: int = 32
@@ -108,6 +119,10 @@ class TrainConfig:
     except total_steps, time_budget and target_success, taken from this command line."""
     progress: bool = True
     """Show the progress bar."""
+    env: TaskConfig = dataclasses.field(default_factory=_default_env)
+    """The task's config; every field is a flag (robot-rl train --task push --help lists
+    push's): episode length, action space (env.action:ee-delta), controller
+    (env.controller:osc), shield, safety costs, reward weights, randomization ranges."""
     sac: SACConfig = dataclasses.field(default_factory=SACConfig)
     """SAC hyper-parameters."""
     warp: WarpOptions = dataclasses.field(default_factory=WarpOptions)
@@ -115,6 +130,34 @@ class TrainConfig:
     safety_critic: Annotated[SafetyConfig, tyro.conf.arg(name="safety-critic")] = \
         dataclasses.field(default_factory=SafetyConfig)
     """Safety-critic hyper-parameters (its mode is --safety)."""
+
+    def __post_init__(self) -> None:
+        # ``env`` follows ``task`` unless it was set for that task (the CLI's two-phase parse
+        # gives the task's config as the default); ``dr`` replaces its ranges.
+        if self.env.name != self.task:
+            if self.env != make_task_config(self.env.name):
+                raise ConfigError(f"task is {self.task!r} but the env config given is task "
+                                  f"{self.env.name!r}'s")
+            self.env = make_task_config(self.task)
+        if self.dr is not None:
+            preset = dr_preset(self.dr)
+            if self.env.dr not in (preset, make_task_config(self.task).dr):
+                raise ConfigError(f"--dr {self.dr} replaces the randomization ranges; give "
+                                  f"either --dr or --env.dr.* flags")
+            self.env = dataclasses.replace(self.env, dr=preset)
+
+    @classmethod
+    def from_saved(cls: type[_C], data: dict[str, Any]) -> _C:
+        """The config saved in a run's config.json or checkpoint (runs saved before configs
+        held ``env`` had ``episode_length`` instead: migrated)."""
+        data = dict(data)
+        if "env" not in data:
+            length = data.pop("episode_length", None)
+            env = make_task_config(data.get("task", "reach"))
+            if length is not None:
+                env.episode_length = int(length)
+            data["env"] = to_dict(env)
+        return from_dict(cls, data)
 
     def validate(self) -> None:
         if self.num_envs < 1 or self.total_steps < 1:
@@ -126,13 +169,10 @@ class TrainConfig:
 
 
 def make_train_env(cfg: TrainConfig, num_envs: int, seed: int,
-                   dr: str | None = None) -> BatchedEnv:
-    overrides: dict[str, Any] = {}
-    if cfg.episode_length is not None:
-        overrides["episode_length"] = cfg.episode_length
-    return make_env(cfg.task, num_envs, backend=cfg.backend, device=cfg.device,
-                    dr=dr if dr is not None else cfg.dr,  # type: ignore[arg-type]
-                    seed=seed, warp=cfg.warp, **overrides)
+                   dr: DRPreset | None = None) -> BatchedEnv:
+    """A BatchedEnv of the config's task config (``dr``: a preset replacing its ranges)."""
+    return make_env(cfg.env, num_envs, backend=cfg.backend, device=cfg.device, dr=dr,
+                    seed=seed, warp=cfg.warp)
 
 
 def make_agent(cfg: TrainConfig, obs_dim: int, act_dim: int) -> SAC:
@@ -143,7 +183,7 @@ def make_agent(cfg: TrainConfig, obs_dim: int, act_dim: int) -> SAC:
 def load_agent(checkpoint: str | Path) -> tuple[SAC, TrainConfig, dict[str, Any]]:
     """The trained agent, its config and the raw checkpoint state."""
     state = load_checkpoint(checkpoint)
-    cfg = from_dict(TrainConfig, state["config"])
+    cfg = TrainConfig.from_saved(state["config"])
     agent = make_agent(cfg, state["obs_dim"], state["act_dim"])
     try:
         agent.load_full_state(state["agent"])
@@ -155,13 +195,17 @@ def load_agent(checkpoint: str | Path) -> tuple[SAC, TrainConfig, dict[str, Any]
 class Runner:
     """Owns the loop, logging and checkpoints; the agent owns acting and learning."""
 
-    def __init__(self, cfg: TrainConfig, console: Console | None = None):
+    def __init__(self, cfg: TrainConfig, console: Console | None = None,
+                 env: VecEnv | None = None, eval_env: VecEnv | None = None):
+        """``env``: train on this env instead of the one the config describes (any
+        ``VecEnv``); ``eval_env``: evaluate on this one (default: a fresh env of the config,
+        or ``env`` itself when ``env`` was given, reset after each evaluation)."""
         self.console = console or Console()
         resume_state: dict[str, Any] | None = None
         resume = cfg.resume
         if resume is not None:
             resume_state = load_checkpoint(resume)
-            saved = from_dict(type(cfg), resume_state["config"])
+            saved = type(cfg).from_saved(resume_state["config"])
             cfg = dataclasses.replace(saved, total_steps=cfg.total_steps,
                                       time_budget=cfg.time_budget,
                                       target_success=cfg.target_success,
@@ -170,8 +214,15 @@ class Runner:
         cfg.validate()
         self.cfg = cfg
         torch.manual_seed(cfg.seed)
-        self.env = make_train_env(cfg, cfg.num_envs, cfg.seed)
-        self.eval_env: BatchedEnv | None = None
+        if env is not None:
+            check_vec_env(env)
+            if eval_env is not None:
+                check_vec_env(eval_env)
+        self.env: VecEnv = env if env is not None else make_train_env(cfg, cfg.num_envs,
+                                                                      cfg.seed)
+        self.eval_env: VecEnv | None = eval_env if eval_env is not None else env
+        self._action_gen = torch.Generator().manual_seed(cfg.seed)
+        """Draws the uniform actions before learning starts."""
         self.agent = make_agent(cfg, self.env.obs_dim, self.env.act_dim)
         self.buffer = ReplayBuffer(cfg.sac.buffer_size, self.env.obs_dim, self.env.act_dim,
                                    cfg.device)
@@ -199,6 +250,7 @@ class Runner:
         cfg, env, agent = self.cfg, self.env, self.agent
         self._writer = _summary_writer(self.run_dir / "tb")
         obs = env.reset(seed=cfg.seed + self.env_steps)
+        shared_eval = self.eval_env is self.env
         E = env.num_envs
         ep_costs: list[float] = []
         window = _Window()
@@ -255,6 +307,8 @@ class Runner:
                     progress.update(bar, completed=self.env_steps)
                     if self.env_steps >= self._next_eval:
                         result = self._evaluate()
+                        if shared_eval:  # the training episodes were cut: start afresh
+                            obs = env.reset(seed=cfg.seed + self.env_steps)
                         if cfg.target_success is not None and \
                                 result.success_rate >= cfg.target_success:
                             stop_reason = f"target success {cfg.target_success:.0%} reached"
@@ -286,7 +340,7 @@ class Runner:
     def warmup_action(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None,
                                                         torch.Tensor | None]:
         """(action, hold, rejected) before ``learning_starts``: uniform random actions."""
-        return self.env.random_action(), None, None
+        return uniform_actions(self.env, self._action_gen), None, None
 
     def ready_to_learn(self) -> bool:
         """Whether this step makes gradient updates."""
@@ -339,7 +393,8 @@ class Runner:
         """Write the checkpoint (and replay buffer) atomically; returns its path."""
         state = {"format": FORMAT_VERSION, "config": to_dict(self.cfg),
                  "obs_dim": self.env.obs_dim, "act_dim": self.env.act_dim,
-                 "obs_layout": self.env.obs_layout, "agent": self.agent.full_state(),
+                 "obs_layout": getattr(self.env, "obs_layout", [("obs", self.env.obs_dim)]),
+                 "agent": self.agent.full_state(),
                  "env_steps": self.env_steps, "elapsed": self.elapsed,
                  "train_cost": self.train_cost, "history": self.history,
                  "torch_rng": torch.get_rng_state()}
@@ -371,7 +426,7 @@ class Runner:
                            f"({len(self.buffer):,} transitions in replay)")
 
 
-def evaluate_agent(agent: SAC, env: BatchedEnv, episodes: int, seed: int = 0,
+def evaluate_agent(agent: SAC, env: VecEnv, episodes: int, seed: int = 0,
                    **kwargs: Any) -> EvalResult:
     """Evaluate the agent's deterministic (mean) policy, gated when its safety mode gates."""
     last: dict[str, torch.Tensor] = {}
@@ -407,11 +462,11 @@ class _Window:
 
     def add_step(self, info: dict, cost: torch.Tensor, rejected: torch.Tensor | None) -> None:
         self.n_steps += cost.shape[0]
-        for name, v in info["reward_terms"].items():
+        for name, v in info.get("reward_terms", {}).items():
             self.terms[f"reward/{name}"] = self.terms.get(f"reward/{name}", 0.0) + float(v.sum())
-        for name, v in info["cost_terms"].items():
+        for name, v in info.get("cost_terms", {}).items():
             self.terms[f"cost/{name}"] = self.terms.get(f"cost/{name}", 0.0) + float(v.sum())
-        for name, v in info["safety"].items():
+        for name, v in info.get("safety", {}).items():
             self.terms[f"safety/shield_{name}"] = \
                 self.terms.get(f"safety/shield_{name}", 0.0) + float(v.sum())
         if rejected is not None:

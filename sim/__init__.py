@@ -24,6 +24,7 @@ from robot_rl.sim.tasks import (
     register_task,
     replace_config,
 )
+from robot_rl.sim.vec_env import VecEnv, check_vec_env
 
 
 def make_env(task: str | TaskConfig, num_envs: int, backend: str = "cpu",
@@ -59,4 +60,4 @@ def make_env(task: str | TaskConfig, num_envs: int, backend: str = "cpu",
 
 __all__ = ["BatchedEnv", "DRConfig", "RobotSpec", "TaskConfig", "WarpOptions", "dr_preset",
            "get_robot", "get_task", "list_robots", "list_tasks", "make_env", "make_task_config",
-           "register_robot", "register_task"]
+           "register_robot", "register_task", "VecEnv", "check_vec_env"]

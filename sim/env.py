@@ -8,7 +8,11 @@ Finished envs reset automatically inside ``step``; ``info["final_obs"]`` holds e
 observation before any reset (equal to ``obs`` where the env did not finish), so off-policy
 learners bootstrap time-outs correctly. ``info`` also carries per-term reward and cost
 breakdowns, success flags, divergence and invalid-action flags, and episode statistics of the
-envs that finished.
+envs that finished. It is a ``robot_rl.sim.VecEnv`` (the protocol learners drive), with a
+``critic`` observation group: the noise-free observation plus the task's privileged terms.
+
+Acting goes through ``self.pipeline`` (``robot_rl.controllers.ActionPipeline``), the same
+object the deploy runtime acts through on the robot.
 
 The step path has no per-env Python loop: physics runs in the backend (C threads or GPU
 kernels); actions, observations, rewards, costs and resets are batched tensor operations.
@@ -20,10 +24,10 @@ import mujoco
 import numpy as np
 import torch
 
-from robot_rl.controllers import LAYERS, SafetyShield, Targets, make_action_space, make_controller
+from robot_rl.controllers import LAYERS, Targets
 from robot_rl.controllers.arm_model import home_data
 from robot_rl.controllers.arm_state import ArmState
-from robot_rl.controllers.base import DirectTorque
+from robot_rl.controllers.pipeline import ActionPipeline, make_action_pipeline
 from robot_rl.errors import ConfigError
 from robot_rl.sim.backends import make_backend
 from robot_rl.sim.backends.warp import WarpOptions
@@ -32,6 +36,7 @@ from robot_rl.sim.robots import RobotSpec, compile_spec, get_robot
 from robot_rl.sim.state import Limits, SimState, slice_or_index
 from robot_rl.sim.tasks import get_task
 from robot_rl.sim.tasks.base import SafetyCostConfig, TaskConfig
+from robot_rl.sim.vec_env import CRITIC, POLICY
 
 
 class BatchedEnv:
@@ -51,32 +56,21 @@ class BatchedEnv:
                               f"terms of {cfg.name!r}: {sorted(self.task.rewards)}")
         self.robot: RobotSpec = get_robot(cfg.robot)
         self.num_envs = num_envs
-        self.action_space = make_action_space(cfg.action, self.robot, cfg.control_dt)
-        self.controller = make_controller(cfg.controller, self.action_space, self.robot)
-        if cfg.decimation % self.controller.substeps:
-            raise ConfigError(f"decimation {cfg.decimation} must be a multiple of the "
-                              f"controller's substeps {self.controller.substeps}")
-        self.shield = SafetyShield(cfg.shield, self.robot, cfg.safety.workspace_lo,
-                                   cfg.safety.workspace_hi, self.controller.kp,
-                                   self.controller.kd)
-
+        self.pipeline: ActionPipeline = make_action_pipeline(cfg, self.robot)
+        """Action space, controller and shield: the control path the deploy runtime shares."""
         spec = self.task.build_scene(self.robot, cfg)
-        self.controller.configure(spec)
+        self.pipeline.configure(spec)
         self.model = compile_spec(spec, f"task {cfg.name!r} with robot {cfg.robot!r}")
         self.robot.validate(self.model)
-        self.action_space.bind(self.model)
-        self.controller.bind(self.model)
-        # Torque controllers run in an inner loop, every ``substeps`` physics steps; a direct
-        # torque with the shield off is constant over the control period and needs none.
-        self._inner = not self.controller.in_model and (
-            cfg.shield.enabled or not isinstance(self.controller, DirectTorque))
+        self.pipeline.bind(self.model)
+        self._inner = self.pipeline.torque_loop
 
         self.backend = make_backend(backend, self.model, num_envs, device=str(device),
                                     nthread=nthread, warp=warp,
                                     what=f"task {cfg.name!r} with robot {cfg.robot!r}")
         self.device = self.backend.device
         dev, dtype = self.backend.device, self.backend.dtype
-        self.act_dim = self.action_space.dim
+        self.act_dim = self.pipeline.dim
         arm_ids = [self.model.actuator(n).id for n in self.robot.actuator_names]
         self.arm_actuator_ids = arm_ids
         """Actuator ids of the arm joints, in joint order."""
@@ -118,6 +112,7 @@ class BatchedEnv:
         self._cost_names = list(self.task.costs)
         self._cost_fns = list(self.task.costs.values())
         self._obs_fns = list(self.task.observations.values())
+        self._priv_fns = list(self.task.privileged.values())
         self._current_sensors = cfg.sensor_stage == "current"
         self.gen = torch.Generator(device=dev)
         self.gen.manual_seed(seed)
@@ -126,12 +121,29 @@ class BatchedEnv:
                            for n, f in self.task.observations.items()]
         """(name, width) of each observation term, in order."""
         self.obs_dim = sum(w for _, w in self.obs_layout)
+        self.critic_layout = self.obs_layout + [
+            (n, int(f(self.state, cfg).shape[1])) for n, f in self.task.privileged.items()]
+        """(name, width) of each term of the ``critic`` group: the policy's terms (without
+        observation noise), then the task's privileged terms."""
+        self.max_episode_length = cfg.episode_length
+        """Control steps after which an episode is truncated."""
 
     # -- public API ------------------------------------------------------------------------
 
     @property
     def control_dt(self) -> float:
         return self.cfg.control_dt
+
+    @property
+    def obs_groups(self) -> dict[str, int]:
+        """Observation groups (``robot_rl.sim.vec_env``): ``policy`` (the task's observation
+        terms, with the randomized noise) and ``critic`` (the same without noise, then the
+        task's privileged terms)."""
+        return {POLICY: self.obs_dim, CRITIC: sum(w for _, w in self.critic_layout)}
+
+    def group_obs(self) -> dict[str, torch.Tensor]:
+        """{"critic": (E, critic width)} at the current state."""
+        return {CRITIC: self._critic_obs(self._clean_obs())}
 
     def reset(self, seed: int | None = None) -> torch.Tensor:
         """Reset every env (reseeding the env's generator if ``seed`` is given); (E, obs_dim)."""
@@ -150,24 +162,21 @@ class BatchedEnv:
         action = self._check_action(action)
         state, cfg = self.state, self.cfg
         # Actions reach the robot after the action delay; the shield sits on the robot side.
-        applied, invalid, flags = self.shield.filter_action(self._delayed(action), state.action)
-        self.invalid_action_count += invalid
-        held = invalid if hold is None else invalid | hold.to(self.device, torch.bool)
         arm = state.arm_state(mass=self._inner)
-        targets = self.action_space(applied, arm)
-        if bool(held.any()):
-            targets = targets.where(held, self.action_space.hold(arm, applied))
-            self.action_space.reset(held.nonzero().squeeze(1), arm.q)
-        targets, target_flags = self.shield.filter_targets(targets, arm)
-        flags.update(target_flags)
+        held = None if hold is None else hold.to(self.device, torch.bool)
+        control = self.pipeline.act(self._delayed(action), state.action, arm, held)
+        invalid, flags, targets = control.invalid, control.flags, control.targets
+        self.invalid_action_count += invalid
         if targets.gripper is not None:
             state.backend.ctrl[:, self._gripper_col] = targets.gripper[:, 0]
         state.prev_action = state.action
-        state.action = applied
+        state.action = control.action
         if self._inner:
             self._step_torque(targets, arm, flags)
         else:
-            state.backend.ctrl[:, self._arm_cols] = targets.joint
+            # in-model laws take the joint targets; direct torques with the shield off pass
+            iface = "position" if self.pipeline.in_model else "effort"
+            state.backend.ctrl[:, self._arm_cols] = self.pipeline.command(targets, arm, iface)[0]
             self.backend.step(cfg.decimation, current_sensors=self._current_sensors)
         state.episode_step += 1
         safety = {name: flags.get(name, self._no_flag) for name in LAYERS}
@@ -175,7 +184,8 @@ class BatchedEnv:
             self.shield_counts[name] += flag
 
         bad = self.backend.diverged(cfg.guard_max_qvel)
-        obs = self.observe()
+        clean = self._clean_obs()
+        obs, critic = self._noisy(clean), self._critic_obs(clean)
         rewards, costs = self.reward_and_cost_terms()
         reward = rewards.sum(dim=0, dtype=torch.float32)
         cost = costs.sum(dim=0)
@@ -189,6 +199,7 @@ class BatchedEnv:
         else:  # unstable physics: report, zero the signals, and reset those envs below
             diverged = bad.to(self.device)
             obs = torch.nan_to_num(obs, nan=0.0, posinf=0.0, neginf=0.0)
+            critic = torch.nan_to_num(critic, nan=0.0, posinf=0.0, neginf=0.0)
             reward = torch.where(diverged, 0.0, reward)
             cost = torch.where(diverged, 0.0, cost)
             terminated &= ~diverged
@@ -206,6 +217,7 @@ class BatchedEnv:
             "diverged": diverged,
             "invalid_action": invalid,
             "safety": safety,
+            "final_obs_groups": {CRITIC: critic},
         }
         done = terminated | truncated
         if bool(done.any()):
@@ -218,7 +230,10 @@ class BatchedEnv:
                 "done": done,
             }
             self._reset_envs(ids)
-            obs = torch.where(done[:, None], self.observe(), obs)
+            clean = self._clean_obs()
+            obs = torch.where(done[:, None], self._noisy(clean), obs)
+            critic = torch.where(done[:, None], self._critic_obs(clean), critic)
+        info["obs_groups"] = {CRITIC: critic}
         return obs, reward, cost, terminated, truncated, info
 
     def reward_and_cost_terms(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -243,13 +258,14 @@ class BatchedEnv:
     # -- internals -------------------------------------------------------------------------
 
     def _step_torque(self, targets: Targets, arm: ArmState, flags: dict) -> None:
-        """Run a torque controller and the shield's torque layers every ``substeps`` physics
-        steps over one control period, OR-ing the layers' flags into ``flags``.
+        """Run the pipeline's torque stage (controller, then the shield's torque layers) every
+        ``substeps`` physics steps over one control period, OR-ing the layers' flags into
+        ``flags``.
 
         On the CPU the law runs on numpy views of the state: the same code, with a fraction
         of torch's per-operation dispatch cost (it runs at the physics rate).
         """
-        ctrl, k = self.state.backend.ctrl, self.controller.substeps
+        ctrl, k = self.state.backend.ctrl, self.pipeline.substeps
         cpu = self.device.type == "cpu"
         if cpu:
             targets = targets.numpy()
@@ -259,8 +275,7 @@ class BatchedEnv:
                 arm = self.state.arm_state(mass=True)
             if cpu:
                 arm = arm.numpy()
-            tau, torque_flags = self.shield.filter_torque(self.controller.torque(targets, arm),
-                                                          arm)
+            tau, torque_flags = self.pipeline.command(targets, arm, "effort")
             if cpu:
                 tau = torch.from_numpy(tau)
                 torque_flags = {name: torch.from_numpy(f) for name, f in torque_flags.items()}
@@ -290,11 +305,25 @@ class BatchedEnv:
     def observe(self, noise: bool = True) -> torch.Tensor:
         """(E, obs_dim) observation of the current state: the task's terms, concatenated,
         plus the randomized observation noise unless ``noise`` is False."""
-        obs = torch.cat([f(self.state, self.cfg) for f in self._obs_fns], dim=1).float()
+        clean = self._clean_obs()
+        return self._noisy(clean) if noise else clean
+
+    def _clean_obs(self) -> torch.Tensor:
+        """(E, obs_dim) the task's observation terms, concatenated, without noise."""
+        return torch.cat([f(self.state, self.cfg) for f in self._obs_fns], dim=1).float()
+
+    def _noisy(self, obs: torch.Tensor) -> torch.Tensor:
         std = self.cfg.dr.obs_noise_std
-        if noise and std > 0:
+        if std > 0:
             obs = obs + std * torch.randn(obs.shape, generator=self.gen, device=obs.device)
         return obs
+
+    def _critic_obs(self, clean: torch.Tensor) -> torch.Tensor:
+        """(E, critic width): the noise-free observation, then the privileged terms."""
+        if not self._priv_fns:
+            return clean
+        priv = [f(self.state, self.cfg).to(clean.dtype) for f in self._priv_fns]
+        return torch.cat([clean, *priv], dim=1)
 
     def _reset_envs(self, ids: torch.Tensor) -> None:
         """Reset the envs ``ids`` (LongTensor): physics, parameters, robot pose, task state."""
@@ -307,16 +336,16 @@ class BatchedEnv:
         s.set_joint_pos(ids, q)
         # Joint targets start at the pose (hold), torques at zero; a gripper the actions do not
         # drive stays closed, one they drive starts half open (action 0).
-        arm_ctrl = q if self.controller.in_model else torch.zeros_like(q)
+        arm_ctrl = q if self.pipeline.in_model else torch.zeros_like(q)
         s.backend.ctrl[ids[:, None], self._arm_ids] = arm_ctrl.to(s.dtype)
         g = self.robot.gripper
         if g is not None and self._gripper_col is not None:
-            closed = not self.action_space.has_gripper
+            closed = not self.pipeline.action_space.has_gripper
             s.backend.ctrl[ids, self._gripper_col] = g.closed_ctrl if closed else \
                 (g.closed_ctrl + g.open_ctrl) / 2
         self.task.reset(s, ids, cfg, self.gen)
         self.backend.forward(ids)
-        self.action_space.reset(ids, s.joint_pos)
+        self.pipeline.reset(ids, s.joint_pos)
         s.episode_step[ids] = 0
         s.action[ids] = 0.0
         s.prev_action[ids] = 0.0

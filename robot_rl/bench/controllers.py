@@ -37,7 +37,7 @@ from robot_rl.controllers.arm_model import ArmModel
 
 
 @dataclasses.dataclass(kw_only=True)
-class BenchControllers:
+class BenchControllersConfig:
     """Controller and shield latency (one sample) and overhead (batched).
 
     Example: robot-rl bench controllers --samples 20000 --num-envs 64 1024
@@ -95,15 +95,12 @@ def single_sample(samples: int) -> dict[str, tuple[float, float, float]]:
     states = [arm.state(q, qd, mass=True) for q, qd in zip(qs, qds, strict=True)]
 
     def osc_path(env: Any, s: ArmState, a: Any, prev: Any) -> Any:
-        a, hold, _ = env.shield.filter_action(a, prev)
-        t, _ = env.shield.filter_targets(env.action_space(a, s), s)
-        tau, _ = env.shield.filter_torque(env.controller.torque(t, s), s)
-        return tau
+        pipe = env.pipeline
+        return pipe.command(pipe.act(a, prev, s).targets, s, "effort")[0]
 
     def joint_path(env: Any, s: ArmState, a: Any, prev: Any) -> Any:
-        a, hold, _ = env.shield.filter_action(a, prev)
-        t, _ = env.shield.filter_targets(env.action_space(a, s), s)
-        return t.joint
+        pipe = env.pipeline
+        return pipe.command(pipe.act(a, prev, s).targets, s, "position")[0]
 
     prev_np, prev7 = np.zeros((1, 6)), np.zeros((1, 7))
     prev_t = torch.zeros(1, 6, dtype=torch.float64)
@@ -152,26 +149,25 @@ def _batched_path(action: Any, num_envs: int, steps: int) -> dict[str, float]:
     for _ in range(5):
         env.step(env.random_action())
     act = env.random_action()
-    state, shield, ctrl = env.state, env.shield, env.controller
-    inner = not ctrl.in_model
+    state, pipe = env.state, env.pipeline
+    inner = pipe.torque_loop
 
     def control_rate() -> Any:
-        a, _, _ = shield.filter_action(act, state.action)
         arm = state.arm_state(mass=inner)
-        return shield.filter_targets(env.action_space(a, arm), arm)[0]
+        return pipe.act(act, state.action, arm).targets
 
     targets = control_rate()
     targets = targets.numpy() if inner else targets
 
     def torque_rate() -> object:  # as the env runs it on the CPU: numpy views of the state
         arm = state.arm_state(mass=True).numpy()
-        return shield.filter_torque(ctrl.torque(targets, arm), arm)
+        return pipe.command(targets, arm, "effort")
 
     control = _mean_time(control_rate, steps)
-    evals = env.cfg.decimation // ctrl.substeps if inner else 1
+    evals = env.cfg.decimation // pipe.substeps if inner else 1
     if inner:
         control += evals * _mean_time(torque_rate, steps)
-    sub = ctrl.substeps if inner else env.cfg.decimation
+    sub = pipe.substeps if inner else env.cfg.decimation
 
     def physics() -> None:
         for _ in range(env.cfg.decimation // sub):
@@ -186,7 +182,7 @@ def _fmt(x: float) -> str:
     return f"{x:,.1f}"
 
 
-def run(cfg: BenchControllers) -> dict:
+def run(cfg: BenchControllersConfig) -> dict:
     """Measure and print the three tables; returns the figures."""
     console = Console()
     console.print(f"[bold]Controllers and shield[/bold]  cpu={os.cpu_count()}  "

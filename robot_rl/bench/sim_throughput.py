@@ -36,7 +36,7 @@ from rich.table import Table
 
 
 @dataclasses.dataclass(kw_only=True)
-class BenchSim:
+class BenchSimConfig:
     """Simulation throughput: ours vs EnvPool vs gymnasium vs the physical limit.
 
     Example: robot-rl bench sim --num-envs 16 64 256 --seconds 2
@@ -188,7 +188,7 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:,.0f}"
 
 
-def run(cfg: BenchSim) -> dict:
+def run(cfg: BenchSimConfig) -> dict:
     """Measure and print both tables (or, with backend warp, the GPU table of each task);
     returns the figures (for scripts and tests)."""
     from robot_rl.sim import make_task_config

@@ -47,7 +47,7 @@ def _top_level() -> dict[str, Command]:
             "eval": Command(learn.EvalConfig, learn.eval_cmd),
             "distill": Command(DistillConfig, learn.distill_cmd),
             "export": Command(learn.ExportConfig, learn.export_cmd),
-            "deploy": Command(deploy.DeployCmd, deploy.deploy_cmd),
+            "deploy": Command(deploy.DeployCommandConfig, deploy.deploy_cmd),
             "record": Command(data.RecordConfig, data.record_cmd),
             "finetune": Command(FinetuneConfig, learn.train)}
 
@@ -59,16 +59,16 @@ def _commands() -> dict[str, dict[str, Command]]:
     from robot_rl.cli import bench, camera, data, sim
 
     return {
-        "sim": {"info": Command(sim.SimInfo, sim.info),
-                "rollout": Command(sim.SimRollout, sim.rollout)},
-        "bench": {"sim": Command(bench.BenchSim, bench.run),
-                  "controllers": Command(bench.BenchControllers, bench.run_controllers)},
-        "camera": {"list": Command(camera.CameraList, camera.list_cmd),
-                   "probe": Command(camera.CameraProbe, camera.probe_cmd)},
-        "data": {"info": Command(data.DataInfo, data.info_cmd),
-                 "validate": Command(data.DataValidate, data.validate_cmd),
-                 "replay": Command(data.DataReplay, data.replay_cmd),
-                 "import": Command(data.DataImport, data.import_cmd)},
+        "sim": {"info": Command(sim.SimInfoConfig, sim.info),
+                "rollout": Command(sim.SimRolloutConfig, sim.rollout)},
+        "bench": {"sim": Command(bench.BenchSimConfig, bench.run),
+                  "controllers": Command(bench.BenchControllersConfig, bench.run_controllers)},
+        "camera": {"list": Command(camera.CameraListConfig, camera.list_cmd),
+                   "probe": Command(camera.CameraProbeConfig, camera.probe_cmd)},
+        "data": {"info": Command(data.DataInfoConfig, data.info_cmd),
+                 "validate": Command(data.DataValidateConfig, data.validate_cmd),
+                 "replay": Command(data.DataReplayConfig, data.replay_cmd),
+                 "import": Command(data.DataImportConfig, data.import_cmd)},
     }
 
 
@@ -134,14 +134,63 @@ def _run(cmd: Command, args: list[str], prog: str, err: Console) -> None:
 
     from robot_rl.errors import RobotRLError
 
-    config: Any = tyro.cli(cmd.config, args=args, prog=prog, description=cmd.config.__doc__)
     try:
+        default = _task_default(cmd.config, args)
+        config: Any = tyro.cli(cmd.config, args=_choice_flags(args), prog=prog,
+                               description=cmd.config.__doc__, default=default,
+                               config=(tyro.conf.CascadeSubcommandArgs,))
         cmd.run(config)
     except RobotRLError as e:
         _fail(err, str(e))
     except KeyboardInterrupt:
         err.print("robot-rl: interrupted")
         sys.exit(130)
+
+
+CHOICES = ("--env.action", "--env.controller")
+"""Options that pick a config class (tyro subcommands): ``--env.action ee-delta`` is
+rewritten to tyro's own spelling ``env.action:ee-delta``."""
+
+
+def _choice_flags(args: list[str]) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        flag, eq, value = a.partition("=")
+        if flag in CHOICES and eq:
+            out.append(f"{flag[2:]}:{value}")
+        elif a in CHOICES and i + 1 < len(args) and not args[i + 1].startswith("-"):
+            out.append(f"{a[2:]}:{args[i + 1]}")
+            i += 1
+        else:
+            out.append(a)
+        i += 1
+    return out
+
+
+def _task_default(config: type, args: list[str]) -> Any:
+    """Two-phase parsing of configs with a ``task`` name and an ``env`` (the task's config):
+    the task named on the command line (or the field's default) gives the default ``env``,
+    so every field of that task's config is an option (``--env.episode-length``) and
+    ``--help`` lists them. None for other configs."""
+    if not dataclasses.is_dataclass(config):
+        return None
+    fields = {f.name: f for f in dataclasses.fields(config)}
+    if "task" not in fields or "env" not in fields:
+        return None
+    import tyro
+
+    task = fields["task"].default
+    for i, a in enumerate(args):
+        if a == "--task" and i + 1 < len(args):
+            task = args[i + 1]
+        elif a.startswith("--task="):
+            task = a.split("=", 1)[1]
+    required = {name: tyro.MISSING for name, f in fields.items() if f.init and
+                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    make: Any = config
+    return make(task=task, **required)
 
 
 def _fail(console: Console, message: str) -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from robot_rl.bench.controllers import BenchControllers
+from robot_rl.bench.controllers import BenchControllersConfig
 from robot_rl.bench.controllers import run as run_controllers
-from robot_rl.bench.sim_throughput import BenchSim, run
+from robot_rl.bench.sim_throughput import BenchSimConfig, run
 
-__all__ = ["BenchControllers", "BenchSim", "run", "run_controllers"]
+__all__ = ["BenchControllersConfig", "BenchSimConfig", "run", "run_controllers"]

@@ -13,7 +13,7 @@ from rich.table import Table
 
 
 @dataclasses.dataclass(kw_only=True)
-class CameraList:
+class CameraListConfig:
     """List the connected RealSense cameras (name, serial, firmware, USB).
 
     Example: robot-rl camera list
@@ -21,7 +21,7 @@ class CameraList:
 
 
 @dataclasses.dataclass(kw_only=True)
-class CameraProbe:
+class CameraProbeConfig:
     """Stream a RealSense (live or a recording) and report rate, resolution, depth and timing.
 
     Example: robot-rl camera probe --width 640 --height 480 --fps 30 --frames 90
@@ -48,7 +48,7 @@ class CameraProbe:
     """Live only: also record the probe to this file."""
 
 
-def list_cmd(_: CameraList) -> None:
+def list_cmd(_: CameraListConfig) -> None:
     from robot_rl.hardware.cameras.realsense import list_devices
 
     devices = list_devices()
@@ -62,7 +62,7 @@ def list_cmd(_: CameraList) -> None:
     console.print(table)
 
 
-def probe_cmd(cfg: CameraProbe) -> None:
+def probe_cmd(cfg: CameraProbeConfig) -> None:
     from robot_rl.hardware.cameras.realsense import RealSenseCamera, RealSenseConfig
 
     cam = RealSenseCamera(RealSenseConfig(

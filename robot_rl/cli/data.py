@@ -20,7 +20,7 @@ def record_cmd(cfg: RecordConfig) -> None:
 
 
 @dataclasses.dataclass(kw_only=True)
-class DataInfo:
+class DataInfoConfig:
     """Summarise a dataset: task, robot, action space, episodes, frames, success, cameras.
 
     Example: robot-rl data info data/push
@@ -31,7 +31,7 @@ class DataInfo:
 
 
 @dataclasses.dataclass(kw_only=True)
-class DataValidate:
+class DataValidateConfig:
     """Check every file of a dataset against its metadata (exit status 1 on a problem).
 
     Example: robot-rl data validate data/push
@@ -44,7 +44,7 @@ class DataValidate:
 
 
 @dataclasses.dataclass(kw_only=True)
-class DataReplay:
+class DataReplayConfig:
     """Replay recorded episodes' actions in simulation from their recorded initial states and
     report how far the replayed joint states stray from the recorded ones.
 
@@ -62,7 +62,7 @@ class DataReplay:
 
 
 @dataclasses.dataclass(kw_only=True)
-class DataImport:
+class DataImportConfig:
     """Import rosbag2 / MCAP recordings of a real arm (/joint_states and position commands),
     one episode per bag, in the task's action space.
 
@@ -84,7 +84,7 @@ class DataImport:
     """Append to the dataset in --out."""
 
 
-def import_cmd(cfg: DataImport) -> None:
+def import_cmd(cfg: DataImportConfig) -> None:
     from robot_rl.data import Dataset
     from robot_rl.data.rosbag_import import import_bags
 
@@ -95,7 +95,7 @@ def import_cmd(cfg: DataImport) -> None:
                     f"{ds.num_frames} frames")
 
 
-def info_cmd(cfg: DataInfo) -> None:
+def info_cmd(cfg: DataInfoConfig) -> None:
     from robot_rl.data import Dataset
 
     ds = Dataset(cfg.path)
@@ -128,7 +128,7 @@ def info_cmd(cfg: DataInfo) -> None:
     console.print(t)
 
 
-def validate_cmd(cfg: DataValidate) -> None:
+def validate_cmd(cfg: DataValidateConfig) -> None:
     from robot_rl.data import Dataset
 
     ds = Dataset(cfg.path)
@@ -142,7 +142,7 @@ def validate_cmd(cfg: DataValidate) -> None:
     console.print(f"{cfg.path}: valid ({ds.num_episodes} episodes, {ds.num_frames} frames)")
 
 
-def replay_cmd(cfg: DataReplay) -> None:
+def replay_cmd(cfg: DataReplayConfig) -> None:
     from robot_rl.data import Dataset
     from robot_rl.data.sim_replay import replay_episode
 

@@ -18,7 +18,7 @@ from robot_rl.hardware.sim_robot import SimRobotConfig
 
 
 @dataclasses.dataclass(kw_only=True)
-class DeployCmd:
+class DeployCommandConfig:
     """Run an exported policy on a robot at a fixed rate, behind the gate and the shield.
 
     Examples:
@@ -55,7 +55,7 @@ class DeployCmd:
     """Also write the timing summary here."""
 
 
-def deploy_cmd(cfg: DeployCmd) -> None:
+def deploy_cmd(cfg: DeployCommandConfig) -> None:
     console = Console()
     if cfg.duration is not None and not cfg.duration > 0:
         raise ConfigError("--duration must be positive")

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from robot_rl.errors import ConfigError
+from robot_rl.sim.randomization import DRPreset
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -33,7 +34,7 @@ class EvalConfig:
     """Episodes to run."""
     num_envs: int = 16
     """Parallel envs."""
-    dr: Literal["off", "default", "strong"] | None = None
+    dr: DRPreset | None = None
     """Domain randomization preset (default: as trained)."""
     student: bool = False
     """Evaluate the run's distilled student (student.pt) instead of the trained actor."""

@@ -13,10 +13,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from robot_rl.errors import ConfigError
+from robot_rl.sim.randomization import DRPreset
 
 
 @dataclasses.dataclass(kw_only=True)
-class SimInfo:
+class SimInfoConfig:
     """Show the robots, the tasks (observation/action sizes, rates, terms) and versions.
 
     Example: robot-rl sim info --robot arm7
@@ -29,7 +30,7 @@ class SimInfo:
 
 
 @dataclasses.dataclass(kw_only=True)
-class SimRollout:
+class SimRolloutConfig:
     """Run a policy in the batched simulation; report success, return and safety cost.
 
     Example: robot-rl sim rollout --task push --policy expert --num-envs 4 --video push.mp4
@@ -45,7 +46,7 @@ class SimRollout:
     """Finished episodes to collect before stopping."""
     seed: int = 0
     """Seed of resets, randomization and random actions."""
-    dr: Literal["off", "default", "strong"] | None = None
+    dr: DRPreset | None = None
     """Domain-randomization preset (default: the task's own setting, off)."""
     action: Literal["joint_delta", "joint_velocity", "ee_delta", "ee_pose",
                     "joint_torque"] | None = None
@@ -64,7 +65,7 @@ class SimRollout:
     """Video height [px]."""
 
 
-def info(cfg: SimInfo) -> None:
+def info(cfg: SimInfoConfig) -> None:
     import mujoco
 
     import robot_rl
@@ -113,7 +114,7 @@ def info(cfg: SimInfo) -> None:
                       f"costs: {', '.join(task.costs)}  |  obs: {', '.join(task.observations)}")
 
 
-def rollout(cfg: SimRollout) -> None:
+def rollout(cfg: SimRolloutConfig) -> None:
     from robot_rl.sim import make_env
     from robot_rl.sim.render import EnvRenderer, VideoWriter
 

@@ -21,6 +21,7 @@ from robot_rl.data.format import DatasetError
 from robot_rl.data.reader import Dataset
 from robot_rl.replay import ReplayBuffer
 from robot_rl.sim.env import BatchedEnv
+from robot_rl.sim.vec_env import VecEnv
 
 Transitions = dict[str, torch.Tensor]
 
@@ -68,13 +69,22 @@ def fill_buffer(buffer: ReplayBuffer, ds: Dataset) -> int:
     return add_transitions(buffer, transitions(ds, buffer.device), ds.root)
 
 
-def _checked(ds: Dataset, env: BatchedEnv) -> None:
+def _checked(ds: Dataset, env: VecEnv) -> None:
+    """A BatchedEnv's task, robot and action space must be the dataset's; another VecEnv
+    (no task of ours to compare) must match its observation and action widths."""
     from robot_rl.data.record import dataset_spec
 
-    ds.check(dataset_spec(env))
+    if isinstance(env, BatchedEnv):
+        ds.check(dataset_spec(env))
+        return
+    spec = ds.spec
+    if (len(spec.obs_names), len(spec.action_names)) != (env.obs_dim, env.act_dim):
+        raise DatasetError(f"{ds.root} holds observations of width {len(spec.obs_names)} and "
+                           f"actions of width {len(spec.action_names)}; the env has "
+                           f"{env.obs_dim} and {env.act_dim}")
 
 
-def demo_buffer(ds: Dataset, env: BatchedEnv, device: str | torch.device = "cpu") -> ReplayBuffer:
+def demo_buffer(ds: Dataset, env: VecEnv, device: str | torch.device = "cpu") -> ReplayBuffer:
     """A buffer exactly holding ``ds``, after checking it was recorded for ``env``'s task,
     robot and action space (DatasetError naming the field otherwise)."""
     _checked(ds, env)
@@ -83,7 +93,7 @@ def demo_buffer(ds: Dataset, env: BatchedEnv, device: str | torch.device = "cpu"
     return buf
 
 
-def demo_and_online(ds: Dataset, env: BatchedEnv, device: str | torch.device = "cpu"
+def demo_and_online(ds: Dataset, env: VecEnv, device: str | torch.device = "cpu"
                     ) -> tuple[ReplayBuffer, Transitions]:
     """``ds`` split for fine-tuning (see module docstring): a buffer of the demonstrations
     and intervention steps, and the online experience (every step of the policy-driven

@@ -33,6 +33,7 @@ from robot_rl.data.writer import DatasetWriter
 from robot_rl.errors import ConfigError
 from robot_rl.sim import make_env
 from robot_rl.sim.env import BatchedEnv
+from robot_rl.sim.randomization import DRPreset
 
 TeleopKind = Literal["keyboard", "spacemouse", "gamepad", "expert"]
 
@@ -71,7 +72,7 @@ class RecordConfig:
     """Gaussian noise (std, in action units) on the expert's actions, for varied demos."""
     success_only: bool = False
     """Keep only successful episodes (the expert's failures are recorded again)."""
-    dr: Literal["off", "default", "strong"] = "off"
+    dr: DRPreset = "off"
     """Domain randomization of the recording env."""
     episode_length: int | None = None
     """Override the task's episode length (control steps)."""
@@ -88,13 +89,13 @@ class RecordConfig:
 def action_names(env: BatchedEnv) -> tuple[str, ...]:
     """One name per action element of the env's action space."""
     kind = getattr(env.cfg.action, "type", "action")
-    arm = env.act_dim - int(env.action_space.has_gripper)
+    arm = env.act_dim - int(env.pipeline.action_space.has_gripper)
     if kind.startswith("joint") and arm == len(env.robot.joint_names):
         names = [f"{j}.{kind.removeprefix('joint_')}" for j in env.robot.joint_names]
     else:
         names = [f"ee.{a}" for a in ("x", "y", "z", "rx", "ry", "rz")[:arm]]
         names += [f"{kind}.{i}" for i in range(len(names), arm)]
-    if env.action_space.has_gripper:
+    if env.pipeline.action_space.has_gripper:
         names.append("gripper")
     return tuple(names)
 
@@ -190,7 +191,7 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
     if not expert:
         from robot_rl.hardware.teleop.mapping import TeleopMapper
 
-        mapper = TeleopMapper(env.cfg.action, env.act_dim, env.action_space.has_gripper,
+        mapper = TeleopMapper(env.cfg.action, env.act_dim, env.pipeline.action_space.has_gripper,
                               env.robot, env.control_dt)
     gen = torch.Generator().manual_seed(cfg.seed)
     writer = DatasetWriter(cfg.out, spec, resume=cfg.resume)

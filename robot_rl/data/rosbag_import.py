@@ -99,7 +99,7 @@ def import_bags(bags: Sequence[Path], out: Path, task: str, goal: Sequence[float
     observer = TaskObserver(make_task_config(task))
     env = observer.env
     kind = getattr(env.cfg.action, "type", "")
-    if kind != "joint_delta" or env.action_space.has_gripper:
+    if kind != "joint_delta" or env.pipeline.action_space.has_gripper:
         raise DatasetError(f"importing position commands needs a joint_delta action space "
                            f"without a gripper; task {task!r} uses {kind!r}")
     if goal is not None:

@@ -38,7 +38,7 @@ def task_meta(env: BatchedEnv) -> dict[str, Any]:
         "format": FORMAT, "version": VERSION,
         "robot": {"name": robot.name, "joint_names": list(robot.joint_names),
                   "ee_site": robot.ee_site,
-                  "gripper": robot.gripper is not None and env.action_space.has_gripper},
+                  "gripper": robot.gripper is not None and env.pipeline.action_space.has_gripper},
         "task": cfg.name,
         "observation": {
             "dim": env.obs_dim,
@@ -51,6 +51,7 @@ def task_meta(env: BatchedEnv) -> dict[str, Any]:
                     "controller": None if cfg.controller is None else to_dict(cfg.controller)},
         "shield": to_dict(cfg.shield),
         "safety_costs": to_dict(cfg.safety),
+        "env": to_dict(cfg),
     }
 
 

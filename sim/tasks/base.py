@@ -1,6 +1,9 @@
 """What a task is: a config dataclass plus pure functions, bundled in a ``TaskDef``.
 
     observations  name -> fn(state, cfg) -> (E, k)      concatenated in order into obs
+    privileged    name -> fn(state, cfg) -> (E, k)      appended to the noise-free obs in the
+                                                        ``critic`` group (state no robot
+                                                        measures: object velocities, ...)
     rewards       name -> fn(state, cfg) -> (E,)        weighted by cfg.reward_weights[name]
     costs         name -> fn(state, cfg) -> (E,)        bool or float >= 0, summed into the cost
     success       fn(state, cfg) -> (E,) bool
@@ -16,17 +19,41 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import mujoco
 import torch
+from tyro.conf import Suppress, subcommand
 
-from robot_rl.controllers import ActionConfig, ControllerConfig, JointDeltaConfig, ShieldConfig
+from robot_rl.controllers import (
+    EEDeltaConfig,
+    EEPoseConfig,
+    JointDeltaConfig,
+    JointImpedanceConfig,
+    JointPDConfig,
+    JointTorqueConfig,
+    JointVelocityConfig,
+    OSCConfig,
+    ShieldConfig,
+)
 from robot_rl.errors import ConfigError
 from robot_rl.sim.randomization import DRConfig
 from robot_rl.sim.state import SimState
 
 Vec3 = tuple[float, float, float]
+
+# The action-space and controller configs as the CLI names them: ``--env.action ee-delta``
+# (or tyro's own ``env.action:ee-delta``) selects one, ``--env.action.pos-scale`` sets its
+# fields after it.
+ActionChoice = (Annotated[JointDeltaConfig, subcommand("joint-delta")]
+                | Annotated[JointVelocityConfig, subcommand("joint-velocity")]
+                | Annotated[EEDeltaConfig, subcommand("ee-delta")]
+                | Annotated[EEPoseConfig, subcommand("ee-pose")]
+                | Annotated[JointTorqueConfig, subcommand("joint-torque")])
+ControllerChoice = (Annotated[JointPDConfig, subcommand("joint-pd")]
+                    | Annotated[JointImpedanceConfig, subcommand("joint-impedance")]
+                    | Annotated[OSCConfig, subcommand("osc")]
+                    | Annotated[None, subcommand("none")])
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -49,8 +76,8 @@ class SafetyCostConfig:
 class TaskConfig:
     """Settings shared by every task; each task subclasses it with its own fields."""
 
-    name: str
-    """Registry name of the task (set by the task's factory)."""
+    name: Annotated[str, Suppress]
+    """Registry name of the task (set by the task's factory; the CLI's ``--task``)."""
     robot: str = "arm7"
     """Registry name of the robot."""
     physics_dt: float = 0.002
@@ -59,9 +86,9 @@ class TaskConfig:
     """Physics steps per control step (control rate = 1 / (physics_dt * decimation))."""
     episode_length: int = 150
     """Control steps per episode before truncation."""
-    action: ActionConfig = dataclasses.field(default_factory=JointDeltaConfig)
+    action: ActionChoice = dataclasses.field(default_factory=JointDeltaConfig)
     """Action space: joint_delta, joint_velocity, ee_delta, ee_pose or joint_torque."""
-    controller: ControllerConfig | None = None
+    controller: ControllerChoice = None
     """Controller tracking the action space's targets: joint_pd, joint_impedance or osc;
     None picks joint_pd for joint targets and osc for pose targets."""
     shield: ShieldConfig = dataclasses.field(default_factory=ShieldConfig)
@@ -86,6 +113,16 @@ class TaskConfig:
     @property
     def control_dt(self) -> float:
         return self.physics_dt * self.decimation
+
+    @classmethod
+    def config_class(cls, data: dict[str, Any]) -> type[TaskConfig]:
+        """The config class of a saved task config (``to_dict`` output): its task's own."""
+        from robot_rl.sim.tasks import get_task
+
+        try:
+            return type(get_task(str(data["name"])).make_config())
+        except KeyError:
+            raise ConfigError("a saved task config lacks its task's name") from None
 
     def validate(self) -> None:
         if self.physics_dt <= 0 or self.decimation < 1 or self.episode_length < 1:
@@ -114,3 +151,5 @@ class TaskDef:
     terminated: Term | None
     expert: Term | None
     """Scripted policy, or None if the task has none."""
+    privileged: dict[str, Term] = dataclasses.field(default_factory=dict)
+    """Terms of the ``critic`` observation group beyond the policy's (see module docstring)."""

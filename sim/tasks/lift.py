@@ -94,6 +94,11 @@ def obs_cube_quat(state: SimState, cfg: LiftConfig) -> torch.Tensor:
     return state.sensors["cube_quat"]
 
 
+def priv_cube_vel(state: SimState, cfg: LiftConfig) -> torch.Tensor:
+    """(E, 6) the cube's linear and angular velocity: privileged (no camera measures it)."""
+    return state.qvel[:, state.qvel_slice("cube_joint")]
+
+
 def obs_ee_to_cube(state: SimState, cfg: LiftConfig) -> torch.Tensor:
     return _ee_to_cube(state)
 
@@ -159,6 +164,7 @@ TASK = TaskDef(
         "ee_to_cube": obs_ee_to_cube,
         "last_action": terms.obs_last_action,
     },
+    privileged={"cube_vel": priv_cube_vel},
     rewards={
         "reach": reward_reach,
         "grasp": reward_grasp,

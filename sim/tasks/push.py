@@ -88,6 +88,11 @@ def obs_puck_pos(state: SimState, cfg: PushConfig) -> torch.Tensor:
     return state.sensors["puck_pos"]
 
 
+def priv_puck_vel(state: SimState, cfg: PushConfig) -> torch.Tensor:
+    """(E, 6) the puck's linear and angular velocity: privileged (no camera measures it)."""
+    return state.qvel[:, state.qvel_slice("puck_joint")]
+
+
 def obs_goal(state: SimState, cfg: PushConfig) -> torch.Tensor:
     return state.buffers["goal"][:, :2]
 
@@ -160,6 +165,7 @@ TASK = TaskDef(
         "puck_to_goal": obs_puck_to_goal,
         "last_action": terms.obs_last_action,
     },
+    privileged={"puck_vel": priv_puck_vel},
     rewards={
         "ee_to_puck": reward_ee_to_puck,
         "puck_to_goal": reward_puck_to_goal,

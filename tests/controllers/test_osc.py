@@ -102,7 +102,7 @@ def test_osc_tracks_random_targets_within_5mm_in_2s_without_the_shield() -> None
     hi = torch.tensor(env.cfg.target_hi, dtype=torch.float64)
     gen = torch.Generator().manual_seed(0)
     target = lo + (hi - lo) * torch.rand(8, 3, generator=gen, dtype=torch.float64)
-    space = env.action_space
+    space = env.pipeline.action_space
     action = ((target - torch.from_numpy(space._mid)) / torch.from_numpy(space._half)).float()
     for _ in range(round(2.0 / env.control_dt)):
         env.step(action)
@@ -144,20 +144,20 @@ def test_numpy_single_sample_equals_torch_batched() -> None:
         env.step(env.random_action())
     s = env.state.arm_state(mass=True)
     a = env.random_action().double() * 3.0
-    t = env.action_space(a, s)
-    tau = env.controller.torque(t, s)
-    t2, flags = env.shield.filter_targets(t, s)
-    out, tflags = env.shield.filter_torque(tau * 4.0, s)
+    t = env.pipeline.action_space(a, s)
+    tau = env.pipeline.controller.torque(t, s)
+    t2, flags = env.pipeline.shield.filter_targets(t, s)
+    out, tflags = env.pipeline.shield.filter_torque(tau * 4.0, s)
     for i in range(4):
         one = ArmState(**{k: getattr(s, k)[i:i + 1].numpy().copy() for k in
                           ("q", "qd", "ee_pos", "ee_rot", "jac", "mass", "drift")})
-        t_np = env.action_space(a[i:i + 1].numpy(), one)
+        t_np = env.pipeline.action_space(a[i:i + 1].numpy(), one)
         np.testing.assert_allclose(t_np.pos, t.pos[i:i + 1].numpy(), rtol=1e-12)
-        np.testing.assert_allclose(env.controller.torque(t_np, one), tau[i:i + 1].numpy(),
+        np.testing.assert_allclose(env.pipeline.controller.torque(t_np, one), tau[i:i + 1].numpy(),
                                    rtol=1e-9, atol=1e-9)
-        t2_np, f_np = env.shield.filter_targets(t_np, one)
+        t2_np, f_np = env.pipeline.shield.filter_targets(t_np, one)
         np.testing.assert_allclose(t2_np.pos, t2.pos[i:i + 1].numpy(), rtol=1e-12)
-        out_np, tf_np = env.shield.filter_torque(tau[i:i + 1].numpy() * 4.0, one)
+        out_np, tf_np = env.pipeline.shield.filter_torque(tau[i:i + 1].numpy() * 4.0, one)
         np.testing.assert_allclose(out_np, out[i:i + 1].numpy(), rtol=1e-9, atol=1e-9)
         assert {k: bool(v[0]) for k, v in tf_np.items()} == \
             {k: bool(v[i]) for k, v in tflags.items()}

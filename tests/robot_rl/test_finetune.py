@@ -11,6 +11,7 @@ from robot_rl.algos import SACConfig
 from robot_rl.data.record import RecordConfig, record
 from robot_rl.finetune import FinetuneConfig, FinetuneRunner, mixed_batch
 from robot_rl.replay import ReplayBuffer
+from robot_rl.sim import make_task_config
 
 
 def _buffer(reward: float, n: int = 64) -> ReplayBuffer:
@@ -42,7 +43,8 @@ def _cfg(demos: Path, tmp: Path, method: str, **kw) -> FinetuneConfig:
                     critic_hidden=(32, 32), batch_size=32, updates_per_step=2,
                     learning_starts=0)
     return FinetuneConfig(demos=demos, task="push", method=method,  # type: ignore[arg-type]
-                          num_envs=2, total_steps=80, episode_length=40, eval_every=10_000,
+                          num_envs=2, total_steps=80,
+                          env=make_task_config("push", episode_length=40), eval_every=10_000,
                           eval_episodes=2, runs_dir=tmp, run_name=method, progress=False,
                           sac=sac, **kw)
 

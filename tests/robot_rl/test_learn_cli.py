@@ -21,7 +21,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 def test_train_eval_distill_export_pipeline(tmp_path):
     run("train", "--task", "reach_hazard", "--safety", "both", "--num-envs", "4",
-        "--total-steps", "400", "--episode-length", "25", "--eval-episodes", "4",
+        "--total-steps", "400", "--env.episode-length", "25", "--eval-episodes", "4",
         "--runs-dir", str(tmp_path), "--run-name", "r", "--no-progress",
         "--sac.learning-starts", "100", "--sac.batch-size", "32",
         "--sac.actor-hidden", "32", "32", "--sac.critic-hidden", "32", "32",

@@ -15,6 +15,7 @@ import torch
 from robot_rl.algos import SACConfig, SafetyConfig
 from robot_rl.checkpoint import CHECKPOINT, REPLAY, CheckpointError, load_checkpoint
 from robot_rl.runner import Runner, TrainConfig, load_agent, read_curve
+from robot_rl.sim import make_task_config
 
 ROBOT_RL = str(Path(sys.executable).parent / "robot-rl")
 
@@ -22,7 +23,8 @@ ROBOT_RL = str(Path(sys.executable).parent / "robot-rl")
 def tiny_config(tmp_path: Path, **overrides: object) -> TrainConfig:
     small = dict(actor_hidden=(32, 32), critic_hidden=(32, 32), batch_size=32,
                  buffer_size=5_000, learning_starts=80)
-    fields: dict = dict(task="reach", num_envs=4, total_steps=240, episode_length=20,
+    fields: dict = dict(task="reach", num_envs=4, total_steps=240,
+                        env=make_task_config("reach", episode_length=20),
                         eval_every=10**9, eval_episodes=2, log_every=40, runs_dir=tmp_path,
                         run_name="tiny", progress=False, safety="both",
                         sac=SACConfig(**small), safety_critic=SafetyConfig(hidden=(32, 32)))
@@ -74,7 +76,7 @@ def test_corrupt_or_missing_checkpoint_is_one_clear_error(tmp_path):
 
 def test_ctrl_c_leaves_a_resumable_checkpoint(tmp_path):
     cmd = [ROBOT_RL, "train", "--task", "reach", "--num-envs", "4", "--total-steps",
-           "100000000", "--episode-length", "20", "--eval-every", "1000000000",
+           "100000000", "--env.episode-length", "20", "--eval-every", "1000000000",
            "--eval-episodes", "2", "--runs-dir", str(tmp_path), "--run-name", "ctrlc",
            "--checkpoint-every", "2", "--no-progress", "--sac.learning-starts", "100",
            "--sac.batch-size", "32", "--sac.actor-hidden", "32", "32",

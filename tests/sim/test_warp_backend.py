@@ -38,7 +38,7 @@ def copy_state(src: BatchedEnv, dst: BatchedEnv) -> None:
     for key, value in src.state.buffers.items():
         dst.state.buffers[key].copy_(value)
     ids = torch.arange(dst.num_envs)
-    dst.action_space.reset(ids, dst.state.joint_pos)
+    dst.pipeline.reset(ids, dst.state.joint_pos)
     dst.backend.forward(ids)
 
 

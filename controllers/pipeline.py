@@ -1,0 +1,194 @@
+"""ActionPipeline: the one control path from policy actions to joint commands.
+
+The batched env (training) and the deploy runtime (the robot) both act through one
+``ActionPipeline``, built by ``make_action_pipeline`` from the task config, the robot spec and
+the compiled model; nothing about acting is written twice. Its stages:
+
+    act(action, prev, arm, hold)                                  once per control step
+        action (E, A) -> shield.filter_action     NaN guard, bounds, rate limit
+                      -> action space, or its hold where ``hold`` / NaN
+                      -> shield.filter_targets    workspace, joint limits, speed, torque, floor
+        -> ControlStep(action, targets, invalid, held, flags)
+    command(targets, arm, interface)                              at the command rate
+        joint targets: position -> the targets; velocity -> velocity_servo (controllers.servo)
+        torque controllers: effort -> controller.torque -> shield.filter_torque
+        -> ((E, n) joint command, flags)
+    hold_command(interface, q_hold, arm)                          the hold law
+
+Every stage returns the shield's per-layer intervention flags ``{layer: (E,) bool}``. Arrays
+are torch (the env, batched) or numpy (the runtime, E = 1), one kind per call.
+
+    pipeline = make_action_pipeline(task_cfg, robot)
+    pipeline.configure(spec)            # in-model controllers rewrite the actuators
+    model = spec.compile(); pipeline.bind(model)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+import mujoco
+
+from robot_rl.controllers.action_spaces import (
+    ActionConfig,
+    ActionSpace,
+    Targets,
+    make_action_space,
+)
+from robot_rl.controllers.arm_state import ArmState
+from robot_rl.controllers.base import Controller, DirectTorque
+from robot_rl.controllers.factory import ControllerConfig, make_controller
+from robot_rl.controllers.servo import CommandInterface, hold_command, velocity_servo
+from robot_rl.controllers.shield import Flags, SafetyShield, ShieldConfig
+from robot_rl.controllers.xp import Array, flatnonzero
+from robot_rl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from robot_rl.sim.robots import RobotSpec
+
+
+class _Workspace(Protocol):
+    workspace_lo: Sequence[float]
+    workspace_hi: Sequence[float]
+
+
+class ControlSource(Protocol):
+    """What the pipeline is built from: the fields of a task config that say how to act."""
+
+    action: ActionConfig
+    controller: ControllerConfig | None
+    shield: ShieldConfig
+    decimation: int
+
+    @property
+    def control_dt(self) -> float: ...
+
+    @property
+    def safety(self) -> _Workspace: ...
+
+
+@dataclasses.dataclass
+class ControlStep:
+    """What ``ActionPipeline.act`` returns for E robots."""
+
+    action: Array
+    """(E, A) the applied action: NaN-guarded (held rows keep ``prev``), bounded, rate-limited."""
+    targets: Targets
+    """Controller targets after the shield's target layers."""
+    invalid: Array
+    """(E,) bool: the action had NaN/inf entries."""
+    held: Array
+    """(E,) bool: the robot holds this step (invalid, or asked to)."""
+    flags: Flags
+    """{layer: (E,) bool} the shield layers that intervened (action and target layers)."""
+
+
+class ActionPipeline:
+    """Action space, controller and shield of one task on one robot (module docstring)."""
+
+    def __init__(self, action_space: ActionSpace, controller: Controller, shield: SafetyShield):
+        self.action_space = action_space
+        self.controller = controller
+        self.shield = shield
+        self.robot = action_space.robot
+        self.dim = action_space.dim
+        """Action dimension A."""
+
+    # -- set-up ----------------------------------------------------------------------------
+
+    def configure(self, spec: mujoco.MjSpec) -> None:
+        """Let the controller re-express the robot's actuators before the scene compiles."""
+        self.controller.configure(spec)
+
+    def bind(self, model: mujoco.MjModel) -> None:
+        """Read what the action space and the controller need from the compiled model."""
+        self.action_space.bind(model)
+        self.controller.bind(model)
+
+    @property
+    def in_model(self) -> bool:
+        """The control law runs inside the physics model (joint targets are the command)."""
+        return self.controller.in_model
+
+    @property
+    def needs_mass(self) -> bool:
+        """``command`` reads ``ArmState.mass`` and ``drift`` (torque controllers)."""
+        return not self.controller.in_model
+
+    @property
+    def torque_loop(self) -> bool:
+        """Torques are recomputed every ``substeps`` physics steps (a torque controller, or
+        direct torques the shield's torque layers filter); False: the command is constant
+        over a control period."""
+        return not self.controller.in_model and (
+            self.shield.cfg.enabled or not isinstance(self.controller, DirectTorque))
+
+    @property
+    def substeps(self) -> int:
+        """Physics steps between two evaluations of a torque controller."""
+        return self.controller.substeps
+
+    @property
+    def interfaces(self) -> tuple[CommandInterface, ...]:
+        """The command interfaces this pipeline can drive."""
+        return ("position", "velocity") if self.controller.in_model else ("effort",)
+
+    # -- stages ----------------------------------------------------------------------------
+
+    def reset(self, ids: Array, q: Array) -> None:
+        """Start the robots ``ids`` afresh at joint positions ``q`` (E, n) (stateful action
+        spaces forget their memory)."""
+        self.action_space.reset(ids, q)
+
+    def act(self, action: Array, prev: Array, arm: ArmState, hold: Array | None = None
+            ) -> ControlStep:
+        """Actions (E, A) to shielded targets at the measured state; ``prev`` (E, A) is the
+        last applied action (the rate limit's reference); ``hold`` (E,) bool, optional: those
+        robots hold still instead of acting."""
+        applied, invalid, flags = self.shield.filter_action(action, prev)
+        held = invalid if hold is None else invalid | hold
+        targets = self.action_space(applied, arm)
+        if bool(held.any()):
+            targets = targets.where(held, self.action_space.hold(arm, applied))
+            self.action_space.reset(flatnonzero(held), arm.q)
+        targets, target_flags = self.shield.filter_targets(targets, arm)
+        flags.update(target_flags)
+        return ControlStep(applied, targets, invalid, held, flags)
+
+    def command(self, targets: Targets, arm: ArmState, interface: CommandInterface
+                ) -> tuple[Array, Flags]:
+        """((E, n) joint command for ``interface``, the torque layers' flags)."""
+        if interface not in self.interfaces:
+            raise ConfigError(f"controller {type(self.controller).__name__} drives "
+                              f"{' or '.join(self.interfaces)} interfaces, not {interface!r}")
+        if not self.controller.in_model:
+            return self.shield.filter_torque(self.controller.torque(targets, arm), arm)
+        q_target = targets.joint
+        assert q_target is not None
+        if interface == "position":
+            return q_target, {}
+        k = self.shield.limits(q_target)
+        return velocity_servo(q_target, arm.q, k["kp"], k["kd"], k["qd_lim"]), {}
+
+    def hold_command(self, interface: CommandInterface, q_hold: Array, q: Array, qd: Array,
+                     fresh: bool = True) -> Array:
+        """(E, n) command keeping the arm at ``q_hold`` from the measured (q, qd) (E, n)
+        (``controllers.servo.hold_command`` with the controller's gains and the shield's
+        torque limit)."""
+        k = self.shield.limits(q)
+        return hold_command(interface, q_hold, q, qd, k["kp"], k["kd"], k["tau_lim"], fresh)
+
+
+def make_action_pipeline(cfg: ControlSource, robot: RobotSpec) -> ActionPipeline:
+    """The pipeline of a task config for ``robot`` (``configure`` and ``bind`` it to the
+    scene next)."""
+    space = make_action_space(cfg.action, robot, cfg.control_dt)
+    controller = make_controller(cfg.controller, space, robot)
+    if cfg.decimation % controller.substeps:
+        raise ConfigError(f"decimation {cfg.decimation} must be a multiple of the "
+                          f"controller's substeps {controller.substeps}")
+    shield = SafetyShield(cfg.shield, robot, cfg.safety.workspace_lo, cfg.safety.workspace_hi,
+                          controller.kp, controller.kd)
+    return ActionPipeline(space, controller, shield)

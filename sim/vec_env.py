@@ -1,0 +1,111 @@
+"""VecEnv: the protocol every learner, evaluation and distillation in robot_rl drives.
+
+``BatchedEnv`` satisfies it, and so can any other batched simulator (an Isaac Gym VecTask
+through ``robot_rl.interop``, a user's own env): ``Runner``, ``evaluate``, ``dagger`` and
+the fine-tuning runner accept any object with these members. It is a structural type
+(``typing.Protocol``): nothing to inherit.
+
+    obs = env.reset(seed=0)                                          # (E, O) float32
+    obs, reward, cost, terminated, truncated, info = env.step(action, hold=None)
+
+Shapes, with E = ``num_envs``, O = ``obs_dim``, A = ``act_dim``, all on ``env.device``:
+
+    action       (E, A) float32 in [-1, 1]
+    hold         (E,) bool or None: those envs hold still this step (safety gate, watchdog)
+    obs          (E, O) float32: the ``policy`` group, after any automatic reset
+    reward, cost (E,) float32: cost is the constraint cost (>= 0) a safety critic learns
+    terminated   (E,) bool: the episode ended in a terminal state (no bootstrapping)
+    truncated    (E,) bool: the episode was cut (time limit, divergence): bootstrap
+
+Finished envs reset inside ``step``. ``info`` carries (required):
+
+    final_obs    (E, O): each env's observation before any reset (= obs where none finished)
+    success      (E,) bool: the task's success test at this step
+
+and (optional; learners treat a missing key as "none"):
+
+    reward_terms, cost_terms   {name: (E,)} per-term breakdowns
+    safety                     {layer: (E,) bool} shield layers that intervened this step
+    episode                    when any env finished: {"return", "cost", "length", "success",
+                               "done"}, (E,) each, for the envs flagged in "done"
+    obs_groups                 {group: (E, width)} the other observation groups, after resets
+    final_obs_groups           {group: (E, width)} the same before any reset
+
+**Observation groups** (``obs_groups``, name -> width): ``policy`` is what the deployed
+policy sees (proprioception, camera images later) and is always there, width O; ``critic``,
+if present, is privileged simulator state for critics and teachers (asymmetric actor-critic,
+teacher-student distillation). ``group_obs()`` returns the current non-policy groups, e.g.
+right after ``reset``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+
+StepResult = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                   dict[str, Any]]
+"""(obs, reward, cost, terminated, truncated, info) of ``VecEnv.step``."""
+
+POLICY = "policy"
+CRITIC = "critic"
+
+
+@runtime_checkable
+class VecEnv(Protocol):
+    """A batch of E environments stepped together (module docstring)."""
+
+    num_envs: int
+    """E, the number of environments."""
+    obs_dim: int
+    """O, the width of the ``policy`` observation."""
+    act_dim: int
+    """A, the width of an action."""
+    device: torch.device
+    """Where every tensor in and out lives."""
+    max_episode_length: int
+    """Control steps after which an episode is truncated."""
+
+    @property
+    def control_dt(self) -> float:
+        """Seconds per control step."""
+        ...
+
+    @property
+    def obs_groups(self) -> Mapping[str, int]:
+        """Width of each observation group (``policy`` always; ``critic`` optional)."""
+        ...
+
+    def reset(self, seed: int | None = None) -> torch.Tensor:
+        """Reset every env (reseeding if ``seed`` is given); returns the (E, O) observation."""
+        ...
+
+    def step(self, action: torch.Tensor, hold: torch.Tensor | None = None) -> StepResult:
+        """Advance every env by one control step (module docstring)."""
+        ...
+
+    def group_obs(self) -> dict[str, torch.Tensor]:
+        """The current observation of every group other than ``policy``, (E, width) each."""
+        ...
+
+
+def uniform_actions(env: VecEnv, gen: torch.Generator) -> torch.Tensor:
+    """(E, A) uniform random actions in [-1, 1] on the env's device, from ``gen`` (a CPU
+    generator)."""
+    u = torch.rand(env.num_envs, env.act_dim, generator=gen)
+    return (2.0 * u - 1.0).to(env.device)
+
+
+def check_vec_env(env: Any) -> None:
+    """Raise TypeError naming what ``env`` lacks to be a ``VecEnv``."""
+    missing = [name for name in ("num_envs", "obs_dim", "act_dim", "device",
+                                 "max_episode_length", "control_dt", "obs_groups", "reset",
+                                 "step", "group_obs") if not hasattr(env, name)]
+    if missing:
+        raise TypeError(f"{type(env).__name__} is not a robot_rl VecEnv: it lacks "
+                        f"{', '.join(missing)} (see robot_rl.sim.vec_env)")
+    if env.obs_groups.get(POLICY) != env.obs_dim:
+        raise TypeError(f"{type(env).__name__}.obs_groups must hold 'policy' with width "
+                        f"obs_dim={env.obs_dim}, got {dict(env.obs_groups)}")

@@ -1,0 +1,123 @@
+"""The env and the deploy runtime act through one pipeline: the same readings and actions
+give the same joint commands on both sides.
+
+A one-env ``BatchedEnv`` steps its simulation; after every step its arm state is handed to
+the runtime as a ``JointReading`` and both receive the same action (random, out of bounds,
+NaN bursts). The env's command is what it writes into the arm actuators' controls (the
+joint targets, or the first torque of the control period); the runtime's is what it sends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from robot_rl.controllers import (
+    EEDeltaConfig,
+    EEPoseConfig,
+    JointDeltaConfig,
+    JointImpedanceConfig,
+    JointTorqueConfig,
+    JointVelocityConfig,
+    ShieldConfig,
+)
+from robot_rl.export.artifact import task_meta
+from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
+from robot_rl.sim import make_env
+from tests.hardware.conftest import ScriptedRobot
+
+CASES = [
+    ("joint_delta", JointDeltaConfig(gripper=False), None, "position"),
+    ("joint_delta_velocity_iface", JointDeltaConfig(gripper=False), None, "velocity"),
+    ("joint_velocity", JointVelocityConfig(gripper=False), None, "position"),
+    ("joint_impedance", JointDeltaConfig(gripper=False), JointImpedanceConfig(), "position"),
+    ("ee_delta_osc", EEDeltaConfig(gripper=False), None, "effort"),
+    ("ee_pose_osc", EEPoseConfig(gripper=False), None, "effort"),
+    ("joint_torque", JointTorqueConfig(), None, "effort"),
+]
+
+
+class _Scripted:
+    """A policy stand-in with the env's policy.json half; the test acts through ``override``."""
+
+    has_cost_critic = False
+
+    def __init__(self, env: Any):
+        self.meta = task_meta(env)
+        self.obs_dim, self.act_dim = env.obs_dim, env.act_dim
+        self.path = "scripted"
+
+    @property
+    def joint_names(self) -> list[str]:
+        return list(self.meta["robot"]["joint_names"])
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return np.zeros(self.act_dim, dtype=np.float32)
+
+
+def _actions(n: int, dim: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-1.3, 1.3, (n, dim)).astype(np.float32)  # some beyond the bounds
+    a[n // 3: n // 3 + 4] = np.sign(a[n // 3: n // 3 + 4])  # full-scale flips
+    a[n // 2, 1] = np.nan  # a NaN burst: both hold
+    a[n // 2 + 1] = np.inf
+    return a
+
+
+@pytest.mark.parametrize(("name", "action", "controller", "interface"), CASES,
+                         ids=[c[0] for c in CASES])
+def test_env_and_runtime_send_the_same_joint_commands(name, action, controller, interface):
+    env = make_env("reach", 1, dr="off", action=action, controller=controller,
+                   shield=ShieldConfig(max_action_delta=0.5))
+    env.reset(seed=7)
+    robot = ScriptedRobot(interface=interface)
+    rt = DeployRuntime(_Scripted(env), robot,  # type: ignore[arg-type]
+                       DeployConfig(rate_hz=1.0 / env.control_dt, sliced_policy=False,
+                                    gate=False))
+    actions = _actions(40, env.act_dim, seed=len(name))
+    k = {"i": 0}
+    rt.override = lambda obs, reading, arm: actions[k["i"]]
+
+    # The env's command: the arm actuators' controls at the first physics call of a step.
+    arm_cols = env.arm_actuator_ids
+    first: list[np.ndarray] = []
+    step_physics = env.backend.step
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        if len(first) == 0:
+            first.append(env.backend.ctrl[0, arm_cols].numpy().copy())
+        return step_physics(*args, **kwargs)
+
+    env.backend.step = spy  # type: ignore[method-assign]
+    s = env.state
+    # A reading carries the arm's joints; the runtime's model keeps the fingers at their
+    # defaults, so the env's fingers are put there too (they drift by micrometres, which
+    # changes the arm's mass matrix by ~1e-8).
+    fingers = [s.qpos_slice(j) for j in env.robot.gripper.joints]
+    finger_dofs = [s.qvel_slice(j) for j in env.robot.gripper.joints]
+    ids = torch.zeros(1, dtype=torch.long)
+    worst = 0.0
+    for i in range(len(actions)):
+        k["i"] = i
+        for qs, vs in zip(fingers, finger_dofs, strict=True):
+            s.qpos[0, qs], s.qvel[0, vs] = 0.0, 0.0
+        env.backend.forward(ids)
+        robot.set(s.joint_pos[0].numpy().copy(), s.joint_vel[0].numpy().copy(), stamp=float(i))
+        sent = rt.tick(robot.observe(), now=i * env.control_dt)
+        first.clear()
+        _, _, _, _, _, info = env.step(torch.from_numpy(actions[i][None]))
+        assert sent is not None and sent.hold == bool(info["invalid_action"][0]), i
+        want = first[0]
+        if interface == "velocity":  # the env's servo is the position target; the runtime
+            kp, kd = rt.pipeline.controller.kp, rt.pipeline.controller.kd  # sends its speed
+            lim = rt.pipeline.shield.qd_limit
+            want = np.clip(kp / kd * (want - robot.reading.q), -lim, lim)
+        worst = max(worst, float(np.abs(sent.values - want).max()))
+        for layer in ("nan_guard", "action_bounds", "rate_limit"):
+            assert bool(info["safety"][layer][0]) == (rt.stats.shield[layer] > 0), (i, layer)
+            rt.stats.shield[layer] = 0
+        assert np.array_equal(rt.action, s.action[0].numpy(), equal_nan=True), i
+    assert worst <= 1e-9, f"{name}: commands differ by up to {worst:.3g}"
