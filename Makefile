@@ -2,7 +2,7 @@
 #   make demo    set up, then train reach with the safety critic (short budget), evaluate with a
 #                video, distill a student, export the deploy artifact, run it on the simulated
 #                arm in real time (the deploy loop); plus a scripted-expert video
-#   make test    set up, then lint, type-check and run the test suite
+#   make test    set up, then lint, type-check, check the import layers and run the test suite
 #   make bench   set up, then print the simulation throughput and controller cost tables
 #   make bench-learning   set up, then the learning benchmarks (about 40 minutes: SB3 included)
 
@@ -52,9 +52,16 @@ demo: setup
 	  --video runs/demo/push_expert.mp4 --video-envs 0 1
 	@echo "run: $(DEMO) (learning_curve.png, eval.mp4, student.pt, export/); runs/demo/push_expert.mp4"
 
+# lint-imports reads the package from disk, where sim/, controllers/ and hardware/ are not
+# under robot_rl/ (pyproject's package-dir maps them): it checks a copy in the installed layout.
+LINT_TREE := .lint-imports
+
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/mypy robot_rl sim controllers hardware
+	rm -rf $(LINT_TREE) && mkdir -p $(LINT_TREE) && cp -r robot_rl $(LINT_TREE)/ && \
+	  for d in sim controllers hardware launch; do cp -r $$d $(LINT_TREE)/robot_rl/$$d; done
+	cd $(LINT_TREE) && ../$(BIN)/lint-imports --config ../pyproject.toml --no-cache
 
 test: lint
 	$(BIN)/python -m pytest -q
@@ -68,4 +75,4 @@ bench-learning: setup
 	$(BIN)/python benchmarks/safety.py
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) runs .pytest_cache .ruff_cache .mypy_cache $(LINT_TREE)

@@ -41,7 +41,7 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
-from robot_rl.data.record import RecordConfig, make_recording_env, record
+from robot_rl.recording.record import RecordConfig, make_recording_env, record
 
 
 @dataclasses.dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tyro
 
-from robot_rl.bench.sim_gpu import BenchSimGPU, run
+from robot_rl.bench.sim_gpu import BenchSimGPUConfig, run
 
 if __name__ == "__main__":
-    run(tyro.cli(BenchSimGPU))
+    run(tyro.cli(BenchSimGPUConfig))

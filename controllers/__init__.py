@@ -35,7 +35,6 @@ from robot_rl.controllers.action_spaces import (
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.base import Controller, DirectTorque
 from robot_rl.controllers.factory import ControllerConfig, make_controller
-from robot_rl.controllers.gate import ActionGate, GateResult
 from robot_rl.controllers.joint import JointController, JointImpedanceConfig, JointPDConfig
 from robot_rl.controllers.osc import OperationalSpace, OSCConfig, cartesian_impedance
 from robot_rl.controllers.pd import pd_torque, realize_pd_in_model
@@ -43,9 +42,9 @@ from robot_rl.controllers.shield import LAYERS, SafetyShield, ShieldConfig
 from robot_rl.controllers.watchdog import EStop, Watchdog
 
 __all__ = [
-    "LAYERS", "ActionConfig", "ActionGate", "ActionSpace", "ArmState", "Controller",
+    "LAYERS", "ActionConfig", "ActionSpace", "ArmState", "Controller",
     "ControllerConfig", "DirectTorque", "EEDelta", "EEDeltaConfig", "EEPose", "EEPoseConfig",
-    "EStop", "GateResult", "JointController", "JointDelta", "JointDeltaConfig",
+    "EStop", "JointController", "JointDelta", "JointDeltaConfig",
     "JointImpedanceConfig", "JointPDConfig", "JointTorque", "JointTorqueConfig",
     "JointVelocity", "JointVelocityConfig", "OSCConfig", "OperationalSpace", "SafetyShield",
     "ShieldConfig", "Targets", "Watchdog", "cartesian_impedance", "make_action_space",

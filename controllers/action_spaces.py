@@ -35,7 +35,7 @@ from robot_rl.controllers.xp import Array, Constants, cast, clip, like, namespac
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:  # controllers are shared by sim and hardware; no import of the sim package
-    from robot_rl.sim.robots import RobotSpec
+    from robot_rl.robots import RobotSpec
 
 Vec3 = tuple[float, float, float]
 TargetKind = Literal["joint", "pose", "torque"]

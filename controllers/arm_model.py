@@ -23,7 +23,7 @@ from robot_rl.controllers.arm_state import ArmState
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:
-    from robot_rl.sim.robots import RobotSpec
+    from robot_rl.robots import RobotSpec
 
 
 def home_data(model: mujoco.MjModel, robot: RobotSpec) -> mujoco.MjData:

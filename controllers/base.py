@@ -26,7 +26,7 @@ from robot_rl.controllers.xp import Array
 from robot_rl.errors import RobotRLError
 
 if TYPE_CHECKING:
-    from robot_rl.sim.robots import RobotSpec
+    from robot_rl.robots import RobotSpec
 
 
 class Controller(abc.ABC):

@@ -16,7 +16,7 @@ from robot_rl.controllers.osc import OperationalSpace, OSCConfig
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:
-    from robot_rl.sim.robots import RobotSpec
+    from robot_rl.robots import RobotSpec
 
 ControllerConfig: TypeAlias = JointPDConfig | JointImpedanceConfig | OSCConfig
 """Controller configs; ``None`` in a task config picks the default for its action space."""

@@ -23,7 +23,7 @@ from robot_rl.controllers.pd import realize_pd_in_model
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:
-    from robot_rl.sim.robots import RobotSpec
+    from robot_rl.robots import RobotSpec
 
 
 @dataclasses.dataclass(kw_only=True)

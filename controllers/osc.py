@@ -41,7 +41,7 @@ from robot_rl.controllers.xp import (
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:
-    from robot_rl.sim.robots import RobotSpec
+    from robot_rl.robots import RobotSpec
 
 
 @dataclasses.dataclass(kw_only=True)

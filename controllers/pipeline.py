@@ -46,7 +46,7 @@ from robot_rl.controllers.xp import Array, flatnonzero
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:
-    from robot_rl.sim.robots import RobotSpec
+    from robot_rl.robots import RobotSpec
 
 
 class _Workspace(Protocol):

@@ -49,7 +49,7 @@ from robot_rl.controllers.xp import Array, Constants, amax, clip, matvec, mT, na
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:
-    from robot_rl.sim.robots import RobotSpec
+    from robot_rl.robots import RobotSpec
 
 LAYERS = ("nan_guard", "action_bounds", "rate_limit", "workspace", "joint_limits",
           "joint_velocity", "torque", "table_floor")

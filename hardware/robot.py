@@ -22,7 +22,7 @@ import numpy as np
 from robot_rl.errors import RobotRLError
 
 if TYPE_CHECKING:
-    from robot_rl.sim.robots import RobotSpec
+    from robot_rl.robots import RobotSpec
 
 Interface = Literal["position", "velocity", "effort"]
 INTERFACES: tuple[Interface, ...] = ("position", "velocity", "effort")

@@ -20,7 +20,7 @@ and shield, built from the artifact's ``policy.json``), the one held by its ``Ta
 deadline-scheduled loop and timing statistics, and the ROS 2 policy node calls ``tick`` on
 each JointState instead.
 
-Two hooks serve recording on the robot (``hardware/robot_recorder.py``): ``override``
+Two hooks serve recording on the robot (``recording/robot_recorder.py``): ``override``
 (obs, reading, arm state) -> action or None lets a person act instead of the policy for a
 step (a teleoperated step; with a policy running, an intervention: the gate is skipped, the
 shield is not), and ``on_step(PolicyStep)`` receives every policy step with the task's

@@ -33,8 +33,8 @@ from robot_rl.controllers.servo import hold_command
 from robot_rl.errors import ConfigError
 from robot_rl.hardware.robot import HardLimits, Interface, JointCommand, JointReading, Robot
 from robot_rl.hardware.timing import Rate
+from robot_rl.robots import RobotSpec, get_robot
 from robot_rl.sim.env import robot_bodies
-from robot_rl.sim.robots import RobotSpec, get_robot
 from robot_rl.sim.scene import SceneBuilder
 
 

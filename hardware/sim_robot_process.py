@@ -25,7 +25,7 @@ import numpy as np
 from robot_rl.errors import ConfigError
 from robot_rl.hardware.robot import INTERFACES, JointCommand, JointReading, Robot
 from robot_rl.hardware.sim_robot import SimRobotConfig, init_sim_arm
-from robot_rl.sim.robots import get_robot
+from robot_rl.robots import get_robot
 
 
 class _Layout:

@@ -12,10 +12,10 @@ from typing import Any
 
 import torch
 
+from robot_rl.robots import RobotSpec, get_robot, list_robots, register_robot
 from robot_rl.sim.backends.warp import WarpOptions
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.randomization import DRConfig, DRPreset, dr_preset
-from robot_rl.sim.robots import RobotSpec, get_robot, list_robots, register_robot
 from robot_rl.sim.tasks import (
     TaskConfig,
     get_task,

@@ -29,10 +29,10 @@ from robot_rl.controllers.arm_model import home_data
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.pipeline import ActionPipeline, make_action_pipeline
 from robot_rl.errors import ConfigError
+from robot_rl.robots import RobotSpec, compile_spec, get_robot
 from robot_rl.sim.backends import make_backend
 from robot_rl.sim.backends.warp import WarpOptions
 from robot_rl.sim.randomization import DomainRandomizer
-from robot_rl.sim.robots import RobotSpec, compile_spec, get_robot
 from robot_rl.sim.state import Limits, SimState, slice_or_index
 from robot_rl.sim.tasks import get_task
 from robot_rl.sim.tasks.base import SafetyCostConfig, TaskConfig

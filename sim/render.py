@@ -1,4 +1,4 @@
-"""Offscreen rendering of chosen envs and mp4 writing.
+"""Offscreen rendering of chosen envs (and ``VideoWriter``, from ``robot_rl.video``).
 
     with EnvRenderer(env, env_ids=[0, 1]) as r, VideoWriter("out.mp4", fps=50) as v:
         v.write(r.render())          # (H, W * len(env_ids), 3) uint8, envs side by side
@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from fractions import Fraction
-from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 import mujoco
 import numpy as np
 
 from robot_rl.errors import ConfigError, RenderError
+from robot_rl.video import VideoWriter
+
+__all__ = ["EnvRenderer", "OffscreenGL", "VideoWriter"]
 
 GL_HELP = ("offscreen rendering needs an OpenGL backend: on a headless Linux machine install "
            "EGL (apt-get install libegl1 libgl1-mesa-dri) and set MUJOCO_GL=egl before "
@@ -129,47 +129,3 @@ class OffscreenGL:
                 del self._mjr
             self._ctx.free()
             self._ctx = None
-
-
-class VideoWriter:
-    """Writes RGB frames to an H.264 mp4 with PyAV."""
-
-    def __init__(self, path: str | Path, fps: float):
-        import av
-
-        self.path = Path(path)
-        if self.path.suffix.lower() != ".mp4":
-            raise ConfigError(f"video path must end in .mp4, got {self.path}")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._container = av.open(str(self.path), mode="w")
-        self._fps = Fraction(fps).limit_denominator(1000)
-        self._stream: Any = None  # av's VideoStream, created with the first frame's size
-        self.frames = 0
-
-    def write(self, frame: np.ndarray) -> None:
-        import av
-
-        if self._stream is None:
-            h, w = frame.shape[:2]
-            stream = self._container.add_stream("libx264", rate=self._fps)
-            stream.width, stream.height = w - w % 2, h - h % 2  # yuv420p needs even sizes
-            stream.pix_fmt = "yuv420p"
-            stream.options = {"crf": "23", "preset": "veryfast"}
-            self._stream = stream
-        frame = np.ascontiguousarray(frame[: self._stream.height, : self._stream.width])
-        for packet in self._stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")):
-            self._container.mux(packet)
-        self.frames += 1
-
-    def close(self) -> None:
-        if self._stream is not None:
-            for packet in self._stream.encode():
-                self._container.mux(packet)
-        self._container.close()
-
-    def __enter__(self) -> VideoWriter:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()

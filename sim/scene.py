@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import mujoco
 import numpy as np
 
-from robot_rl.sim.robots import RobotSpec, compile_spec
+from robot_rl.robots import RobotSpec, compile_spec
 
 # Collision bits: environment geoms collide with the arm (contype 2) and with each other.
 ENV_CONTYPE, ENV_CONAFFINITY = 1, 3

@@ -14,8 +14,8 @@ import torch
 
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.ik import quat_to_mat
+from robot_rl.robots import RobotSpec
 from robot_rl.sim.backends.base import Backend
-from robot_rl.sim.robots import RobotSpec
 
 
 @dataclasses.dataclass(frozen=True)

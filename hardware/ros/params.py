@@ -30,18 +30,3 @@ def declare(node: Node, cls: type[T]) -> T:
             v = float(v)
         values[f.name] = v
     return cls(**values)
-
-
-def _param_classes() -> dict[str, type]:
-    from robot_rl.hardware.ros.policy_node import PolicyNodeParams
-    from robot_rl.hardware.ros.sim_robot_node import SimRobotNodeParams
-    from robot_rl.hardware.ros.teleop_node import TeleopNodeParams
-
-    return {"policy_node": PolicyNodeParams, "sim_robot_node": SimRobotNodeParams,
-            "teleop_node": TeleopNodeParams}
-
-
-def __getattr__(name: str) -> object:
-    if name == "PARAM_CLASSES":  # lazily: the node modules import this one
-        return _param_classes()
-    raise AttributeError(name)

@@ -45,7 +45,7 @@ from robot_rl.hardware.ros.ros_robot import RosRobot  # noqa: E402
 from robot_rl.hardware.ros.spin import SENSOR_QOS, spin_node  # noqa: E402
 from robot_rl.hardware.runtime import DeployConfig, DeployRuntime  # noqa: E402
 from robot_rl.hardware.timing import Samples, Throttle  # noqa: E402
-from robot_rl.sim.robots import get_robot  # noqa: E402
+from robot_rl.robots import get_robot  # noqa: E402
 
 STATE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                        reliability=ReliabilityPolicy.RELIABLE,

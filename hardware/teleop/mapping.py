@@ -16,7 +16,7 @@ import numpy as np
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.ik import dls_joint_delta, orientation_error
 from robot_rl.hardware.teleop.base import TeleopCommand, TeleopError
-from robot_rl.sim.robots import RobotSpec
+from robot_rl.robots import RobotSpec
 
 SUPPORTED = ("ee_delta", "joint_delta", "joint_velocity")
 

@@ -1,8 +1,29 @@
-"""Learning algorithms (training code: the deploy side never imports this package)."""
+"""Learning algorithms: SAC with a safety critic, and the safety critic's action gate.
+
+Training code; the deploy side imports only ``robot_rl.algos.gate`` (the gate the exported
+cost critic screens actions with: array code, no networks). The names below are loaded on
+first use, so importing the gate does not load the learners.
+"""
 
 from __future__ import annotations
 
-from robot_rl.algos.sac import SAC, ActStep, SACConfig
-from robot_rl.algos.safety_critic import SafetyConfig, SafetyMode
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["SAC", "ActStep", "SACConfig", "SafetyConfig", "SafetyMode"]
+if TYPE_CHECKING:
+    from robot_rl.algos.gate import ActionGate, GateResult
+    from robot_rl.algos.sac import SAC, ActStep, SACConfig
+    from robot_rl.algos.safety_critic import SafetyConfig, SafetyMode
+
+_WHERE = {"SAC": "sac", "ActStep": "sac", "SACConfig": "sac", "SafetyConfig": "safety_critic",
+          "SafetyMode": "safety_critic", "ActionGate": "gate", "GateResult": "gate"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'robot_rl.algos' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"robot_rl.algos.{_WHERE[name]}"), name)
+
+
+__all__ = ["SAC", "ActStep", "ActionGate", "GateResult", "SACConfig", "SafetyConfig",
+           "SafetyMode"]

@@ -26,13 +26,13 @@ import dataclasses
 import torch
 from torch import nn
 
+from robot_rl.algos.gate import ActionGate
 from robot_rl.algos.safety_critic import (
     CostCritic,
     Lagrange,
     SafetyConfig,
     cost_td_target,
 )
-from robot_rl.controllers.gate import ActionGate
 from robot_rl.errors import ConfigError
 from robot_rl.nets import EnsembleCritic, RunningNorm, TanhGaussianActor
 from robot_rl.replay import Batch

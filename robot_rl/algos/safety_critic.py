@@ -12,7 +12,7 @@ Two ways to use it, selectable and combinable (``SafetyConfig.mode``):
     gate        Recovery RL / SQRL style action selection: K candidates are sampled from the
                 actor, those with Q_c above ``threshold`` are dropped, the best by Q among the
                 rest is taken, else the least-cost one (or a hold); see
-                ``robot_rl.controllers.gate.ActionGate``, the same gate the deploy loop runs.
+                ``robot_rl.algos.gate.ActionGate``, the same gate the deploy loop runs.
 
 The gate's estimate is pessimistic: mean + ``pessimism`` * std over the ensemble.
 """

@@ -31,11 +31,11 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from robot_rl.bench.sim_throughput import _rate
+from robot_rl.bench.rate import best_rate
 
 
 @dataclasses.dataclass(kw_only=True)
-class BenchSimGPU:
+class BenchSimGPUConfig:
     """GPU simulation throughput: Warp backend vs MuJoCo Warp alone vs the CPU backend.
 
     Example: robot-rl bench sim --backend warp --num-envs 1024 8192
@@ -68,7 +68,7 @@ def _sync(device: torch.device) -> None:
 
 def _timed(step: Callable[[], None], batch: int, device: torch.device, seconds: float,
            repeats: int) -> float:
-    """Env-steps/s of ``step`` with the device drained before the clock stops (``_rate``
+    """Env-steps/s of ``step`` with the device drained before the clock stops (``best_rate``
     warms up with a few untimed bursts)."""
     # Several calls per clock reading, so one synchronization is spread over them.
     inner = 1 if device.type == "cpu" else 10
@@ -78,7 +78,7 @@ def _timed(step: Callable[[], None], batch: int, device: torch.device, seconds: 
             step()
         _sync(device)
 
-    return _rate(burst, batch * inner, seconds, repeats)
+    return best_rate(burst, batch * inner, seconds, repeats)
 
 
 def _free_bytes(device: torch.device) -> int | None:
@@ -152,7 +152,7 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:,.0f}"
 
 
-def run(cfg: BenchSimGPU) -> dict:
+def run(cfg: BenchSimGPUConfig) -> dict:
     """Measure and print the table; returns the figures."""
     from robot_rl.sim import make_env
     from robot_rl.sim.backends.warp_setup import import_warp

@@ -23,7 +23,6 @@ import dataclasses
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -33,6 +32,8 @@ import torch
 from mujoco.batch import Batch
 from rich.console import Console
 from rich.table import Table
+
+from robot_rl.bench.rate import best_rate
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -61,20 +62,6 @@ class BenchSimConfig:
     """Our tasks for the second table (empty to skip)."""
     peers: bool = True
     """Measure EnvPool and gymnasium (skipped with a note when not installed)."""
-
-
-def _rate(step: Callable[[], None], batch: int, seconds: float, repeats: int) -> float:
-    """Best env-steps/s of ``step`` (advancing ``batch`` envs) over ``repeats`` timed runs."""
-    for _ in range(3):
-        step()
-    best = 0.0
-    for _ in range(repeats):
-        n, start = 0, time.perf_counter()
-        while (elapsed := time.perf_counter() - start) < seconds or n < 3:
-            step()
-            n += 1
-        best = max(best, n * batch / elapsed)
-    return best
 
 
 def _cycling(step: Callable[[Any], object], actions: list[Any]) -> Callable[[], None]:
@@ -112,7 +99,7 @@ def single_thread_step_rate(task: str, seconds: float, repeats: int, episodes: i
         batch.qpos[:], batch.qvel[:], batch.mocap_pos[:] = start
         batch.rollout(nstep, control=control, record=("qpos",))
 
-    return _rate(replay, episodes * nstep, seconds, repeats)
+    return best_rate(replay, episodes * nstep, seconds, repeats)
 
 
 def ours(task: str, num_envs: int, threads: int, seconds: float, repeats: int,
@@ -124,7 +111,7 @@ def ours(task: str, num_envs: int, threads: int, seconds: float, repeats: int,
     env.reset(seed=0)
     gen = torch.Generator().manual_seed(0)
     actions = [2 * torch.rand(num_envs, env.act_dim, generator=gen) - 1 for _ in range(64)]
-    return _rate(_cycling(env.step, actions), num_envs, seconds, repeats)
+    return best_rate(_cycling(env.step, actions), num_envs, seconds, repeats)
 
 
 def envpool_pusher(num_envs: int, threads: int, seconds: float, repeats: int) -> float | None:
@@ -137,7 +124,7 @@ def envpool_pusher(num_envs: int, threads: int, seconds: float, repeats: int) ->
     env.reset()
     rng = np.random.default_rng(0)
     actions = [rng.uniform(-2, 2, (num_envs, 7)).astype(np.float32) for _ in range(64)]
-    return _rate(_cycling(env.step, actions), num_envs, seconds, repeats)
+    return best_rate(_cycling(env.step, actions), num_envs, seconds, repeats)
 
 
 def gymnasium_sync_pusher(num_envs: int, seconds: float, repeats: int) -> float | None:
@@ -150,7 +137,7 @@ def gymnasium_sync_pusher(num_envs: int, seconds: float, repeats: int) -> float 
     env.reset(seed=0)
     rng = np.random.default_rng(0)
     actions = [rng.uniform(-2, 2, (num_envs, 7)).astype(np.float32) for _ in range(64)]
-    rate = _rate(_cycling(env.step, actions), num_envs, seconds, repeats)
+    rate = best_rate(_cycling(env.step, actions), num_envs, seconds, repeats)
     env.close()
     return rate
 
@@ -194,13 +181,13 @@ def run(cfg: BenchSimConfig) -> dict:
     from robot_rl.sim import make_task_config
 
     if cfg.backend == "warp":
-        from robot_rl.bench.sim_gpu import BenchSimGPU
+        from robot_rl.bench.sim_gpu import BenchSimGPUConfig
         from robot_rl.bench.sim_gpu import run as run_gpu
 
-        sizes = cfg.num_envs or BenchSimGPU().num_envs
+        sizes = cfg.num_envs or BenchSimGPUConfig().num_envs
         # On Warp's CPU device (a smoke run) the CPU backend runs the same sizes.
-        cpu_envs = sizes if cfg.device == "cpu" else BenchSimGPU().cpu_envs
-        return {task: run_gpu(BenchSimGPU(task=task, num_envs=sizes, device=cfg.device,
+        cpu_envs = sizes if cfg.device == "cpu" else BenchSimGPUConfig().cpu_envs
+        return {task: run_gpu(BenchSimGPUConfig(task=task, num_envs=sizes, device=cfg.device,
                                           cpu_envs=cpu_envs, threads=cfg.threads,
                                           seconds=cfg.seconds, repeats=cfg.repeats))
                 for task in cfg.tasks or ("reach",)}

@@ -11,7 +11,7 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
-from robot_rl.data.record import RecordConfig, record
+from robot_rl.recording.record import RecordConfig, record
 
 
 def record_cmd(cfg: RecordConfig) -> None:
@@ -86,7 +86,7 @@ class DataImportConfig:
 
 def import_cmd(cfg: DataImportConfig) -> None:
     from robot_rl.data import Dataset
-    from robot_rl.data.rosbag_import import import_bags
+    from robot_rl.recording.rosbag_import import import_bags
 
     n = import_bags(cfg.bags, cfg.out, cfg.task, cfg.goal, cfg.joint_states, cfg.commands,
                     cfg.resume)
@@ -144,7 +144,7 @@ def validate_cmd(cfg: DataValidateConfig) -> None:
 
 def replay_cmd(cfg: DataReplayConfig) -> None:
     from robot_rl.data import Dataset
-    from robot_rl.data.sim_replay import replay_episode
+    from robot_rl.recording.sim_replay import replay_episode
 
     ds = Dataset(cfg.path)
     which = list(cfg.episodes) or [int(r["episode_index"]) for r in ds.episodes]

@@ -62,7 +62,7 @@ class _VideoThread:
     ``close`` waits for the last frame; an encoder error surfaces there."""
 
     def __init__(self, path: Path, fps: float):
-        from robot_rl.sim.render import VideoWriter
+        from robot_rl.video import VideoWriter
 
         self._writer = VideoWriter(path, fps)
         self._queue: queue.Queue[np.ndarray | None] = queue.Queue(maxsize=256)

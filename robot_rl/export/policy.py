@@ -127,7 +127,7 @@ class Policy:
         if self._cost is None or self.candidates <= 1:
             return a, False, False
         if self._gate is None:
-            from robot_rl.controllers.gate import ActionGate
+            from robot_rl.algos.gate import ActionGate
 
             self._gate = ActionGate(self.threshold, self.fallback)
         noise = self._rng.standard_normal((self.candidates - 1, self.act_dim)) \

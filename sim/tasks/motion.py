@@ -13,7 +13,7 @@ from robot_rl.controllers.ik import (
     rot_z,
     shrink_to_caps,
 )
-from robot_rl.sim.robots import RobotSpec
+from robot_rl.robots import RobotSpec
 from robot_rl.sim.state import SimState
 
 

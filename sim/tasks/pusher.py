@@ -13,7 +13,7 @@ import mujoco
 import torch
 
 from robot_rl.controllers import JointTorqueConfig, ShieldConfig
-from robot_rl.sim.robots import RobotSpec
+from robot_rl.robots import RobotSpec
 from robot_rl.sim.scene import add_contact_force, add_frame_sensors
 from robot_rl.sim.state import SimState
 from robot_rl.sim.tasks import terms

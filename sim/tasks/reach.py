@@ -9,7 +9,7 @@ import torch
 
 from robot_rl.controllers import EEDeltaConfig, JointDeltaConfig
 from robot_rl.errors import ConfigError
-from robot_rl.sim.robots import RobotSpec
+from robot_rl.robots import RobotSpec
 from robot_rl.sim.scene import SceneBuilder
 from robot_rl.sim.state import SimState
 from robot_rl.sim.tasks import terms

@@ -14,7 +14,7 @@ import dataclasses
 import mujoco
 import torch
 
-from robot_rl.sim.robots import RobotSpec
+from robot_rl.robots import RobotSpec
 from robot_rl.sim.scene import SceneBuilder
 from robot_rl.sim.state import SimState
 from robot_rl.sim.tasks import reach, terms

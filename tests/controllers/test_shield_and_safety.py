@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from robot_rl.algos.gate import ActionGate
 from robot_rl.controllers import (
-    ActionGate,
     EStop,
     JointTorqueConfig,
     SafetyShield,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from robot_rl.hardware.robot import HardLimits, JointCommand, JointReading, Robot
-from robot_rl.sim.robots import get_robot
+from robot_rl.robots import get_robot
 
 
 @pytest.fixture(scope="session")

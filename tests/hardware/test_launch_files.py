@@ -70,7 +70,12 @@ def test_ament_package_files():
 
 
 def test_params_file_keys_are_node_parameters():
-    from robot_rl.hardware.ros.params import PARAM_CLASSES
+    from robot_rl.hardware.ros.policy_node import PolicyNodeParams
+    from robot_rl.hardware.ros.sim_robot_node import SimRobotNodeParams
+    from robot_rl.recording.teleop_node import TeleopNodeParams
+
+    PARAM_CLASSES = {"policy_node": PolicyNodeParams, "sim_robot_node": SimRobotNodeParams,
+                     "teleop_node": TeleopNodeParams}
 
     params = yaml.safe_load((ROOT / "launch" / "config" / "arm7.yaml").read_text())
     for node, cls in PARAM_CLASSES.items():

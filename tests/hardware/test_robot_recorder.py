@@ -10,14 +10,14 @@ from pathlib import Path
 
 import numpy as np
 
-from robot_rl.data.loader import demo_and_online, demo_buffer
 from robot_rl.data.reader import Dataset
 from robot_rl.data.writer import DatasetWriter
 from robot_rl.export import load_policy
-from robot_rl.hardware.robot_recorder import NoPolicy, RobotRecorder, robot_dataset_spec
+from robot_rl.finetune.demos import demo_and_online, demo_buffer
 from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
 from robot_rl.hardware.sim_robot import SimRobot, SimRobotConfig
 from robot_rl.hardware.teleop.base import ScriptedTeleop, TeleopCommand
+from robot_rl.recording.robot_recorder import NoPolicy, RobotRecorder, robot_dataset_spec
 from robot_rl.sim import make_env
 
 RATE = 100.0  # ticks/s; the reach policy steps at 50 Hz

@@ -39,7 +39,7 @@ from robot_rl.hardware.ros.launcher import (  # noqa: E402
     stop_node,
 )
 from robot_rl.hardware.sim_robot import SimRobotConfig, build_model  # noqa: E402
-from robot_rl.sim.robots import get_robot  # noqa: E402
+from robot_rl.robots import get_robot  # noqa: E402
 
 GOAL = [0.5, -0.15, 0.3]
 RATE = 200.0

@@ -14,7 +14,6 @@ import pytest
 from robot_rl.controllers import EEDeltaConfig, JointDeltaConfig
 from robot_rl.controllers.arm_model import ArmModel
 from robot_rl.data import Dataset
-from robot_rl.data.record import RecordConfig, record
 from robot_rl.hardware.sim_robot import SimRobotConfig, build_model
 from robot_rl.hardware.teleop import ScriptedTeleop, TeleopCommand
 from robot_rl.hardware.teleop.gamepad import (
@@ -30,7 +29,8 @@ from robot_rl.hardware.teleop.gamepad import (
 from robot_rl.hardware.teleop.keyboard import KeyboardTeleop, parse_keys
 from robot_rl.hardware.teleop.mapping import TeleopMapper
 from robot_rl.hardware.teleop.spacemouse import SpaceMouseTeleop, parse_report
-from robot_rl.sim.robots import get_robot
+from robot_rl.recording.record import RecordConfig, record
+from robot_rl.robots import get_robot
 
 
 class FakeClock:

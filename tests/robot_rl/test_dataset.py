@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from robot_rl.data import Dataset, DatasetError, DatasetWriter
-from robot_rl.data.record import RecordConfig, dataset_spec, make_recording_env, record
-from robot_rl.data.sim_replay import replay_episode
+from robot_rl.recording.record import RecordConfig, dataset_spec, make_recording_env, record
+from robot_rl.recording.sim_replay import replay_episode
 
 EP_LEN = 40
 
@@ -156,7 +156,7 @@ def test_resume_appends(tmp_path):
 _RECORDER = """
 import sys
 from pathlib import Path
-from robot_rl.data.record import RecordConfig, record
+from robot_rl.recording.record import RecordConfig, record
 record(RecordConfig(task="push", teleop="expert", episodes=50, out=Path(sys.argv[1]),
                     episode_length=50, realtime=True, progress=False))
 """
@@ -191,7 +191,7 @@ def test_kill_9_mid_episode_leaves_a_valid_dataset_and_resume_cleans_up(tmp_path
 
 
 def test_a_dataset_loads_into_a_replay_buffer_as_its_transitions(push_data):
-    from robot_rl.data.loader import demo_buffer
+    from robot_rl.finetune.demos import demo_buffer
 
     ds = Dataset(push_data)
     env = make_recording_env("push")

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from robot_rl.algos import SACConfig
-from robot_rl.data.record import RecordConfig, record
 from robot_rl.finetune import FinetuneConfig, FinetuneRunner, mixed_batch
+from robot_rl.recording.record import RecordConfig, record
 from robot_rl.replay import ReplayBuffer
 from robot_rl.sim import make_task_config
 

@@ -10,11 +10,11 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
 from robot_rl.data import Dataset, DatasetError
-from robot_rl.data.rosbag_import import import_bags
-from robot_rl.data.sim_replay import replay_episode
 from robot_rl.hardware.observation import TaskObserver
+from robot_rl.recording.rosbag_import import import_bags
+from robot_rl.recording.sim_replay import replay_episode
+from robot_rl.robots import get_robot
 from robot_rl.sim import make_task_config
-from robot_rl.sim.robots import get_robot
 
 GOAL = (0.5, -0.15, 0.3)
 OFFSET = 0.05  # every command targets the arm's position + 0.05 rad: action 0.5 at scale 0.1

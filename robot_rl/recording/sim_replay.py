@@ -35,7 +35,7 @@ class ReplayResult:
 def replay_episode(ds: Dataset, index: int, video: Path | None = None,
                    camera: str = "corner") -> ReplayResult:
     """Replay episode ``index`` of ``ds`` (see module docstring); optionally film it."""
-    from robot_rl.data.record import dataset_spec, make_recording_env
+    from robot_rl.recording.record import dataset_spec, make_recording_env
 
     rows = [r for r in ds.episodes if r["episode_index"] == index]
     if not rows:

@@ -71,7 +71,7 @@ class NoPolicy:
 def robot_dataset_spec(runtime: DeployRuntime) -> DatasetSpec:
     """The dataset a recording through ``runtime`` writes: the task's spec (the same names,
     action space and rate as a sim recording), with no env to replay in."""
-    from robot_rl.data.record import dataset_spec
+    from robot_rl.recording.record import dataset_spec
 
     return dataset_spec(runtime.observer.env)
 

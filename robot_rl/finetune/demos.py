@@ -72,7 +72,7 @@ def fill_buffer(buffer: ReplayBuffer, ds: Dataset) -> int:
 def _checked(ds: Dataset, env: VecEnv) -> None:
     """A BatchedEnv's task, robot and action space must be the dataset's; another VecEnv
     (no task of ours to compare) must match its observation and action widths."""
-    from robot_rl.data.record import dataset_spec
+    from robot_rl.recording.record import dataset_spec
 
     if isinstance(env, BatchedEnv):
         ds.check(dataset_spec(env))

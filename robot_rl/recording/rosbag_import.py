@@ -92,8 +92,8 @@ def import_bags(bags: Sequence[Path], out: Path, task: str, goal: Sequence[float
                 commands: str = "/forward_position_controller/commands",
                 resume: bool = False) -> int:
     """Import each bag as an episode of the dataset at ``out``; returns the episodes added."""
-    from robot_rl.data.record import dataset_spec
     from robot_rl.hardware.observation import TaskObserver
+    from robot_rl.recording.record import dataset_spec
     from robot_rl.sim import make_task_config
 
     observer = TaskObserver(make_task_config(task))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robot_rl.sim.robots.spec import GripperSpec, RobotSpec
+from robot_rl.robots.spec import GripperSpec, RobotSpec
 
 ASSETS = Path(__file__).parent / "assets"
 

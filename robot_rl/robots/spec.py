@@ -1,9 +1,9 @@
 """RobotSpec: everything the tasks, controllers and shield need to know about an arm.
 
 Tasks are written against a RobotSpec, never against one robot. The built-in arm is one
-spec (see ``robot_rl.sim.robots.builtin``); a user's own MJCF plugs in through the same class:
+spec (see ``robot_rl.robots.builtin``); a user's own MJCF plugs in through the same class:
 
-    from robot_rl.sim.robots import RobotSpec, register_robot
+    from robot_rl.robots import RobotSpec, register_robot
     register_robot("myarm", lambda: RobotSpec.from_mjcf("myarm.xml", name="myarm",
         joint_names=("j1", "j2", ...), ee_site="tool", qd_max=(2.0, ...), home=(0.0, ...)))
 

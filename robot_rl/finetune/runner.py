@@ -21,7 +21,7 @@ for either method. The observation normalizer starts from the demonstrations' st
 
 A dataset may also hold policy-driven episodes a person corrected (``robot-rl record
 --policy``, or the ROS teleop node with an artifact): as in HIL-SERL, their intervention steps
-join the demonstrations, and all their steps start the online buffer (``data/loader.py``).
+join the demonstrations, and all their steps start the online buffer (``finetune/demos.py``).
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ import torch
 from rich.console import Console
 
 from robot_rl.algos import SACConfig
-from robot_rl.data.loader import add_transitions, demo_and_online
 from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
+from robot_rl.finetune.demos import add_transitions, demo_and_online
 from robot_rl.replay import Batch, ReplayBuffer
 from robot_rl.runner import Runner, TrainConfig
 from robot_rl.sim.vec_env import VecEnv

@@ -7,7 +7,7 @@ It is policy_node (the same /joint_states subscription, tick schedule, shield, c
 watchdog, command topic and services) with a person in the policy's place: each tick reads
 the device (``keyboard`` in this terminal, ``spacemouse``, ``gamepad``), and each policy step
 maps it into the task's action space; the steps go into a dataset in the layout
-``robot-rl record`` writes in sim (``hardware/robot_recorder.py``). Keys (keyboard): Enter
+``robot-rl record`` writes in sim (``recording/robot_recorder.py``). Keys (keyboard): Enter
 starts an episode and saves it, x re-records, y / n label success / failure (otherwise the
 task's own success test), q quits. With ``artifact`` set the policy acts and moving the
 device takes over (HIL-SERL interventions, flagged in the dataset).
@@ -63,7 +63,7 @@ class TeleopNode(PolicyNode):
         """``device``: a Teleoperator to use instead of the one the ``device`` parameter
         names (tests)."""
         from robot_rl.data.writer import DatasetWriter
-        from robot_rl.hardware.robot_recorder import RobotRecorder, robot_dataset_spec
+        from robot_rl.recording.robot_recorder import RobotRecorder, robot_dataset_spec
 
         self.recorder: RobotRecorder | None = None
         super().__init__(**kwargs)
@@ -88,7 +88,7 @@ class TeleopNode(PolicyNode):
                 raise RobotRLError(f"the artifact is for task {policy.meta['task']!r}, the "
                                    f"'task' parameter says {p.task!r}")
             return policy
-        from robot_rl.hardware.robot_recorder import NoPolicy
+        from robot_rl.recording.robot_recorder import NoPolicy
 
         return NoPolicy(p.task)
 
@@ -96,7 +96,7 @@ class TeleopNode(PolicyNode):
     def _open_device(kind: str) -> Any:
         if kind not in DEVICES:
             raise RobotRLError(f"device must be one of {DEVICES}, got {kind!r}")
-        from robot_rl.data.record import open_teleop
+        from robot_rl.recording.record import open_teleop
 
         return open_teleop(kind)  # type: ignore[arg-type]
 

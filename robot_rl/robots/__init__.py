@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from robot_rl.errors import ConfigError, unknown_name
-from robot_rl.sim.robots.builtin import arm7, pusher
-from robot_rl.sim.robots.spec import GripperSpec, RobotSpec, compile_spec, load_mjcf
+from robot_rl.robots.builtin import arm7, pusher
+from robot_rl.robots.spec import GripperSpec, RobotSpec, compile_spec, load_mjcf
 
 _ROBOTS: dict[str, Callable[[], RobotSpec]] = {"arm7": arm7, "pusher": pusher}
 
