@@ -34,6 +34,7 @@ from robot_rl.controllers.action_spaces import (
 )
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.base import Controller, DirectTorque
+from robot_rl.controllers.diff_ik import DiffIK, DiffIKConfig
 from robot_rl.controllers.factory import ControllerConfig, make_controller
 from robot_rl.controllers.joint import JointController, JointImpedanceConfig, JointPDConfig
 from robot_rl.controllers.osc import OperationalSpace, OSCConfig, cartesian_impedance
@@ -43,7 +44,8 @@ from robot_rl.controllers.watchdog import EStop, Watchdog
 
 __all__ = [
     "LAYERS", "ActionConfig", "ActionSpace", "ArmState", "Controller",
-    "ControllerConfig", "DirectTorque", "EEDelta", "EEDeltaConfig", "EEPose", "EEPoseConfig",
+    "ControllerConfig", "DiffIK", "DiffIKConfig", "DirectTorque", "EEDelta", "EEDeltaConfig",
+    "EEPose", "EEPoseConfig",
     "EStop", "JointController", "JointDelta", "JointDeltaConfig",
     "JointImpedanceConfig", "JointPDConfig", "JointTorque", "JointTorqueConfig",
     "JointVelocity", "JointVelocityConfig", "OSCConfig", "OperationalSpace", "SafetyShield",

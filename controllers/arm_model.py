@@ -67,6 +67,7 @@ class ArmModel:
         self._qpos, self._qvel = d.qpos, d.qvel
         self._xpos, self._xmat = d.site_xpos[self._site], d.site_xmat[self._site]
         self._passive, self._gravcomp = d.qfrc_passive, d.qfrc_gravcomp
+        self._bodies = np.array([int(j.bodyid[0]) for j in joints])
 
     def state(self, q: np.ndarray, qd: np.ndarray, mass: bool = False) -> ArmState:
         """(1, ...) ArmState at joint positions ``q`` (n,) and velocities ``qd`` (n,)."""
@@ -80,18 +81,77 @@ class ArmModel:
         mujoco.mj_kinematics(m, d)
         mujoco.mj_comPos(m, d)
         mujoco.mj_jacSite(m, d, self._jacp, self._jacr, self._site)
+        mujoco.mj_comVel(m, d)
+        mujoco.mj_passive(m, d)  # passive forces and the gravity compensation
+        gravity = self._comp * self._gravcomp[self._dofs]
         out = ArmState(q=np.array(q, dtype=np.float64)[None],
                        qd=np.array(qd, dtype=np.float64)[None],
                        ee_pos=self._xpos[None].copy(), ee_rot=self._xmat.reshape(1, 3, 3).copy(),
-                       jac=self._jac[None, :, self._dofs].copy())
+                       jac=self._jac[None, :, self._dofs].copy(),
+                       link_pos=d.xpos[self._bodies][None].copy(),
+                       link_rot=d.xmat[self._bodies].reshape(1, -1, 3, 3).copy(),
+                       gravity=gravity[None])
         if mass:
             mujoco.mj_crb(m, d)
             mujoco.mj_makeM(m, d)
-            mujoco.mj_comVel(m, d)
-            mujoco.mj_passive(m, d)
             mujoco.mj_rne(m, d, 0, self._bias)
             mujoco.mj_fullM(m, d, self._full)
             out.mass = self._full[self._mass_ix][None]
-            drift = self._passive[self._dofs] - self._bias[self._dofs]
-            out.drift = (drift + self._comp * self._gravcomp[self._dofs])[None]
+            out.drift = (self._passive[self._dofs] - self._bias[self._dofs] + gravity)[None]
         return out
+
+
+def guard_points(model: mujoco.MjModel, robot: RobotSpec, floor: float = 0.0
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The corners of the arm's collision geometry that the shield keeps above the table.
+
+    Returns ((K, 3) points, each in the frame of the body of the arm joint that moves it,
+    (K,) that joint's index): the corners of every collision geom's bounding box on a body
+    whose nearest arm-joint ancestor is that joint (the gripper's fingers at both ends of
+    their travel count with the last link). A link with a point below ``floor`` at the home
+    pose is part of the mount (it can never be lifted clear) and is left out; without any
+    geometry: the end-effector site, on the last link.
+    """
+    joints = [model.joint(j) for j in robot.joint_names]
+    arm_bodies = [int(j.bodyid[0]) for j in joints]
+    fingers = [model.joint(j).id for j in robot.gripper.joints] if robot.gripper else []
+
+    def link_of(b: int) -> int | None:
+        while b > 0:
+            if b in arm_bodies:
+                return arm_bodies.index(b)
+            b = int(model.body_parentid[b])
+        return None
+
+    geoms: list[tuple[int, int]] = []
+    for g in range(model.ngeom):
+        k = link_of(int(model.geom_bodyid[g]))
+        if k is not None and (model.geom_contype[g] or model.geom_conaffinity[g]):
+            geoms.append((g, k))
+    signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+    points: list[np.ndarray] = []
+    links: list[int] = []
+    low_at_home: set[int] = set()
+    for end in (0, 1):  # fingers closed, then open
+        data = home_data(model, robot)
+        for j in fingers:
+            data.qpos[model.jnt_qposadr[j]] = model.jnt_range[j][end]
+        mujoco.mj_kinematics(model, data)
+        for g, k in geoms:
+            corners = model.geom_aabb[g, :3] + signs * model.geom_aabb[g, 3:]  # geom frame
+            world = data.geom_xpos[g] + corners @ data.geom_xmat[g].reshape(3, 3).T
+            if world[:, 2].min() < floor:
+                low_at_home.add(k)
+            b = arm_bodies[k]
+            points.append((world - data.xpos[b]) @ data.xmat[b].reshape(3, 3))
+            links += [k] * len(corners)
+    pts, idx = np.concatenate(points) if points else np.zeros((0, 3)), np.asarray(links)
+    keep = ~np.isin(idx, sorted(low_at_home))
+    pts, idx = pts[keep], idx[keep]
+    if len(pts) == 0:
+        data = home_data(model, robot)
+        b, site = arm_bodies[-1], model.site(robot.ee_site).id
+        p = (data.site_xpos[site] - data.xpos[b]) @ data.xmat[b].reshape(3, 3)
+        return p[None], np.array([len(arm_bodies) - 1])
+    uniq, first = np.unique(np.round(np.c_[pts, idx], 9), axis=0, return_index=True)
+    return pts[np.sort(first)], idx[np.sort(first)]

@@ -33,6 +33,15 @@ class ArmState:
     joint damping and springs, with gravity taken as compensated (the shield's torque layers
     predict qdd = M^-1 (tau + drift)); None counts as zero."""
 
+    gravity: Array | None = None
+    """(E, n) the actuator-side gravity compensation torque: the actuators add it to the
+    command and it counts against their torque limits; None counts as zero."""
+    link_pos: Array | None = None
+    """(E, n, 3) world position of each arm joint's body (the shield's floor layer keeps
+    their collision geometry above the table); None: only the end effector is guarded."""
+    link_rot: Array | None = None
+    """(E, n, 3, 3) world orientation of each arm joint's body."""
+
     _mass_inv: Array | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def numpy(self) -> ArmState:
@@ -40,7 +49,9 @@ class ArmState:
         conv = to_numpy
         return ArmState(q=conv(self.q), qd=conv(self.qd), ee_pos=conv(self.ee_pos),
                         ee_rot=conv(self.ee_rot), jac=conv(self.jac), mass=conv(self.mass),
-                        drift=conv(self.drift))
+                        drift=conv(self.drift), gravity=conv(self.gravity),
+                        link_pos=conv(self.link_pos),
+                        link_rot=conv(self.link_rot))
 
     def mass_inv(self) -> Array:
         """(E, n, n) inverse mass matrix, computed once per state and shared by the

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from robot_rl.controllers.action_spaces import ActionSpace
 from robot_rl.controllers.base import Controller, DirectTorque
+from robot_rl.controllers.diff_ik import DiffIK, DiffIKConfig
 from robot_rl.controllers.joint import (
     JointController,
     JointImpedanceConfig,
@@ -18,14 +19,14 @@ from robot_rl.errors import ConfigError
 if TYPE_CHECKING:
     from robot_rl.robots import RobotSpec
 
-ControllerConfig: TypeAlias = JointPDConfig | JointImpedanceConfig | OSCConfig
+ControllerConfig: TypeAlias = JointPDConfig | JointImpedanceConfig | DiffIKConfig | OSCConfig
 """Controller configs; ``None`` in a task config picks the default for its action space."""
 
 
 def make_controller(cfg: ControllerConfig | None, action_space: ActionSpace,
                     robot: RobotSpec) -> Controller:
     """The controller of ``cfg`` (or the default for the action space: joint PD for joint
-    targets, OSC for pose targets, pass-through for torques)."""
+    targets, differential IK on the joint PD for pose targets, pass-through for torques)."""
     kind = action_space.kind
     if kind == "torque":
         if cfg is not None:
@@ -33,12 +34,14 @@ def make_controller(cfg: ControllerConfig | None, action_space: ActionSpace,
                               f"controller {cfg.type!r} cannot be used with it (set None)")
         return DirectTorque(robot)
     if cfg is None:
-        cfg = JointPDConfig() if kind == "joint" else OSCConfig()
+        cfg = JointPDConfig() if kind == "joint" else DiffIKConfig()
     controller: Controller
     if isinstance(cfg, JointPDConfig):
         controller = JointController(robot)
     elif isinstance(cfg, JointImpedanceConfig):
         controller = joint_impedance(cfg, robot)
+    elif isinstance(cfg, DiffIKConfig):
+        controller = DiffIK(cfg, robot)
     elif isinstance(cfg, OSCConfig):
         controller = OperationalSpace(cfg, robot)
     else:

@@ -31,11 +31,10 @@ from robot_rl.controllers.ik import orientation_error
 from robot_rl.controllers.xp import (
     Array,
     Constants,
-    clip,
+    clamp_norm,
     matvec,
     mT,
     namespace,
-    norm,
     solve,
 )
 from robot_rl.errors import ConfigError
@@ -103,8 +102,8 @@ class OperationalSpace(Controller):
         c = self._c(state.q)
         kp, kd, home, reg = c["kp"], c["kd"], c["home"], c["reg"]
         cfg = self.cfg
-        e_pos = _clamp_norm(targets.pos - state.ee_pos, cfg.max_pos_error)
-        e_rot = _clamp_norm(orientation_error(state.ee_rot, targets.rot), cfg.max_rot_error)
+        e_pos = clamp_norm(targets.pos - state.ee_pos, cfg.max_pos_error)
+        e_rot = clamp_norm(orientation_error(state.ee_rot, targets.rot), cfg.max_rot_error)
         jac, mass = state.jac, state.mass
         acc = kp * xp.concatenate([e_pos, e_rot], axis=-1) - kd * matvec(jac, state.qd)
         # Null-space posture torque, and its image in task space to project out.
@@ -117,9 +116,3 @@ class OperationalSpace(Controller):
         else:
             force = acc - solve(lam_inv, leak[..., None])[..., 0]
         return tau0 + matvec(mT(jac), force)
-
-
-def _clamp_norm(v: Array, max_norm: float) -> Array:
-    """Rows of ``v`` scaled down to a norm of at most ``max_norm``."""
-    n = norm(v, keepdims=True)
-    return v * (max_norm / clip(n, lo=max_norm))

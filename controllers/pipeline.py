@@ -7,6 +7,7 @@ the compiled model; nothing about acting is written twice. Its stages:
     act(action, prev, arm, hold)                                  once per control step
         action (E, A) -> shield.filter_action     NaN guard, bounds, rate limit
                       -> action space, or its hold where ``hold`` / NaN
+                      -> differential IK (pose targets on a joint servo: joint targets)
                       -> shield.filter_targets    workspace, joint limits, speed, torque, floor
         -> ControlStep(action, targets, invalid, held, flags)
     command(targets, arm, interface)                              at the command rate
@@ -39,9 +40,10 @@ from robot_rl.controllers.action_spaces import (
 )
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.base import Controller, DirectTorque
+from robot_rl.controllers.diff_ik import DiffIK
 from robot_rl.controllers.factory import ControllerConfig, make_controller
 from robot_rl.controllers.servo import CommandInterface, hold_command, velocity_servo
-from robot_rl.controllers.shield import Flags, SafetyShield, ShieldConfig
+from robot_rl.controllers.shield import Flags, JointTrack, SafetyShield, ShieldConfig
 from robot_rl.controllers.xp import Array, flatnonzero
 from robot_rl.errors import ConfigError
 
@@ -95,6 +97,8 @@ class ActionPipeline:
         self.robot = action_space.robot
         self.dim = action_space.dim
         """Action dimension A."""
+        self._track: JointTrack | None = None
+        """The joint command trajectory the shield continues (joint targets)."""
 
     # -- set-up ----------------------------------------------------------------------------
 
@@ -106,6 +110,7 @@ class ActionPipeline:
         """Read what the action space and the controller need from the compiled model."""
         self.action_space.bind(model)
         self.controller.bind(model)
+        self.shield.bind(model)
 
     @property
     def in_model(self) -> bool:
@@ -138,9 +143,19 @@ class ActionPipeline:
     # -- stages ----------------------------------------------------------------------------
 
     def reset(self, ids: Array, q: Array) -> None:
-        """Start the robots ``ids`` afresh at joint positions ``q`` (E, n) (stateful action
-        spaces forget their memory)."""
+        """Start the robots ``ids`` afresh at joint positions ``q`` (E, n): stateful action
+        spaces forget their memory, the joint commands' speed restarts at rest."""
         self.action_space.reset(ids, q)
+        if self.action_space.kind == "joint":
+            self._track_at(q).v[ids] = 0.0
+
+    def _track_at(self, q: Array) -> JointTrack:
+        """The trajectory state, (re)made at rest at ``q`` when it is not of ``q``'s kind and
+        shape (one pipeline may serve a batched env and the deploy loop in turn)."""
+        t = self._track
+        if t is None or type(t.v) is not type(q) or t.v.shape != q.shape:
+            t = self._track = JointTrack(v=q * 0.0)
+        return t
 
     def act(self, action: Array, prev: Array, arm: ArmState, hold: Array | None = None
             ) -> ControlStep:
@@ -153,7 +168,12 @@ class ActionPipeline:
         if bool(held.any()):
             targets = targets.where(held, self.action_space.hold(arm, applied))
             self.action_space.reset(flatnonzero(held), arm.q)
-        targets, target_flags = self.shield.filter_targets(targets, arm)
+        if isinstance(self.controller, DiffIK):  # pose targets become joint targets here
+            targets = self.controller.joint_targets(targets, arm)
+            if bool(held.any()):
+                targets = targets.where(held, Targets("joint", joint=arm.q * 1.0))
+        track = self._track_at(arm.q) if targets.kind == "joint" else None
+        targets, target_flags = self.shield.filter_targets(targets, arm, track)
         flags.update(target_flags)
         return ControlStep(applied, targets, invalid, held, flags)
 
@@ -190,5 +210,5 @@ def make_action_pipeline(cfg: ControlSource, robot: RobotSpec) -> ActionPipeline
         raise ConfigError(f"decimation {cfg.decimation} must be a multiple of the "
                           f"controller's substeps {controller.substeps}")
     shield = SafetyShield(cfg.shield, robot, cfg.safety.workspace_lo, cfg.safety.workspace_hi,
-                          controller.kp, controller.kd)
+                          controller.kp, controller.kd, control_dt=cfg.control_dt)
     return ActionPipeline(space, controller, shield)

@@ -1,6 +1,6 @@
 """SafetyShield: the last layer before the actuators, in simulation and on hardware alike.
 
-Layers, always applied in this order (``LAYERS``):
+Layers (``LAYERS``, the names of the flags):
 
     1 nan_guard       actions with NaN/inf -> that robot holds (see ``ActionSpace.hold``)
     2 action_bounds   actions clipped to [-1, 1]
@@ -8,25 +8,39 @@ Layers, always applied in this order (``LAYERS``):
     4 workspace       the end effector is kept inside the workspace box shrunk by a margin
     5 joint_limits    joints are kept inside soft limits, with a braking margin growing with
                       the speed towards the limit
-    6 joint_velocity  joint speeds are kept below ``velocity_fraction`` of the velocity limits
-    7 torque          joint torques are kept below ``torque_fraction`` of the torque limits
-    8 table_floor     the end effector is kept above ``floor_height``
+    6 joint_velocity  joint speeds are kept below ``velocity_fraction`` of the velocity limits,
+                      and the speed asked of a joint changes by at most ``max_joint_accel``
+    7 torque          joint torques (the actuators' gravity compensation included) are kept
+                      below ``torque_fraction`` of the torque limits
+    8 table_floor     every corner of the arm's collision geometry (``bind``; unbound: the end
+                      effector) is kept above ``floor_height``
 
 Layers 1-3 act on actions (``filter_action``, once per control tick). Layers 4-8 act on what
 the controller tracks, in the form the controller takes:
 
-* joint position targets (``filter_targets``, once per tick): the target is moved so that the
-  joint PD law, which runs at every physics step, settles inside the limits. The end-effector
-  layers predict the target's end-effector position to first order (p + J dq) and project it
-  back inside with damped least squares; the velocity layer bounds the PD law's steady speed
-  kp/kd |q_target - q|; the torque layer bounds kp (q_target - q) - kd qd.
-* pose targets (``filter_targets``): the position target is clipped into the shrunk box and
-  above the floor.
+* joint position targets (``filter_targets``, once per tick; differential IK turns pose
+  targets into these too). Applied in the order 4, 5, 6, 7, 8, with 4 once more where 6
+  would carry the end effector out. The target is moved so that the joint PD law, which
+  runs at every physics step, settles inside the limits: the end-effector layer predicts the
+  target's end-effector position to first order (p + J dq) and projects it back inside with
+  damped least squares; the velocity layer treats the target as the PD law's steady speed
+  v = kp/kd (q_target - q) and keeps v within the speed limit, the speed that still stops
+  before the soft limits, and ``max_joint_accel`` of the last command's speed (a
+  ``JointTrack`` per robot; it bounds how hard one joint's motion pulls on the others: a
+  shoulder swung at full torque flings a wrist past what its own motor can hold); the torque
+  layer bounds kp (q_target - q) - kd qd; the floor layer predicts every guard point's height
+  the same way and lifts the one short by most with the joints still free to move, a few
+  passes, inside the soft limits.
+* pose targets for a torque controller (``filter_targets``): the position target is clipped
+  into the shrunk box, and raised so the hand's lowest corner clears the floor.
 * joint torques (``filter_torque``, at the torque controller's rate): the acceleration that
   the torque would cause (M^-1 tau, or J M^-1 tau for the end effector) is bounded so that
   the velocity towards any limit decays within ``brake_time`` to the speed from which
-  ``brake_accel`` still stops before it, and the torque is corrected by exactly that
-  acceleration change (M dqdd, or J^T Lambda dxdd). Then torques are clipped.
+  ``brake_accel`` still stops before it, within ``max_joint_accel``, and the torque is
+  corrected by that acceleration change (M dqdd, or J^T Lambda dxdd), alternating with the
+  torque limits a few passes. Then torques are clipped. (This path does not yet hold the
+  hard joint limits against every attack of ``robot_rl.bench.shield_attacks``; see
+  docs/safety.md.)
 
 Every method returns per-robot flags ``{layer: (E,) bool}``: whether the layer changed
 anything. Limits come from the RobotSpec and the task's workspace, with the margins of
@@ -40,16 +54,39 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import mujoco
 import numpy as np
 
 from robot_rl.controllers.action_spaces import Targets
+from robot_rl.controllers.arm_model import guard_points, home_data
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.ik import dls_joint_delta
-from robot_rl.controllers.xp import Array, Constants, amax, clip, matvec, mT, namespace, solve
+from robot_rl.controllers.xp import (
+    Array,
+    Constants,
+    amax,
+    amin,
+    clip,
+    index_like,
+    matvec,
+    mT,
+    namespace,
+    row_index,
+    solve,
+)
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:
     from robot_rl.robots import RobotSpec
+
+@dataclasses.dataclass
+class JointTrack:
+    """What the shield's joint-target layers remember of E robots from one control step to
+    the next: the speed the last command asked the joint PD law for."""
+
+    v: Array
+    """(E, n) kp/kd (q_target - q) of the last command [rad/s]."""
+
 
 LAYERS = ("nan_guard", "action_bounds", "rate_limit", "workspace", "joint_limits",
           "joint_velocity", "torque", "table_floor")
@@ -82,6 +119,12 @@ class ShieldConfig:
     """Lowest end-effector height above the table top (z = 0) [m]."""
     brake_accel: float = 8.0
     """Joint deceleration [rad/s^2] the braking margins assume."""
+    max_joint_accel: float = 8.0
+    """Largest joint acceleration the shield lets a command ask for [rad/s^2] (braking
+    towards a limit may ask for more): joint targets follow a trajectory whose velocity
+    changes by at most this per second; torques are corrected so the joint accelerations
+    they cause stay within it. It bounds the inertial coupling between the joints (a
+    shoulder swung at full torque flings a wrist past what its own motor can hold)."""
     brake_accel_ee: float = 4.0
     """End-effector deceleration [m/s^2] the braking margins assume."""
     brake_time: float = 0.01
@@ -92,7 +135,8 @@ class SafetyShield:
     """The layered shield of one robot model (see module docstring)."""
 
     def __init__(self, cfg: ShieldConfig, robot: RobotSpec, workspace_lo: Sequence[float],
-                 workspace_hi: Sequence[float], kp: np.ndarray, kd: np.ndarray):
+                 workspace_hi: Sequence[float], kp: np.ndarray, kd: np.ndarray,
+                 control_dt: float = 0.02):
         self.cfg = cfg
         self.robot = robot
         n = robot.num_joints
@@ -113,8 +157,13 @@ class SafetyShield:
                     f"and be ordered")
         if not 0 < cfg.velocity_fraction <= 1 or not 0 < cfg.torque_fraction <= 1:
             raise ConfigError("shield velocity_fraction and torque_fraction must be in (0, 1]")
-        if min(cfg.brake_accel, cfg.brake_accel_ee, cfg.brake_time) <= 0:
-            raise ConfigError("shield brake_accel, brake_accel_ee and brake_time must be > 0")
+        if min(cfg.brake_accel, cfg.brake_accel_ee, cfg.brake_time, cfg.max_joint_accel) <= 0:
+            raise ConfigError("shield brake_accel, brake_accel_ee, brake_time and "
+                              "max_joint_accel must be > 0")
+        if control_dt <= 0:
+            raise ConfigError(f"shield control_dt must be > 0, got {control_dt}")
+        self.dt = float(control_dt)
+        """Seconds between two target updates (the control period)."""
         if cfg.max_action_delta is not None and cfg.max_action_delta <= 0:
             raise ConfigError("shield max_action_delta must be positive (or None)")
         lo = np.asarray(workspace_lo, dtype=np.float64) + cfg.workspace_margin
@@ -123,13 +172,19 @@ class SafetyShield:
             raise ConfigError("shield: the workspace box minus workspace_margin is empty")
         if cfg.floor_height >= hi[2]:
             raise ConfigError("shield floor_height is above the workspace box")
-        self._c = Constants(
+        self._limits = dict(
             soft_lo=soft_lo, soft_hi=soft_hi,
             qd_lim=cfg.velocity_fraction * np.asarray(robot.qd_max, dtype=np.float64),
             tau_lim=cfg.torque_fraction * np.asarray(robot.tau_max, dtype=np.float64),
             ws_lo=lo, ws_hi=hi, kp=kp, kd=kd,
             lag=np.asarray(kd, dtype=np.float64) / np.asarray(kp, dtype=np.float64),
+            hand=np.zeros((1, 3)),
+            guard=np.zeros((1, 3)),
+            guard_mask=np.ones((1, n)),
         )
+        self._guard_link: np.ndarray | None = None
+        """(K,) the arm link each guard point is on (``bind``); None: only the end effector."""
+        self._c = Constants(**self._limits)
         """The shield's limits as arrays of the caller's kind (``self._c(x)["qd_lim"]``)."""
         self.qd_limit = self._c.numpy("qd_lim")
         """(n,) joint speed limit of the velocity layer [rad/s]."""
@@ -137,6 +192,25 @@ class SafetyShield:
         """(n,) joint torque limit of the torque layer [Nm]."""
         self._lag = float(self._c.numpy("lag").max())
         """The slowest joint's PD time constant kd/kp, for end-effector stopping distances."""
+
+    def bind(self, model: mujoco.MjModel) -> None:
+        """Read the arm's collision geometry from the compiled model: the floor layer keeps
+        its lowest point (not only the end-effector site) above the table
+        (``arm_model.guard_points``)."""
+        r = self.robot
+        pts, link = guard_points(model, r, self.cfg.floor_height)
+        n = r.num_joints
+        self._guard_link = link
+        self._limits["guard"] = pts
+        self._limits["guard_mask"] = (np.arange(n)[None, :] <= link[:, None]).astype(float)
+        # the last link's points in the end-effector frame, for pose targets
+        data = home_data(model, r)
+        b, site = int(model.joint(r.joint_names[-1]).bodyid[0]), model.site(r.ee_site).id
+        rot_b, rot_s = data.xmat[b].reshape(3, 3), data.site_xmat[site].reshape(3, 3)
+        world = data.xpos[b] + pts[link == n - 1] @ rot_b.T
+        hand = (world - data.site_xpos[site]) @ rot_s
+        self._limits["hand"] = hand if len(hand) else np.zeros((1, 3))
+        self._c = Constants(**self._limits)
 
     def limits(self, x: Array) -> dict[str, Array]:
         """The shield's limits and the law's gains as arrays like ``x`` (cached per kind):
@@ -168,13 +242,19 @@ class SafetyShield:
 
     # -- layers 4-8: targets ---------------------------------------------------------------
 
-    def filter_targets(self, t: Targets, s: ArmState) -> tuple[Targets, Flags]:
-        """Targets moved inside the limits (joint or pose targets; torques pass through)."""
+    def filter_targets(self, t: Targets, s: ArmState, track: JointTrack | None = None
+                       ) -> tuple[Targets, Flags]:
+        """Targets moved inside the limits (joint or pose targets; torques pass through).
+
+        ``track``: the joint command trajectory of these robots (joint targets), continued
+        from its last command within the speed, acceleration and braking limits and updated
+        in place to the command returned; None: no trajectory (a single, memoryless call).
+        """
         if not self.cfg.enabled or t.kind == "torque":
             return t, {}
         if t.kind == "pose":
             return self._pose_targets(t, s)
-        return self._joint_targets(t, s)
+        return self._joint_targets(t, s, track)
 
     def _ee_box(self, s: ArmState, c: dict[str, Array], lag: float) -> tuple[Array, Array]:
         """(E, 3) bounds for the end effector, shrunk by its stopping distance: ``lag``
@@ -190,12 +270,39 @@ class SafetyShield:
         lo[:, 2] = -1e6
         return lo, hi
 
-    def _floor(self, s: ArmState, lag: float) -> Array:
-        """(E,) lowest end-effector height, raised by its stopping distance when going down."""
-        down = clip((-s.ee_vel[:, 2]), lo=0.0)
+    def _floor(self, vz: Array, lag: float) -> Array:
+        """(E,) lowest height of the hand, raised by its stopping distance when going down at
+        ``vz`` (E,)."""
+        down = clip(-vz, lo=0.0)
         return self.cfg.floor_height + down * lag + down * down / (2.0 * self.cfg.brake_accel_ee)
 
-    def _joint_targets(self, t: Targets, s: ArmState) -> tuple[Targets, Flags]:
+    @staticmethod
+    def _torque_band(s: ArmState, c: dict[str, Array]) -> tuple[Array, Array]:
+        """(E, n) bounds of the command torque: the torque limit less the actuator-side
+        gravity compensation, which the actuators add and which counts against their
+        limits (a command that ignores it is clipped by the actuator and the arm sags)."""
+        if s.gravity is None:
+            return -c["tau_lim"], c["tau_lim"]
+        return -c["tau_lim"] - s.gravity, c["tau_lim"] - s.gravity
+
+    def _guard(self, s: ArmState, c: dict[str, Array]) -> tuple[Array, Array]:
+        """((E, K) heights of the arm's guard points (``bind``), (E, K, n) their Jacobian
+        rows). A point at r from the end effector on link k moves at v + w x r through the
+        joints up to k, so its height's row is (J_z + r_y J_wx - r_x J_wy) with the columns
+        of the joints after k zeroed. Unbound, or without link poses: the end effector."""
+        jac = s.jac
+        if self._guard_link is None or s.link_pos is None or s.link_rot is None:
+            return s.ee_pos[:, 2:3], jac[:, None, 2]
+        link = index_like(s.q, self._guard_link)
+        rot = s.link_rot[:, link]  # (E, K, 3, 3)
+        world = s.link_pos[:, link] + (rot @ c["guard"][..., None])[..., 0]  # (E, K, 3)
+        r = world - s.ee_pos[:, None]  # (E, K, 3)
+        jz = (jac[:, None, 2] + r[..., 1:2] * jac[:, None, 3]
+              - r[..., 0:1] * jac[:, None, 4])  # (E, K, n)
+        return world[..., 2], jz * c["guard_mask"]
+
+    def _joint_targets(self, t: Targets, s: ArmState, track: JointTrack | None
+                       ) -> tuple[Targets, Flags]:
         xp = namespace(s.q)
         c = self._c(s.q)
         q, qd, qt = s.q, s.qd, t.joint
@@ -215,28 +322,135 @@ class SafetyShield:
         hi = clip((c["soft_hi"] - up * c["lag"] - up * up / a2), lo=c["soft_lo"])
         lo = clip((c["soft_lo"] + down * c["lag"] + down * down / a2), hi=hi)
         qt, flags["joint_limits"] = _clip(qt, lo, hi)
-        # 6: the PD law's steady speed kp/kd |q_target - q| below the velocity limit.
+        # 6: the command continues its trajectory within the speed and acceleration limits,
+        # stopping before the soft limits; the PD law's steady speed kp/kd |q_target - q|
+        # stays below the velocity limit.
+        moved = flags["joint_limits"] & False
+        if track is not None:
+            want = qt
+            qt, moved, braked = self._trajectory(want, q, track, c)
+            # Where the acceleration limit would carry the end effector out of the box (the
+            # command overshooting the target layer 4 moved inside), the box wins.
+            box = self._ee_box(s, c, lag)
+            _, over = _clip(s.ee_pos + matvec(jp, qt - q), *box)
+            if bool(over.any()):
+                stop, _, _ = self._trajectory(want, q, track, c, accel=False)
+                qt = xp.where(over[:, None], stop, qt)
+            flags["joint_limits"] = flags["joint_limits"] | braked
         lead = c["qd_lim"] * c["lag"]
-        qt, flags["joint_velocity"] = _clip(qt, q - lead, q + lead)
+        qt, led = _clip(qt, q - lead, q + lead)
+        flags["joint_velocity"] = moved | led
         # 7: the PD torque at this state within the torque limit.
+        tau_lo, tau_hi = self._torque_band(s, c)
         tau = c["kp"] * (qt - q) - c["kd"] * qd
-        tau_c, flags["torque"] = _clip(tau, -c["tau_lim"], c["tau_lim"])
+        tau_c, flags["torque"] = _clip(tau, tau_lo, tau_hi)
         qt = xp.where(flags["torque"][:, None], q + (tau_c + c["kd"] * qd) / c["kp"], qt)
-        # 8: predicted end-effector height above the floor.
-        dz = self._floor(s, lag) - (s.ee_pos[:, 2] + matvec(jp[:, 2:3], qt - q)[:, 0])
-        low = dz > 0
-        if bool(low.any()):
-            fix = dls_joint_delta(jp[:, 2:3], clip(dz, lo=0.0)[:, None])
-            qt = xp.where(low[:, None], qt + fix, qt)
-        flags["table_floor"] = low
+        # 8, and 4 again: the predicted height of every guard point of the arm above the
+        # floor (moved up by its stopping distance) and the end effector inside the box, a
+        # few passes: the point short by most is raised, the end effector moved back, by the
+        # joints still free to move that way; each pass ends inside the soft limits and the
+        # speed and torque limits (a joint a fix takes to its limit leaves the rest to the
+        # others).
+        z, jz = self._guard(s, c)  # (E, K), (E, K, n)
+        floor = self._floor((jz * qd[:, None]).sum(-1), lag)  # (E, K)
+        flags["table_floor"] = (floor - z - (jz * (qt - q)[:, None]).sum(-1) > 0).any(-1)
+        box = self._ee_box(s, c, lag)
+        # the targets layers 5-7 allow: soft limits, the speed's lead, the torque limit; first
+        # also the acceleration limit, which gives way if the passes need more
+        band_lo = clip(clip(q - lead, lo=c["soft_lo"]),
+                       lo=q + (tau_lo + c["kd"] * qd) / c["kp"])
+        band_hi = clip(clip(q + lead, hi=c["soft_hi"]),
+                       hi=q + (tau_hi + c["kd"] * qd) / c["kp"])
+        bands = [(band_lo, band_hi)]
+        if track is not None:
+            am_dt = self.cfg.max_joint_accel * self.dt * c["lag"]
+            acc_lo = clip(clip(q + track.v * c["lag"] - am_dt, lo=band_lo), hi=band_hi)
+            acc_hi = clip(clip(q + track.v * c["lag"] + am_dt, hi=band_hi), lo=acc_lo)
+            bands.insert(0, (acc_lo, acc_hi))
+        for lo_b, hi_b in bands:
+            qt, done = self._ee_passes(qt, s, c, jp, jz, z, floor, box, lo_b, hi_b, flags)
+            if done:
+                break
+        if track is not None:
+            track.v = (qt - q) / c["lag"]
         return Targets("joint", joint=qt, gripper=t.gripper), flags
+
+    def _ee_passes(self, qt: Array, s: ArmState, c: dict[str, Array], jp: Array, jz: Array,
+                   z: Array, floor: Array, box: tuple[Array, Array], lo_b: Array,
+                   hi_b: Array, flags: Flags) -> tuple[Array, bool]:
+        """Layers 8 and 4 on the command (see ``_joint_targets``), within [lo_b, hi_b];
+        returns (command, whether both hold)."""
+        xp = namespace(qt)
+        q = s.q
+        rows = row_index(z)
+        for _ in range(self.FLOOR_PASSES):
+            short = floor - z - (jz * (qt - q)[:, None]).sum(-1)  # (E, K)
+            k = short.argmax(-1)
+            dz, row = short[rows, k], jz[rows, k]  # (E,), (E, n)
+            need = dz > 1e-9
+            pred = s.ee_pos + matvec(jp, qt - q)
+            inside, out = _clip(pred, *box)
+            if not bool(need.any() | out.any()):
+                return qt, True
+            at_hi, at_lo = qt >= hi_b, qt <= lo_b
+            if bool(out.any()):
+                # a joint at its band cannot move further out of it: its column is left out
+                err = inside - pred  # (E, 3)
+                push = matvec(mT(jp), err)  # (E, n) the gradient direction of each joint
+                held = (at_hi & (push > 0)) | (at_lo & (push < 0))
+                jw = xp.where(held[:, None, :], 0.0 * jp, jp)
+                qt = xp.where(out[:, None], qt + dls_joint_delta(jw, err), qt)
+                flags["workspace"] = flags["workspace"] | out
+            if bool(need.any()):
+                stuck = (at_hi & (row > 0)) | (at_lo & (row < 0))
+                free = xp.where(stuck, 0.0 * row, row)
+                fix = dls_joint_delta(free[:, None, :], clip(dz, lo=0.0)[:, None])
+                qt = xp.where(need[:, None], qt + fix, qt)
+            qt = clip(qt, lo=lo_b, hi=hi_b)
+        short = floor - z - (jz * (qt - q)[:, None]).sum(-1)
+        _, out = _clip(s.ee_pos + matvec(jp, qt - q), *box)
+        return qt, not bool((short > 1e-9).any() | out.any())
+
+    def _trajectory(self, qt: Array, q: Array, track: JointTrack, c: dict[str, Array],
+                    accel: bool = True) -> tuple[Array, Array, Array]:
+        """(command, (E,) limited, (E,) braked) for a joint target ``qt``: the PD law's
+        steady speed towards it, v = (qt - q) / lag, within the speed limit and the speed
+        from which braking at ``brake_accel`` stops before the soft limits (hard bounds),
+        and within ``max_joint_accel`` of the last command's speed (given up where the hard
+        bounds need it; ``accel`` False: not at all); the command is q + v lag."""
+        dt, ab, am = self.dt, self.cfg.brake_accel, self.cfg.max_joint_accel
+        lag = c["lag"]
+        v_want = (qt - q) / lag
+        # Discrete braking: from speed v, decelerating at ab every period, a joint stops
+        # within the room d left iff v <= sqrt((ab dt / 2)^2 + 2 ab d) - ab dt / 2; the room
+        # is what is left after the lag at the last command's speed.
+        half = 0.5 * ab * dt
+        room_hi = clip(c["soft_hi"] - q - clip(track.v, lo=0.0) * lag, lo=0.0)
+        room_lo = clip(q - c["soft_lo"] + clip(track.v, hi=0.0) * lag, lo=0.0)
+        brake_hi = (half * half + 2.0 * ab * room_hi) ** 0.5 - half
+        brake_lo = half - (half * half + 2.0 * ab * room_lo) ** 0.5
+        hard_hi = clip(brake_hi, hi=c["qd_lim"])
+        hard_lo = clip(brake_lo, lo=-c["qd_lim"], hi=hard_hi)
+        if accel:
+            lo = clip(track.v - am * dt, lo=hard_lo, hi=hard_hi)
+            hi = clip(track.v + am * dt, lo=lo, hi=hard_hi)
+        else:  # the hard bounds only
+            lo, hi = hard_lo, hard_hi
+        v = clip(v_want, lo=lo, hi=hi)
+        braked = (((v_want > hard_hi) & (brake_hi < c["qd_lim"]))
+                  | ((v_want < hard_lo) & (brake_lo > -c["qd_lim"]))).any(-1)
+        return q + v * lag, (v != v_want).any(-1), braked
 
     def _pose_targets(self, t: Targets, s: ArmState) -> tuple[Targets, Flags]:
         xp = namespace(s.q)
         assert t.pos is not None
         lo, hi = self._ee_box(s, self._c(s.q), 0.0)
         pos, ws = _clip(t.pos, lo, hi)
-        floor = self._floor(s, 0.0)
+        # the target pose's lowest hand point above the floor: raise the target
+        c = self._c(s.q)
+        assert t.rot is not None
+        drop = amin((t.rot @ mT(c["hand"]))[:, 2], -1)  # (E,) lowest point below the site
+        floor = self._floor(s.ee_vel[:, 2], 0.0) - drop
         low = pos[:, 2] < floor
         pos = xp.concatenate([pos[:, :2], xp.where(low, floor, pos[:, 2])[:, None]], axis=-1)
         return (Targets("pose", pos=pos, rot=t.rot, gripper=t.gripper),
@@ -262,23 +476,33 @@ class SafetyShield:
         c, cfg, mass = self._c(s.q), self.cfg, s.mass
         x, v, jp = s.ee_pos, s.ee_vel, s.jac[:, :3]
         t = cfg.brake_time
-        # End-effector bands: faces of the shrunk box (workspace), the floor (table_floor).
+        # End-effector bands: faces of the shrunk box (workspace; its floor face is the hand's
+        # lowest point's, below).
         a2 = 2.0 * cfg.brake_accel_ee
-        ws_hi = (a2 * clip((c["ws_hi"] - x), lo=0.0)) ** 0.5
-        ws_lo = -((a2 * clip((x - c["ws_lo"]), lo=0.0)) ** 0.5)
-        floor = -((a2 * clip((x[:, 2] - cfg.floor_height), lo=0.0)) ** 0.5)
-        ws_lo = xp.concatenate([ws_lo[:, :2], floor[:, None]], axis=-1)
+        ws_hi = _approach(c["ws_hi"] - x, a2)
+        ws_lo = -_approach(x - c["ws_lo"], a2)
         ee_lo, ee_hi = (ws_lo - v) / t, (ws_hi - v) / t
+        ee_lo[:, 2] = -1e9
+        # The arm's guard points (table_floor): their heights' accelerations, (E, K).
+        z, jz = self._guard(s, c)
+        floor_lo = (-_approach(z - cfg.floor_height, a2) - (jz * s.qd[:, None]).sum(-1)) / t
+        rows = row_index(z)
         # Joint bands: soft limits (joint_limits), then speed limits (joint_velocity).
         a2 = 2.0 * cfg.brake_accel
-        lim_hi = (a2 * clip((c["soft_hi"] - s.q), lo=0.0)) ** 0.5
-        lim_lo = -((a2 * clip((s.q - c["soft_lo"]), lo=0.0)) ** 0.5)
+        lim_hi = _approach(c["soft_hi"] - s.q, a2)
+        lim_lo = -_approach(s.q - c["soft_lo"], a2)
         q_lo = (clip(lim_lo, lo=-c["qd_lim"]) - s.qd) / t
         q_hi = (clip(lim_hi, hi=c["qd_lim"]) - s.qd) / t
+        # Accelerations within max_joint_accel, except where the bands above need more.
+        am = cfg.max_joint_accel
+        acc_lo = clip(clip(q_lo, lo=-am), hi=q_hi)
+        acc_hi = clip(clip(q_hi, hi=am), lo=acc_lo)
 
         # Commands beyond the torque limits are scaled down first (keeping their direction),
         # so the corrections below are not clipped away afterwards.
-        peak = amax(abs(tau) / c["tau_lim"], -1)[:, None]
+        tau_lo, tau_hi = self._torque_band(s, c)
+        ratio = xp.where(tau > 0, tau / clip(tau_hi, lo=1e-9), tau / clip(tau_lo, hi=-1e-9))
+        peak = amax(ratio, -1)[:, None]
         over = peak[:, 0] > 1.0
         tau = tau / clip(peak, lo=1.0)
         drive = tau if s.drift is None else tau + s.drift
@@ -289,8 +513,9 @@ class SafetyShield:
             "workspace": ((xdd0 < ee_lo)[:, :2].any(-1) | (xdd0 > ee_hi).any(-1)),
             "joint_limits": ((qdd0 < (lim_lo - s.qd) / t) | (qdd0 > (lim_hi - s.qd) / t)).any(-1),
             "joint_velocity": ((qdd0 < (-c["qd_lim"] - s.qd) / t)
-                               | (qdd0 > (c["qd_lim"] - s.qd) / t)).any(-1),
-            "table_floor": xdd0[:, 2] < ee_lo[:, 2],
+                               | (qdd0 > (c["qd_lim"] - s.qd) / t)
+                               | (qdd0 < acc_lo) | (qdd0 > acc_hi)).any(-1),
+            "table_floor": ((jz * qdd0[:, None]).sum(-1) < floor_lo).any(-1),
         }
         if bool((flags["workspace"] | flags["joint_limits"] | flags["joint_velocity"]
                  | flags["table_floor"]).any()):
@@ -303,16 +528,38 @@ class SafetyShield:
                 if bool(hit.any()):
                     fix = solve(lam_inv, (xdd_c - xdd)[..., None])  # Lambda dxdd
                     qdd = qdd + (minv_jt @ fix)[..., 0]
-                qdd, hit_q = _clip(qdd, q_lo, q_hi)
-                if not bool(hit_q.any()):
+                # the guard point short by most: its row's least-inertia correction
+                shorts = floor_lo - (jz * qdd[:, None]).sum(-1)  # (E, K)
+                k = shorts.argmax(-1)
+                short, row = clip(shorts[rows, k], lo=0.0), jz[rows, k]
+                minv_row = matvec(minv, row)  # (E, n)
+                gain = 1.0 / clip((row * minv_row).sum(-1), lo=1e-9)  # none if nothing lifts
+                qdd = qdd + minv_row * (short * gain)[:, None]
+                qdd, hit_q = _clip(qdd, acc_lo, acc_hi)
+                # torques the actuators cannot give: the accelerations the clipped ones cause
+                # (the coupling through M moves the other joints too), then project again
+                want = tau + matvec(mass, qdd - qdd0)
+                got, hit_t = _clip(want, tau_lo, tau_hi)
+                if not bool(hit_q.any() | hit_t.any()):
                     break
+                if bool(hit_t.any()):
+                    qdd = qdd + matvec(minv, got - want)
             tau = tau + matvec(mass, qdd - qdd0)
-        tau, clipped = _clip(tau, -c["tau_lim"], c["tau_lim"])
+        tau, clipped = _clip(tau, tau_lo, tau_hi)
         flags["torque"] = over | clipped
         return tau, flags
 
-    PASSES = 4
-    """Alternating projections between the end-effector and joint bounds per evaluation."""
+    PASSES = 6
+    """Alternating projections between the end-effector, joint and torque bounds per
+    evaluation."""
+    FLOOR_PASSES = 3
+    """Joint-target floor corrections per evaluation (each within the soft limits)."""
+
+
+def _approach(d: Array, a2: float) -> Array:
+    """The fastest speed towards a limit ``d`` away that still stops before it braking at
+    a2 / 2: sqrt(a2 d); 0 at or beyond the limit."""
+    return (a2 * clip(d, lo=0.0)) ** 0.5
 
 
 def _clip(x: Array, lo: Array, hi: Array) -> tuple[Array, Array]:

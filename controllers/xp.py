@@ -56,11 +56,36 @@ def norm(x: Array, axis: int = -1, keepdims: bool = False) -> Array:
     return namespace(x).sqrt(sq)
 
 
+def amin(x: Array, axis: int) -> Array:
+    """Minimum over one axis."""
+    return x.amin(axis) if isinstance(x, torch.Tensor) else x.min(axis)
+
+
+def row_index(x: Array) -> Array:
+    """(E,) 0 .. E-1 for the rows of ``x`` (E, ...), to pick one entry per row."""
+    if isinstance(x, torch.Tensor):
+        return torch.arange(x.shape[0], device=x.device)
+    return np.arange(x.shape[0])
+
+
+def index_like(x: Array, idx: np.ndarray) -> Array:
+    """Integer indices ``idx`` as an index array of ``x``'s kind (and device)."""
+    if isinstance(x, torch.Tensor):
+        return torch.as_tensor(idx, dtype=torch.long, device=x.device)
+    return idx
+
+
 def flatnonzero(mask: Array) -> Array:
     """Indices (k,) of the true entries of a 1-d mask."""
     if isinstance(mask, torch.Tensor):
         return mask.nonzero().squeeze(1)
     return np.flatnonzero(mask)
+
+
+def clamp_norm(v: Array, max_norm: float) -> Array:
+    """Rows of ``v`` (..., k) scaled down to a Euclidean norm of at most ``max_norm``."""
+    n = norm(v, keepdims=True)
+    return v * (max_norm / clip(n, lo=max_norm))
 
 
 def eye_like(x: Array, n: int) -> Array:

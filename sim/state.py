@@ -84,6 +84,7 @@ class SimState:
         """(E, A) action applied at the step before."""
         self.episode_step = torch.zeros(E, dtype=torch.long, device=self.device)
         self._ee_body = int(model.site(robot.ee_site).bodyid[0])
+        self._arm_bodies = [int(j.bodyid[0]) for j in joints]
 
     # -- joint state -----------------------------------------------------------------------
 
@@ -159,8 +160,11 @@ class SimState:
     def arm_state(self, mass: bool = False) -> ArmState:
         """The arm's state for controllers and the shield (with the mass matrix and the drift
         forces if asked: torque controllers need them)."""
+        link_pos, link_rot = self.backend.body_poses(self._arm_bodies)
         return ArmState(
             q=self.joint_pos, qd=self.joint_vel, ee_pos=self.sensors["ee_pos"],
             ee_rot=quat_to_mat(self.sensors["ee_quat"]), jac=self.ee_jacobian(),
             mass=self.backend.mass_matrix(self.joint_dofs) if mass else None,
-            drift=self.backend.drift_force(self.joint_dofs) if mass else None)
+            drift=self.backend.drift_force(self.joint_dofs) if mass else None,
+            gravity=self.backend.gravity_compensation(self.joint_dofs),
+            link_pos=link_pos.to(self.dtype), link_rot=link_rot.to(self.dtype))

@@ -114,6 +114,11 @@ _COLOR_FORMATS = {"rgb8": slice(0, 3), "rgba8": slice(0, 3), "bgr8": slice(2, No
                   "bgra8": slice(2, None, -1)}
 
 
+END_WAIT_S = 0.5
+"""After a recording's last frame left the file, how long the syncer may take to hand over
+what it still holds (a loaded host delays its thread)."""
+
+
 class RealSenseCamera(Camera):
     """A RealSense device or recording streaming synchronized color and depth.
 
@@ -236,7 +241,7 @@ class RealSenseCamera(Camera):
                     return frame
                 continue
             if self._ended():  # the file is read; what is left is in the syncer, if any
-                ok, frames = source.try_wait_for_frames(80)
+                ok, frames = source.try_wait_for_frames(int(1000 * END_WAIT_S))
                 return self._convert(frames) if ok else None
             if time.monotonic() >= deadline:
                 break

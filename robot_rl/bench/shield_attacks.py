@@ -27,10 +27,12 @@ import torch
 
 from robot_rl.controllers import (
     ActionConfig,
+    ControllerConfig,
     EEDeltaConfig,
     EEPoseConfig,
     JointDeltaConfig,
     JointVelocityConfig,
+    OSCConfig,
 )
 from robot_rl.sim import make_env
 from robot_rl.sim.env import BatchedEnv
@@ -39,11 +41,16 @@ ATTACKS = ("drift", "pump", "contact", "nan_hold", "saturate")
 
 
 def target_spaces(gripper: bool) -> dict[str, ActionConfig]:
-    """The target-based action spaces (torque actions have no targets to shield)."""
+    """The target-based action spaces (torque actions have no targets to shield), with their
+    default controllers (joint PD; differential IK on the joint PD for pose targets)."""
     return {"joint_delta": JointDeltaConfig(gripper=gripper),
             "joint_velocity": JointVelocityConfig(gripper=gripper),
             "ee_delta": EEDeltaConfig(gripper=gripper),
             "ee_pose": EEPoseConfig(gripper=gripper)}
+
+
+OSC_SPACES = ("ee_delta", "ee_pose")
+"""Pose spaces also attacked with the operational-space (torque) controller."""
 
 
 @dataclasses.dataclass
@@ -56,6 +63,8 @@ class AttackResult:
     """Largest |qd| / qd_max of any joint."""
     worst_joint: str
     """The joint of ``q_excess`` (or of the speed ratio when no joint passed a limit)."""
+    ee_excess: float
+    """Largest distance of the end effector outside the task's workspace box [m]."""
     diverged: int
     """Physics divergences the env's guard caught."""
     steps: int
@@ -74,12 +83,21 @@ class _State:
         self.q_lo = torch.tensor(r.q_min, dtype=f64)
         self.q_hi = torch.tensor(r.q_max, dtype=f64)
         self.qd_max = torch.tensor(r.qd_max, dtype=f64)
+        s = m.sensor("ee_pos")
+        self.ee = slice(int(s.adr[0]), int(s.adr[0]) + 3)
+        self.ws_lo = torch.tensor(env.cfg.safety.workspace_lo, dtype=f64)
+        self.ws_hi = torch.tensor(env.cfg.safety.workspace_hi, dtype=f64)
 
     def q(self) -> torch.Tensor:
         return self.backend.qpos[:, self.qadr].to(torch.float64)
 
     def qd(self) -> torch.Tensor:
         return self.backend.qvel[:, self.vadr].to(torch.float64)
+
+    def ee_outside(self) -> torch.Tensor:
+        """(E,) distance of the end effector outside the workspace box [m]."""
+        ee = self.backend.sensordata[:, self.ee].to(torch.float64)
+        return torch.maximum(ee - self.ws_hi, self.ws_lo - ee).clamp_min(0.0).amax(1)
 
 
 def _policy(name: str, env: BatchedEnv, gen: torch.Generator
@@ -137,19 +155,21 @@ def _policy(name: str, env: BatchedEnv, gen: torch.Generator
 
 
 def run_attack(task: str, action: ActionConfig, attack: str, *, num_envs: int = 32,
-               steps: int = 600, seed: int = 12345,
+               steps: int = 600, seed: int = 12345, controller: ControllerConfig | None = None,
                on_step: Callable[[int, torch.Tensor, torch.Tensor], None] | None = None
                ) -> AttackResult:
     """Step ``num_envs`` envs of ``task`` for ``steps`` control steps under ``attack``; the
     episodes run the whole time (no truncation). ``on_step(k, q, qd)`` sees the joint state
     after every step."""
-    env = make_env(task, num_envs, seed=seed, action=action, episode_length=steps + 1)
+    env = make_env(task, num_envs, seed=seed, action=action, controller=controller,
+                   episode_length=steps + 1)
     env.reset(seed=seed)
     gen = torch.Generator().manual_seed(seed)
     policy = _policy(attack, env, gen)
     st = _State(env)
     q_excess = torch.zeros(len(st.qadr), dtype=torch.float64)
     speed = torch.zeros(len(st.qadr), dtype=torch.float64)
+    ee_out = 0.0
     for k in range(steps):
         env.step(policy(k))
         q, qd = st.q(), st.qd()
@@ -158,14 +178,17 @@ def run_attack(task: str, action: ActionConfig, attack: str, *, num_envs: int = 
         beyond = torch.maximum(q - st.q_hi, st.q_lo - q).clamp_min(0.0)
         q_excess = torch.maximum(q_excess, beyond.amax(0))
         speed = torch.maximum(speed, (qd.abs() / st.qd_max).amax(0))
+        ee_out = max(ee_out, float(st.ee_outside().max()))
+        if not bool(torch.isfinite(q).all() & torch.isfinite(qd).all()):
+            raise FloatingPointError(f"non-finite joint state at step {k} ({task}, {attack})")
     names = env.robot.joint_names
     j = int(q_excess.argmax()) if float(q_excess.max()) > 0 else int(speed.argmax())
     return AttackResult(q_excess=float(q_excess.max()), speed_ratio=float(speed.max()),
-                        worst_joint=names[j], diverged=int(env.diverged_count.sum()),
-                        steps=steps)
+                        worst_joint=names[j], ee_excess=ee_out,
+                        diverged=int(env.diverged_count.sum()), steps=steps)
 
 
-def cases(tasks: tuple[str, ...]) -> list[tuple[str, str, ActionConfig]]:
+def cases(tasks: tuple[str, ...], osc: bool = True) -> list[tuple[str, str, ActionConfig]]:
     """(task, space name, action config) of every task and target-based action space."""
     from robot_rl.sim import make_task_config
 
@@ -173,6 +196,8 @@ def cases(tasks: tuple[str, ...]) -> list[tuple[str, str, ActionConfig]]:
     for task in tasks:
         gripper = bool(getattr(make_task_config(task).action, "gripper", False))
         out += [(task, name, a) for name, a in target_spaces(gripper).items()]
+        if osc:
+            out += [(task, f"{name}+osc", target_spaces(gripper)[name]) for name in OSC_SPACES]
     return out
 
 
@@ -186,18 +211,22 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=600)
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--attacks", nargs="+", default=list(ATTACKS), choices=ATTACKS)
+    p.add_argument("--no-osc", action="store_true", help="skip the OSC (torque) rows")
     args = p.parse_args()
     print(f"{'task':6s} {'space':15s} {'attack':9s} {'q beyond hard [mrad]':>20s} "
-          f"{'max |qd|/qd_max':>15s} {'joint':>7s} {'diverged':>8s}", flush=True)
+          f"{'max |qd|/qd_max':>15s} {'joint':>7s} {'ee outside [mm]':>15s} "
+          f"{'diverged':>8s}", flush=True)
     worst_q, worst_v = 0.0, 0.0
     t0 = time.perf_counter()
-    for task, space, action in cases(tuple(args.tasks)):
+    for task, space, action in cases(tuple(args.tasks), osc=not args.no_osc):
         for attack in args.attacks:
+            ctl = OSCConfig() if space.endswith("+osc") else None
             r = run_attack(task, action, attack, num_envs=args.num_envs, steps=args.steps,
-                           seed=args.seed)
+                           seed=args.seed, controller=ctl)
             worst_q, worst_v = max(worst_q, r.q_excess), max(worst_v, r.speed_ratio)
             print(f"{task:6s} {space:15s} {attack:9s} {r.q_excess * 1e3:20.3f} "
-                  f"{r.speed_ratio:15.3f} {r.worst_joint:>7s} {r.diverged:8d}", flush=True)
+                  f"{r.speed_ratio:15.3f} {r.worst_joint:>7s} {r.ee_excess * 1e3:15.2f} "
+                  f"{r.diverged:8d}", flush=True)
     print(f"worst: {worst_q * 1e3:.3f} mrad beyond a hard limit, {worst_v:.3f} of a speed "
           f"limit ({time.perf_counter() - t0:.0f} s)")
 

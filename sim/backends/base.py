@@ -88,10 +88,20 @@ class Backend(abc.ABC):
         at the current state (position stage computed by the last step/forward)."""
 
     @abc.abstractmethod
+    def body_poses(self, body_ids: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """World positions (E, L, 3) and orientations (E, L, 3, 3) of bodies, at the current
+        state (position stage)."""
+
+    @abc.abstractmethod
     def drift_force(self, dofs: list[int]) -> torch.Tensor:
         """(E, k) generalized forces on ``dofs`` besides the actuators' commands: passive
         forces minus Coriolis/centrifugal terms, with the actuator-side gravity compensation
         counted in (qfrc_passive - qfrc_bias + qfrc_gravcomp), at the current state."""
+
+    @abc.abstractmethod
+    def gravity_compensation(self, dofs: list[int]) -> torch.Tensor:
+        """(E, k) the gravity compensation the actuators of ``dofs`` add (qfrc_gravcomp on
+        joints whose compensation is actuator-side, else 0), at the current state."""
 
     @abc.abstractmethod
     def mass_matrix(self, dofs: list[int]) -> torch.Tensor:

@@ -67,6 +67,7 @@ class CpuBackend(ViewKinematics, Backend):
         self._bias = _view(b.bind("qfrc_bias"))
         self._passive = _view(b.bind("qfrc_passive"))
         self._gravcomp = _view(b.bind("qfrc_gravcomp"))
+        self._xpos, self._xmat = _view(b.bind("xpos")), _view(b.bind("xmat"))
         self._init_kinematics()
         self._batch.forward()
 

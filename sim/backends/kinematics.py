@@ -18,7 +18,8 @@ class ViewKinematics:
 
     Subclasses set, batch first (E = num_envs): ``_cdof`` (E, nv, 6) motion axes (angular,
     then linear), ``_subtree_com`` (E, nbody, 3), ``_mass`` (E, nC) the mass matrix in
-    MuJoCo's CSR layout, ``_bias``/``_passive``/``_gravcomp`` (E, nv), and ``model``,
+    MuJoCo's CSR layout, ``_bias``/``_passive``/``_gravcomp`` (E, nv), ``_xpos`` (E, nbody,
+    3) and ``_xmat`` (E, nbody, 9 or 3, 3) body poses, and ``model``,
     ``dtype``, ``device``.
     """
 
@@ -31,11 +32,14 @@ class ViewKinematics:
     _bias: torch.Tensor
     _passive: torch.Tensor
     _gravcomp: torch.Tensor
+    _xpos: torch.Tensor
+    _xmat: torch.Tensor
 
     def _init_kinematics(self) -> None:
         self._chains: dict[int, torch.Tensor] = {}
         self._mass_index: dict[tuple[int, ...], torch.Tensor] = {}
         self._gravcomp_mask: dict[tuple[int, ...], torch.Tensor] = {}
+        self._body_index: dict[tuple[int, ...], torch.Tensor] = {}
 
     def jacobian(self, body_id: int, point: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         # mj_jac from the step's outputs: for each dof on the body's chain, the angular part
@@ -46,6 +50,15 @@ class ViewKinematics:
         arm = (point.to(self.dtype) - self._subtree_com[:, root])[:, None, :]  # (E, 1, 3)
         jacp = (lin + torch.linalg.cross(ang, arm.expand_as(ang), dim=2)) * chain[:, None]
         return jacp.transpose(1, 2), (ang * chain[:, None]).transpose(1, 2)
+
+    def body_poses(self, body_ids: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        key = tuple(body_ids)
+        if key not in self._body_index:
+            self._body_index[key] = torch.tensor(body_ids, dtype=torch.long, device=self.device)
+        idx = self._body_index[key]
+        pos = self._xpos[:, idx]
+        rot = self._xmat[:, idx].reshape(pos.shape[0], len(body_ids), 3, 3)
+        return pos, rot
 
     def _chain(self, body_id: int) -> torch.Tensor:
         if body_id not in self._chains:
@@ -60,12 +73,14 @@ class ViewKinematics:
         return self._chains[body_id]
 
     def drift_force(self, dofs: list[int]) -> torch.Tensor:
+        return self._passive[:, dofs] - self._bias[:, dofs] + self.gravity_compensation(dofs)
+
+    def gravity_compensation(self, dofs: list[int]) -> torch.Tensor:
         key = tuple(dofs)
         if key not in self._gravcomp_mask:  # 1 where gravity compensation is actuator-side
             comp = self.model.jnt_actgravcomp[self.model.dof_jntid[dofs]]
             self._gravcomp_mask[key] = torch.as_tensor(comp, dtype=self.dtype, device=self.device)
-        return (self._passive[:, dofs] - self._bias[:, dofs]
-                + self._gravcomp[:, dofs] * self._gravcomp_mask[key])
+        return self._gravcomp[:, dofs] * self._gravcomp_mask[key]
 
     def mass_matrix(self, dofs: list[int]) -> torch.Tensor:
         key = tuple(dofs)

@@ -113,6 +113,7 @@ class WarpBackend(ViewKinematics, Backend):
         self._cdof, self._subtree_com, self._mass = t(d.cdof), t(d.subtree_com), t(d.M)
         self._bias, self._passive = t(d.qfrc_bias), t(d.qfrc_passive)
         self._gravcomp = t(d.qfrc_gravcomp)
+        self._xpos, self._xmat = t(d.xpos), t(d.xmat)
         self._overflow = t(d.overflow)
         self._mask = t(self._reset_mask)
 

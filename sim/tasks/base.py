@@ -26,6 +26,7 @@ import torch
 from tyro.conf import Suppress, subcommand
 
 from robot_rl.controllers import (
+    DiffIKConfig,
     EEDeltaConfig,
     EEPoseConfig,
     JointDeltaConfig,
@@ -52,6 +53,7 @@ ActionChoice = (Annotated[JointDeltaConfig, subcommand("joint-delta")]
                 | Annotated[JointTorqueConfig, subcommand("joint-torque")])
 ControllerChoice = (Annotated[JointPDConfig, subcommand("joint-pd")]
                     | Annotated[JointImpedanceConfig, subcommand("joint-impedance")]
+                    | Annotated[DiffIKConfig, subcommand("diff-ik")]
                     | Annotated[OSCConfig, subcommand("osc")]
                     | Annotated[None, subcommand("none")])
 
@@ -89,8 +91,8 @@ class TaskConfig:
     action: ActionChoice = dataclasses.field(default_factory=JointDeltaConfig)
     """Action space: joint_delta, joint_velocity, ee_delta, ee_pose or joint_torque."""
     controller: ControllerChoice = None
-    """Controller tracking the action space's targets: joint_pd, joint_impedance or osc;
-    None picks joint_pd for joint targets and osc for pose targets."""
+    """Controller tracking the action space's targets: joint_pd, joint_impedance, diff_ik
+    or osc; None picks joint_pd for joint targets and diff_ik for pose targets."""
     shield: ShieldConfig = dataclasses.field(default_factory=ShieldConfig)
     """Safety shield margins (its workspace box is ``safety.workspace_lo/hi``)."""
     dr: DRConfig = dataclasses.field(default_factory=DRConfig)

@@ -1,6 +1,17 @@
 """Adversarial actions against the shield, judged by an independent checker.
 
-Hypothesis draws action schedules (uniform random, saturated, NaN/inf bursts, high-frequency
+Two kinds. The attack classes of ``robot_rl.bench.shield_attacks`` (drift into a limit and
+hold, pumping at the arm's own rhythm, full-scale flips in contact with the table, NaN bursts
+held, bang-bang saturation) run on every arm task and every target-based action space with
+its default controller, 16 envs for 5 s each, on seeds the benchmark does not use; joints
+are checked against their hard limits with no tolerance (MuJoCo's joint-limit constraint is
+soft, so a joint that reaches its limit under force passes it by a little: the shield must
+keep joints off their hard limits, and the benchmark measured 0.000 mrad), and speeds against
+the robot's velocity limits (the shield holds them at ``velocity_fraction`` = 0.85 of those;
+the limit itself is the line a real arm's controller faults at); the end effector must stay
+inside the task's workspace box.
+
+Then hypothesis draws action schedules (uniform random, saturated, NaN/inf bursts, high-frequency
 sign flips, out-of-range values, in segments); the env runs them through the task's action
 space, controller and shield. The checker reads MuJoCo's state directly (qpos/qvel at the
 joints' addresses in the model, the end-effector framepos sensor) -- never the shield's flags --
@@ -15,6 +26,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from robot_rl.bench.shield_attacks import ATTACKS, cases, run_attack
 from robot_rl.controllers import (
     ActionConfig,
     EEDeltaConfig,
@@ -26,6 +38,18 @@ from robot_rl.sim import make_env
 from tests.conftest import ARM_TASKS
 
 NUM_ENVS = 8
+ATTACK_CASES = [(task, space, action, attack) for task, space, action in cases(ARM_TASKS, osc=False)
+                for attack in ATTACKS]
+
+
+@pytest.mark.parametrize(("task", "space", "action", "attack"), ATTACK_CASES,
+                         ids=[f"{t}-{s}-{a}" for t, s, _, a in ATTACK_CASES])
+def test_attack_classes_never_pass_a_hard_limit_or_a_speed_limit(task, space, action, attack):
+    r = run_attack(task, action, attack, num_envs=16, steps=250, seed=7)
+    assert r.q_excess == 0.0, f"{r.worst_joint} {r.q_excess * 1e3:.3f} mrad beyond its hard limit"
+    assert r.speed_ratio <= 1.0, f"a joint at {r.speed_ratio:.3f} of its speed limit"
+    assert r.ee_excess == 0.0, f"end effector {r.ee_excess * 1e3:.2f} mm outside the workspace"
+    assert r.diverged == 0
 PATTERNS = ("uniform", "saturated", "nan_burst", "sign_flip", "out_of_range")
 SEGMENT = st.tuples(st.sampled_from(PATTERNS), st.integers(5, 60), st.floats(0.05, 0.5))
 

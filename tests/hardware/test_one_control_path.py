@@ -22,6 +22,7 @@ from robot_rl.controllers import (
     JointImpedanceConfig,
     JointTorqueConfig,
     JointVelocityConfig,
+    OSCConfig,
     ShieldConfig,
 )
 from robot_rl.export.artifact import task_meta
@@ -34,8 +35,10 @@ CASES = [
     ("joint_delta_velocity_iface", JointDeltaConfig(gripper=False), None, "velocity"),
     ("joint_velocity", JointVelocityConfig(gripper=False), None, "position"),
     ("joint_impedance", JointDeltaConfig(gripper=False), JointImpedanceConfig(), "position"),
-    ("ee_delta_osc", EEDeltaConfig(gripper=False), None, "effort"),
-    ("ee_pose_osc", EEPoseConfig(gripper=False), None, "effort"),
+    ("ee_delta_diff_ik", EEDeltaConfig(gripper=False), None, "position"),
+    ("ee_pose_diff_ik_velocity_iface", EEPoseConfig(gripper=False), None, "velocity"),
+    ("ee_delta_osc", EEDeltaConfig(gripper=False), OSCConfig(), "effort"),
+    ("ee_pose_osc", EEPoseConfig(gripper=False), OSCConfig(), "effort"),
     ("joint_torque", JointTorqueConfig(), None, "effort"),
 ]
 

@@ -172,8 +172,9 @@ def test_kill_9_mid_episode_leaves_a_valid_dataset_and_resume_cleans_up(tmp_path
         while time.monotonic() < end and len(list(episodes.glob("*.parquet"))) < 2:
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             time.sleep(0.05)
-        # the third episode (1 s in real time) is under way: kill it halfway
-        time.sleep(0.5)
+        # the third episode (1 s in real time) is under way: kill it while it is open
+        while time.monotonic() < end and not (out / ".incomplete").exists():
+            time.sleep(0.01)
         assert (out / ".incomplete").exists()
     finally:
         os.kill(proc.pid, signal.SIGKILL)

@@ -56,9 +56,18 @@ def test_vector_env_same_step_autoreset() -> None:
 
 
 def test_cleanrl_style_loop() -> None:
-    """The loop CleanRL's SAC runs: real next obs from final_obs where an env finished."""
+    """The loop CleanRL's SAC runs: real next obs from final_obs where an env finished. The
+    final observation belongs to the episode that ended (its target is the one the env was
+    reaching), the returned one to the next (a new target)."""
     envs = RobotRLVectorEnv("reach", 3, episode_length=4)
+    start = 0
+    for name, width in envs.env.obs_layout:
+        if name == "target":
+            break
+        start += width
+    target = slice(start, start + 3)
     obs, _ = envs.reset(seed=1)
+    ended = 0
     for _ in range(9):
         actions = np.array([envs.single_action_space.sample() for _ in range(envs.num_envs)])
         next_obs, rewards, terminations, truncations, infos = envs.step(actions)
@@ -66,14 +75,32 @@ def test_cleanrl_style_loop() -> None:
         for idx, trunc in enumerate(truncations):
             if trunc:
                 real_next_obs[idx] = infos["final_obs"][idx]
-        assert real_next_obs.shape == obs.shape
+                ended += 1
+        for idx in range(envs.num_envs):
+            np.testing.assert_array_equal(real_next_obs[idx, target], obs[idx, target])
+            if truncations[idx]:
+                assert not np.array_equal(next_obs[idx, target], obs[idx, target])
+            else:
+                np.testing.assert_array_equal(real_next_obs[idx], next_obs[idx])
         obs = next_obs
+    assert ended == 2 * envs.num_envs  # steps 4 and 8
 
 
-def test_stable_baselines3_sac_learns_a_few_steps() -> None:
+def test_stable_baselines3_sac_trains_on_the_env() -> None:
+    """SB3's SAC collects from the env and takes gradient steps: its replay buffer holds the
+    env's transitions and its actor's weights move."""
     sb3 = pytest.importorskip("stable_baselines3")
-    env = gymnasium.make("robot_rl/Reach-v0")
+    import torch
+
+    env = gymnasium.make("robot_rl/Reach-v0", episode_length=20)
     model = sb3.SAC("MlpPolicy", env, learning_starts=32, batch_size=32, verbose=0, seed=0)
+    before = [p.detach().clone() for p in model.actor.parameters()]
     model.learn(64)
+    assert model.replay_buffer.size() == 64
+    rewards = model.replay_buffer.rewards[:64, 0]
+    assert np.isfinite(rewards).all() and np.unique(rewards).size > 10  # dense, per step
+    moved = [not torch.equal(a, b) for a, b in zip(before, model.actor.parameters(),
+                                                   strict=True)]
+    assert any(moved), "no gradient step reached the actor"
     action, _ = model.predict(env.reset(seed=0)[0], deterministic=True)
     assert env.action_space.contains(action)
