@@ -4,7 +4,10 @@
 #                arm in real time (the deploy loop); plus a scripted-expert video
 #   make test    set up, then lint, type-check, check the import layers and run the test suite
 #   make bench   set up, then print the simulation throughput and controller cost tables
-#   make bench-learning   set up, then the learning benchmarks (about 40 minutes: SB3 included)
+#   make bench-learning   set up, then the learning benchmarks (about 70 minutes: SB3 and skrl
+#                included)
+#   make bench-shield     set up, then the shield under attack (about 10 minutes)
+#   make perf    set up, then the wall-clock tests (rates, latencies) make test leaves out
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -18,7 +21,7 @@ export MUJOCO_GL ?= egl
 DEMO := runs/demo/reach
 DEMO_BUDGET ?= 300
 
-.PHONY: setup demo test lint bench bench-learning clean
+.PHONY: setup demo test lint bench bench-learning bench-shield perf clean
 
 setup: $(STAMP)
 
@@ -56,8 +59,15 @@ demo: setup
 # under robot_rl/ (pyproject's package-dir maps them): it checks a copy in the installed layout.
 LINT_TREE := .lint-imports
 
+# mypy reads isaacgym's types (the user's isaacgym-stubs) from a copy whose two properties
+# named `lambda` (a keyword mypy cannot parse) are renamed.
+TYPING := .typing
+ISAACGYM_STUBS = $(wildcard $(VENV)/lib/python*/site-packages/isaacgym-stubs/gymapi.pyi)
+
 lint: setup
 	$(BIN)/ruff check .
+	mkdir -p $(TYPING)/isaacgym && echo "from .gymapi import *" > $(TYPING)/isaacgym/__init__.pyi
+	sed 's/def lambda(/def lambda_(/' $(ISAACGYM_STUBS) > $(TYPING)/isaacgym/gymapi.pyi
 	$(BIN)/mypy robot_rl sim controllers hardware
 	rm -rf $(LINT_TREE) && mkdir -p $(LINT_TREE) && cp -r robot_rl $(LINT_TREE)/ && \
 	  for d in sim controllers hardware launch; do cp -r $$d $(LINT_TREE)/robot_rl/$$d; done
@@ -73,6 +83,13 @@ bench: setup
 bench-learning: setup
 	$(BIN)/python benchmarks/sac_reach.py
 	$(BIN)/python benchmarks/safety.py
+	$(BIN)/python benchmarks/skrl_reach.py
+
+bench-shield: setup
+	$(BIN)/python benchmarks/shield_attacks.py
+
+perf: setup
+	$(BIN)/python -m pytest -q -m perf
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache .ruff_cache .mypy_cache $(LINT_TREE)
+	rm -rf $(VENV) runs .pytest_cache .ruff_cache .mypy_cache $(LINT_TREE) $(TYPING)

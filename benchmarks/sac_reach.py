@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 from robot_rl.evaluate import evaluate
-from robot_rl.plot import plot_curves
+from robot_rl.plot import plot_curves, time_to
 from robot_rl.runner import Runner, TrainConfig
 from robot_rl.sim import make_env
 
@@ -113,14 +113,6 @@ def run_sb3(args: Args, console: Console) -> list[dict[str, float]]:
     model = SB3SAC("MlpPolicy", env, seed=args.seed, verbose=0)
     model.learn(total_timesteps=10**9, callback=Clock())
     return history
-
-
-def time_to(history: list[dict[str, float]], target: float) -> tuple[float, float] | None:
-    """(seconds, env steps) of the first evaluation at or above ``target``."""
-    for row in history:
-        if row["success_rate"] >= target:
-            return row["seconds"], row["env_steps"]
-    return None
 
 
 def student_figures(run_dir: Path, console: Console, reuse: bool) -> dict[str, Any]:

@@ -40,7 +40,7 @@ the controller tracks, in the form the controller takes:
   corrected by that acceleration change (M dqdd, or J^T Lambda dxdd), alternating with the
   torque limits a few passes. Then torques are clipped. (This path does not yet hold the
   hard joint limits against every attack of ``robot_rl.bench.shield_attacks``; see
-  docs/safety.md.)
+  docs/control.md.)
 
 Every method returns per-robot flags ``{layer: (E,) bool}``: whether the layer changed
 anything. Limits come from the RobotSpec and the task's workspace, with the margins of
@@ -67,6 +67,7 @@ from robot_rl.controllers.xp import (
     amax,
     amin,
     clip,
+    cumsum,
     index_like,
     matvec,
     mT,
@@ -131,6 +132,42 @@ class ShieldConfig:
     """Torque layers: time constant with which an excess speed is removed [s]."""
 
 
+@dataclasses.dataclass
+class _Guard:
+    """The guard points of E arms at one state: K corners of the collision geometry.
+
+    A point at r from the end effector on link k moves at v + w x r through the joints up to
+    k, so its height's Jacobian row is (J_z + r_y J_wx - r_x J_wy) with the columns of the
+    joints after k zeroed. ``dot`` applies all K rows at once through running sums over the
+    joints, O(E (n + K)) instead of building the (E, K, n) rows."""
+
+    z: Array
+    """(E, K) heights [m]."""
+    rx: Array
+    """(E, K) x offsets from the end effector [m]."""
+    ry: Array
+    """(E, K) y offsets from the end effector [m]."""
+    link: Array
+    """(K,) the link (arm joint index) each point is on."""
+    jac: Array
+    """(E, 6, n) the end-effector Jacobian."""
+    mask: Array
+    """(K, n) 1 for the joints that move each point."""
+
+    def dot(self, v: Array) -> Array:
+        """(E, K) each point's vertical speed for joint rates ``v`` (E, n)."""
+        jac = self.jac
+        a, b, c = (cumsum(jac[:, i] * v, -1)[:, self.link] for i in (2, 3, 4))
+        return a + self.ry * b - self.rx * c
+
+    def row(self, k: Array) -> Array:
+        """(E, n) the Jacobian row of point ``k[e]`` of each arm e."""
+        rows = row_index(self.z)
+        jac = self.jac
+        ry, rx = self.ry[rows, k][:, None], self.rx[rows, k][:, None]
+        return (jac[:, 2] + ry * jac[:, 3] - rx * jac[:, 4]) * self.mask[k]
+
+
 class SafetyShield:
     """The layered shield of one robot model (see module docstring)."""
 
@@ -179,7 +216,6 @@ class SafetyShield:
             ws_lo=lo, ws_hi=hi, kp=kp, kd=kd,
             lag=np.asarray(kd, dtype=np.float64) / np.asarray(kp, dtype=np.float64),
             hand=np.zeros((1, 3)),
-            guard=np.zeros((1, 3)),
             guard_mask=np.ones((1, n)),
         )
         self._guard_link: np.ndarray | None = None
@@ -199,9 +235,13 @@ class SafetyShield:
         (``arm_model.guard_points``)."""
         r = self.robot
         pts, link = guard_points(model, r, self.cfg.floor_height)
+        order = np.argsort(link, kind="stable")  # grouped by link, for one matmul per link
+        pts, link = pts[order], link[order]
         n = r.num_joints
         self._guard_link = link
-        self._limits["guard"] = pts
+        self._guard_links = sorted(set(link.tolist()))
+        for k in self._guard_links:
+            self._limits[f"guard{k}"] = pts[link == k].T  # (3, K_k) in link k's frame
         self._limits["guard_mask"] = (np.arange(n)[None, :] <= link[:, None]).astype(float)
         # the last link's points in the end-effector frame, for pose targets
         data = home_data(model, r)
@@ -285,21 +325,20 @@ class SafetyShield:
             return -c["tau_lim"], c["tau_lim"]
         return -c["tau_lim"] - s.gravity, c["tau_lim"] - s.gravity
 
-    def _guard(self, s: ArmState, c: dict[str, Array]) -> tuple[Array, Array]:
-        """((E, K) heights of the arm's guard points (``bind``), (E, K, n) their Jacobian
-        rows). A point at r from the end effector on link k moves at v + w x r through the
-        joints up to k, so its height's row is (J_z + r_y J_wx - r_x J_wy) with the columns
-        of the joints after k zeroed. Unbound, or without link poses: the end effector."""
+    def _guard(self, s: ArmState, c: dict[str, Array]) -> _Guard:
+        """The arm's guard points (``bind``) at state ``s``; unbound, or without link poses:
+        the end effector alone."""
         jac = s.jac
         if self._guard_link is None or s.link_pos is None or s.link_rot is None:
-            return s.ee_pos[:, 2:3], jac[:, None, 2]
-        link = index_like(s.q, self._guard_link)
-        rot = s.link_rot[:, link]  # (E, K, 3, 3)
-        world = s.link_pos[:, link] + (rot @ c["guard"][..., None])[..., 0]  # (E, K, 3)
-        r = world - s.ee_pos[:, None]  # (E, K, 3)
-        jz = (jac[:, None, 2] + r[..., 1:2] * jac[:, None, 3]
-              - r[..., 0:1] * jac[:, None, 4])  # (E, K, n)
-        return world[..., 2], jz * c["guard_mask"]
+            zero = s.ee_pos[:, 2:3] * 0.0
+            return _Guard(s.ee_pos[:, 2:3], zero, zero, index_like(s.q, np.array([0])), jac,
+                          c["guard_mask"][:1] * 0.0 + 1.0)
+        parts = [s.link_pos[:, k, :, None] + s.link_rot[:, k] @ c[f"guard{k}"]
+                 for k in self._guard_links]  # (E, 3, K_k) each
+        world = namespace(jac).concatenate(parts, axis=-1)  # (E, 3, K)
+        r = world - s.ee_pos[:, :, None]
+        return _Guard(world[:, 2], r[:, 0], r[:, 1], index_like(s.q, self._guard_link), jac,
+                      c["guard_mask"])
 
     def _joint_targets(self, t: Targets, s: ArmState, track: JointTrack | None
                        ) -> tuple[Targets, Flags]:
@@ -351,9 +390,9 @@ class SafetyShield:
         # joints still free to move that way; each pass ends inside the soft limits and the
         # speed and torque limits (a joint a fix takes to its limit leaves the rest to the
         # others).
-        z, jz = self._guard(s, c)  # (E, K), (E, K, n)
-        floor = self._floor((jz * qd[:, None]).sum(-1), lag)  # (E, K)
-        flags["table_floor"] = (floor - z - (jz * (qt - q)[:, None]).sum(-1) > 0).any(-1)
+        g = self._guard(s, c)
+        floor = self._floor(g.dot(qd), lag)  # (E, K)
+        flags["table_floor"] = (floor - g.z - g.dot(qt - q) > 0).any(-1)
         box = self._ee_box(s, c, lag)
         # the targets layers 5-7 allow: soft limits, the speed's lead, the torque limit; first
         # also the acceleration limit, which gives way if the passes need more
@@ -368,25 +407,25 @@ class SafetyShield:
             acc_hi = clip(clip(q + track.v * c["lag"] + am_dt, hi=band_hi), lo=acc_lo)
             bands.insert(0, (acc_lo, acc_hi))
         for lo_b, hi_b in bands:
-            qt, done = self._ee_passes(qt, s, c, jp, jz, z, floor, box, lo_b, hi_b, flags)
+            qt, done = self._ee_passes(qt, s, jp, g, floor, box, lo_b, hi_b, flags)
             if done:
                 break
         if track is not None:
             track.v = (qt - q) / c["lag"]
         return Targets("joint", joint=qt, gripper=t.gripper), flags
 
-    def _ee_passes(self, qt: Array, s: ArmState, c: dict[str, Array], jp: Array, jz: Array,
-                   z: Array, floor: Array, box: tuple[Array, Array], lo_b: Array,
-                   hi_b: Array, flags: Flags) -> tuple[Array, bool]:
+    def _ee_passes(self, qt: Array, s: ArmState, jp: Array, g: _Guard, floor: Array,
+                   box: tuple[Array, Array], lo_b: Array, hi_b: Array, flags: Flags
+                   ) -> tuple[Array, bool]:
         """Layers 8 and 4 on the command (see ``_joint_targets``), within [lo_b, hi_b];
         returns (command, whether both hold)."""
         xp = namespace(qt)
         q = s.q
-        rows = row_index(z)
+        rows = row_index(g.z)
         for _ in range(self.FLOOR_PASSES):
-            short = floor - z - (jz * (qt - q)[:, None]).sum(-1)  # (E, K)
+            short = floor - g.z - g.dot(qt - q)  # (E, K)
             k = short.argmax(-1)
-            dz, row = short[rows, k], jz[rows, k]  # (E,), (E, n)
+            dz, row = short[rows, k], g.row(k)  # (E,), (E, n)
             need = dz > 1e-9
             pred = s.ee_pos + matvec(jp, qt - q)
             inside, out = _clip(pred, *box)
@@ -407,7 +446,7 @@ class SafetyShield:
                 fix = dls_joint_delta(free[:, None, :], clip(dz, lo=0.0)[:, None])
                 qt = xp.where(need[:, None], qt + fix, qt)
             qt = clip(qt, lo=lo_b, hi=hi_b)
-        short = floor - z - (jz * (qt - q)[:, None]).sum(-1)
+        short = floor - g.z - g.dot(qt - q)
         _, out = _clip(s.ee_pos + matvec(jp, qt - q), *box)
         return qt, not bool((short > 1e-9).any() | out.any())
 
@@ -484,9 +523,9 @@ class SafetyShield:
         ee_lo, ee_hi = (ws_lo - v) / t, (ws_hi - v) / t
         ee_lo[:, 2] = -1e9
         # The arm's guard points (table_floor): their heights' accelerations, (E, K).
-        z, jz = self._guard(s, c)
-        floor_lo = (-_approach(z - cfg.floor_height, a2) - (jz * s.qd[:, None]).sum(-1)) / t
-        rows = row_index(z)
+        g = self._guard(s, c)
+        floor_lo = (-_approach(g.z - cfg.floor_height, a2) - g.dot(s.qd)) / t
+        rows = row_index(g.z)
         # Joint bands: soft limits (joint_limits), then speed limits (joint_velocity).
         a2 = 2.0 * cfg.brake_accel
         lim_hi = _approach(c["soft_hi"] - s.q, a2)
@@ -515,7 +554,7 @@ class SafetyShield:
             "joint_velocity": ((qdd0 < (-c["qd_lim"] - s.qd) / t)
                                | (qdd0 > (c["qd_lim"] - s.qd) / t)
                                | (qdd0 < acc_lo) | (qdd0 > acc_hi)).any(-1),
-            "table_floor": ((jz * qdd0[:, None]).sum(-1) < floor_lo).any(-1),
+            "table_floor": (g.dot(qdd0) < floor_lo).any(-1),
         }
         if bool((flags["workspace"] | flags["joint_limits"] | flags["joint_velocity"]
                  | flags["table_floor"]).any()):
@@ -529,9 +568,9 @@ class SafetyShield:
                     fix = solve(lam_inv, (xdd_c - xdd)[..., None])  # Lambda dxdd
                     qdd = qdd + (minv_jt @ fix)[..., 0]
                 # the guard point short by most: its row's least-inertia correction
-                shorts = floor_lo - (jz * qdd[:, None]).sum(-1)  # (E, K)
+                shorts = floor_lo - g.dot(qdd)  # (E, K)
                 k = shorts.argmax(-1)
-                short, row = clip(shorts[rows, k], lo=0.0), jz[rows, k]
+                short, row = clip(shorts[rows, k], lo=0.0), g.row(k)
                 minv_row = matvec(minv, row)  # (E, n)
                 gain = 1.0 / clip((row * minv_row).sum(-1), lo=1e-9)  # none if nothing lifts
                 qdd = qdd + minv_row * (short * gain)[:, None]

@@ -68,6 +68,11 @@ def row_index(x: Array) -> Array:
     return np.arange(x.shape[0])
 
 
+def cumsum(x: Array, axis: int) -> Array:
+    """Running sum along one axis."""
+    return x.cumsum(axis) if isinstance(x, torch.Tensor) else np.cumsum(x, axis)
+
+
 def index_like(x: Array, idx: np.ndarray) -> Array:
     """Integer indices ``idx`` as an index array of ``x``'s kind (and device)."""
     if isinstance(x, torch.Tensor):

@@ -36,3 +36,12 @@ def plot_curves(path: str | Path, curves: Sequence[tuple[str, list[dict[str, flo
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def time_to(history: list[dict[str, float]], target: float) -> tuple[float, float] | None:
+    """(seconds, env steps) of the first evaluation of a learning curve at or above a success
+    rate of ``target``; None if none reached it."""
+    for row in history:
+        if row["success_rate"] >= target:
+            return row["seconds"], row["env_steps"]
+    return None

@@ -117,6 +117,9 @@ _COLOR_FORMATS = {"rgb8": slice(0, 3), "rgba8": slice(0, 3), "bgr8": slice(2, No
 END_WAIT_S = 0.5
 """After a recording's last frame left the file, how long the syncer may take to hand over
 what it still holds (a loaded host delays its thread)."""
+FIRST_WAIT_S = 3.0
+"""The same when nothing has been read yet: a short recording can leave the file before a
+starved syncer has handed over its first frameset."""
 
 
 class RealSenseCamera(Camera):
@@ -241,7 +244,8 @@ class RealSenseCamera(Camera):
                     return frame
                 continue
             if self._ended():  # the file is read; what is left is in the syncer, if any
-                ok, frames = source.try_wait_for_frames(int(1000 * END_WAIT_S))
+                wait = END_WAIT_S if self.frames_read else FIRST_WAIT_S
+                ok, frames = source.try_wait_for_frames(int(1000 * wait))
                 return self._convert(frames) if ok else None
             if time.monotonic() >= deadline:
                 break

@@ -31,6 +31,7 @@ from robot_rl.controllers import (
     ArmState,
     EEPoseConfig,
     JointDeltaConfig,
+    OSCConfig,
     ShieldConfig,
 )
 from robot_rl.controllers.arm_model import ArmModel
@@ -82,7 +83,8 @@ def single_sample(samples: int) -> dict[str, tuple[float, float, float]]:
     """Latency percentiles (p50, p99, max) in microseconds of the deploy-side paths."""
     from robot_rl.sim import make_env
 
-    env_osc = make_env("reach", 1, action=EEPoseConfig(gripper=False))
+    env_osc = make_env("reach", 1, action=EEPoseConfig(gripper=False), controller=OSCConfig())
+    env_ik = make_env("reach", 1, action=EEPoseConfig(gripper=False))  # differential IK
     env_jd = make_env("reach", 1, action=JointDeltaConfig(gripper=False))
     arm = ArmModel(env_osc.model, env_osc.robot)
     rng = np.random.default_rng(0)
@@ -115,6 +117,8 @@ def single_sample(samples: int) -> dict[str, tuple[float, float, float]]:
             lambda i: osc_path(env_osc, t_states[i % k], t_acts[i % k], prev_t),
         "shield + joint targets (numpy)":
             lambda i: joint_path(env_jd, states[i % k], acts7[i % k], prev7),
+        "shield + differential IK (numpy)":
+            lambda i: joint_path(env_ik, states[i % k], acts[i % k], prev_np),
     }
     out = {}
     for name, fn in rows.items():
@@ -138,13 +142,15 @@ def batched(num_envs: int, steps: int) -> dict[str, dict[str, float]]:
     the env's live state: action layers, action space and target layers once, plus for a
     torque controller the state, the law and the torque layers at each of its evaluations."""
     return {"joint PD": _batched_path(JointDeltaConfig(gripper=False), num_envs, steps),
-            "OSC": _batched_path(EEPoseConfig(gripper=False), num_envs, steps)}
+            "diff IK": _batched_path(EEPoseConfig(gripper=False), num_envs, steps),
+            "OSC": _batched_path(EEPoseConfig(gripper=False), num_envs, steps, OSCConfig())}
 
 
-def _batched_path(action: Any, num_envs: int, steps: int) -> dict[str, float]:
+def _batched_path(action: Any, num_envs: int, steps: int, controller: Any = None
+                  ) -> dict[str, float]:
     from robot_rl.sim import make_env
 
-    env = make_env("reach", num_envs, action=action)
+    env = make_env("reach", num_envs, action=action, controller=controller)
     env.reset(seed=0)
     for _ in range(5):
         env.step(env.random_action())
