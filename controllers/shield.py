@@ -156,9 +156,9 @@ class _Guard:
 
     def dot(self, v: Array) -> Array:
         """(E, K) each point's vertical speed for joint rates ``v`` (E, n)."""
-        jac = self.jac
-        a, b, c = (cumsum(jac[:, i] * v, -1)[:, self.link] for i in (2, 3, 4))
-        return a + self.ry * b - self.rx * c
+        # rows z, wx, wy of the Jacobian summed over the joints up to each point's link
+        s = cumsum(self.jac[:, 2:5] * v[:, None], -1)[:, :, self.link]  # (E, 3, K)
+        return s[:, 0] + self.ry * s[:, 1] - self.rx * s[:, 2]
 
     def row(self, k: Array) -> Array:
         """(E, n) the Jacobian row of point ``k[e]`` of each arm e."""
@@ -235,13 +235,9 @@ class SafetyShield:
         (``arm_model.guard_points``)."""
         r = self.robot
         pts, link = guard_points(model, r, self.cfg.floor_height)
-        order = np.argsort(link, kind="stable")  # grouped by link, for one matmul per link
-        pts, link = pts[order], link[order]
         n = r.num_joints
         self._guard_link = link
-        self._guard_links = sorted(set(link.tolist()))
-        for k in self._guard_links:
-            self._limits[f"guard{k}"] = pts[link == k].T  # (3, K_k) in link k's frame
+        self._limits["guard_pts"] = pts[:, :, None]  # (K, 3, 1), each in its link's frame
         self._limits["guard_mask"] = (np.arange(n)[None, :] <= link[:, None]).astype(float)
         # the last link's points in the end-effector frame, for pose targets
         data = home_data(model, r)
@@ -333,12 +329,10 @@ class SafetyShield:
             zero = s.ee_pos[:, 2:3] * 0.0
             return _Guard(s.ee_pos[:, 2:3], zero, zero, index_like(s.q, np.array([0])), jac,
                           c["guard_mask"][:1] * 0.0 + 1.0)
-        parts = [s.link_pos[:, k, :, None] + s.link_rot[:, k] @ c[f"guard{k}"]
-                 for k in self._guard_links]  # (E, 3, K_k) each
-        world = namespace(jac).concatenate(parts, axis=-1)  # (E, 3, K)
-        r = world - s.ee_pos[:, :, None]
-        return _Guard(world[:, 2], r[:, 0], r[:, 1], index_like(s.q, self._guard_link), jac,
-                      c["guard_mask"])
+        link = index_like(s.q, self._guard_link)
+        world = s.link_pos[:, link] + (s.link_rot[:, link] @ c["guard_pts"])[..., 0]  # (E, K, 3)
+        r = world - s.ee_pos[:, None, :]
+        return _Guard(world[..., 2], r[..., 0], r[..., 1], link, jac, c["guard_mask"])
 
     def _joint_targets(self, t: Targets, s: ArmState, track: JointTrack | None
                        ) -> tuple[Targets, Flags]:
