@@ -21,10 +21,14 @@ atomically every ``checkpoint_every`` seconds, at the end and on Ctrl-C, and
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import json
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -268,11 +272,13 @@ class Runner:
         self.console.print(f"run dir: {self.run_dir}\n{env}\nsafety: {cfg.safety}  "
                            f"device: {cfg.device}  updates/step: {cfg.sac.updates_per_step}")
         try:
-            with progress:
+            with progress, _stop_requests() as stop:
                 bar = progress.add_task(f"{cfg.task} {cfg.algo}", total=cfg.total_steps,
                                         completed=self.env_steps, sps=0.0, success="-",
                                         cost="-")
                 while self.env_steps < cfg.total_steps:
+                    if stop.requested:  # Ctrl-C, handled here, between two steps
+                        raise KeyboardInterrupt
                     if self.env_steps < cfg.sac.learning_starts:
                         action, hold, rejected = self.warmup_action(obs)
                     else:
@@ -498,6 +504,33 @@ class _Window:
         out["charts/elapsed_seconds"] = elapsed
         self._reset()
         return out
+
+
+class _StopRequest:
+    requested = False
+
+
+@contextlib.contextmanager
+def _stop_requests() -> Iterator[_StopRequest]:
+    """SIGINT as a request the training loop reads between two steps, where stopping leaves
+    nothing half done (an exception raised by Python's default handler can land inside a
+    checkpoint write, a logger's lock or a library's thread pool, and hung a loaded CI run).
+    A second SIGINT raises at once, to abandon the checkpoint. Outside the main thread (no
+    signal handlers there) nothing is installed."""
+    stop = _StopRequest()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def request(signum: int, frame: object) -> None:
+        stop.requested = True
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = signal.signal(signal.SIGINT, request)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _summary_writer(path: Path) -> Any:
