@@ -77,7 +77,8 @@ def probe_cmd(cfg: CameraProbeConfig) -> None:
             if len(frames) >= cfg.frames:
                 break
     if not frames:
-        console.print(f"{cam.name}: no frames")
+        console.print(f"{cam.name}: no frames ({cam.incomplete} framesets without every "
+                      "enabled stream skipped)")
         return
     first, last = frames[0], frames[-1]
     host_span = last.host_time - first.host_time
