@@ -17,7 +17,9 @@ releases): make one live with ``record_to=...`` or with ``realsense-viewer``. Pl
 the recorded pace (``real_time=True``) or as fast as frames are read (``real_time=False``, for
 tests and offline processing). As with a live camera, the first frameset or two of a recording
 can be dropped while the SDK's syncer locks onto both streams; every frame delivered carries
-its own frame number and timestamp.
+its own frame number and timestamp. Color and depth frames the syncer hands over apart (it
+stops waiting for a stream on a starved host) are paired again by timestamp
+(``realsense_pairs.FramePairs``).
 
 pyrealsense2 needs Debian's ``libusb-1.0-0``; ``make test`` and ``make demo`` install it.
 """
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from robot_rl.hardware.cameras.base import Camera, CameraError, CameraFrame, Intrinsics
+from robot_rl.hardware.cameras.realsense_pairs import FramePairs
 
 if TYPE_CHECKING:
     import pyrealsense2
@@ -140,11 +143,14 @@ class RealSenseCamera(Camera):
         self._syncer: pyrealsense2.syncer | None = None           # playback
         self._playback: pyrealsense2.playback | None = None
         self._align: pyrealsense2.align | None = None
+        self._pairs: FramePairs | None = None
+        """Pairs color and depth frames the syncer handed over apart (a starved host)."""
         self._color_order = _COLOR_FORMATS["rgb8"]
         self._intrinsics: dict[int, Intrinsics] = {}
         self.frames_read = 0
         self.incomplete = 0
-        """Framesets skipped because one enabled stream was missing (syncer start-up)."""
+        """Framesets skipped because one enabled stream was missing and no partner for it
+        has arrived yet (syncer start-up)."""
 
     @property
     def connected(self) -> bool:
@@ -159,6 +165,8 @@ class RealSenseCamera(Camera):
         else:
             self._open_live()
         cfg, rs = self.cfg, self._rs
+        if cfg.color and cfg.depth:
+            self._pairs = FramePairs(rs, [rs.stream.color, rs.stream.depth])
         if cfg.color and cfg.depth and cfg.align != "none":
             self._align = rs.align(rs.stream.color if cfg.align == "color" else rs.stream.depth)
 
@@ -223,7 +231,7 @@ class RealSenseCamera(Camera):
     def close(self) -> None:
         pipe, self._pipe = self._pipe, None
         sensors, self._sensors = self._sensors, []
-        self._syncer = self._align = self._playback = None
+        self._syncer = self._align = self._playback = self._pairs = None
         for stop in ([pipe.stop] if pipe is not None else []) + [
                 f for s in sensors for f in (s.stop, s.close)]:
             try:
@@ -273,8 +281,11 @@ class RealSenseCamera(Camera):
         color = frames.get_color_frame() if self.cfg.color else None
         depth = frames.get_depth_frame() if self.cfg.depth else None
         if (self.cfg.color and not color) or (self.cfg.depth and not depth):
-            self.incomplete += 1
-            return None
+            whole = None if self._pairs is None else self._pairs.add(frames)
+            if whole is None:
+                self.incomplete += 1
+                return None
+            frames, color, depth = whole, whole.get_color_frame(), whole.get_depth_frame()
         if self._align is not None:
             frames = self._align.process(frames)
             color = frames.get_color_frame()
