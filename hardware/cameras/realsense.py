@@ -246,15 +246,18 @@ class RealSenseCamera(Camera):
         # Short waits, so the end of a recording is seen within ~0.1 s, not after a timeout.
         deadline = time.monotonic() + timeout
         while True:
-            ok, frames = source.try_wait_for_frames(20)
+            # Once the file is read, what is left is in the SDK's queues: the recording ends
+            # only when a longer wait brings nothing (a frameset that comes then may still be
+            # half of a pair, so waiting goes on after it).
+            ended = self._ended()
+            wait = (END_WAIT_S if self.frames_read else FIRST_WAIT_S) if ended else 0.02
+            ok, frames = source.try_wait_for_frames(int(1000 * wait))
             if ok:
                 if (frame := self._convert(frames)) is not None:
                     return frame
                 continue
-            if self._ended():  # the file is read; what is left is in the syncer, if any
-                wait = END_WAIT_S if self.frames_read else FIRST_WAIT_S
-                ok, frames = source.try_wait_for_frames(int(1000 * wait))
-                return self._convert(frames) if ok else None
+            if ended:
+                return None
             if time.monotonic() >= deadline:
                 break
         raise CameraError(f"{self.name}: no frame within {timeout:.2f} s "
