@@ -2,6 +2,7 @@
 
     result = evaluate(policy, env, episodes=50)      # policy(obs (E, O)) -> (action, hold|None)
     result.success_rate, result.cost_mean, result.interventions
+    evaluate(policy, env, 50, episode_start=run.reset)   # a stateful policy (chunk queues)
 
 Each env contributes its first finished episode per round, then all envs are reset for the
 next round, so short (failed or terminated) episodes are not over-counted.
@@ -57,11 +58,15 @@ def module_policy(module: Callable[[torch.Tensor], torch.Tensor]) -> EvalPolicy:
 @torch.no_grad()
 def evaluate(policy: EvalPolicy, env: VecEnv, episodes: int, seed: int = 0,
              video: VideoWriter | None = None, renderer: EnvRenderer | None = None,
-             gate_rejected: Callable[[], torch.Tensor] | None = None) -> EvalResult:
+             gate_rejected: Callable[[], torch.Tensor] | None = None,
+             episode_start: Callable[[torch.Tensor], None] | None = None) -> EvalResult:
     """Run ``episodes`` episodes of ``policy`` in ``env`` (any ``VecEnv``; see module
     docstring).
 
     ``gate_rejected``, if given, returns the (E,) rejection flags of the last decision.
+    ``episode_start``, if given, is told which envs (E,) bool start a new episode: all of
+    them after each reset, and those that finished after each step (a stateful policy,
+    such as a queue of action chunks, forgets their past).
     """
     E = env.num_envs
     returns: list[float] = []
@@ -75,11 +80,15 @@ def evaluate(policy: EvalPolicy, env: VecEnv, episodes: int, seed: int = 0,
         obs = env.reset(seed=seed + rounds)
         rounds += 1
         active = torch.ones(E, dtype=torch.bool)  # env is still in its counted episode
+        if episode_start is not None:
+            episode_start(torch.ones(E, dtype=torch.bool, device=obs.device))
         while bool(active.any()):
             action, hold = policy(obs)
             if gate_rejected is not None:
                 rejections += float((gate_rejected().cpu() & active).sum())
-            obs, _, _, _, _, info = env.step(action, hold=hold)
+            obs, _, _, terminated, truncated, info = env.step(action, hold=hold)
+            if episode_start is not None:
+                episode_start(terminated | truncated)
             for name, flag in info.get("safety", {}).items():
                 interventions[name] = interventions.get(name, 0.0) + float(
                     (flag.cpu() & active).sum())

@@ -252,7 +252,7 @@ class Runner:
         """Train until total_steps, the time budget or the target success; returns the
         evaluation history (also in eval.csv)."""
         cfg, env, agent = self.cfg, self.env, self.agent
-        self._writer = _summary_writer(self.run_dir / "tb")
+        self._writer = summary_writer(self.run_dir / "tb")
         obs = env.reset(seed=cfg.seed + self.env_steps)
         shared_eval = self.eval_env is self.env
         E = env.num_envs
@@ -272,7 +272,7 @@ class Runner:
         self.console.print(f"run dir: {self.run_dir}\n{env}\nsafety: {cfg.safety}  "
                            f"device: {cfg.device}  updates/step: {cfg.sac.updates_per_step}")
         try:
-            with progress, _stop_requests() as stop:
+            with progress, stop_requests() as stop:
                 bar = progress.add_task(f"{cfg.task} {cfg.algo}", total=cfg.total_steps,
                                         completed=self.env_steps, sps=0.0, success="-",
                                         cost="-")
@@ -506,18 +506,18 @@ class _Window:
         return out
 
 
-class _StopRequest:
+class StopRequest:
     requested = False
 
 
 @contextlib.contextmanager
-def _stop_requests() -> Iterator[_StopRequest]:
+def stop_requests() -> Iterator[StopRequest]:
     """SIGINT as a request the training loop reads between two steps, where stopping leaves
     nothing half done (an exception raised by Python's default handler can land inside a
     checkpoint write, a logger's lock or a library's thread pool, and hung a loaded CI run).
     A second SIGINT raises at once, to abandon the checkpoint. Outside the main thread (no
     signal handlers there) nothing is installed."""
-    stop = _StopRequest()
+    stop = StopRequest()
     if threading.current_thread() is not threading.main_thread():
         yield stop
         return
@@ -533,7 +533,7 @@ def _stop_requests() -> Iterator[_StopRequest]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _summary_writer(path: Path) -> Any:
+def summary_writer(path: Path) -> Any:
     from torch.utils.tensorboard import SummaryWriter
 
     return SummaryWriter(str(path))

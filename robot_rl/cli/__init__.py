@@ -9,6 +9,7 @@
     robot-rl data info | validate | replay PATH         inspect, check, replay a dataset
     robot-rl data import BAG... --task reach --out DIR  rosbag2/MCAP recordings into a dataset
     robot-rl finetune --demos data/push --method rlpd   offline-to-online from demos (RLPD/WSRL)
+    robot-rl bc --demos data/push --algo bc-flow        behaviour cloning of a chunked policy
     robot-rl sim info                                   robots, tasks, model sizes
     robot-rl sim rollout --task push --policy expert --video out.mp4
     robot-rl bench sim                                  simulation throughput table
@@ -38,6 +39,7 @@ class Command:
 
 def _top_level() -> dict[str, Command]:
     # Imported here so ``robot-rl --help`` does not pay for torch and mujoco.
+    from robot_rl.bc import BCConfig
     from robot_rl.cli import data, deploy, learn
     from robot_rl.distill import DistillConfig
     from robot_rl.finetune import FinetuneConfig
@@ -49,10 +51,11 @@ def _top_level() -> dict[str, Command]:
             "export": Command(learn.ExportConfig, learn.export_cmd),
             "deploy": Command(deploy.DeployCommandConfig, deploy.deploy_cmd),
             "record": Command(data.RecordConfig, data.record_cmd),
-            "finetune": Command(FinetuneConfig, learn.train)}
+            "finetune": Command(FinetuneConfig, learn.train),
+            "bc": Command(BCConfig, learn.bc_cmd)}
 
 
-TOP_LEVEL = ("train", "eval", "distill", "export", "deploy", "record", "finetune")
+TOP_LEVEL = ("train", "eval", "distill", "export", "deploy", "record", "finetune", "bc")
 
 
 def _commands() -> dict[str, dict[str, Command]]:

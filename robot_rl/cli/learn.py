@@ -29,7 +29,8 @@ class EvalConfig:
     """
 
     path: Annotated[Path, tyro.conf.Positional]
-    """Run directory, checkpoint file (.pt), or exported artifact folder (with policy.json)."""
+    """Run directory (robot-rl train, finetune or bc), checkpoint file (.pt), or exported
+    artifact folder (with policy.json)."""
     episodes: int = 32
     """Episodes to run."""
     num_envs: int = 16
@@ -93,6 +94,21 @@ def train(cfg: Any) -> None:
     Console().print(f"learning curve: {png}")
 
 
+def bc_cmd(cfg: Any) -> None:
+    """``robot-rl bc``: behaviour cloning, then the learning curve."""
+    from robot_rl.bc import BCRunner
+    from robot_rl.plot import plot_curves
+
+    runner = BCRunner(cfg)
+    history = runner.train()
+    curve = [h for h in history if h["success_rate"] == h["success_rate"]]  # evaluated
+    if curve:
+        png = plot_curves(runner.run_dir / "learning_curve.png",
+                          [(f"{runner.dataset.spec.task} / {runner.cfg.algo}", curve)],
+                          title=runner.run_dir.name)
+        Console().print(f"learning curve: {png}")
+
+
 def eval_cmd(cfg: EvalConfig) -> None:
     from robot_rl.evaluate import evaluate
     from robot_rl.runner import evaluate_agent, load_agent, make_train_env
@@ -102,8 +118,19 @@ def eval_cmd(cfg: EvalConfig) -> None:
     if cfg.episodes < 1 or cfg.num_envs < 1:
         raise ConfigError("--episodes and --num-envs must be >= 1")
     artifact = (cfg.path / "policy.json").is_file()
+    bc_state = None if artifact else _bc_checkpoint(cfg.path)
     if artifact:
         env, policy_fn, label = _artifact_policy(cfg)
+    elif bc_state is not None:
+        from robot_rl.bc import load_bc_policy, make_task_env
+
+        chunked, bc_cfg, _ = load_bc_policy(cfg.path)
+        env = make_task_env(bc_state["task"], bc_state.get("env", {}),
+                            min(cfg.num_envs, cfg.episodes), cfg.seed, dr=cfg.dr)
+        if env is None:
+            raise ConfigError(f"task {bc_state['task']!r} of {cfg.path} is not in the "
+                              f"simulator's registry")
+        label = f"{bc_state['task']} / {bc_cfg.algo}"
     else:
         agent, train_cfg, _ = load_agent(cfg.path)
         env = make_train_env(train_cfg, min(cfg.num_envs, cfg.episodes), cfg.seed,
@@ -118,6 +145,12 @@ def eval_cmd(cfg: EvalConfig) -> None:
         if artifact:
             result = evaluate(policy_fn, env, cfg.episodes, seed=cfg.seed, video=writer,
                               renderer=renderer)
+        elif bc_state is not None:
+            from robot_rl.bc import evaluate_chunked
+
+            result = evaluate_chunked(chunked, env, cfg.episodes, seed=cfg.seed,
+                                      ensemble=bc_cfg.ensemble, video=writer,
+                                      renderer=renderer)
         elif cfg.student:
             from robot_rl.checkpoint import resolve_checkpoint, run_dir_of
             from robot_rl.distill import load_student
@@ -151,6 +184,14 @@ def eval_cmd(cfg: EvalConfig) -> None:
     if writer is not None:
         table.add_row("video", f"{cfg.video} ({writer.frames} frames)")
     console.print(table)
+
+
+def _bc_checkpoint(path: Path) -> dict[str, Any] | None:
+    """The checkpoint state if ``path`` is a behaviour-cloning run (or its checkpoint)."""
+    from robot_rl.checkpoint import load_checkpoint
+
+    state = load_checkpoint(path)
+    return state if state.get("kind") == "bc" else None
 
 
 def _artifact_policy(cfg: EvalConfig) -> tuple[Any, Any, str]:

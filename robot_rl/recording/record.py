@@ -3,6 +3,8 @@ one env; every control step goes into a DatasetWriter, every episode is committe
 
     robot-rl record --task push --teleop keyboard --episodes 20 --out data/push
     robot-rl record --task push --teleop expert --episodes 20 --out data/push   # no person
+    robot-rl record --task push --teleop expert --expert-style multimodal-human \
+        --episode-length 300 --success-only --episodes 20 --out data/push-mh
 
 Each episode starts from ``env.reset(seed=s)`` with its seed ``s`` stored in the episode row, so
 ``robot-rl data replay`` rebuilds the same initial state and replays the actions. A person
@@ -33,6 +35,7 @@ from robot_rl.data.writer import DatasetWriter
 from robot_rl.errors import ConfigError
 from robot_rl.sim import make_env
 from robot_rl.sim.env import BatchedEnv
+from robot_rl.sim.experts import Expert, ExpertStyle, make_expert
 from robot_rl.sim.randomization import DRPreset
 
 TeleopKind = Literal["keyboard", "spacemouse", "gamepad", "expert"]
@@ -68,6 +71,10 @@ class RecordConfig:
     policy: Path | None = None
     """A policy artifact (robot-rl export) that acts while the device is still; moving the
     device takes over (a human intervention, flagged in the dataset, HIL-SERL style)."""
+    expert_style: ExpertStyle = "scripted"
+    """How the expert drives: scripted (the task's, unimodal and noiseless), multimodal (one
+    of several ways drawn per episode: push round either side of the puck, lift across
+    either pair of faces), human (slower, jittery, pauses, detours) or multimodal-human."""
     expert_noise: float = 0.0
     """Gaussian noise (std, in action units) on the expert's actions, for varied demos."""
     success_only: bool = False
@@ -179,6 +186,9 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
         raise ConfigError("--policy needs a teleop device to intervene with, not the expert")
     if expert and env.task.expert is None:
         raise ConfigError(f"task {cfg.task!r} has no scripted expert; use a teleop device")
+    if not expert and cfg.expert_style != "scripted":
+        raise ConfigError("--expert-style is for --teleop expert")
+    scripted = make_expert(env, cfg.expert_style, seed=cfg.seed) if expert else None
     realtime = (not expert) if cfg.realtime is None else cfg.realtime
     renderers = []
     if cfg.cameras:
@@ -195,7 +205,8 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
                               env.robot, env.control_dt)
     gen = torch.Generator().manual_seed(cfg.seed)
     writer = DatasetWriter(cfg.out, spec, resume=cfg.resume)
-    source = "expert" if expert else getattr(device, "name", "teleop")
+    source = ("expert" if cfg.expert_style == "scripted" else f"expert:{cfg.expert_style}") \
+        if expert else getattr(device, "name", "teleop")
     if policy is not None:
         source = "policy+" + source
     result = RecordResult(0, 0, 0, 0.0, [], False)
@@ -214,7 +225,7 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
                 seed = cfg.seed * 1_000_003 + writer.num_episodes * 1_000 + attempt
                 attempt += 1
                 outcome = _episode(env, writer, seed, source, device, mapper, renderers,
-                                   expert, cfg, gen, realtime, status, live, on_step,
+                                   scripted, cfg, gen, realtime, status, live, on_step,
                                    policy)
                 if outcome.kind == "save" and (outcome.success or not cfg.success_only):
                     dt = writer.save_episode(success=outcome.label)
@@ -284,7 +295,7 @@ class _Status:
 
 
 def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, device: Any,
-             mapper: Any, renderers: list, expert: bool, cfg: RecordConfig,
+             mapper: Any, renderers: list, expert: Expert | None, cfg: RecordConfig,
              gen: torch.Generator, realtime: bool, status: _Status, live: Any,
              on_step: Callable[[int], None] | None,
              policy: Callable[[np.ndarray], np.ndarray] | None) -> _Outcome:
@@ -300,8 +311,8 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
     while True:
         events: frozenset[str] = frozenset()
         intervention = False
-        if expert:
-            action = env.expert_action()
+        if expert is not None:
+            action = expert(env.state)
             if cfg.expert_noise > 0:
                 action = (action + cfg.expert_noise * torch.randn(action.shape, generator=gen)
                           ).clamp(-1.0, 1.0)

@@ -10,6 +10,9 @@
     terminated    fn(state, cfg) -> (E,) bool           (object dropped, ...)
     reset         fn(state, env_ids, cfg, gen)          writes the reset state of env_ids
     expert        fn(state, cfg) -> (E, A) in [-1, 1]   scripted policy for demos and tests
+    modal_expert  ModalExpert                           the expert with several ways to do the
+                                                        task (one drawn per episode), for
+                                                        multimodal demonstrations
     build_scene   fn(robot, cfg, action_space) -> MjSpec
 
 Costs are kept apart from rewards: the safety critic learns them.
@@ -135,6 +138,21 @@ Term = Callable[[SimState, Any], torch.Tensor]
 ResetFn = Callable[[SimState, torch.Tensor, Any, torch.Generator], None]
 
 
+@dataclasses.dataclass(frozen=True)
+class ModalExpert:
+    """A scripted expert with ``modes`` distinct ways of doing the task.
+
+    ``act(state, cfg, mode (E,) long, memory (E, memory)) -> (action (E, A), memory)``: the
+    mode is drawn per episode and fixed for it; ``memory`` is the expert's own per-env state
+    (zeros at an episode's start; e.g. the phase, advanced as waypoints are reached).
+    """
+
+    modes: int
+    act: Callable[[SimState, Any, torch.Tensor, torch.Tensor],
+                  tuple[torch.Tensor, torch.Tensor]]
+    memory: int = 1
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TaskDef:
     """A task's functions; ``make_config`` returns a fresh config each call."""
@@ -155,3 +173,5 @@ class TaskDef:
     """Scripted policy, or None if the task has none."""
     privileged: dict[str, Term] = dataclasses.field(default_factory=dict)
     """Terms of the ``critic`` observation group beyond the policy's (see module docstring)."""
+    modal_expert: ModalExpert | None = None
+    """The expert's multimodal variant (``robot-rl record --expert-style multimodal``)."""

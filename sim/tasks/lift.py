@@ -9,11 +9,12 @@ import mujoco
 import torch
 
 from robot_rl.controllers import JointDeltaConfig
+from robot_rl.controllers.ik import orientation_error, quat_to_mat, rot_z
 from robot_rl.robots import RobotSpec
 from robot_rl.sim.scene import SceneBuilder
 from robot_rl.sim.state import SimState
 from robot_rl.sim.tasks import terms
-from robot_rl.sim.tasks.base import TaskConfig, TaskDef
+from robot_rl.sim.tasks.base import ModalExpert, TaskConfig, TaskDef
 from robot_rl.sim.tasks.motion import move_ee, quat_yaw
 
 Vec2 = tuple[float, float]
@@ -124,13 +125,65 @@ def success(state: SimState, cfg: LiftConfig) -> torch.Tensor:
 
 def expert(state: SimState, cfg: LiftConfig) -> torch.Tensor:
     """Open above the cube aligned with its faces, descend, close, lift."""
+    return _grasp_and_lift(state, cfg, 0.0)
+
+
+def turned_expert(state: SimState, cfg: LiftConfig, mode: torch.Tensor,
+                  memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Grasp across either pair of the cube's faces: mode 0 as the scripted expert (the
+    smallest turn of the hand), mode 1 a quarter turn further, back towards the hand's home
+    yaw (so it turns at most a quarter turn either way). The modes' mean grasps the cube
+    across its diagonal: averaging them fails.
+
+    ``memory``: (phase, grasp yaw, yaw set). The grasp yaw is fixed at the episode's first
+    step (a cube nudged across a fold would otherwise flip the grasp a half turn). Phases:
+    0 above the cube, turning; 1 descending, open; 2 closing at the grasp point; 3 lifting
+    (back to 0 if the cube slips out).
+    """
+    assert isinstance(cfg.action, JointDeltaConfig)
+    phase, yaw = memory[:, 0].long(), memory[:, 1]
+    folded = _folded_yaw(state).to(memory.dtype)
+    turn = torch.where(folded < 0, 1.0, -1.0) * (math.pi / 2) * mode.to(memory.dtype)
+    yaw = torch.where(memory[:, 2] > 0, yaw, folded + turn)
+    ee, cube = state.sensors["ee_pos"], state.sensors["cube_pos"]
+    h = cfg.cube_half_size
+    grasp_pt = cube + cube.new_tensor([0.0, 0.0, 0.003])
+    above = cube + cube.new_tensor([0.0, 0.0, 0.08])
+    lift_pt = torch.cat([cube[:, :2], torch.full_like(cube[:, :1], h + cfg.lift_height + 0.04)],
+                        dim=1)
+    closed_on_cube = _grasped(state) & (state.gripper_pos.sum(dim=1) < 2 * h + 0.004)
+    rot_des = rot_z(yaw.to(ee.dtype)) @ state.limits.ee_home_rot.expand(len(yaw), 3, 3)
+    turned = torch.linalg.vector_norm(orientation_error(
+        quat_to_mat(state.sensors["ee_quat"]), rot_des), dim=1) < 0.1
+    xy_ok = torch.linalg.vector_norm((ee - cube)[:, :2], dim=1) < 0.008
+    at_grasp = torch.linalg.vector_norm(ee - grasp_pt, dim=1) < 0.012
+    phase = torch.where((phase == 0) & xy_ok & turned, 1, phase)
+    phase = torch.where((phase == 1) & at_grasp, 2, phase)
+    phase = torch.where((phase == 2) & closed_on_cube, 3, phase)
+    phase = torch.where((phase == 3) & ~_grasped(state), 0, phase)
+    target = torch.where((phase == 0)[:, None], above,
+                         torch.where((phase == 3)[:, None], lift_pt, grasp_pt))
+    arm = move_ee(state, target - ee, cfg.action.scale, yaw=yaw.to(ee.dtype))
+    grip = torch.where(phase >= 2, 1.0, -1.0).to(arm.dtype)[:, None]
+    memory = torch.stack([phase.to(memory.dtype), yaw, torch.ones_like(yaw)], dim=1)
+    return torch.cat([arm, grip], dim=1).float(), memory
+
+
+def _folded_yaw(state: SimState) -> torch.Tensor:
+    """(E,) the cube's yaw folded into [-pi/4, pi/4] (it looks the same every quarter
+    turn): the smallest turn of the hand that aligns it with two faces."""
+    yaw = torch.remainder(quat_yaw(state.sensors["cube_quat"]) + math.pi / 4, math.pi / 2)
+    return yaw - math.pi / 4
+
+
+def _grasp_and_lift(state: SimState, cfg: LiftConfig, turn: torch.Tensor | float
+                    ) -> torch.Tensor:
+    """The expert's action with the hand's yaw turned by ``turn`` (E,) beyond the nearest
+    face-aligned yaw."""
     assert isinstance(cfg.action, JointDeltaConfig)
     ee, cube = state.sensors["ee_pos"], state.sensors["cube_pos"]
     h = cfg.cube_half_size
-    # The cube looks the same every quarter turn: turn the hand by its yaw folded into
-    # [-pi/4, pi/4].
-    yaw = torch.remainder(quat_yaw(state.sensors["cube_quat"]) + math.pi / 4, math.pi / 2)
-    yaw = yaw - math.pi / 4
+    yaw = _folded_yaw(state) + turn
     grasp_pt = cube + torch.tensor([0.0, 0.0, 0.003], dtype=cube.dtype, device=cube.device)
     above = cube + torch.tensor([0.0, 0.0, 0.08], dtype=cube.dtype, device=cube.device)
     lift_pt = torch.cat([cube[:, :2], torch.full_like(cube[:, :1], h + cfg.lift_height + 0.04)],
@@ -176,4 +229,5 @@ TASK = TaskDef(
     success=success,
     terminated=terms.fell_off_table("cube_pos"),
     expert=expert,
+    modal_expert=ModalExpert(modes=2, act=turned_expert, memory=3),
 )

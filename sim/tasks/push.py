@@ -12,7 +12,7 @@ from robot_rl.robots import RobotSpec
 from robot_rl.sim.scene import SceneBuilder
 from robot_rl.sim.state import SimState
 from robot_rl.sim.tasks import terms
-from robot_rl.sim.tasks.base import TaskConfig, TaskDef
+from robot_rl.sim.tasks.base import ModalExpert, TaskConfig, TaskDef
 from robot_rl.sim.tasks.motion import move_ee
 
 Vec2 = tuple[float, float]
@@ -148,6 +148,51 @@ def expert(state: SimState, cfg: PushConfig) -> torch.Tensor:
     return move_ee(state, target - ee, cfg.action.scale).float()
 
 
+# The multimodal expert's waypoints, in the push-line frame (along u, beside it along n).
+_SIDE = 0.06
+"""Clearance beside the puck's edge of the detour [m]."""
+_BEHIND = 0.05
+"""Clearance behind the puck's edge of the detour's corner [m]."""
+_REACHED = 0.015
+"""A waypoint counts as reached within this distance [m]."""
+
+
+def around_expert(state: SimState, cfg: PushConfig, mode: torch.Tensor,
+                  memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Go round the puck on its left (mode 0) or right (mode 1) side at push height, then
+    push as the scripted expert does.
+
+    ``memory[:, 0]`` is the phase: 0 above the side point, 1 down to push height beside
+    the puck, 2 the corner behind it on that side, 3 behind the puck on the push line; from
+    4 on, the scripted expert (which recovers over the puck if the push loses the line).
+    The two modes' mean path would come down onto the puck: averaging them fails.
+    """
+    ee, puck = state.sensors["ee_pos"], state.sensors["puck_pos"]
+    line = state.buffers["goal"][:, :2] - puck[:, :2]
+    u = line / torch.linalg.vector_norm(line, dim=1, keepdim=True).clamp(min=1e-6)  # (E, 2)
+    n = torch.stack([-u[:, 1], u[:, 0]], dim=1)
+    side = (1.0 - 2.0 * mode.to(u.dtype))[:, None]  # mode 0: +n (left of the push line)
+    r = cfg.puck_radius
+    beside = puck[:, :2] + side * (r + _SIDE) * n
+    corner = beside - (r + _BEHIND) * u
+    behind = puck[:, :2] - (r + 0.03) * u
+    z_push = cfg.puck_half_height + 0.008
+    z_hover = z_push + 0.06
+
+    def point(xy: torch.Tensor, z: float) -> torch.Tensor:
+        return torch.cat([xy, torch.full_like(xy[:, :1], z)], dim=1)
+
+    waypoints = torch.stack([point(beside, z_hover), point(beside, z_push),
+                             point(corner, z_push), point(behind, z_push)], dim=1)  # (E, 4, 3)
+    phase = memory[:, 0].long()
+    target = waypoints[torch.arange(len(phase), device=phase.device), phase.clamp(max=3)]
+    reached = torch.linalg.vector_norm(target - ee, dim=1) < _REACHED
+    phase = torch.where((phase < 4) & reached, phase + 1, phase)
+    routed = move_ee(state, target - ee, cfg.action.scale).float()  # type: ignore[union-attr]
+    action = torch.where((phase < 4)[:, None], routed, expert(state, cfg))
+    return action, phase[:, None].to(memory.dtype)
+
+
 TASK = TaskDef(
     name="push",
     description="push a puck to a goal on the table (gripper closed)",
@@ -176,4 +221,5 @@ TASK = TaskDef(
     success=success,
     terminated=terms.fell_off_table("puck_pos"),
     expert=expert,
+    modal_expert=ModalExpert(modes=2, act=around_expert),
 )

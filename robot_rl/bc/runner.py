@@ -1,0 +1,435 @@
+"""Behaviour cloning of chunked policies from a dataset: ``robot-rl bc``.
+
+    robot-rl bc --demos data/push-mh --algo bc-flow          # flow matching (default)
+    robot-rl bc --demos data/push-mh --algo bc-mlp           # the MLP baseline
+    robot-rl bc --resume runs/push__bc-flow__0__20261123-101500 --steps 40000
+
+Any robot_rl dataset works (sim recordings, ROS teleop recordings, rosbag imports): the
+policy learns ``observation.state`` -> chunks of ``action``. Every ``eval_every`` gradient
+steps the EMA weights act in simulation (the dataset's task, randomization and episode
+length) through the chunk executor, and success, return, cost and the shield's
+interventions go to ``eval.csv``, TensorBoard and one log line. The run directory is the
+training runner's: ``config.json``, ``tb/``, ``eval.csv``, ``checkpoints/latest.pt``
+(atomic, every ``checkpoint_every`` seconds, at the end and on Ctrl-C) and
+``learning_curve.png``.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import dataclasses
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from robot_rl.checkpoint import CHECKPOINT, FORMAT_VERSION, load_checkpoint, save_atomic
+from robot_rl.config_io import from_dict, to_dict
+from robot_rl.data.format import DatasetError
+from robot_rl.data.reader import Dataset
+from robot_rl.errors import ConfigError
+from robot_rl.evaluate import EvalResult, evaluate
+from robot_rl.policies import ChunkData, ChunkExecutor, ChunkPolicy, PolicyConfig, make_policy
+from robot_rl.runner import stop_requests, summary_writer
+from robot_rl.sim import make_env
+from robot_rl.sim.env import BatchedEnv
+from robot_rl.sim.randomization import DRPreset
+from robot_rl.sim.tasks import list_tasks
+from robot_rl.sim.vec_env import VecEnv
+
+BCAlgo = Literal["bc-flow", "bc-mlp"]
+EVAL_FIELDS = ("grad_steps", "seconds", "success_rate", "return", "episode_cost",
+               "loss")
+
+
+@dataclasses.dataclass(kw_only=True)
+class BCConfig:
+    """Behaviour cloning of a chunked policy (flow matching, or the MLP baseline) from a
+    dataset, evaluated in simulation as it learns.
+
+    Example: robot-rl bc --demos data/push --algo bc-flow --steps 20000
+    """
+
+    demos: Path
+    """Dataset to learn from (robot-rl record, the ROS teleop node, robot-rl data import)."""
+    algo: BCAlgo = "bc-flow"
+    """bc-flow: flow-matching chunk policy; bc-mlp: an MLP regressing the chunk (baseline)."""
+    policy: PolicyConfig = dataclasses.field(default_factory=PolicyConfig)
+    """Chunk horizon and execution, observation history, network, flow steps."""
+    max_episodes: int | None = None
+    """Learn from the dataset's first N episodes only (default: all)."""
+    steps: int = 20_000
+    """Gradient steps."""
+    batch_size: int = 256
+    """Frames per gradient step."""
+    lr: float = 3e-4
+    """AdamW learning rate (cosine decay to a tenth of it over --steps)."""
+    weight_decay: float = 1e-6
+    """AdamW weight decay."""
+    ema: float = 0.999
+    """Decay of the exponential moving average of the weights that act (0: no EMA)."""
+    grad_clip: float = 1.0
+    """Gradient norm clip."""
+    time_budget: float | None = None
+    """Stop after this many seconds of training (wall clock, summed over resumes)."""
+    target_success: float | None = None
+    """Stop once an evaluation reaches this success rate."""
+    eval_every: int = 2_000
+    """Evaluate in simulation every this many gradient steps (and at the end)."""
+    eval_episodes: int = 32
+    """Episodes per evaluation (0: no evaluation, e.g. a task not in the registry)."""
+    eval_envs: int = 16
+    """Parallel simulated envs of the evaluation."""
+    ensemble: float | None = None
+    """Temporal ensembling rate when acting (ACT's exp(-m i) weights; default: receding
+    horizon, executing --policy.execute actions per chunk)."""
+    dr: DRPreset | None = None
+    """Domain randomization of the evaluation env (default: the dataset's)."""
+    log_every: int = 500
+    """Log the loss every this many gradient steps."""
+    checkpoint_every: float = 120.0
+    """Seconds between checkpoints."""
+    seed: int = 0
+    """Seed of the networks, batches, noise and evaluation episodes."""
+    device: str = "cpu"
+    """Torch device of training and evaluation."""
+    runs_dir: Path = Path("runs")
+    """Parent folder of run directories."""
+    run_name: str | None = None
+    """Run directory name (default {task}__{algo}__{seed}__{time})."""
+    resume: Path | None = None
+    """Continue the run in this directory from its checkpoint (its saved config is used,
+    except steps, time_budget and target_success, taken from this command line)."""
+    progress: bool = True
+    """Show the progress bar (the log lines are printed either way)."""
+
+    def validate(self) -> None:
+        self.policy.validate()
+        if self.steps < 1 or self.batch_size < 1 or self.lr <= 0:
+            raise ConfigError("--steps and --batch-size must be >= 1 and --lr > 0")
+        if not 0.0 <= self.ema < 1.0:
+            raise ConfigError(f"--ema must be in [0, 1), got {self.ema}")
+        if self.eval_every < 1 or self.eval_episodes < 0 or self.eval_envs < 1 or \
+                self.log_every < 1:
+            raise ConfigError("--eval-every, --eval-envs and --log-every must be >= 1 and "
+                              "--eval-episodes >= 0")
+        if self.max_episodes is not None and self.max_episodes < 1:
+            raise ConfigError(f"--max-episodes must be >= 1, got {self.max_episodes}")
+        if self.time_budget is not None and self.time_budget <= 0:
+            raise ConfigError(f"--time-budget must be > 0 seconds, got {self.time_budget}")
+
+    @property
+    def kind(self) -> Literal["flow", "mlp"]:
+        return "flow" if self.algo == "bc-flow" else "mlp"
+
+
+def load_demos(cfg: BCConfig) -> tuple[Dataset, dict[str, np.ndarray], int]:
+    """The dataset, its frames (the first ``max_episodes`` episodes) and their number of
+    episodes."""
+    ds = Dataset(cfg.demos)
+    episodes = sorted(int(r["episode_index"]) for r in ds.episodes)
+    if not episodes:
+        raise DatasetError(f"{cfg.demos} holds no committed episodes")
+    if cfg.max_episodes is not None:
+        if cfg.max_episodes > len(episodes):
+            raise ConfigError(f"--max-episodes {cfg.max_episodes}: {cfg.demos} holds "
+                              f"{len(episodes)} episodes")
+        episodes = episodes[:cfg.max_episodes]
+    return ds, ds.frames(episodes), len(episodes)
+
+
+def make_task_env(task: str, making: dict[str, Any], num_envs: int, seed: int,
+                  dr: DRPreset | None = None, device: str = "cpu") -> BatchedEnv | None:
+    """A simulated env of ``task`` made as a dataset's was recorded (``making``: its
+    randomization and episode length); None if the task is not in the registry."""
+    if task not in list_tasks():
+        return None
+    overrides: dict[str, Any] = {}
+    if "episode_length" in making:
+        overrides["episode_length"] = int(making["episode_length"])
+    return make_env(task, num_envs, dr=dr or making.get("dr", "off"), seed=seed,
+                    device=device, **overrides)
+
+
+def make_eval_env(ds: Dataset, num_envs: int, seed: int, dr: DRPreset | None = None,
+                  device: str = "cpu") -> BatchedEnv | None:
+    """``make_task_env`` for a dataset, checked: DatasetError if the env's observations or
+    actions are not the dataset's."""
+    from robot_rl.recording.record import dataset_spec
+
+    spec = ds.spec
+    env = make_task_env(spec.task, spec.env, num_envs, seed, dr, device)
+    if env is not None:
+        ds.check(dataset_spec(env, spec.cameras, spec.env))
+    return env
+
+
+def chunked_policy_fn(policy: ChunkPolicy, gen: torch.Generator, ensemble: float | None = None
+                      ) -> ChunkExecutor:
+    """The policy acting step by step: noise from ``gen``, chunks through an executor."""
+
+    @torch.no_grad()
+    def chunk(obs_hist: torch.Tensor) -> torch.Tensor:
+        return policy.sample(obs_hist, gen)
+
+    cfg = policy.cfg
+    return ChunkExecutor(chunk, cfg.horizon, cfg.executed, cfg.obs_history, ensemble)
+
+
+def evaluate_chunked(policy: ChunkPolicy, env: VecEnv, episodes: int, seed: int = 0,
+                     ensemble: float | None = None, **kwargs: Any) -> EvalResult:
+    """``evaluate`` for a chunked policy (its executor told of every episode start)."""
+    gen = torch.Generator(device=env.device).manual_seed(seed)
+    run = chunked_policy_fn(policy.eval(), gen, ensemble)
+    return evaluate(lambda obs: (run(obs), None), env, episodes, seed=seed,
+                    episode_start=run.reset, **kwargs)
+
+
+class BCRunner:
+    """Owns the dataset, the policy, its EMA, the optimizer, the log and the checkpoints."""
+
+    def __init__(self, cfg: BCConfig, console: Console | None = None,
+                 eval_env: VecEnv | None = None):
+        """``eval_env``: evaluate on this env instead of one made from the dataset."""
+        self.console = console or Console()
+        state: dict[str, Any] | None = None
+        if cfg.resume is not None:
+            state = load_checkpoint(cfg.resume)
+            if state.get("kind") != "bc":
+                raise ConfigError(f"{cfg.resume} is not a behaviour-cloning run")
+            saved = from_dict(BCConfig, state["config"])
+            cfg = dataclasses.replace(saved, steps=cfg.steps, time_budget=cfg.time_budget,
+                                      target_success=cfg.target_success,
+                                      progress=cfg.progress, resume=cfg.resume)
+        cfg.validate()
+        self.cfg = cfg
+        torch.manual_seed(cfg.seed)
+        self.dataset, frames, self.num_episodes = load_demos(cfg)
+        dev = torch.device(cfg.device)
+        obs = torch.tensor(frames["observation.state"], dtype=torch.float32)
+        actions = torch.tensor(frames["action"], dtype=torch.float32)
+        self.data = ChunkData(obs, actions, torch.tensor(frames["episode_index"]),
+                              cfg.policy.horizon, cfg.policy.obs_history, dev)
+        self.policy = make_policy(cfg.policy, cfg.kind, obs.shape[1], actions.shape[1],
+                                  obs, actions).to(dev)
+        self.ema = copy.deepcopy(self.policy).requires_grad_(False) if cfg.ema > 0 else None
+        self.opt = torch.optim.AdamW(self.policy.parameters(), lr=cfg.lr,
+                                     weight_decay=cfg.weight_decay)
+        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, self._lr_factor)
+        self.gen = torch.Generator(device=dev).manual_seed(cfg.seed)
+        self.eval_env: VecEnv | None = eval_env
+        if eval_env is None and cfg.eval_episodes > 0:  # made now: a mismatch fails early
+            self.eval_env = make_eval_env(self.dataset, min(cfg.eval_envs, cfg.eval_episodes),
+                                          cfg.seed + 10_000, cfg.dr, cfg.device)
+            if self.eval_env is None:
+                self.console.print(f"no evaluation: task {self.dataset.spec.task!r} is not "
+                                   f"in the simulator's registry")
+        self.grad_steps = 0
+        self.elapsed = 0.0
+        self.history: list[dict[str, float]] = []
+        if state is None:
+            task = self.dataset.spec.task
+            name = cfg.run_name or f"{task}__{cfg.algo}__{cfg.seed}__" \
+                                   f"{time.strftime('%Y%m%d-%H%M%S')}"
+            self.run_dir = Path(cfg.runs_dir) / name
+            self.run_dir.mkdir(parents=True, exist_ok=cfg.run_name is not None)
+        else:
+            self.run_dir = Path(cfg.resume)  # type: ignore[arg-type]
+            self._restore(state)
+        (self.run_dir / "config.json").write_text(json.dumps(to_dict(cfg), indent=2) + "\n")
+        self._writer: Any = None
+
+    def _lr_factor(self, step: int) -> float:
+        """Cosine decay from 1 to 0.1 over the run's steps."""
+        frac = min(step / max(self.cfg.steps, 1), 1.0)
+        return 0.1 + 0.45 * (1.0 + math.cos(math.pi * frac))
+
+    @property
+    def acting(self) -> ChunkPolicy:
+        """The weights that act: the EMA's, or the trained ones without EMA."""
+        return self.ema if self.ema is not None else self.policy
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def train(self) -> list[dict[str, float]]:
+        """Train until --steps, the time budget or the target success; returns the
+        evaluation history (also in eval.csv)."""
+        cfg = self.cfg
+        self._writer = summary_writer(self.run_dir / "tb")
+        n_params = sum(p.numel() for p in self.policy.parameters())
+        self.console.print(
+            f"run dir: {self.run_dir}\n{cfg.algo}: {n_params:,} parameters, chunk "
+            f"H={cfg.policy.horizon} (execute {cfg.policy.executed}), obs history "
+            f"{cfg.policy.obs_history}; data: {self.num_episodes} episodes, "
+            f"{len(self.data):,} frames of {self.dataset.spec.task!r} from {cfg.demos}")
+        start = time.perf_counter() - self.elapsed
+        last_ckpt = time.perf_counter()
+        t_log, steps_log = time.perf_counter(), self.grad_steps
+        losses: list[float] = []
+        loss = float("nan")
+        stop_reason = f"{cfg.steps:,} steps done"
+        progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                            TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"),
+                            TextColumn("loss {task.fields[loss]:.4f}"),
+                            TextColumn("success {task.fields[success]}"),
+                            TimeElapsedColumn(), TimeRemainingColumn(),
+                            console=self.console, disable=not cfg.progress)
+        try:
+            with progress, stop_requests() as stop:
+                bar = progress.add_task(cfg.algo, total=cfg.steps, completed=self.grad_steps,
+                                        loss=float("nan"), success="-")
+                while self.grad_steps < cfg.steps:
+                    if stop.requested:
+                        raise KeyboardInterrupt
+                    losses.append(self._update())
+                    self.grad_steps += 1
+                    self.elapsed = time.perf_counter() - start
+                    if self.grad_steps % cfg.log_every == 0:
+                        now = time.perf_counter()
+                        loss = sum(losses) / len(losses)
+                        self._log({"losses/bc": loss,
+                                   "charts/lr": float(self.sched.get_last_lr()[0]),
+                                   "perf/grad_steps_per_s":
+                                       (self.grad_steps - steps_log) / max(now - t_log, 1e-9)})
+                        t_log, steps_log, losses = now, self.grad_steps, []
+                        progress.update(bar, loss=loss)
+                    progress.update(bar, completed=self.grad_steps)
+                    if self.grad_steps % cfg.eval_every == 0 or self.grad_steps == cfg.steps:
+                        result = self._evaluate(loss)
+                        if result is not None:
+                            progress.update(bar, success=f"{result.success_rate:.0%}")
+                            if cfg.target_success is not None and \
+                                    result.success_rate >= cfg.target_success:
+                                stop_reason = f"target success {cfg.target_success:.0%} reached"
+                                break
+                    if cfg.time_budget is not None and self.elapsed >= cfg.time_budget:
+                        stop_reason = f"time budget {cfg.time_budget:g} s spent"
+                        break
+                    if time.perf_counter() - last_ckpt >= cfg.checkpoint_every:
+                        self.save()
+                        last_ckpt = time.perf_counter()
+        except KeyboardInterrupt:
+            self.console.print("interrupted: writing a checkpoint (Ctrl-C again to abandon it; "
+                               "the previous one stays intact)")
+            self.save()
+            raise
+        if not self.history or self.history[-1]["grad_steps"] != self.grad_steps:
+            self._evaluate(sum(losses) / len(losses) if losses else loss)
+        self.save()
+        self._writer.close()
+        last = self.history[-1] if self.history else None
+        summary = f"; last eval success {last['success_rate']:.0%}, episode cost " \
+                  f"{last['episode_cost']:.2f}" if last and not math.isnan(
+                      last["success_rate"]) else ""
+        self.console.print(f"stopped: {stop_reason}. {self.grad_steps:,} gradient steps in "
+                           f"{self.elapsed:.0f} s{summary}. Checkpoint: "
+                           f"{self.run_dir / CHECKPOINT}")
+        return self.history
+
+    def _update(self) -> float:
+        obs, chunk, mask = self.data.sample(self.cfg.batch_size, self.gen)
+        loss = self.policy.loss(obs, chunk, mask)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.cfg.grad_clip)
+        self.opt.step()
+        self.sched.step()
+        if self.ema is not None:
+            # EMA with warm-up: early on the average follows the weights closely
+            decay = min(self.cfg.ema, (1.0 + self.grad_steps) / (10.0 + self.grad_steps))
+            with torch.no_grad():
+                for p_ema, p in zip(self.ema.parameters(), self.policy.parameters(),
+                                    strict=True):
+                    p_ema.lerp_(p, 1.0 - decay)
+        return float(loss.detach())
+
+    # -- evaluation and logging --------------------------------------------------------------
+
+    def _evaluate(self, loss: float) -> EvalResult | None:
+        cfg = self.cfg
+        record = {"grad_steps": float(self.grad_steps), "seconds": self.elapsed,
+                  "success_rate": float("nan"), "return": float("nan"),
+                  "episode_cost": float("nan"), "loss": loss}
+        result = None
+        if cfg.eval_episodes > 0 and self.eval_env is not None:
+            t0 = time.perf_counter()
+            result = evaluate_chunked(self.acting, self.eval_env, cfg.eval_episodes,
+                                      seed=cfg.seed + 10_000, ensemble=cfg.ensemble)
+            self.policy.train()
+            record.update({"success_rate": result.success_rate,
+                           "return": result.return_mean, "episode_cost": result.cost_mean})
+            metrics = result.metrics("eval")
+            metrics["perf/eval_seconds"] = time.perf_counter() - t0
+            self._log(metrics)
+        self.history.append(record)
+        self._write_curve()
+        shown = "" if result is None else (
+            f"  success {result.success_rate:5.1%}  return {result.return_mean:7.2f}  "
+            f"cost {result.cost_mean:.2f}")
+        self.console.print(f"[{self.grad_steps:>7,}/{cfg.steps:,} steps, {self.elapsed:5.0f} s]"
+                           f"  loss {loss:.4f}{shown}", highlight=False)
+        return result
+
+    def _log(self, metrics: dict[str, float]) -> None:
+        if self._writer is not None:
+            for key, value in metrics.items():
+                self._writer.add_scalar(key, value, self.grad_steps)
+
+    def _write_curve(self) -> None:
+        with open(self.run_dir / "eval.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=EVAL_FIELDS)
+            w.writeheader()
+            w.writerows(self.history)
+
+    # -- checkpoints -------------------------------------------------------------------------
+
+    def save(self) -> Path:
+        """Write the checkpoint atomically; returns its path."""
+        state = {"format": FORMAT_VERSION, "kind": "bc", "config": to_dict(self.cfg),
+                 "obs_dim": self.policy.obs_dim, "act_dim": self.policy.act_dim,
+                 "task": self.dataset.spec.task, "env": dict(self.dataset.spec.env),
+                 "agent": {"policy": self.policy.state_dict(),
+                           "ema": None if self.ema is None else self.ema.state_dict(),
+                           "opt": self.opt.state_dict(), "sched": self.sched.state_dict()},
+                 "grad_steps": self.grad_steps, "elapsed": self.elapsed,
+                 "history": self.history, "torch_rng": torch.get_rng_state(),
+                 "gen": self.gen.get_state(),
+                 "data": {"root": str(self.cfg.demos), "episodes": self.num_episodes,
+                          "frames": len(self.data)}}
+        path = self.run_dir / CHECKPOINT
+        save_atomic(state, path)
+        return path
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        agent = state["agent"]
+        self.policy.load_state_dict(agent["policy"])
+        if self.ema is not None and agent["ema"] is not None:
+            self.ema.load_state_dict(agent["ema"])
+        self.opt.load_state_dict(agent["opt"])
+        self.sched.load_state_dict(agent["sched"])
+        self.grad_steps = int(state["grad_steps"])
+        self.elapsed = float(state["elapsed"])
+        self.history = list(state["history"])
+        torch.set_rng_state(state["torch_rng"])
+        self.gen.set_state(state["gen"])
+        self.console.print(f"resumed {self.run_dir} at {self.grad_steps:,} gradient steps")
+
+
+def load_bc_policy(path: str | Path) -> tuple[ChunkPolicy, BCConfig, dict[str, Any]]:
+    """The acting policy (EMA weights where there are) of a BC run directory or checkpoint,
+    its config and the raw checkpoint state."""
+    state = load_checkpoint(path)
+    if state.get("kind") != "bc":
+        raise ConfigError(f"{path} is not a behaviour-cloning run")
+    cfg = from_dict(BCConfig, state["config"])
+    policy = make_policy(cfg.policy, cfg.kind, state["obs_dim"], state["act_dim"])
+    weights = state["agent"]["ema"] or state["agent"]["policy"]
+    policy.load_state_dict(weights)
+    return policy.eval(), cfg, state

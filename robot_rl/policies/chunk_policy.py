@@ -1,0 +1,187 @@
+"""Policies that map a short observation history to an action *chunk*: a flow-matching
+(diffusion-style) policy and a plain MLP regressor, behind one interface.
+
+    policy = make_policy(PolicyConfig(), "flow", obs_stats=obs, act_stats=actions)
+    loss = policy.loss(obs_hist, chunk, mask)           # behaviour cloning
+    chunk = policy(obs_hist, noise)                     # (B, H, A) in [-1, 1], deterministic
+    chunk = policy.sample(obs_hist, generator)          # noise drawn from N(0, I)
+
+Shapes: B = batch, T = observation history, O = obs dim, H = chunk horizon, A = action dim.
+``obs_hist`` is (B, T, O), oldest first; chunks are (B, H, A); ``mask`` (B, H) is false on
+the steps past an episode's end (padded, not learned).
+
+**Flow matching** (rectified flow): with noise x0 ~ N(0, I) and the normalized chunk x1,
+x_t = (1 - t) x0 + t x1 and the network learns the velocity x1 - x0 at uniform t; acting
+integrates dx/dt = v(x, t, obs) from t = 0 to 1 in ``flow_steps`` Euler steps. Given the
+noise, acting is a deterministic function of (obs, noise): DSRL steers the policy by
+choosing that noise, and export unrolls the integration into the graph.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+import torch
+from torch import nn
+
+from robot_rl.errors import ConfigError
+from robot_rl.policies.denoisers import MLPDenoiser, ResidualBlock, UNet1DDenoiser
+from robot_rl.policies.normalizer import Normalizer
+
+PolicyKind = Literal["flow", "mlp"]
+
+
+@dataclasses.dataclass(kw_only=True)
+class PolicyConfig:
+    """Chunked policy: what it sees, what it predicts, its network."""
+
+    horizon: int = 8
+    """H: actions predicted per call (the chunk)."""
+    execute: int | None = None
+    """K <= H: actions of each chunk executed before the policy is called again (default:
+    the whole chunk, K = H)."""
+    obs_history: int = 1
+    """T: observations the policy sees (the current one and T - 1 before it)."""
+    denoiser: Literal["mlp", "unet"] = "mlp"
+    """Flow policy network: residual MLP with LayerNorm, or a 1-D temporal U-Net."""
+    width: int = 256
+    """Width of the MLP denoiser's (and the MLP policy's) residual blocks."""
+    blocks: int = 3
+    """Residual blocks of the MLP denoiser (and the MLP policy)."""
+    unet_channels: tuple[int, ...] = (64, 128)
+    """Channels per level of the U-Net denoiser."""
+    flow_steps: int = 10
+    """Euler integration steps from noise to a chunk when acting."""
+
+    @property
+    def executed(self) -> int:
+        """K: the actions of a chunk executed."""
+        return self.horizon if self.execute is None else self.execute
+
+    def validate(self) -> None:
+        if self.horizon < 1 or not 1 <= self.executed <= self.horizon:
+            raise ConfigError(f"need horizon >= 1 and 1 <= execute <= horizon, got horizon "
+                              f"{self.horizon}, execute {self.execute}")
+        if self.obs_history < 1 or self.flow_steps < 1 or self.width < 1 or self.blocks < 0:
+            raise ConfigError("obs_history, flow_steps and width must be >= 1, blocks >= 0")
+
+
+class ChunkPolicy(nn.Module):
+    """The interface (see module docstring); subclasses define ``loss`` and ``forward``."""
+
+    kind: str
+
+    def __init__(self, cfg: PolicyConfig, obs_norm: Normalizer, act_norm: Normalizer):
+        super().__init__()
+        cfg.validate()
+        self.cfg = cfg
+        self.obs_norm, self.act_norm = obs_norm, act_norm
+        self.obs_dim, self.act_dim = int(obs_norm.mean.shape[0]), int(act_norm.mean.shape[0])
+        self.horizon, self.obs_history = cfg.horizon, cfg.obs_history
+
+    def condition(self, obs: torch.Tensor) -> torch.Tensor:
+        """(B, T, O) observations -> (B, T * O) normalized conditioning."""
+        if obs.dim() != 3 or obs.shape[1:] != (self.obs_history, self.obs_dim):
+            raise ConfigError(f"the policy takes observations (B, {self.obs_history}, "
+                              f"{self.obs_dim}), got {tuple(obs.shape)}")
+        return self.obs_norm(obs).flatten(1)
+
+    def loss(self, obs: torch.Tensor, chunk: torch.Tensor,
+             mask: torch.Tensor | None = None) -> torch.Tensor:
+        raise NotImplementedError
+
+    def forward(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def sample(self, obs: torch.Tensor, generator: torch.Generator | None = None
+               ) -> torch.Tensor:
+        """(B, H, A) chunk for noise drawn from N(0, I)."""
+        noise = torch.randn(obs.shape[0], self.horizon, self.act_dim, generator=generator,
+                            device=obs.device)
+        return self(obs, noise)
+
+
+def _masked_mse(err: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Mean over the unmasked steps of the per-step mean squared error (B, H, A)."""
+    per_step = (err * err).mean(-1)
+    if mask is None:
+        return per_step.mean()
+    m = mask.to(per_step.dtype)
+    return (per_step * m).sum() / m.sum().clamp(min=1.0)
+
+
+class FlowPolicy(ChunkPolicy):
+    """Flow-matching chunk policy (see module docstring)."""
+
+    kind = "flow"
+
+    def __init__(self, cfg: PolicyConfig, obs_norm: Normalizer, act_norm: Normalizer):
+        super().__init__(cfg, obs_norm, act_norm)
+        cond = cfg.obs_history * self.obs_dim
+        self.net: nn.Module
+        if cfg.denoiser == "unet":
+            self.net = UNet1DDenoiser(self.act_dim, cfg.horizon, cond, cfg.unet_channels)
+        else:
+            self.net = MLPDenoiser(self.act_dim, cfg.horizon, cond, cfg.width, cfg.blocks)
+
+    def loss(self, obs: torch.Tensor, chunk: torch.Tensor,
+             mask: torch.Tensor | None = None) -> torch.Tensor:
+        cond = self.condition(obs)
+        x1 = self.act_norm(chunk)
+        x0 = torch.randn_like(x1)
+        t = torch.rand(x1.shape[0], device=x1.device)
+        xt = x0 + t[:, None, None] * (x1 - x0)
+        return _masked_mse(self.net(xt, t, cond) - (x1 - x0), mask)
+
+    def forward(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        """(B, H, A) chunk in [-1, 1]: ``noise`` (B, H, A) integrated along the flow."""
+        cond = self.condition(obs)
+        x = noise
+        n = self.cfg.flow_steps
+        dt = 1.0 / n
+        for i in range(n):
+            t = torch.full((x.shape[0],), i * dt, device=x.device, dtype=x.dtype)
+            x = x + dt * self.net(x, t, cond)
+        return self.act_norm.inverse(x).clamp(-1.0, 1.0)
+
+
+class MLPChunkPolicy(ChunkPolicy):
+    """Regresses the chunk directly (MSE): the BC baseline. It ignores ``noise``; on
+    multimodal data it predicts the modes' mean."""
+
+    kind = "mlp"
+
+    def __init__(self, cfg: PolicyConfig, obs_norm: Normalizer, act_norm: Normalizer):
+        super().__init__(cfg, obs_norm, act_norm)
+        width = cfg.width
+        self.net = nn.Sequential(
+            nn.Linear(cfg.obs_history * self.obs_dim, width),
+            *[ResidualBlock(width) for _ in range(cfg.blocks)],
+            nn.LayerNorm(width), nn.SiLU(), nn.Linear(width, cfg.horizon * self.act_dim))
+
+    def _predict(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(self.condition(obs)).view(-1, self.horizon, self.act_dim)
+
+    def loss(self, obs: torch.Tensor, chunk: torch.Tensor,
+             mask: torch.Tensor | None = None) -> torch.Tensor:
+        return _masked_mse(self._predict(obs) - self.act_norm(chunk), mask)
+
+    def forward(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        return self.act_norm.inverse(self._predict(obs)).clamp(-1.0, 1.0)
+
+
+def make_policy(cfg: PolicyConfig, kind: PolicyKind, obs_dim: int, act_dim: int,
+                obs: torch.Tensor | None = None, actions: torch.Tensor | None = None
+                ) -> ChunkPolicy:
+    """A policy whose normalization comes from ``obs`` (N, O) and ``actions`` (N, A) (the
+    training data); identity normalization where they are not given (a policy whose state
+    is loaded next)."""
+    obs_norm = Normalizer.from_data(obs) if obs is not None else Normalizer.identity(obs_dim)
+    act_norm = Normalizer.from_data(actions) if actions is not None else \
+        Normalizer.identity(act_dim)
+    if kind == "flow":
+        return FlowPolicy(cfg, obs_norm, act_norm)
+    if kind == "mlp":
+        return MLPChunkPolicy(cfg, obs_norm, act_norm)
+    raise ConfigError(f"unknown policy kind {kind!r}; kinds: flow, mlp")

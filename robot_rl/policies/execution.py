@@ -1,0 +1,146 @@
+"""Executing action chunks step by step, for a batch of envs or one robot.
+
+    run = ChunkExecutor(policy_fn, horizon=8, execute=4, obs_history=2)
+    run.reset()                       # all envs start an episode
+    action = run(obs)                 # obs (E, O) -> action (E, A), one per control step
+    run.reset(done)                   # (E,) bool: these envs start a new episode
+
+``policy_fn(obs_hist (N, T, O)) -> chunk (N, H, A)`` is called only for the envs whose
+queue ran out (receding horizon: the first ``execute`` actions of each chunk run, then the
+policy sees the newest observations again), with every env's last T observations (the
+first one of an episode repeated before it). With ``ensemble`` (ACT's temporal
+ensembling) the policy is called every step and each action is the weighted mean of every
+chunk's prediction for that step, weight exp(-ensemble * i) for the i-th oldest prediction.
+
+Torch tensors (the batched evaluation) and numpy arrays (the deploy loop) both work: the
+state takes the type of the first observation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from robot_rl.controllers.xp import namespace
+from robot_rl.errors import ConfigError
+
+Array = Any  # torch.Tensor or np.ndarray
+ChunkFn = Callable[[Array], Array]
+
+
+class ChunkExecutor:
+    """Per-env queues of chunked actions (see module docstring)."""
+
+    def __init__(self, policy_fn: ChunkFn, horizon: int, execute: int, obs_history: int = 1,
+                 ensemble: float | None = None):
+        if horizon < 1 or not 1 <= execute <= horizon or obs_history < 1:
+            raise ConfigError(f"need 1 <= execute <= horizon and obs_history >= 1, got "
+                              f"horizon {horizon}, execute {execute}, obs_history "
+                              f"{obs_history}")
+        if ensemble is not None and ensemble < 0:
+            raise ConfigError(f"the temporal ensembling rate must be >= 0, got {ensemble}")
+        self.policy_fn = policy_fn
+        self.horizon, self.execute, self.obs_history = horizon, execute, obs_history
+        self.ensemble = ensemble
+        self.calls = 0
+        """Policy calls so far (one per chunk and env group)."""
+        self._hist: Array = None  # (E, T, O)
+        self._queue: Array = None  # (E, H, A); with ensembling: weighted sums
+        self._weight: Array = None  # (E, H) with ensembling: the sums' weights
+        self._pos: Array = None  # (E,) next action's index in the queue
+        self._fresh: Array = None  # (E,) the env starts an episode at its next step
+
+    def reset(self, mask: Array | None = None) -> None:
+        """Envs in ``mask`` (E,) bool (all envs if None) start a new episode: their history
+        and queued actions are dropped."""
+        if self._fresh is None:
+            return  # nothing yet: the first call starts every env afresh
+        if mask is None:
+            self._fresh[:] = True
+        else:
+            self._fresh[mask] = True
+
+    def __call__(self, obs: Array) -> Array:
+        """(E, O) observations -> (E, A) actions to apply now."""
+        xp = namespace(obs)
+        E = obs.shape[0]
+        if self._hist is None or self._hist.shape[0] != E:
+            self._allocate(obs)
+        fresh = self._fresh
+        # the history: the newest observation last; a fresh env's is its first, repeated
+        rolled = xp.concatenate([self._hist[:, 1:], obs[:, None]], axis=1) \
+            if self.obs_history > 1 else obs[:, None]
+        self._hist = _where(xp, fresh[:, None, None], obs[:, None], rolled)
+        if self.ensemble is not None:
+            return self._ensembled(xp, fresh)
+        need = fresh | (self._pos >= self.execute)
+        if bool(need.any()):
+            chunk = self.policy_fn(self._hist[need])
+            self.calls += 1
+            if self._queue is None:
+                self._queue = _zeros_like_rows(xp, chunk, E)
+            self._queue[need] = chunk
+            self._pos[need] = 0
+        self._fresh[:] = False
+        action = self._queue[_arange(xp, E, obs), self._pos]
+        self._pos += 1
+        return action
+
+    def _ensembled(self, xp: Any, fresh: Array) -> Array:
+        chunk = self.policy_fn(self._hist)  # (E, H, A)
+        self.calls += 1
+        if self._queue is None:
+            self._queue = _zeros_like_rows(xp, chunk, chunk.shape[0])
+        # a fresh env forgets its older predictions; the others' weigh exp(ensemble) more
+        # than the new one per step of age
+        keep = 1.0 - fresh.astype(np.float32) if xp is np else 1.0 - fresh.float()
+        older = keep * math.exp(self.ensemble or 0.0)
+        self._queue = self._queue * older[:, None, None] + chunk
+        self._weight = self._weight * older[:, None] + 1.0
+        action = self._queue[:, 0] / self._weight[:, :1]
+        # shift by one step: slot 0 was executed, the last slot has no prediction yet
+        self._queue = xp.concatenate([self._queue[:, 1:], self._queue[:, :1] * 0.0], axis=1)
+        self._weight = xp.concatenate([self._weight[:, 1:], self._weight[:, :1] * 0.0],
+                                      axis=1)
+        self._fresh[:] = False
+        return action
+
+    def _allocate(self, obs: Array) -> None:
+        xp = namespace(obs)
+        n_envs, obs_dim = obs.shape
+        bool_: Any = torch.bool if xp is torch else np.bool_
+        long_: Any = torch.long if xp is torch else np.int64
+
+        def zeros(*shape: int, dtype: Any = obs.dtype) -> Array:
+            if xp is torch:
+                return torch.zeros(shape, dtype=dtype, device=obs.device)
+            return np.zeros(shape, dtype=dtype)
+
+        self._hist = zeros(n_envs, self.obs_history, obs_dim)
+        self._queue = None
+        self._weight = zeros(n_envs, self.horizon)
+        self._pos = zeros(n_envs, dtype=long_)
+        self._fresh = zeros(n_envs, dtype=bool_) | True
+
+    @property
+    def queue_empty(self) -> Array:
+        """(E,) bool: the env's next step calls the policy."""
+        return self._fresh | (self._pos >= self.execute)
+
+
+def _zeros_like_rows(xp: Any, chunk: Array, rows: int) -> Array:
+    """Zeros (rows, *chunk.shape[1:]) of the chunk's type."""
+    return xp.zeros((rows, *chunk.shape[1:]), dtype=chunk.dtype) if xp is np else \
+        torch.zeros((rows, *chunk.shape[1:]), dtype=chunk.dtype, device=chunk.device)
+
+
+def _where(xp: Any, cond: Array, a: Array, b: Array) -> Array:
+    return xp.where(cond, a, b)
+
+
+def _arange(xp: Any, n: int, like: Array) -> Array:
+    return torch.arange(n, device=like.device) if xp is torch else np.arange(n)

@@ -1,0 +1,164 @@
+"""Scripted experts in the styles demonstrations come in: the task's own, multimodal, and
+human-like.
+
+    expert = make_expert(env, "multimodal-human", seed=0)
+    action = expert(env.state)            # (E, A) in [-1, 1]; call once per control step
+
+* ``scripted``: the task's expert; unimodal and noiseless.
+* ``multimodal``: the task's ``ModalExpert``, one of its modes drawn per episode (push goes
+  round the puck on its left or its right; lift grasps across either pair of the cube's
+  faces). The modes' mean fails, so a policy that regresses to the mean action fails too.
+* ``human``: one way of doing the task (the modal expert's first mode where the task has
+  one, which keeps a memory of its progress; else the scripted expert), driven as a person
+  drives: slower by an amount drawn per episode,
+  jittery (temporally correlated noise), pausing now and then, and some episodes with a
+  detour (a push off course that the expert then corrects).
+* ``multimodal-human``: both.
+
+The expert is stateful (per-env mode, memory and human state). It notices an env's new
+episode from ``state.episode_step == 0``, so it must be called once per control step, before
+``env.step``, and it follows the env's automatic resets by itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal, get_args
+
+import torch
+
+from robot_rl.errors import ConfigError
+from robot_rl.sim.env import BatchedEnv
+from robot_rl.sim.state import SimState
+
+ExpertStyle = Literal["scripted", "multimodal", "human", "multimodal-human"]
+EXPERT_STYLES: tuple[str, ...] = get_args(ExpertStyle)
+
+
+@dataclasses.dataclass(frozen=True)
+class HumanLikeConfig:
+    """How the human-like style departs from the scripted expert (arm actions only; the
+    gripper command is the expert's)."""
+
+    speed: tuple[float, float] = (0.5, 1.0)
+    """Per-episode factor on the arm action, uniform in this range."""
+    jitter_std: float = 0.1
+    """Stationary std of the AR(1) jitter added to the arm action [action units]."""
+    jitter_corr: float = 0.9
+    """Step-to-step correlation of the jitter."""
+    pause_prob: float = 0.02
+    """Probability per step of starting a pause (arm action 0: the joints hold)."""
+    pause_steps: tuple[int, int] = (5, 20)
+    """A pause's length in control steps, uniform in this range (inclusive)."""
+    detour_prob: float = 0.5
+    """Probability that an episode has a detour."""
+    detour_start: tuple[int, int] = (0, 30)
+    """The detour's first step in the episode, uniform in this range (inclusive)."""
+    detour_steps: tuple[int, int] = (10, 25)
+    """The detour's length in control steps, uniform in this range (inclusive)."""
+    detour_scale: float = 0.4
+    """Size of the detour's constant push on the arm action (a random direction)."""
+
+
+class Expert:
+    """A batched expert of one style for an env (see module docstring): per env, the
+    mode (E,), the modal expert's memory (E, M) and the human-like state."""
+
+    def __init__(self, env: BatchedEnv, style: ExpertStyle = "scripted", seed: int = 0,
+                 human: HumanLikeConfig | None = None):
+        if style not in EXPERT_STYLES:
+            raise ConfigError(f"unknown expert style {style!r}; styles: {list(EXPERT_STYLES)}")
+        task = env.task
+        if task.expert is None:
+            raise ConfigError(f"task {env.cfg.name!r} has no scripted expert")
+        self.multimodal = style.startswith("multimodal")
+        if self.multimodal and task.modal_expert is None:
+            raise ConfigError(f"task {env.cfg.name!r} has no multimodal expert; styles "
+                              f"for it: scripted, human")
+        self.style = style
+        self.modal = task.modal_expert is not None and style != "scripted"
+        self.human = (human or HumanLikeConfig()) if style.endswith("human") else None
+        self.task, self.cfg = task, env.cfg
+        E, A, dev = env.num_envs, env.act_dim, env.device
+        self.arm_dim = A - int(env.pipeline.action_space.has_gripper)
+        self.gen = torch.Generator(device=dev).manual_seed(seed)
+        self.mode = torch.zeros(E, dtype=torch.long, device=dev)
+        width = task.modal_expert.memory if task.modal_expert is not None else 0
+        self.memory = torch.zeros(E, width, device=dev)
+        self.speed = torch.ones(E, device=dev)
+        self.jitter = torch.zeros(E, self.arm_dim, device=dev)
+        self.pause_left = torch.zeros(E, dtype=torch.long, device=dev)
+        self.detour_from = torch.full((E,), -1, dtype=torch.long, device=dev)
+        self.detour_to = torch.full((E,), -1, dtype=torch.long, device=dev)
+        self.detour = torch.zeros(E, self.arm_dim, device=dev)
+
+    def __call__(self, state: SimState) -> torch.Tensor:
+        """(E, A) action in [-1, 1] at the current state (call once per control step)."""
+        new = state.episode_step == 0
+        if bool(new.any()):
+            self._new_episodes(new.nonzero().squeeze(1))
+        if self.modal:
+            assert self.task.modal_expert is not None
+            action, self.memory = self.task.modal_expert.act(state, self.cfg, self.mode,
+                                                             self.memory)
+        else:
+            assert self.task.expert is not None
+            action = self.task.expert(state, self.cfg)
+        action = action.float()
+        if self.human is not None:
+            action = self._humanize(action, state.episode_step)
+        return action.clamp(-1.0, 1.0)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _uniform(self, n: int, lo: float, hi: float) -> torch.Tensor:
+        u = torch.rand(n, generator=self.gen, device=self.gen.device)
+        return lo + (hi - lo) * u
+
+    def _randint(self, n: int, lo: int, hi: int) -> torch.Tensor:
+        return torch.randint(lo, hi + 1, (n,), generator=self.gen, device=self.gen.device)
+
+    def _new_episodes(self, ids: torch.Tensor) -> None:
+        n = len(ids)
+        self.memory[ids] = 0.0
+        if self.multimodal:
+            assert self.task.modal_expert is not None
+            self.mode[ids] = self._randint(n, 0, self.task.modal_expert.modes - 1)
+        h = self.human
+        if h is None:
+            return
+        self.speed[ids] = self._uniform(n, *h.speed)
+        self.jitter[ids] = h.jitter_std * torch.randn(n, self.arm_dim, generator=self.gen,
+                                                      device=self.gen.device)
+        self.pause_left[ids] = 0
+        has = self._uniform(n, 0.0, 1.0) < h.detour_prob
+        start = self._randint(n, *h.detour_start)
+        self.detour_from[ids] = torch.where(has, start, -1)
+        self.detour_to[ids] = torch.where(has, start + self._randint(n, *h.detour_steps), -1)
+        d = torch.randn(n, self.arm_dim, generator=self.gen, device=self.gen.device)
+        self.detour[ids] = h.detour_scale * d / torch.linalg.vector_norm(
+            d, dim=1, keepdim=True).clamp(min=1e-6)
+
+    def _humanize(self, action: torch.Tensor, step: torch.Tensor) -> torch.Tensor:
+        h = self.human
+        assert h is not None
+        E, k = action.shape[0], self.arm_dim
+        rho = h.jitter_corr
+        self.jitter = rho * self.jitter + h.jitter_std * (1.0 - rho * rho) ** 0.5 * torch.randn(
+            E, k, generator=self.gen, device=self.gen.device)
+        starting = (self.pause_left == 0) & (self._uniform(E, 0.0, 1.0) < h.pause_prob)
+        self.pause_left = torch.where(starting, self._randint(E, *h.pause_steps),
+                                      self.pause_left)
+        paused = self.pause_left > 0
+        self.pause_left = (self.pause_left - 1).clamp(min=0)
+        in_detour = (step >= self.detour_from) & (step < self.detour_to)
+        arm = action[:, :k] * self.speed[:, None] + self.jitter
+        arm = arm + in_detour[:, None] * self.detour
+        arm = torch.where(paused[:, None], torch.zeros_like(arm), arm)
+        return torch.cat([arm, action[:, k:]], dim=1)
+
+
+def make_expert(env: BatchedEnv, style: ExpertStyle = "scripted", seed: int = 0,
+                human: HumanLikeConfig | None = None) -> Expert:
+    """The env's task expert in ``style`` (ConfigError if the task has none of that style)."""
+    return Expert(env, style, seed, human)

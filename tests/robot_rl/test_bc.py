@@ -1,0 +1,90 @@
+"""``robot-rl bc``: a run directory like the training runner's, evaluation in simulation
+through the chunk executor, resume, ``robot-rl eval`` of the run, clear errors."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from robot_rl.bc import BCConfig, BCRunner, load_bc_policy
+from robot_rl.checkpoint import CHECKPOINT
+from robot_rl.data import Dataset, DatasetError
+from robot_rl.errors import ConfigError
+from robot_rl.policies import PolicyConfig
+from robot_rl.recording.record import RecordConfig, record
+
+EP_LEN = 30
+
+
+@pytest.fixture(scope="module")
+def demos(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("bc") / "push-mm"
+    record(RecordConfig(task="push", teleop="expert", expert_style="multimodal", episodes=3,
+                        out=out, episode_length=EP_LEN, progress=False))
+    return out
+
+
+def _cfg(demos: Path, runs: Path, **kw) -> BCConfig:
+    base = dict(demos=demos, policy=PolicyConfig(horizon=4, execute=2, width=32, blocks=1,
+                                                 flow_steps=2),
+                steps=20, batch_size=32, eval_every=10, eval_episodes=2, eval_envs=2,
+                log_every=5, runs_dir=runs, run_name="bc", progress=False)
+    base.update(kw)
+    return BCConfig(**base)  # type: ignore[arg-type]
+
+
+def test_recorded_styles_are_named_in_the_episodes(demos: Path) -> None:
+    rows = Dataset(demos).episodes
+    assert [r["robot_rl/source"] for r in rows] == ["expert:multimodal"] * 3
+
+
+def test_a_run_trains_evaluates_checkpoints_and_resumes(demos: Path, tmp_path: Path) -> None:
+    runner = BCRunner(_cfg(demos, tmp_path), console=Console(file=sys.stderr))
+    history = runner.train()
+    run = tmp_path / "bc"
+    assert (run / "config.json").is_file() and (run / CHECKPOINT).is_file()
+    assert any((run / "tb").iterdir())
+    assert [h["grad_steps"] for h in history] == [10.0, 20.0]
+    for h in history:  # evaluated in simulation, episodes of the recorded length
+        assert 0.0 <= h["success_rate"] <= 1.0 and h["loss"] > 0
+    with open(run / "eval.csv") as f:
+        assert len(list(csv.DictReader(f))) == 2
+    resumed = BCRunner(_cfg(demos, tmp_path, resume=run, steps=30),
+                       console=Console(file=sys.stderr))
+    assert resumed.grad_steps == 20
+    assert [h["grad_steps"] for h in resumed.train()] == [10.0, 20.0, 30.0]
+    policy, cfg, state = load_bc_policy(run)
+    assert cfg.algo == "bc-flow" and state["grad_steps"] == 30
+    assert (policy.horizon, policy.obs_dim) == (4, runner.policy.obs_dim)
+    assert state["env"]["episode_length"] == EP_LEN
+
+
+def test_eval_command_runs_a_bc_run(demos: Path, tmp_path: Path) -> None:
+    BCRunner(_cfg(demos, tmp_path, algo="bc-mlp", steps=5, eval_episodes=0),
+             console=Console(file=sys.stderr)).train()
+    out = subprocess.run([sys.executable, "-m", "robot_rl.cli", "eval", str(tmp_path / "bc"),
+                          "--episodes", "2", "--num-envs", "2"], capture_output=True,
+                         text=True, timeout=300, env={"COLUMNS": "200", **_env()})
+    assert out.returncode == 0, out.stderr
+    assert "push / bc-mlp: 2 episodes" in out.stdout and "success rate" in out.stdout
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+
+
+def test_bad_requests_fail_before_a_run_directory(demos: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="--max-episodes 9: .* holds 3 episodes"):
+        BCRunner(_cfg(demos, tmp_path, max_episodes=9))
+    with pytest.raises(DatasetError):
+        BCRunner(_cfg(tmp_path / "missing", tmp_path))
+    with pytest.raises(ConfigError, match="execute <= horizon"):
+        BCRunner(_cfg(demos, tmp_path, policy=PolicyConfig(horizon=2, execute=3)))
+    assert not (tmp_path / "bc").exists()

@@ -1,0 +1,111 @@
+"""Expert styles: multimodal experts really take different ways and succeed; the human-like
+style departs from its expert as configured; episode starts are noticed on auto-reset."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from robot_rl.errors import ConfigError
+from robot_rl.sim import make_env
+from robot_rl.sim.experts import HumanLikeConfig, make_expert
+
+
+def test_push_modes_go_round_opposite_sides_of_the_puck() -> None:
+    env = make_env("push", 6)
+    expert = make_expert(env, "multimodal", seed=1)
+    env.reset(seed=0)
+    seen_side = torch.zeros(6)
+    for _ in range(120):
+        action = expert(env.state)
+        s = env.state
+        puck, ee = s.sensors["puck_pos"][:, :2], s.sensors["ee_pos"][:, :2]
+        line = s.buffers["goal"][:, :2] - puck
+        u = line / torch.linalg.vector_norm(line, dim=1, keepdim=True)
+        lateral = ((ee - puck) * torch.stack([-u[:, 1], u[:, 0]], dim=1)).sum(dim=1)
+        beside = expert.memory[:, 0] == 2  # low beside the puck, heading for the corner
+        seen_side = torch.where(beside, torch.sign(lateral).float(), seen_side)
+        env.step(action)
+    modes = expert.mode
+    assert set(modes.tolist()) == {0, 1}, "six episodes drew one mode only"
+    assert (seen_side != 0).all(), "some env never went beside the puck"
+    # mode 0 passes on the puck's left of the push line (+n), mode 1 on its right
+    assert torch.equal(seen_side, torch.where(modes == 0, 1.0, -1.0))
+
+
+def test_lift_modes_grasp_across_different_faces_and_succeed() -> None:
+    env = make_env("lift", 8, episode_length=200)
+    expert = make_expert(env, "multimodal", seed=0)
+    env.reset(seed=0)
+    success = torch.zeros(8, dtype=torch.bool)
+    grasp_yaw = torch.zeros(8)
+    for _ in range(200):
+        action = expert(env.state)
+        grasp_yaw = expert.memory[:, 1].clone()
+        _, _, _, _, _, info = env.step(action)
+        success |= info["success"]
+    assert set(expert.mode.tolist()) == {0, 1}
+    assert success.float().mean() >= 0.75, f"multimodal lift success {success.tolist()}"
+    assert bool(success[expert.mode == 1].any()), "no grasp of the turned mode succeeded"
+    # mode 1's grasp is a quarter turn from the cube's nearest face-aligned yaw
+    turned = grasp_yaw[expert.mode == 1].abs()
+    assert (turned > torch.pi / 4 - 1e-4).all() and (turned < torch.pi / 2 + 1e-4).all()
+
+
+def test_modes_are_redrawn_when_an_env_resets_itself() -> None:
+    env = make_env("push", 8, episode_length=3)
+    expert = make_expert(env, "multimodal", seed=0)
+    env.reset(seed=0)
+    drawn = []
+    for _ in range(12):
+        action = expert(env.state)
+        if bool((env.state.episode_step == 0).all()):
+            drawn.append(expert.mode.clone())
+        env.step(action)
+    assert len(drawn) == 4  # every env restarted itself after 3 steps
+    assert any(not torch.equal(drawn[0], d) for d in drawn[1:])
+
+
+QUIET = HumanLikeConfig(speed=(1.0, 1.0), jitter_std=0.0, pause_prob=0.0, detour_prob=0.0)
+
+
+def test_human_style_pauses_jitters_and_is_seeded() -> None:
+    human = HumanLikeConfig(pause_prob=0.2, detour_prob=1.0)
+
+    def run(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        env = make_env("push", 4)
+        expert = make_expert(env, "human", seed=seed, human=human)
+        ref = make_expert(env, "human", seed=seed, human=QUIET)  # the same expert, unhumanized
+        env.reset(seed=0)
+        actions, plain = [], []
+        for _ in range(40):
+            plain.append(ref(env.state))
+            actions.append(expert(env.state))
+            env.step(actions[-1])
+        return torch.stack(actions), torch.stack(plain)
+
+    a, plain = run(0)
+    assert torch.equal(a, run(0)[0]), "the same seed must give the same demonstrations"
+    assert not torch.equal(a, run(1)[0])
+    paused = (a == 0).all(dim=2)
+    assert bool(paused.any()), "no pause in 40 steps at 20% per step"
+    moving = ~paused
+    assert float((a - plain)[moving].abs().mean()) > 0.02, "no jitter or detour"
+
+
+def test_styles_a_task_lacks_are_refused() -> None:
+    with pytest.raises(ConfigError, match="no multimodal expert"):
+        make_expert(make_env("reach", 1), "multimodal")
+    with pytest.raises(ConfigError, match="no scripted expert"):
+        make_expert(make_env("pusher", 1), "human")
+    with pytest.raises(ConfigError, match="unknown expert style"):
+        make_expert(make_env("reach", 1), "sloppy")  # type: ignore[arg-type]
+
+
+def test_reach_human_style_uses_the_scripted_expert() -> None:
+    env = make_env("reach", 2)
+    expert = make_expert(env, "human", human=QUIET)
+    env.reset(seed=0)
+    for _ in range(5):
+        assert torch.allclose(expert(env.state), env.expert_action())
+        env.step(env.expert_action())
