@@ -199,6 +199,9 @@ def load_agent(checkpoint: str | Path) -> tuple[SAC, TrainConfig, dict[str, Any]
 class Runner:
     """Owns the loop, logging and checkpoints; the agent owns acting and learning."""
 
+    kind = "sac"
+    """What the checkpoint holds (``robot-rl eval`` and ``export`` read it)."""
+
     def __init__(self, cfg: TrainConfig, console: Console | None = None,
                  env: VecEnv | None = None, eval_env: VecEnv | None = None):
         """``env``: train on this env instead of the one the config describes (any
@@ -256,6 +259,7 @@ class Runner:
         obs = env.reset(seed=cfg.seed + self.env_steps)
         shared_eval = self.eval_env is self.env
         E = env.num_envs
+        per_step = E * int(getattr(env, "steps_per_step", 1))  # control steps per env.step
         ep_costs: list[float] = []
         window = _Window()
         start = time.perf_counter() - self.elapsed
@@ -290,7 +294,7 @@ class Runner:
                                     mask=keep)
                     agent.observe(obs)
                     obs = next_obs
-                    self.env_steps += E
+                    self.env_steps += per_step
                     self.train_cost += float(cost.sum())
                     window.add_step(info, cost, rejected)
                     if "episode" in info:
@@ -397,7 +401,7 @@ class Runner:
 
     def save(self) -> Path:
         """Write the checkpoint (and replay buffer) atomically; returns its path."""
-        state = {"format": FORMAT_VERSION, "config": to_dict(self.cfg),
+        state = {"format": FORMAT_VERSION, "kind": self.kind, "config": to_dict(self.cfg),
                  "obs_dim": self.env.obs_dim, "act_dim": self.env.act_dim,
                  "obs_layout": getattr(self.env, "obs_layout", [("obs", self.env.obs_dim)]),
                  "agent": self.agent.full_state(),

@@ -31,6 +31,9 @@ and (optional; learners treat a missing key as "none"):
     obs_groups                 {group: (E, width)} the other observation groups, after resets
     final_obs_groups           {group: (E, width)} the same before any reset
 
+An env may also have ``steps_per_step`` (int, default 1): the control steps each env
+advances per ``step`` (a wrapper executing action chunks); the runner counts env steps by it.
+
 **Observation groups** (``obs_groups``, name -> width): ``policy`` is what the deployed
 policy sees (proprioception, camera images later) and is always there, width O; ``critic``,
 if present, is privileged simulator state for critics and teachers (asymmetric actor-critic,

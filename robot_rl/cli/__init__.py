@@ -10,6 +10,7 @@
     robot-rl data import BAG... --task reach --out DIR  rosbag2/MCAP recordings into a dataset
     robot-rl finetune --demos data/push --method rlpd   offline-to-online from demos (RLPD/WSRL)
     robot-rl bc --demos data/push --algo bc-flow        behaviour cloning of a chunked policy
+    robot-rl dsrl RUN                                   fine-tune a flow policy: SAC on its noise
     robot-rl sim info                                   robots, tasks, model sizes
     robot-rl sim rollout --task push --policy expert --video out.mp4
     robot-rl bench sim                                  simulation throughput table
@@ -42,7 +43,7 @@ def _top_level() -> dict[str, Command]:
     from robot_rl.bc import BCConfig
     from robot_rl.cli import data, deploy, learn
     from robot_rl.distill import DistillConfig
-    from robot_rl.finetune import FinetuneConfig
+    from robot_rl.finetune import DSRLConfig, FinetuneConfig
     from robot_rl.runner import TrainConfig
 
     return {"train": Command(TrainConfig, learn.train),
@@ -52,10 +53,12 @@ def _top_level() -> dict[str, Command]:
             "deploy": Command(deploy.DeployCommandConfig, deploy.deploy_cmd),
             "record": Command(data.RecordConfig, data.record_cmd),
             "finetune": Command(FinetuneConfig, learn.train),
-            "bc": Command(BCConfig, learn.bc_cmd)}
+            "bc": Command(BCConfig, learn.bc_cmd),
+            "dsrl": Command(DSRLConfig, learn.train)}
 
 
-TOP_LEVEL = ("train", "eval", "distill", "export", "deploy", "record", "finetune", "bc")
+TOP_LEVEL = ("train", "eval", "distill", "export", "deploy", "record", "finetune", "bc",
+             "dsrl")
 
 
 def _commands() -> dict[str, dict[str, Command]]:

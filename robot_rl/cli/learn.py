@@ -77,14 +77,18 @@ class ExportConfig:
 
 
 def train(cfg: Any) -> None:
-    """``robot-rl train``, and ``robot-rl finetune`` (a FinetuneConfig: from demonstrations)."""
-    from robot_rl.finetune import FinetuneConfig, FinetuneRunner
+    """``robot-rl train``, ``robot-rl finetune`` (a FinetuneConfig: from demonstrations) and
+    ``robot-rl dsrl`` (a DSRLConfig: a flow policy's noise)."""
+    from robot_rl.finetune import DSRLConfig, DSRLRunner, FinetuneConfig, FinetuneRunner
     from robot_rl.plot import plot_curves
     from robot_rl.runner import Runner
 
     if isinstance(cfg, FinetuneConfig):
         runner: Runner = FinetuneRunner(cfg)
         label = f"{cfg.task} / {cfg.method}"
+    elif isinstance(cfg, DSRLConfig):
+        runner = DSRLRunner(cfg)
+        label = f"{runner.cfg.task} / dsrl"
     else:
         runner = Runner(cfg)
         label = f"{runner.cfg.task} / safety {runner.cfg.safety}"
@@ -118,9 +122,16 @@ def eval_cmd(cfg: EvalConfig) -> None:
     if cfg.episodes < 1 or cfg.num_envs < 1:
         raise ConfigError("--episodes and --num-envs must be >= 1")
     artifact = (cfg.path / "policy.json").is_file()
-    bc_state = None if artifact else _bc_checkpoint(cfg.path)
+    kind = "artifact" if artifact else _checkpoint_kind(cfg.path)
+    bc_state = _bc_checkpoint(cfg.path) if kind == "bc" else None
     if artifact:
         env, policy_fn, label = _artifact_policy(cfg)
+    elif kind == "dsrl":
+        from robot_rl.finetune.dsrl import load_dsrl
+
+        agent, dsrl_cfg, env = load_dsrl(cfg.path, min(cfg.num_envs, cfg.episodes), cfg.seed,
+                                         dr=cfg.dr)
+        label = f"{dsrl_cfg.task} / dsrl over {dsrl_cfg.policy}"
     elif bc_state is not None:
         from robot_rl.bc import load_bc_policy, make_task_env
 
@@ -137,9 +148,9 @@ def eval_cmd(cfg: EvalConfig) -> None:
                              dr=cfg.dr)
         label = f"{train_cfg.task} / {'student' if cfg.student else 'actor'}"
     renderer = writer = None
-    if cfg.video is not None:
-        renderer = EnvRenderer(env, cfg.video_envs, camera=cfg.camera, width=cfg.width,
-                               height=cfg.height)
+    if cfg.video is not None:  # a DSRL env's frames: one per executed chunk
+        renderer = EnvRenderer(getattr(env, "env", env), cfg.video_envs, camera=cfg.camera,
+                               width=cfg.width, height=cfg.height)
         writer = VideoWriter(cfg.video, fps=1.0 / env.control_dt)
     try:
         if artifact:
@@ -186,12 +197,16 @@ def eval_cmd(cfg: EvalConfig) -> None:
     console.print(table)
 
 
-def _bc_checkpoint(path: Path) -> dict[str, Any] | None:
-    """The checkpoint state if ``path`` is a behaviour-cloning run (or its checkpoint)."""
+def _checkpoint_kind(path: Path) -> str:
+    """What a run directory or checkpoint holds: "sac", "dsrl" or "bc"."""
+    return str(_bc_checkpoint(path).get("kind", "sac"))
+
+
+def _bc_checkpoint(path: Path) -> dict[str, Any]:
+    """The checkpoint state of a run directory or checkpoint file."""
     from robot_rl.checkpoint import load_checkpoint
 
-    state = load_checkpoint(path)
-    return state if state.get("kind") == "bc" else None
+    return load_checkpoint(path)
 
 
 def _artifact_policy(cfg: EvalConfig) -> tuple[Any, Any, str]:

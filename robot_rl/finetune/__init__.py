@@ -2,10 +2,13 @@
 
     runner.py   FinetuneConfig and FinetuneRunner (the SAC runner with demonstrations)
     demos.py    datasets into replay buffers (checked against the env's task)
+    dsrl.py     DSRL: SAC over a flow policy's noise (NoiseActionEnv, DSRLConfig, DSRLRunner)
 """
 
 from __future__ import annotations
 
+from robot_rl.finetune.dsrl import DSRLConfig, DSRLRunner, NoiseActionEnv
 from robot_rl.finetune.runner import FinetuneConfig, FinetuneRunner, mixed_batch
 
-__all__ = ["FinetuneConfig", "FinetuneRunner", "mixed_batch"]
+__all__ = ["DSRLConfig", "DSRLRunner", "FinetuneConfig", "FinetuneRunner", "NoiseActionEnv",
+           "mixed_batch"]

@@ -14,8 +14,9 @@ from robot_rl.policies.chunk_policy import (
     make_policy,
 )
 from robot_rl.policies.chunks import ChunkData, chunk_indices
-from robot_rl.policies.execution import ChunkExecutor
+from robot_rl.policies.execution import ChunkExecutor, ObsHistory
 from robot_rl.policies.normalizer import Normalizer
 
 __all__ = ["ChunkData", "ChunkExecutor", "ChunkPolicy", "FlowPolicy", "MLPChunkPolicy",
-           "Normalizer", "PolicyConfig", "PolicyKind", "chunk_indices", "make_policy"]
+           "Normalizer", "ObsHistory", "PolicyConfig", "PolicyKind", "chunk_indices",
+           "make_policy"]

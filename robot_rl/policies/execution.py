@@ -32,6 +32,28 @@ Array = Any  # torch.Tensor or np.ndarray
 ChunkFn = Callable[[Array], Array]
 
 
+class ObsHistory:
+    """Each env's last T observations (E, T, O), oldest first; an env starting an episode
+    has its first observation repeated T times."""
+
+    def __init__(self, length: int):
+        self.length = length
+        self.value: Array = None
+
+    def push(self, obs: Array, fresh: Array | None = None) -> Array:
+        """Add the (E, O) observations; ``fresh`` (E,) bool (all if None, or on the first
+        call): those envs start an episode. Returns the history (E, T, O)."""
+        xp = namespace(obs)
+        if self.value is None or self.value.shape[0] != obs.shape[0] or fresh is None:
+            self.value = xp.stack([obs] * self.length, axis=1) if xp is np else \
+                obs[:, None].repeat(1, self.length, 1)
+            return self.value
+        rolled = xp.concatenate([self.value[:, 1:], obs[:, None]], axis=1) \
+            if self.length > 1 else obs[:, None]
+        self.value = xp.where(fresh[:, None, None], obs[:, None], rolled)
+        return self.value
+
+
 class ChunkExecutor:
     """Per-env queues of chunked actions (see module docstring)."""
 
@@ -48,7 +70,7 @@ class ChunkExecutor:
         self.ensemble = ensemble
         self.calls = 0
         """Policy calls so far (one per chunk and env group)."""
-        self._hist: Array = None  # (E, T, O)
+        self._hist = ObsHistory(obs_history)
         self._queue: Array = None  # (E, H, A); with ensembling: weighted sums
         self._weight: Array = None  # (E, H) with ensembling: the sums' weights
         self._pos: Array = None  # (E,) next action's index in the queue
@@ -68,18 +90,15 @@ class ChunkExecutor:
         """(E, O) observations -> (E, A) actions to apply now."""
         xp = namespace(obs)
         E = obs.shape[0]
-        if self._hist is None or self._hist.shape[0] != E:
+        if self._pos is None or self._pos.shape[0] != E:
             self._allocate(obs)
         fresh = self._fresh
-        # the history: the newest observation last; a fresh env's is its first, repeated
-        rolled = xp.concatenate([self._hist[:, 1:], obs[:, None]], axis=1) \
-            if self.obs_history > 1 else obs[:, None]
-        self._hist = _where(xp, fresh[:, None, None], obs[:, None], rolled)
+        hist = self._hist.push(obs, fresh)
         if self.ensemble is not None:
-            return self._ensembled(xp, fresh)
+            return self._ensembled(xp, fresh, hist)
         need = fresh | (self._pos >= self.execute)
         if bool(need.any()):
-            chunk = self.policy_fn(self._hist[need])
+            chunk = self.policy_fn(hist[need])
             self.calls += 1
             if self._queue is None:
                 self._queue = _zeros_like_rows(xp, chunk, E)
@@ -90,8 +109,8 @@ class ChunkExecutor:
         self._pos += 1
         return action
 
-    def _ensembled(self, xp: Any, fresh: Array) -> Array:
-        chunk = self.policy_fn(self._hist)  # (E, H, A)
+    def _ensembled(self, xp: Any, fresh: Array, hist: Array) -> Array:
+        chunk = self.policy_fn(hist)  # (E, H, A)
         self.calls += 1
         if self._queue is None:
             self._queue = _zeros_like_rows(xp, chunk, chunk.shape[0])
@@ -111,7 +130,7 @@ class ChunkExecutor:
 
     def _allocate(self, obs: Array) -> None:
         xp = namespace(obs)
-        n_envs, obs_dim = obs.shape
+        n_envs = obs.shape[0]
         bool_: Any = torch.bool if xp is torch else np.bool_
         long_: Any = torch.long if xp is torch else np.int64
 
@@ -120,7 +139,6 @@ class ChunkExecutor:
                 return torch.zeros(shape, dtype=dtype, device=obs.device)
             return np.zeros(shape, dtype=dtype)
 
-        self._hist = zeros(n_envs, self.obs_history, obs_dim)
         self._queue = None
         self._weight = zeros(n_envs, self.horizon)
         self._pos = zeros(n_envs, dtype=long_)
@@ -136,10 +154,6 @@ def _zeros_like_rows(xp: Any, chunk: Array, rows: int) -> Array:
     """Zeros (rows, *chunk.shape[1:]) of the chunk's type."""
     return xp.zeros((rows, *chunk.shape[1:]), dtype=chunk.dtype) if xp is np else \
         torch.zeros((rows, *chunk.shape[1:]), dtype=chunk.dtype, device=chunk.device)
-
-
-def _where(xp: Any, cond: Array, a: Array, b: Array) -> Array:
-    return xp.where(cond, a, b)
 
 
 def _arange(xp: Any, n: int, like: Array) -> Array:

@@ -1,0 +1,110 @@
+"""DSRL: the noise-action env executes exactly the flow policy's chunk in the wrapped env
+(sums, flags, episode ends inside a chunk), and a DSRL run trains, checkpoints and is
+evaluated by ``robot-rl eval``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from rich.console import Console
+
+from robot_rl.algos import SACConfig
+from robot_rl.bc import BCConfig, BCRunner
+from robot_rl.checkpoint import load_checkpoint
+from robot_rl.errors import ConfigError
+from robot_rl.finetune import DSRLConfig, DSRLRunner, NoiseActionEnv
+from robot_rl.policies import PolicyConfig, make_policy
+from robot_rl.recording.record import RecordConfig, record
+from robot_rl.sim import make_env
+
+
+def _flow(env, horizon: int = 4, execute: int = 3):
+    torch.manual_seed(0)
+    return make_policy(PolicyConfig(horizon=horizon, execute=execute, width=16, blocks=1,
+                                    flow_steps=2), "flow", env.obs_dim, env.act_dim)
+
+
+def test_one_step_executes_the_chunk_in_the_wrapped_env() -> None:
+    wrapped = NoiseActionEnv(make_env("push", 2, seed=0), _flow(make_env("push", 1)), 1.5)
+    ref = make_env("push", 2, seed=0)
+    assert (wrapped.act_dim, wrapped.steps_per_step) == (4 * ref.act_dim, 3)
+    assert wrapped.control_dt == pytest.approx(3 * ref.control_dt)
+    obs = wrapped.reset(seed=1)
+    assert torch.equal(obs, ref.reset(seed=1))
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(3):
+        noise = 2 * torch.rand(2, wrapped.act_dim, generator=gen) - 1
+        chunk = wrapped.chunk(noise)
+        obs, reward, cost, terminated, truncated, info = wrapped.step(noise)
+        r_sum = torch.zeros(2)
+        for k in range(3):
+            ref_obs, r, *_ = ref.step(chunk[:, k])
+            r_sum += r
+        assert torch.equal(obs, ref_obs) and torch.allclose(reward, r_sum)
+        assert torch.equal(info["chunk"], chunk) and info["chunk"].shape == (2, 4, ref.act_dim)
+        assert set(info["safety"]) and not bool((terminated | truncated).any())
+
+
+def test_an_episode_ending_inside_a_chunk_holds_for_the_rest_of_it() -> None:
+    policy = _flow(make_env("push", 1))
+    wrapped = NoiseActionEnv(make_env("push", 2, seed=0, episode_length=5), policy)
+    ref = make_env("push", 2, seed=0, episode_length=5)
+    wrapped.reset(seed=3)
+    ref.reset(seed=3)
+    noise = torch.zeros(2, wrapped.act_dim)
+    first = wrapped.chunk(noise)
+    wrapped.step(noise)  # steps 1-3
+    for k in range(3):
+        ref.step(first[:, k])
+    chunk = wrapped.chunk(noise)
+    obs, reward, _, _, truncated, info = wrapped.step(noise)  # 4, 5 (the episode ends), held
+    for k in range(3):
+        ref_obs, _, _, _, _, ref_info = ref.step(chunk[:, k], hold=torch.full((2,), k == 2))
+        if k == 1:
+            final, returns = ref_info["final_obs"], ref_info["episode"]["return"]
+    assert bool(truncated.all()) and bool(info["episode"]["done"].all())
+    assert torch.equal(info["final_obs"], final)
+    assert torch.allclose(info["episode"]["return"], returns)
+    assert torch.equal(obs, ref_obs)  # the held step of the next episode
+
+
+def test_dsrl_refuses_what_it_cannot_steer() -> None:
+    env = make_env("push", 1)
+    mlp = make_policy(PolicyConfig(horizon=2), "mlp", env.obs_dim, env.act_dim)
+    with pytest.raises(ConfigError, match="flow policy's noise"):
+        NoiseActionEnv(env, mlp)
+    with pytest.raises(ConfigError, match="does not fit"):
+        NoiseActionEnv(make_env("reach", 1), _flow(env))
+
+
+@pytest.fixture(scope="module")
+def flow_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("dsrl")
+    record(RecordConfig(task="push", teleop="expert", episodes=2, out=root / "demos",
+                        episode_length=24, progress=False))
+    BCRunner(BCConfig(demos=root / "demos", policy=PolicyConfig(horizon=4, width=16,
+                                                                  blocks=1, flow_steps=2),
+                      steps=5, eval_episodes=0, runs_dir=root, run_name="bc",
+                      progress=False), console=Console(file=sys.stderr)).train()
+    return root / "bc"
+
+
+def test_a_dsrl_run_trains_and_is_evaluated(flow_run: Path, tmp_path: Path) -> None:
+    from robot_rl.cli.learn import EvalConfig, eval_cmd
+
+    cfg = DSRLConfig(policy=flow_run, num_envs=2, total_steps=96, eval_every=48,
+                     eval_episodes=2, runs_dir=tmp_path, run_name="dsrl", progress=False,
+                     safety="off", sac=SACConfig(batch_size=16, learning_starts=40,
+                                                 updates_per_step=2, actor_hidden=(16,),
+                                                 critic_hidden=(16,)))
+    runner = DSRLRunner(cfg, console=Console(file=sys.stderr))
+    assert runner.env.act_dim == 4 * make_env("push", 1).act_dim
+    assert runner.cfg.sac.gamma == pytest.approx(0.99 ** 4)
+    history = runner.train()
+    assert runner.env_steps == 96 and history[-1]["env_steps"] == 96
+    state = load_checkpoint(tmp_path / "dsrl")
+    assert state["kind"] == "dsrl" and state["config"]["task"] == "push"
+    eval_cmd(EvalConfig(path=tmp_path / "dsrl", episodes=2, num_envs=2))
