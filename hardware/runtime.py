@@ -181,6 +181,14 @@ class DeployRuntime:
         a = self.policy(obs)
         if self.use_gate:
             self.policy.gate(obs, a)
+        self._reset_policy()  # a chunked policy starts its first chunk at the first step
+
+    def _reset_policy(self) -> None:
+        """A new episode for the policy: a chunked one drops its history and queue (a
+        policy object without ``reset`` is stateless)."""
+        reset = getattr(self.policy, "reset", None)
+        if reset is not None:
+            reset()
 
     # -- state machine ---------------------------------------------------------------------
 
@@ -203,6 +211,7 @@ class DeployRuntime:
             self.action = np.zeros_like(self.action)
             self.prev_action = np.zeros_like(self.prev_action)
             self.pipeline.reset(self._one, self._reading.q[None])
+            self._reset_policy()  # a chunk begun before a hold is not resumed
             self._running = True
         return True, "running"
 
@@ -343,6 +352,7 @@ class DeployRuntime:
         hold = False
         if person is not None:
             a = np.asarray(person, dtype=np.float32)
+            self._reset_policy()  # after a person's step the policy starts a fresh chunk
             if a.shape != (self.policy.act_dim,):
                 raise ConfigError(f"the override gave an action of shape {a.shape}, the "
                                   f"action space takes ({self.policy.act_dim},)")

@@ -66,8 +66,10 @@ class ExportConfig:
     """Run directory."""
     out: Path | None = None
     """Artifact folder (default: <run>/export)."""
-    policy: Literal["student", "teacher"] = "student"
-    """student: the distilled MLP (robot-rl distill); teacher: the trained actor's mean."""
+    policy: Literal["student", "teacher"] | None = None
+    """student: the distilled MLP (robot-rl distill); teacher: the trained actor's mean, or
+    a bc / dsrl run's chunked policy (the flow's integration unrolled in the graph).
+    Default: student for train and finetune runs, teacher for bc and dsrl runs."""
     threshold: float | None = None
     """Deploy gate threshold on the estimated discounted cost (default: the training one)."""
     candidates: int | None = None
@@ -125,7 +127,7 @@ def eval_cmd(cfg: EvalConfig) -> None:
     kind = "artifact" if artifact else _checkpoint_kind(cfg.path)
     bc_state = _bc_checkpoint(cfg.path) if kind == "bc" else None
     if artifact:
-        env, policy_fn, label = _artifact_policy(cfg)
+        env, policy_fn, label, loaded = _artifact_policy(cfg)
     elif kind == "dsrl":
         from robot_rl.finetune.dsrl import load_dsrl
 
@@ -155,7 +157,8 @@ def eval_cmd(cfg: EvalConfig) -> None:
     try:
         if artifact:
             result = evaluate(policy_fn, env, cfg.episodes, seed=cfg.seed, video=writer,
-                              renderer=renderer)
+                              renderer=renderer,
+                              episode_start=lambda done: loaded.reset(done.numpy()))
         elif bc_state is not None:
             from robot_rl.bc import evaluate_chunked
 
@@ -209,7 +212,7 @@ def _bc_checkpoint(path: Path) -> dict[str, Any]:
     return load_checkpoint(path)
 
 
-def _artifact_policy(cfg: EvalConfig) -> tuple[Any, Any, str]:
+def _artifact_policy(cfg: EvalConfig) -> tuple[Any, Any, str, Any]:
     """Env and batched policy function of an exported artifact (evaluated through ONNX)."""
     import numpy as np
 
@@ -227,13 +230,14 @@ def _artifact_policy(cfg: EvalConfig) -> tuple[Any, Any, str]:
 
     def act(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         x = obs.numpy()
+        actions = policy(x)  # a chunked policy: each env's next action of its chunk
         if not gate:
-            return torch.from_numpy(policy(x)), None
-        out = [policy.safe_action(o) for o in x]
+            return torch.from_numpy(actions), None
+        out = [policy.gate(o, a) for o, a in zip(x, actions, strict=True)]
         hold = torch.tensor([h for _, h, _ in out])
         return torch.from_numpy(np.stack([a for a, _, _ in out])), hold
 
-    return env, act, f"{meta['task']} / artifact {cfg.path}"
+    return env, act, f"{meta['task']} / artifact {cfg.path}", policy
 
 
 def distill_cmd(cfg: Any) -> None:
@@ -262,9 +266,14 @@ def export_cmd(cfg: ExportConfig) -> None:
 
     ckpt = resolve_checkpoint(cfg.run)
     run = run_dir_of(ckpt)
+    kind = _checkpoint_kind(ckpt)
+    if kind in ("bc", "dsrl"):
+        _export_chunked(cfg, kind, ckpt, run)
+        return
     agent, train_cfg, state = load_agent(ckpt)
     teacher = teacher_policy(agent)
-    policy = load_student(run) if cfg.policy == "student" else teacher
+    which = cfg.policy or "student"
+    policy = load_student(run) if which == "student" else teacher
     env = make_train_env(train_cfg, 1, 0)
     safety = None
     cost = None
@@ -281,7 +290,45 @@ def export_cmd(cfg: ExportConfig) -> None:
                           sc.pessimism)
     meta = artifact_meta(env, policy, safety, {
         "run": str(run), "checkpoint_env_steps": state["env_steps"],
-        "policy": cfg.policy, "safety_mode": train_cfg.safety})
+        "policy": which, "safety_mode": train_cfg.safety})
     out = export_artifact(cfg.out or run / "export", policy, meta, cost=cost)
     files = ", ".join(sorted(p.name for p in out.iterdir()))
-    Console().print(f"exported {cfg.policy} policy to {out}: {files}")
+    Console().print(f"exported {which} policy to {out}: {files}")
+
+
+def _export_chunked(cfg: ExportConfig, kind: str, ckpt: Path, run: Path) -> None:
+    """Export a bc run's chunked policy, or a dsrl run's (its noise chosen by the trained
+    actor inside the graph). A DSRL cost critic scores noise, not actions: the artifact has
+    no gate (the shield still guards every action)."""
+    from robot_rl.bc import load_bc_policy, make_task_env
+    from robot_rl.distill import teacher_policy
+    from robot_rl.export.artifact import artifact_meta, chunk_meta, export_artifact
+    from robot_rl.export.modules import ChunkGraph, NoisyChunkGraph
+
+    if cfg.policy == "student":
+        raise ConfigError(f"{run} is a {kind} run: it has no distilled student yet; export "
+                          f"its policy with --policy teacher")
+    if kind == "bc":
+        policy, bc_cfg, state = load_bc_policy(ckpt)
+        module: Any = NoisyChunkGraph(policy) if policy.kind == "flow" else ChunkGraph(policy)
+        provenance = {"run": str(run), "grad_steps": state["grad_steps"],
+                      "policy": bc_cfg.algo, "data": state.get("data")}
+        ensemble = bc_cfg.ensemble
+    else:
+        from robot_rl.finetune.dsrl import load_dsrl
+
+        agent, dsrl_cfg, _ = load_dsrl(ckpt, 1, 0)
+        policy, bc_cfg, state = load_bc_policy(dsrl_cfg.policy)
+        module = ChunkGraph(policy, teacher_policy(agent), dsrl_cfg.noise_scale)
+        provenance = {"run": str(run), "policy": "dsrl", "flow_policy": str(dsrl_cfg.policy),
+                      "noise_scale": dsrl_cfg.noise_scale}
+        ensemble = bc_cfg.ensemble
+    env = make_task_env(state["task"], state.get("env", {}), 1, 0)
+    if env is None:
+        raise ConfigError(f"task {state['task']!r} of {run} is not in the simulator's registry")
+    chunk = chunk_meta(policy.cfg, policy.kind, isinstance(module, NoisyChunkGraph), ensemble)
+    meta = artifact_meta(env, policy, None, provenance, chunk=chunk)
+    out = export_artifact(cfg.out or run / "export", module, meta)
+    files = ", ".join(sorted(p.name for p in out.iterdir()))
+    Console().print(f"exported the {kind} run's chunked policy (H={policy.horizon}, execute "
+                    f"{policy.cfg.executed}) to {out}: {files}")

@@ -23,7 +23,8 @@ import torch
 from robot_rl import __version__
 from robot_rl.config_io import to_dict
 from robot_rl.export.modules import DeployCost, DeployPolicy
-from robot_rl.export.policy import FORMAT, VERSION, ArtifactError, Policy
+from robot_rl.export.policy import FORMAT, VERSION, ArtifactError, Policy, graph_inputs
+from robot_rl.policies import ChunkPolicy, PolicyConfig
 from robot_rl.sim.env import BatchedEnv
 
 POLICY_FILES = {"policy_onnx": "policy.onnx", "policy_torchscript": "policy.pt"}
@@ -55,34 +56,52 @@ def task_meta(env: BatchedEnv) -> dict[str, Any]:
     }
 
 
-def artifact_meta(env: BatchedEnv, policy: DeployPolicy, safety: dict[str, Any] | None,
-                  provenance: dict[str, Any]) -> dict[str, Any]:
-    """policy.json contents for a policy acting in ``env``'s task (see DESIGN.md)."""
+def artifact_meta(env: BatchedEnv, policy: DeployPolicy | ChunkPolicy,
+                  safety: dict[str, Any] | None, provenance: dict[str, Any],
+                  chunk: dict[str, Any] | None = None) -> dict[str, Any]:
+    """policy.json contents for a policy acting in ``env``'s task (see DESIGN.md);
+    ``chunk``: ``chunk_meta`` of a chunked policy."""
     meta = task_meta(env)
+    norm = policy.obs_norm if isinstance(policy, ChunkPolicy) else policy.norm
     meta["observation"]["normalization"] = {
-        "in_model": True, "mean": policy.norm.mean.tolist(), "std": policy.norm.std.tolist(),
-        "clip": policy.norm.clip}
+        "in_model": True, "mean": norm.mean.tolist(), "std": norm.std.tolist(),
+        "clip": norm.clip}
+    if chunk is not None:
+        meta["chunk"] = chunk
     meta.update(safety=safety, files=dict(POLICY_FILES),
                 provenance={"robot_rl": __version__, "torch": torch.__version__,
                             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **provenance})
     return meta
 
 
-def export_artifact(out: str | Path, policy: DeployPolicy, meta: dict[str, Any],
+def chunk_meta(cfg: PolicyConfig, kind: str, noise_input: bool,
+               ensemble: float | None = None) -> dict[str, Any]:
+    """policy.json's ``chunk`` entry: the policy maps the last ``obs_history`` observations
+    (and, with ``noise_input``, noise (H A,) from N(0, I)) to ``horizon`` actions, of which
+    ``execute`` run before the next call (or every call, temporally ensembled)."""
+    return {"horizon": cfg.horizon, "execute": cfg.executed, "obs_history": cfg.obs_history,
+            "noise_input": noise_input, "ensemble": ensemble, "kind": kind,
+            "flow_steps": cfg.flow_steps if kind == "flow" else None}
+
+
+def export_artifact(out: str | Path, policy: torch.nn.Module, meta: dict[str, Any],
                     cost: DeployCost | None = None, tolerance: float = 1e-5) -> Path:
     """Write the artifact folder ``out`` (replacing an existing one); returns its path.
 
-    ``meta["safety"]`` must name the cost files when ``cost`` is given; this function fills
-    them in.
+    ``policy``: a ``DeployPolicy``, or for a chunked policy (``meta["chunk"]``) a
+    ``ChunkGraph`` / ``NoisyChunkGraph``. ``meta["safety"]`` must name the cost files when
+    ``cost`` is given; this function fills them in.
     """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     obs_dim, act_dim = int(meta["observation"]["dim"]), int(meta["action"]["dim"])
     policy = policy.eval()
+    inputs = graph_inputs(meta)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         obs = torch.zeros(1, obs_dim)
-        _write_graph(policy, (obs,), ("obs",), "action", tmp, POLICY_FILES["policy_onnx"],
+        _write_graph(policy, tuple(torch.zeros(1, w) for _, w in inputs),
+                     tuple(n for n, _ in inputs), "action", tmp, POLICY_FILES["policy_onnx"],
                      POLICY_FILES["policy_torchscript"])
         if cost is not None:
             cost = cost.eval()
@@ -92,7 +111,7 @@ def export_artifact(out: str | Path, policy: DeployPolicy, meta: dict[str, Any],
                          COST_FILES["onnx"], COST_FILES["torchscript"])
             meta["safety"]["cost_critic"] = dict(COST_FILES)
         (tmp / "policy.json").write_text(json.dumps(meta, indent=2) + "\n")
-        _check(tmp, policy, cost, obs_dim, act_dim, tolerance)
+        _check(tmp, policy, cost, inputs, obs_dim, act_dim, tolerance)
         tmp.chmod(0o755)  # mkdtemp makes it private; an artifact is meant to be shared
         if out.exists():
             shutil.rmtree(out)
@@ -120,18 +139,20 @@ def _write_graph(module: torch.nn.Module, example: tuple[torch.Tensor, ...],
                           output_names=[output], dynamic_axes=axes, dynamo=False)
 
 
-def _check(folder: Path, policy: DeployPolicy, cost: DeployCost | None, obs_dim: int,
-           act_dim: int, tolerance: float) -> None:
+def _check(folder: Path, policy: torch.nn.Module, cost: DeployCost | None,
+           inputs: list[tuple[str, int]], obs_dim: int, act_dim: int, tolerance: float) -> None:
     """Every exported graph agrees with its torch module on random inputs."""
     gen = torch.Generator().manual_seed(0)
-    obs = torch.randn(64, obs_dim, generator=gen) * 2.0
+    xs = [torch.randn(64, w, generator=gen) * (2.0 if name == "obs" else 1.0)
+          for name, w in inputs]
+    obs = xs[0][:, -obs_dim:]
     act = torch.rand(64, act_dim, generator=gen) * 2.0 - 1.0
     with torch.no_grad():
-        ref_a = policy(obs).numpy()
+        ref_a = policy(*xs).numpy()
         ref_c = cost(obs, act).numpy() if cost is not None else None
     for backend in ("onnx", "torchscript"):
         loaded = Policy(folder, backend=backend)  # type: ignore[arg-type]
-        err = float(np.abs(loaded(obs.numpy()) - ref_a).max())
+        err = float(np.abs(loaded.run_graph(*(x.numpy() for x in xs)) - ref_a).max())
         if err > tolerance:
             raise ArtifactError(f"exported {backend} policy differs from torch by {err:.2e}")
         if ref_c is not None:

@@ -5,6 +5,10 @@ files are complete policies and ``policy.json`` records the statistics only for 
 
     DeployPolicy    obs (B, O) -> action (B, A) in [-1, 1]
     DeployCost      obs (B, O), action (B, A) -> pessimistic discounted cost (B,)
+    NoisyChunkGraph obs (B, T O), noise (B, H A) -> chunk (B, H A) in [-1, 1]: a flow
+                    policy, its integration unrolled (the runtime draws the noise)
+    ChunkGraph      obs (B, T O) -> chunk (B, H A): an MLP chunk policy, or a flow policy
+                    whose noise a DSRL actor chooses from the newest observation
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import torch
 from torch import nn
 
 from robot_rl.nets import EnsembleCritic, TanhGaussianActor, mlp
+from robot_rl.policies import ChunkPolicy
 
 
 class ObsNorm(nn.Module):
@@ -75,3 +80,40 @@ class DeployCost(nn.Module):
         if self.critic.n == 1:
             return q[0]
         return q.mean(0) + self.pessimism * q.std(0)
+
+
+class NoisyChunkGraph(nn.Module):
+    """A flow chunk policy with its noise as an input (see module docstring)."""
+
+    def __init__(self, policy: ChunkPolicy):
+        super().__init__()
+        self.policy = policy.eval()
+        self.shape = (policy.obs_history, policy.obs_dim, policy.horizon, policy.act_dim)
+
+    def forward(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        T, n_obs, H, A = self.shape
+        return self.policy(obs.view(-1, T, n_obs), noise.view(-1, H, A)).flatten(1)
+
+
+class ChunkGraph(nn.Module):
+    """A chunk policy from the observation history alone (see module docstring): with
+    ``noise_actor`` (obs (B, O) -> (B, H A) in [-1, 1], a DSRL agent's deterministic actor)
+    the flow's noise is ``noise_scale`` times its output for the newest observation;
+    without, the policy ignores the noise (an MLP) and gets zeros."""
+
+    def __init__(self, policy: ChunkPolicy, noise_actor: nn.Module | None = None,
+                 noise_scale: float = 1.0):
+        super().__init__()
+        self.policy = policy.eval()
+        self.noise_actor = noise_actor
+        self.noise_scale = float(noise_scale)
+        self.shape = (policy.obs_history, policy.obs_dim, policy.horizon, policy.act_dim)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        T, n_obs, H, A = self.shape
+        hist = obs.view(-1, T, n_obs)
+        if self.noise_actor is None:
+            noise = torch.zeros(hist.shape[0], H, A, dtype=obs.dtype, device=obs.device)
+        else:
+            noise = self.noise_scale * self.noise_actor(hist[:, -1]).view(-1, H, A)
+        return self.policy(hist, noise).flatten(1)

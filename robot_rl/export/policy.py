@@ -6,6 +6,14 @@ and no training code, so the robot side stays small:
     policy = load_policy("export/")              # folder with policy.json, policy.onnx, ...
     a = policy(obs)                              # (obs_dim,) -> (act_dim,), or batched
     a, hold, rejected = policy.safe_action(obs)  # K candidates scored by the cost critic
+    policy.reset()                               # a new episode (chunked policies)
+
+A chunked policy (``policy.json``'s ``chunk``: a diffusion or MLP policy predicting H
+actions from the last T observations) is called the same way, one control step at a time:
+it keeps each env's observation history and queue of actions (``ChunkExecutor``, imported
+only for such artifacts), calls the graph when the queue runs out, and draws the flow's
+noise itself where the graph takes it. ``reset`` starts a new episode; ``chunk`` runs the
+graph on a history directly.
 
 ``policy.json`` is checked against the model files: a model whose input or output width
 differs from the recorded observation and action sizes refuses to load.
@@ -32,6 +40,20 @@ VERSION = 1
 
 class ArtifactError(RobotRLError):
     """A policy artifact is missing, malformed, or inconsistent with its metadata."""
+
+
+def graph_inputs(meta: dict[str, Any]) -> list[tuple[str, int]]:
+    """(name, width) of the policy graph's inputs per policy.json: the observation (the last
+    T of them, flattened, for a chunked policy) and, for a flow policy whose noise the
+    runtime draws, the noise (H A)."""
+    obs_dim, act_dim = int(meta["observation"]["dim"]), int(meta["action"]["dim"])
+    chunk = meta.get("chunk")
+    if not chunk:
+        return [("obs", obs_dim)]
+    inputs = [("obs", int(chunk["obs_history"]) * obs_dim)]
+    if chunk.get("noise_input"):
+        inputs.append(("noise", int(chunk["horizon"]) * act_dim))
+    return inputs
 
 
 class Policy:
@@ -65,7 +87,21 @@ class Policy:
         if policy_file is None:
             raise ArtifactError(f"{meta_path} names no policy file for backend {backend!r}")
         self.backend = backend
-        self._run = self._load(policy_file, [("obs", self.obs_dim)], self.act_dim, "policy")
+        chunk = self.meta.get("chunk") or {}
+        try:
+            self.horizon = int(chunk.get("horizon", 1))
+            self.execute = int(chunk.get("execute", 1))
+            self.obs_history = int(chunk.get("obs_history", 1))
+            self.noise_input = bool(chunk.get("noise_input", False))
+            ensemble = chunk.get("ensemble")
+            self.ensemble = None if ensemble is None else float(ensemble)
+        except (TypeError, ValueError) as e:
+            raise ArtifactError(f"{meta_path}: bad chunk entry: {e}") from None
+        self.chunked = bool(chunk)
+        """The graph predicts chunks (``policy.json`` has ``chunk``)."""
+        self._run = self._load(policy_file, graph_inputs(self.meta),
+                               self.horizon * self.act_dim, "policy")
+        self._executor: Any = None
         safety = self.meta.get("safety") or {}
         cost_file = (safety.get("cost_critic") or {}).get("torchscript" if ts else "onnx")
         self._cost = None
@@ -96,14 +132,47 @@ class Policy:
     # -- inference ---------------------------------------------------------------------------
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
-        """Action(s) in [-1, 1] for observation(s): (O,) -> (A,) or (B, O) -> (B, A)."""
+        """Action(s) in [-1, 1] to apply now for observation(s): (O,) -> (A,) or
+        (B, O) -> (B, A). A chunked policy keeps state between calls (module docstring)."""
         x = np.asarray(obs, dtype=np.float32)
         single = x.ndim == 1
         if x.shape[-1] != self.obs_dim or x.ndim not in (1, 2):
             raise ArtifactError(f"observation must be ({self.obs_dim},) or (B, {self.obs_dim}), "
                                 f"got {x.shape}")
-        out = self._run(x[None] if single else x)
+        x = x[None] if single else x
+        if self.chunked:
+            if self._executor is None:
+                from robot_rl.policies.execution import ChunkExecutor
+
+                self._executor = ChunkExecutor(self.chunk, self.horizon, self.execute,
+                                               self.obs_history, self.ensemble)
+            out = self._executor(x)
+        else:
+            out = self._run(x)
         return out[0] if single else out
+
+    def reset(self, mask: np.ndarray | None = None) -> None:
+        """Start a new episode for every env (or those in ``mask`` (B,) bool): a chunked
+        policy drops its observation history and queued actions."""
+        if self._executor is not None:
+            self._executor.reset(mask)
+
+    def chunk(self, obs_hist: np.ndarray, noise: np.ndarray | None = None) -> np.ndarray:
+        """The graph on observation histories (B, T, O): chunks (B, H, A). A flow policy's
+        noise (B, H, A) is drawn from N(0, I) unless given."""
+        x = np.ascontiguousarray(np.asarray(obs_hist, dtype=np.float32).reshape(
+            -1, self.obs_history * self.obs_dim))
+        args = [x]
+        if self.noise_input:
+            if noise is None:
+                noise = self._rng.standard_normal((x.shape[0], self.horizon * self.act_dim))
+            args.append(np.ascontiguousarray(np.asarray(noise, dtype=np.float32).reshape(
+                x.shape[0], -1)))
+        return self._run(*args).reshape(-1, self.horizon, self.act_dim)
+
+    def run_graph(self, *inputs: np.ndarray) -> np.ndarray:
+        """The exported graph's raw output for its raw inputs (what the export checks)."""
+        return self._run(*inputs)
 
     def cost(self, obs: np.ndarray, actions: np.ndarray) -> np.ndarray:
         """Estimated discounted cost (K,) of K candidate actions (K, A) at one obs (O,)."""

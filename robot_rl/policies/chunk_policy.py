@@ -82,7 +82,8 @@ class ChunkPolicy(nn.Module):
 
     def condition(self, obs: torch.Tensor) -> torch.Tensor:
         """(B, T, O) observations -> (B, T * O) normalized conditioning."""
-        if obs.dim() != 3 or obs.shape[1:] != (self.obs_history, self.obs_dim):
+        if not torch.jit.is_tracing() and (
+                obs.dim() != 3 or obs.shape[1:] != (self.obs_history, self.obs_dim)):
             raise ConfigError(f"the policy takes observations (B, {self.obs_history}, "
                               f"{self.obs_dim}), got {tuple(obs.shape)}")
         return self.obs_norm(obs).flatten(1)

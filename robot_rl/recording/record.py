@@ -302,6 +302,8 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
     obs = env.reset(seed=seed)
     if mapper is not None:
         mapper.reset()
+    if policy is not None and hasattr(policy, "reset"):
+        policy.reset()  # a chunked policy starts the episode with a fresh chunk
     writer.begin_episode(seed=seed, source=source)
     label: bool | None = None
     success = False
@@ -324,6 +326,8 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
             else:  # the person acts (with a policy running: an intervention)
                 a = mapper(cmd, env.state.arm_state().numpy())
                 intervention = policy is not None
+                if policy is not None and hasattr(policy, "reset"):
+                    policy.reset()  # the policy resumes with a fresh chunk
             action = torch.as_tensor(a, dtype=torch.float32)[None]
         if "quit" in events:
             return _Outcome("quit", success, label, n)
