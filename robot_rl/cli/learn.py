@@ -241,10 +241,16 @@ def _artifact_policy(cfg: EvalConfig) -> tuple[Any, Any, str, Any]:
 
 
 def distill_cmd(cfg: Any) -> None:
+    from robot_rl.checkpoint import resolve_checkpoint
     from robot_rl.distill import distill
 
     console = Console()
-    _, report = distill(cfg, console)
+    if _checkpoint_kind(resolve_checkpoint(cfg.run)) in ("bc", "dsrl"):
+        from robot_rl.finetune.onestep import distill_chunked
+
+        _, report = distill_chunked(cfg, console)
+    else:
+        _, report = distill(cfg, console)
     table = Table(title=f"distilled student: {report.path}", title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -298,19 +304,35 @@ def export_cmd(cfg: ExportConfig) -> None:
 
 def _export_chunked(cfg: ExportConfig, kind: str, ckpt: Path, run: Path) -> None:
     """Export a bc run's chunked policy, or a dsrl run's (its noise chosen by the trained
-    actor inside the graph). A DSRL cost critic scores noise, not actions: the artifact has
-    no gate (the shield still guards every action)."""
+    actor inside the graph), or with ``--policy student`` the run's one-step student
+    (robot-rl distill). A DSRL cost critic scores noise, not actions: the artifact has no
+    gate (the shield still guards every action)."""
     from robot_rl.bc import load_bc_policy, make_task_env
     from robot_rl.distill import teacher_policy
     from robot_rl.export.artifact import artifact_meta, chunk_meta, export_artifact
     from robot_rl.export.modules import ChunkGraph, NoisyChunkGraph
 
     if cfg.policy == "student":
-        raise ConfigError(f"{run} is a {kind} run: it has no distilled student yet; export "
-                          f"its policy with --policy teacher")
-    if kind == "bc":
+        from robot_rl.finetune.onestep import load_onestep
+
+        student, record = load_onestep(run)
+        _, _, state = load_bc_policy(ckpt) if kind == "bc" else (None, None, None)
+        if state is None:
+            from robot_rl.finetune.dsrl import load_dsrl
+
+            _, dsrl_cfg, _ = load_dsrl(ckpt, 1, 0)
+            _, _, state = load_bc_policy(dsrl_cfg.policy)
+        module: Any = NoisyChunkGraph(student) if student.kind == "flow" else \
+            ChunkGraph(student)
+        provenance = {"run": str(run), "policy": "student",
+                      "student": f"one-step {student.kind} (DAgger from the run's policy)",
+                      "teacher_run": record["teacher_run"],
+                      "teacher_success": record["teacher_success"],
+                      "student_success": record["student_success"]}
+        policy, ensemble = student, None
+    elif kind == "bc":
         policy, bc_cfg, state = load_bc_policy(ckpt)
-        module: Any = NoisyChunkGraph(policy) if policy.kind == "flow" else ChunkGraph(policy)
+        module = NoisyChunkGraph(policy) if policy.kind == "flow" else ChunkGraph(policy)
         provenance = {"run": str(run), "grad_steps": state["grad_steps"],
                       "policy": bc_cfg.algo, "data": state.get("data")}
         ensemble = bc_cfg.ensemble

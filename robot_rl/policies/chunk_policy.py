@@ -135,8 +135,8 @@ class FlowPolicy(ChunkPolicy):
         xt = x0 + t[:, None, None] * (x1 - x0)
         return _masked_mse(self.net(xt, t, cond) - (x1 - x0), mask)
 
-    def forward(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-        """(B, H, A) chunk in [-1, 1]: ``noise`` (B, H, A) integrated along the flow."""
+    def integrate(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        """(B, H, A) the flow's endpoint in normalized action units (before the clip)."""
         cond = self.condition(obs)
         x = noise
         n = self.cfg.flow_steps
@@ -144,7 +144,11 @@ class FlowPolicy(ChunkPolicy):
         for i in range(n):
             t = torch.full((x.shape[0],), i * dt, device=x.device, dtype=x.dtype)
             x = x + dt * self.net(x, t, cond)
-        return self.act_norm.inverse(x).clamp(-1.0, 1.0)
+        return x
+
+    def forward(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        """(B, H, A) chunk in [-1, 1]: ``noise`` (B, H, A) integrated along the flow."""
+        return self.act_norm.inverse(self.integrate(obs, noise)).clamp(-1.0, 1.0)
 
 
 class MLPChunkPolicy(ChunkPolicy):
@@ -161,15 +165,16 @@ class MLPChunkPolicy(ChunkPolicy):
             *[ResidualBlock(width) for _ in range(cfg.blocks)],
             nn.LayerNorm(width), nn.SiLU(), nn.Linear(width, cfg.horizon * self.act_dim))
 
-    def _predict(self, obs: torch.Tensor) -> torch.Tensor:
+    def predict(self, obs: torch.Tensor) -> torch.Tensor:
+        """(B, H, A) the chunk in normalized action units (before the clip)."""
         return self.net(self.condition(obs)).view(-1, self.horizon, self.act_dim)
 
     def loss(self, obs: torch.Tensor, chunk: torch.Tensor,
              mask: torch.Tensor | None = None) -> torch.Tensor:
-        return _masked_mse(self._predict(obs) - self.act_norm(chunk), mask)
+        return _masked_mse(self.predict(obs) - self.act_norm(chunk), mask)
 
     def forward(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-        return self.act_norm.inverse(self._predict(obs)).clamp(-1.0, 1.0)
+        return self.act_norm.inverse(self.predict(obs)).clamp(-1.0, 1.0)
 
 
 def make_policy(cfg: PolicyConfig, kind: PolicyKind, obs_dim: int, act_dim: int,

@@ -16,7 +16,7 @@ from rich.console import Console
 from robot_rl.algos import SACConfig
 from robot_rl.bc import BCConfig, BCRunner, load_bc_policy
 from robot_rl.cli.learn import ExportConfig, export_cmd
-from robot_rl.errors import ConfigError
+from robot_rl.checkpoint import CheckpointError
 from robot_rl.export import load_policy
 from robot_rl.finetune import DSRLConfig, DSRLRunner
 from robot_rl.finetune.dsrl import load_dsrl
@@ -78,7 +78,7 @@ def test_mlp_artifact_takes_only_the_observation(runs: Path) -> None:
     with torch.no_grad():
         ref = policy(torch.from_numpy(hist), torch.zeros(4, H, art.act_dim)).numpy()
     np.testing.assert_allclose(art.chunk(hist), ref, atol=1e-5)
-    with pytest.raises(ConfigError, match="no distilled student"):
+    with pytest.raises(CheckpointError, match="no one-step student"):
         export_cmd(ExportConfig(run=runs / "bc-mlp", policy="student"))
 
 
@@ -98,3 +98,36 @@ def test_dsrl_artifact_chooses_its_noise_inside_the_graph(runs: Path, tmp_path: 
         expected = env.chunk(noise)[0, :K]
     got = np.stack([art(obs[0].numpy()) for _ in range(K)])
     np.testing.assert_allclose(got, expected.numpy(), atol=1e-5)
+
+
+def test_one_step_student_learns_the_flow_map_and_exports(runs: Path) -> None:
+    from robot_rl.cli.learn import distill_cmd
+    from robot_rl.distill import DistillConfig
+    from robot_rl.finetune.onestep import load_onestep
+
+    distill_cmd(DistillConfig(run=runs / "bc-flow", hidden=(32, 32), iterations=2,
+                              rollout_steps=12, num_envs=4, grad_steps=150, batch_size=64,
+                              lr=3e-3, dr="off", eval_episodes=2, progress=False))
+    student, record = load_onestep(runs / "bc-flow")
+    teacher, _, _ = load_bc_policy(runs / "bc-flow")
+    assert student.kind == "flow" and student.cfg.flow_steps == 1
+    assert (student.horizon, student.cfg.executed, student.obs_history) == (H, K, 2)
+    assert record["teacher_success"] is not None and record["student_success"] is not None
+    # the student maps the teacher's (history, noise) to its chunk far better than the
+    # chunk's mean does
+    gen = torch.Generator().manual_seed(5)
+    hist = teacher.obs_norm.mean + teacher.obs_norm.std * torch.randn(256, 2, student.obs_dim,
+                                                                        generator=gen) * 0.5
+    noise = torch.randn(256, H, student.act_dim, generator=gen)
+    with torch.no_grad():
+        target = teacher.integrate(hist, noise)
+        err = float(((student.integrate(hist, noise) - target) ** 2).mean())
+        spread = float(((target - target.mean(0)) ** 2).mean())
+    assert err < 0.5 * spread, (err, spread)
+    export_cmd(ExportConfig(run=runs / "bc-flow", policy="student", out=runs / "student"))
+    art = load_policy(runs / "student")
+    assert art.meta["chunk"]["flow_steps"] == 1 and art.noise_input
+    assert art.meta["provenance"]["teacher_run"] == str(runs / "bc-flow")
+    with torch.no_grad():
+        ref = student(hist[:4], noise[:4]).numpy()
+    np.testing.assert_allclose(art.chunk(hist[:4].numpy(), noise[:4].numpy()), ref, atol=1e-5)

@@ -1,0 +1,256 @@
+"""One-step students of chunked policies, for the control loop: ``robot-rl distill`` of a
+bc-flow or dsrl run.
+
+    student, report = distill_chunked(DistillConfig(run=Path("runs/push__bc-flow__0__...")))
+
+* A **flow policy** (bc-flow) becomes a one-step flow map: a flow policy with a single
+  integration step, trained so that (observation, noise) -> chunk matches the teacher's
+  many-step integration *for the same noise* (the teacher's ODE is deterministic given its
+  noise, so the student learns that map, modes included, not their mean).
+* A **DSRL run** (noise chosen by its actor) is deterministic: it becomes an MLP that emits
+  the teacher's chunk from the observation history.
+
+Both learn with DAgger on the run's task in simulation: iteration 0 executes the teacher's
+chunks, iteration i the teacher's with probability ``beta_decay ** i`` and the student's
+otherwise; every chunk decision is labelled with the teacher's chunk (in normalized action
+units), the data aggregated and the student fit by MSE. The student keeps the teacher's
+observation and action normalization, chunk horizon, execution and history. It is saved
+as ``onestep.pt`` in the run directory; ``robot-rl export RUN --policy student`` exports it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from robot_rl.bc import evaluate_chunked, load_bc_policy
+from robot_rl.checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    resolve_checkpoint,
+    run_dir_of,
+    save_atomic,
+)
+from robot_rl.distill import DistillConfig, DistillReport
+from robot_rl.errors import ConfigError
+from robot_rl.policies import (
+    ChunkExecutor,
+    ChunkPolicy,
+    FlowPolicy,
+    MLPChunkPolicy,
+    PolicyConfig,
+    make_policy,
+)
+from robot_rl.sim.vec_env import VecEnv
+
+ONESTEP_FILE = "onestep.pt"
+ONESTEP_FORMAT = "robot_rl.onestep"
+
+Teacher = Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]
+"""(obs history (N, T, O), noise (N, H, A) or None) -> chunk in normalized units."""
+
+
+@dataclasses.dataclass
+class _Run:
+    """What distillation needs of a bc-flow or dsrl run."""
+
+    flow: ChunkPolicy
+    teacher: Teacher
+    noisy: bool
+    """The teacher (and the student) take noise: a flow policy's."""
+    make_env: Callable[[int, int], VecEnv]
+    """(num_envs, seed) -> an env of the run's task as its data was recorded."""
+    acting: Callable[[torch.Generator], ChunkExecutor]
+    """The teacher acting step by step (for its evaluation)."""
+
+
+def _load_run(ckpt: Path, cfg: DistillConfig) -> _Run:
+    from robot_rl.bc import make_task_env
+    from robot_rl.finetune.dsrl import load_dsrl
+
+    kind = load_checkpoint(ckpt).get("kind")
+    if kind == "bc":
+        flow, bc_cfg, state = load_bc_policy(ckpt)
+        if flow.kind != "flow":
+            raise ConfigError(f"{ckpt} is a bc-mlp run: it already acts in one step")
+
+        assert isinstance(flow, FlowPolicy)
+        integrate = flow.integrate
+
+        def teacher(hist: torch.Tensor, noise: torch.Tensor | None) -> torch.Tensor:
+            assert noise is not None
+            return integrate(hist, noise)
+
+        def make(num_envs: int, seed: int) -> VecEnv:
+            env = make_task_env(state["task"], state.get("env", {}), num_envs, seed, cfg.dr)
+            if env is None:
+                raise ConfigError(f"task {state['task']!r} is not in the registry")
+            return env
+
+        def acting(gen: torch.Generator) -> ChunkExecutor:
+            return ChunkExecutor(lambda h: flow.sample(h, gen), flow.horizon,
+                                 flow.cfg.executed, flow.obs_history, bc_cfg.ensemble)
+
+        return _Run(flow, teacher, True, make, acting)
+    if kind == "dsrl":
+        from robot_rl.distill import teacher_policy
+
+        agent, _, noise_env = load_dsrl(ckpt, 1, 0)
+        flow = noise_env.policy
+        assert isinstance(flow, FlowPolicy)
+        flow_map = flow.integrate
+        actor = teacher_policy(agent)  # its deterministic actor, as exported
+
+        def dsrl_teacher(hist: torch.Tensor, noise: torch.Tensor | None) -> torch.Tensor:
+            z = noise_env.noise_scale * actor(hist[:, -1]).view(-1, flow.horizon, flow.act_dim)
+            return flow_map(hist, z)
+
+        def make_noise_env(num_envs: int, seed: int) -> VecEnv:
+            return load_dsrl(ckpt, num_envs, seed, cfg.dr)[2].env
+
+        def dsrl_acting(gen: torch.Generator) -> ChunkExecutor:
+            def chunk(h: torch.Tensor) -> torch.Tensor:
+                return flow.act_norm.inverse(dsrl_teacher(h, None)).clamp(-1.0, 1.0)
+
+            return ChunkExecutor(chunk, flow.horizon, flow.cfg.executed, flow.obs_history)
+
+        return _Run(flow, dsrl_teacher, False, make_noise_env, dsrl_acting)
+    raise ConfigError(f"{ckpt} is not a bc-flow or dsrl run")
+
+
+def student_config(teacher: PolicyConfig, cfg: DistillConfig) -> PolicyConfig:
+    """The student's config: the teacher's chunking, a residual MLP of width max(hidden)
+    with len(hidden) blocks, one integration step."""
+    return dataclasses.replace(teacher, denoiser="mlp", width=max(cfg.hidden),
+                               blocks=len(cfg.hidden), flow_steps=1)
+
+
+def distill_chunked(cfg: DistillConfig, console: Console | None = None
+                    ) -> tuple[ChunkPolicy, DistillReport]:
+    """Distill a bc-flow or dsrl run into a one-step student (module docstring)."""
+    console = console or Console()
+    if cfg.iterations < 1 or cfg.grad_steps < 1 or cfg.num_envs < 1:
+        raise ConfigError("iterations, grad_steps and num_envs must be >= 1")
+    ckpt = resolve_checkpoint(cfg.run)
+    run = _load_run(ckpt, cfg)
+    torch.manual_seed(cfg.seed)
+    flow = run.flow
+    student = make_policy(student_config(flow.cfg, cfg), "flow" if run.noisy else "mlp",
+                          flow.obs_dim, flow.act_dim)
+    student.obs_norm.load_state_dict(flow.obs_norm.state_dict())
+    student.act_norm.load_state_dict(flow.act_norm.state_dict())
+    env = run.make_env(cfg.num_envs, cfg.seed + 20_000)
+    loss, samples = _dagger(env, run, student, cfg, console)
+    t_res = s_res = None
+    if cfg.eval_episodes > 0:
+        eval_env = run.make_env(min(cfg.eval_episodes, 32), cfg.seed + 30_000)
+        gen = torch.Generator().manual_seed(cfg.seed)
+        executor = run.acting(gen)
+        from robot_rl.evaluate import evaluate
+
+        with torch.no_grad():
+            t_res = evaluate(lambda o: (executor(o), None), eval_env, cfg.eval_episodes,
+                             seed=cfg.seed, episode_start=executor.reset)
+            s_res = evaluate_chunked(student, eval_env, cfg.eval_episodes, seed=cfg.seed)
+    path = run_dir_of(ckpt) / ONESTEP_FILE
+    report = DistillReport(t_res, s_res, loss, samples, path)
+    save_atomic({"format": ONESTEP_FORMAT, "kind": student.kind,
+                 "policy": dataclasses.asdict(student.cfg), "obs_dim": student.obs_dim,
+                 "act_dim": student.act_dim, "state_dict": student.state_dict(),
+                 "teacher_run": str(run_dir_of(ckpt)), "dr": cfg.dr, "final_loss": loss,
+                 "teacher_success": None if t_res is None else t_res.success_rate,
+                 "student_success": None if s_res is None else s_res.success_rate}, path)
+    return student.eval(), report
+
+
+def _dagger(env: VecEnv, run: _Run, student: ChunkPolicy, cfg: DistillConfig,
+            console: Console) -> tuple[float, int]:
+    """DAgger over chunk decisions (module docstring); returns (final loss, samples)."""
+    flow = run.flow
+    H, A = flow.horizon, flow.act_dim
+    opt = torch.optim.Adam(student.parameters(), lr=cfg.lr)
+    steps = cfg.rollout_steps or env.max_episode_length
+    gen = torch.Generator().manual_seed(cfg.seed)
+    hists: list[torch.Tensor] = []
+    noises: list[torch.Tensor] = []
+    labels: list[torch.Tensor] = []
+    beta = 1.0
+
+    @torch.no_grad()
+    def chunk(hist: torch.Tensor) -> torch.Tensor:
+        noise = torch.randn(hist.shape[0], H, A, generator=gen) if run.noisy else None
+        label = run.teacher(hist, noise)
+        hists.append(hist.clone())
+        labels.append(label)
+        if noise is not None:
+            noises.append(noise)
+        teacher_chunk = flow.act_norm.inverse(label).clamp(-1.0, 1.0)
+        if beta >= 1.0:
+            return teacher_chunk
+        own = student(hist, noise if noise is not None else torch.zeros(hist.shape[0], H, A))
+        use_teacher = torch.rand(hist.shape[0], 1, 1, generator=gen) < beta
+        return torch.where(use_teacher, teacher_chunk, own)
+
+    executor = ChunkExecutor(chunk, H, flow.cfg.executed, flow.obs_history)
+    loss = torch.tensor(float("nan"))
+    columns = (TextColumn("[bold]distill (one step)"), BarColumn(),
+               TextColumn("iteration {task.completed}/{task.total}"),
+               TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, disable=not cfg.progress) as progress:
+        bar = progress.add_task("distill", total=cfg.iterations, loss="-")
+        obs = env.reset(seed=cfg.seed)
+        executor.reset()
+        for it in range(cfg.iterations):
+            beta = cfg.beta_decay ** it
+            student.eval()
+            with torch.no_grad():
+                for _ in range(steps):
+                    obs, _, _, terminated, truncated, _ = env.step(executor(obs))
+                    executor.reset(terminated | truncated)
+            all_h, all_y = torch.cat(hists), torch.cat(labels)
+            all_z = torch.cat(noises) if noises else None
+            student.train()
+            for _ in range(cfg.grad_steps):
+                idx = torch.randint(0, all_h.shape[0], (cfg.batch_size,), generator=gen)
+                if isinstance(student, FlowPolicy):
+                    assert all_z is not None
+                    pred = student.integrate(all_h[idx], all_z[idx])
+                else:
+                    assert isinstance(student, MLPChunkPolicy)
+                    pred = student.predict(all_h[idx])
+                loss = ((pred - all_y[idx]) ** 2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            console.print(f"distill iteration {it + 1}/{cfg.iterations}: beta {beta:.2f}, "
+                          f"{all_h.shape[0]:,} chunk decisions, loss {float(loss.detach()):.2e}",
+                          highlight=False)
+            progress.update(bar, advance=1, loss=f"{float(loss.detach()):.2e}")
+    student.eval()
+    return float(loss.detach()), int(all_h.shape[0])
+
+
+def load_onestep(run: str | Path) -> tuple[ChunkPolicy, dict[str, Any]]:
+    """The one-step student of a bc-flow or dsrl run directory and its saved record."""
+    p = Path(run)
+    path = p / ONESTEP_FILE if p.is_dir() else p
+    if not path.is_file():
+        raise CheckpointError(f"no one-step student at {path}; run `robot-rl distill {run}` "
+                              f"first")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+        if state.get("format") != ONESTEP_FORMAT:
+            raise ValueError(f"not a {ONESTEP_FORMAT} file")
+        pcfg = PolicyConfig(**{**state["policy"],
+                               "unet_channels": tuple(state["policy"]["unet_channels"])})
+        student = make_policy(pcfg, state["kind"], state["obs_dim"], state["act_dim"])
+        student.load_state_dict(state["state_dict"])
+    except Exception as e:
+        raise CheckpointError(f"cannot read {path}: {type(e).__name__}: {e}") from None
+    return student.eval(), state
