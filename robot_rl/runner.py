@@ -28,7 +28,7 @@ import json
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -184,10 +184,12 @@ def make_agent(cfg: TrainConfig, obs_dim: int, act_dim: int) -> SAC:
     return SAC(obs_dim, act_dim, cfg.sac, safety, device=cfg.device, seed=cfg.seed)
 
 
-def load_agent(checkpoint: str | Path) -> tuple[SAC, TrainConfig, dict[str, Any]]:
-    """The trained agent, its config and the raw checkpoint state."""
+def load_agent(checkpoint: str | Path, config_type: type[TrainConfig] = TrainConfig
+               ) -> tuple[SAC, TrainConfig, dict[str, Any]]:
+    """The trained agent, its config (of ``config_type``: a TrainConfig or a subclass) and
+    the raw checkpoint state."""
     state = load_checkpoint(checkpoint)
-    cfg = TrainConfig.from_saved(state["config"])
+    cfg = config_type.from_saved(state["config"])
     agent = make_agent(cfg, state["obs_dim"], state["act_dim"])
     try:
         agent.load_full_state(state["agent"])
@@ -263,7 +265,7 @@ class Runner:
         ep_costs: list[float] = []
         window = _Window()
         start = time.perf_counter() - self.elapsed
-        last_ckpt = time.perf_counter()
+        rules = StopRules(cfg.target_success, cfg.time_budget, cfg.checkpoint_every)
         next_log = self.env_steps + cfg.log_every
         stop_reason = "total_steps reached"
         columns = (TextColumn("[bold]{task.description}"), BarColumn(),
@@ -275,65 +277,57 @@ class Runner:
         progress = Progress(*columns, console=self.console, disable=not cfg.progress)
         self.console.print(f"run dir: {self.run_dir}\n{env}\nsafety: {cfg.safety}  "
                            f"device: {cfg.device}  updates/step: {cfg.sac.updates_per_step}")
-        try:
-            with progress, stop_requests() as stop:
-                bar = progress.add_task(f"{cfg.task} {cfg.algo}", total=cfg.total_steps,
-                                        completed=self.env_steps, sps=0.0, success="-",
-                                        cost="-")
-                while self.env_steps < cfg.total_steps:
-                    if stop.requested:  # Ctrl-C, handled here, between two steps
-                        raise KeyboardInterrupt
-                    if self.env_steps < cfg.sac.learning_starts:
-                        action, hold, rejected = self.warmup_action(obs)
-                    else:
-                        act = agent.act(obs)
-                        action, hold, rejected = act.action, act.hold, act.rejected
-                    next_obs, reward, cost, terminated, truncated, info = env.step(action, hold)
-                    keep = None if hold is None else ~hold
-                    self.buffer.add(obs, action, reward, cost, info["final_obs"], terminated,
-                                    mask=keep)
-                    agent.observe(obs)
-                    obs = next_obs
-                    self.env_steps += per_step
-                    self.train_cost += float(cost.sum())
-                    window.add_step(info, cost, rejected)
-                    if "episode" in info:
-                        ep = info["episode"]
-                        done = ep["done"]
-                        window.add_episodes(ep, done)
-                        ep_costs.extend(ep["cost"][done].tolist())
-                        if cfg.safety in ("lagrangian", "both") and len(ep_costs) >= E:
-                            agent.lagrange.update(sum(ep_costs) / len(ep_costs))
-                            ep_costs.clear()
-                    if self.ready_to_learn():
-                        for _ in range(cfg.sac.updates_per_step):
-                            window.add_losses(agent.update(self.sample_batch()))
-                    self.elapsed = time.perf_counter() - start
-                    if self.env_steps >= next_log:
-                        next_log += cfg.log_every
-                        self._log(window.flush(self.elapsed, self.env_steps))
-                        progress.update(bar, sps=window.sps, success=window.success_text,
-                                        cost=window.cost_text)
-                    progress.update(bar, completed=self.env_steps)
-                    if self.env_steps >= self._next_eval:
-                        result = self._evaluate()
-                        if shared_eval:  # the training episodes were cut: start afresh
-                            obs = env.reset(seed=cfg.seed + self.env_steps)
-                        if cfg.target_success is not None and \
-                                result.success_rate >= cfg.target_success:
-                            stop_reason = f"target success {cfg.target_success:.0%} reached"
-                            break
-                    if cfg.time_budget is not None and self.elapsed >= cfg.time_budget:
-                        stop_reason = f"time budget {cfg.time_budget:g} s spent"
+        with saving_on_interrupt(self.save, self.console) as stop, progress:
+            bar = progress.add_task(f"{cfg.task} {cfg.algo}", total=cfg.total_steps,
+                                    completed=self.env_steps, sps=0.0, success="-",
+                                    cost="-")
+            while self.env_steps < cfg.total_steps:
+                if stop.requested:  # Ctrl-C, handled here, between two steps
+                    raise KeyboardInterrupt
+                if self.env_steps < cfg.sac.learning_starts:
+                    action, hold, rejected = self.warmup_action(obs)
+                else:
+                    act = agent.act(obs)
+                    action, hold, rejected = act.action, act.hold, act.rejected
+                next_obs, reward, cost, terminated, truncated, info = env.step(action, hold)
+                keep = None if hold is None else ~hold
+                self.buffer.add(obs, action, reward, cost, info["final_obs"], terminated,
+                                mask=keep)
+                agent.observe(obs)
+                obs = next_obs
+                self.env_steps += per_step
+                self.train_cost += float(cost.sum())
+                window.add_step(info, cost, rejected)
+                if "episode" in info:
+                    ep = info["episode"]
+                    done = ep["done"]
+                    window.add_episodes(ep, done)
+                    ep_costs.extend(ep["cost"][done].tolist())
+                    if cfg.safety in ("lagrangian", "both") and len(ep_costs) >= E:
+                        agent.lagrange.update(sum(ep_costs) / len(ep_costs))
+                        ep_costs.clear()
+                if self.ready_to_learn():
+                    for _ in range(cfg.sac.updates_per_step):
+                        window.add_losses(agent.update(self.sample_batch()))
+                self.elapsed = time.perf_counter() - start
+                if self.env_steps >= next_log:
+                    next_log += cfg.log_every
+                    self._log(window.flush(self.elapsed, self.env_steps))
+                    progress.update(bar, sps=window.sps, success=window.success_text,
+                                    cost=window.cost_text)
+                progress.update(bar, completed=self.env_steps)
+                if self.env_steps >= self._next_eval:
+                    result = self._evaluate()
+                    if shared_eval:  # the training episodes were cut: start afresh
+                        obs = env.reset(seed=cfg.seed + self.env_steps)
+                    if reason := rules.target_reached(result.success_rate):
+                        stop_reason = reason
                         break
-                    if time.perf_counter() - last_ckpt >= cfg.checkpoint_every:
-                        self.save()
-                        last_ckpt = time.perf_counter()
-        except KeyboardInterrupt:
-            self.console.print("interrupted: writing a checkpoint (Ctrl-C again to abandon it; "
-                               "the previous one stays intact)")
-            self.save()
-            raise
+                if reason := rules.out_of_time(self.elapsed):
+                    stop_reason = reason
+                    break
+                if rules.checkpoint_due():
+                    self.save()
         if not self.history or self.history[-1]["env_steps"] != self.env_steps:
             self._evaluate()
         self.save()
@@ -508,6 +502,50 @@ class _Window:
         out["charts/elapsed_seconds"] = elapsed
         self._reset()
         return out
+
+
+class StopRules:
+    """When a training loop stops, and when it checkpoints (both runners' rules)."""
+
+    def __init__(self, target_success: float | None, time_budget: float | None,
+                 checkpoint_every: float):
+        self.target_success, self.time_budget = target_success, time_budget
+        self.checkpoint_every = checkpoint_every
+        self._last_checkpoint = time.perf_counter()
+
+    def target_reached(self, success_rate: float) -> str | None:
+        """The stop reason if an evaluation's success reaches the target, else None."""
+        if self.target_success is not None and success_rate >= self.target_success:
+            return f"target success {self.target_success:.0%} reached"
+        return None
+
+    def out_of_time(self, elapsed: float) -> str | None:
+        """The stop reason once ``elapsed`` seconds spend the time budget, else None."""
+        if self.time_budget is not None and elapsed >= self.time_budget:
+            return f"time budget {self.time_budget:g} s spent"
+        return None
+
+    def checkpoint_due(self) -> bool:
+        """True every ``checkpoint_every`` seconds (the clock restarts when it says so)."""
+        if time.perf_counter() - self._last_checkpoint < self.checkpoint_every:
+            return False
+        self._last_checkpoint = time.perf_counter()
+        return True
+
+
+@contextlib.contextmanager
+def saving_on_interrupt(save: Callable[[], object], console: Console
+                        ) -> Iterator[StopRequest]:
+    """``stop_requests`` for a training loop, which raises KeyboardInterrupt when it sees a
+    request: the checkpoint is written (``save``) before the interrupt goes on."""
+    try:
+        with stop_requests() as stop:
+            yield stop
+    except KeyboardInterrupt:
+        console.print("interrupted: writing a checkpoint (Ctrl-C again to abandon it; the "
+                      "previous one stays intact)")
+        save()
+        raise
 
 
 class StopRequest:

@@ -37,7 +37,7 @@ from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate
 from robot_rl.policies import ChunkData, ChunkExecutor, ChunkPolicy, PolicyConfig, make_policy
-from robot_rl.runner import stop_requests, summary_writer
+from robot_rl.runner import StopRules, saving_on_interrupt, summary_writer
 from robot_rl.sim import make_env
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.randomization import DRPreset
@@ -270,7 +270,7 @@ class BCRunner:
             f"{cfg.policy.obs_history}; data: {self.num_episodes} episodes, "
             f"{len(self.data):,} frames of {self.dataset.spec.task!r} from {cfg.demos}")
         start = time.perf_counter() - self.elapsed
-        last_ckpt = time.perf_counter()
+        rules = StopRules(cfg.target_success, cfg.time_budget, cfg.checkpoint_every)
         t_log, steps_log = time.perf_counter(), self.grad_steps
         losses: list[float] = []
         loss = float("nan")
@@ -281,45 +281,37 @@ class BCRunner:
                             TextColumn("success {task.fields[success]}"),
                             TimeElapsedColumn(), TimeRemainingColumn(),
                             console=self.console, disable=not cfg.progress)
-        try:
-            with progress, stop_requests() as stop:
-                bar = progress.add_task(cfg.algo, total=cfg.steps, completed=self.grad_steps,
-                                        loss=float("nan"), success="-")
-                while self.grad_steps < cfg.steps:
-                    if stop.requested:
-                        raise KeyboardInterrupt
-                    losses.append(self._update())
-                    self.grad_steps += 1
-                    self.elapsed = time.perf_counter() - start
-                    if self.grad_steps % cfg.log_every == 0:
-                        now = time.perf_counter()
-                        loss = sum(losses) / len(losses)
-                        self._log({"losses/bc": loss,
-                                   "charts/lr": float(self.sched.get_last_lr()[0]),
-                                   "perf/grad_steps_per_s":
-                                       (self.grad_steps - steps_log) / max(now - t_log, 1e-9)})
-                        t_log, steps_log, losses = now, self.grad_steps, []
-                        progress.update(bar, loss=loss)
-                    progress.update(bar, completed=self.grad_steps)
-                    if self.grad_steps % cfg.eval_every == 0 or self.grad_steps == cfg.steps:
-                        result = self._evaluate(loss)
-                        if result is not None:
-                            progress.update(bar, success=f"{result.success_rate:.0%}")
-                            if cfg.target_success is not None and \
-                                    result.success_rate >= cfg.target_success:
-                                stop_reason = f"target success {cfg.target_success:.0%} reached"
-                                break
-                    if cfg.time_budget is not None and self.elapsed >= cfg.time_budget:
-                        stop_reason = f"time budget {cfg.time_budget:g} s spent"
-                        break
-                    if time.perf_counter() - last_ckpt >= cfg.checkpoint_every:
-                        self.save()
-                        last_ckpt = time.perf_counter()
-        except KeyboardInterrupt:
-            self.console.print("interrupted: writing a checkpoint (Ctrl-C again to abandon it; "
-                               "the previous one stays intact)")
-            self.save()
-            raise
+        with saving_on_interrupt(self.save, self.console) as stop, progress:
+            bar = progress.add_task(cfg.algo, total=cfg.steps, completed=self.grad_steps,
+                                    loss=float("nan"), success="-")
+            while self.grad_steps < cfg.steps:
+                if stop.requested:
+                    raise KeyboardInterrupt
+                losses.append(self._update())
+                self.grad_steps += 1
+                self.elapsed = time.perf_counter() - start
+                if self.grad_steps % cfg.log_every == 0:
+                    now = time.perf_counter()
+                    loss = sum(losses) / len(losses)
+                    self._log({"losses/bc": loss,
+                               "charts/lr": float(self.sched.get_last_lr()[0]),
+                               "perf/grad_steps_per_s":
+                                   (self.grad_steps - steps_log) / max(now - t_log, 1e-9)})
+                    t_log, steps_log, losses = now, self.grad_steps, []
+                    progress.update(bar, loss=loss)
+                progress.update(bar, completed=self.grad_steps)
+                if self.grad_steps % cfg.eval_every == 0 or self.grad_steps == cfg.steps:
+                    result = self._evaluate(loss)
+                    if result is not None:
+                        progress.update(bar, success=f"{result.success_rate:.0%}")
+                        if reason := rules.target_reached(result.success_rate):
+                            stop_reason = reason
+                            break
+                if reason := rules.out_of_time(self.elapsed):
+                    stop_reason = reason
+                    break
+                if rules.checkpoint_due():
+                    self.save()
         if not self.history or self.history[-1]["grad_steps"] != self.grad_steps:
             self._evaluate(sum(losses) / len(losses) if losses else loss)
         self.save()

@@ -34,10 +34,10 @@ from rich.console import Console
 
 from robot_rl.algos import SAC, SACConfig
 from robot_rl.bc import load_bc_policy, make_task_env
-from robot_rl.checkpoint import CheckpointError, load_checkpoint
+from robot_rl.checkpoint import load_checkpoint
 from robot_rl.errors import ConfigError
 from robot_rl.policies import ChunkPolicy, ObsHistory
-from robot_rl.runner import Runner, TrainConfig, make_agent
+from robot_rl.runner import Runner, TrainConfig, load_agent
 from robot_rl.sim import TaskConfig, make_task_config
 from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.vec_env import StepResult, VecEnv, check_vec_env
@@ -234,14 +234,9 @@ def noise_env(cfg: DSRLConfig, policy: ChunkPolicy, bc_state: dict[str, Any], nu
 def load_dsrl(path: str | Path, num_envs: int, seed: int, dr: DRPreset | None = None
               ) -> tuple[SAC, DSRLConfig, NoiseActionEnv]:
     """A DSRL run's agent (SAC over the noise), its config and a noise env to act in."""
-    state = load_checkpoint(path)
-    if state.get("kind") != "dsrl":
+    if load_checkpoint(path).get("kind") != "dsrl":
         raise ConfigError(f"{path} is not a DSRL run")
-    cfg = DSRLConfig.from_saved(state["config"])
-    agent = make_agent(cfg, state["obs_dim"], state["act_dim"])
-    try:
-        agent.load_full_state(state["agent"])
-    except (RuntimeError, KeyError) as e:
-        raise CheckpointError(f"checkpoint {path} does not match its config: {e}") from None
+    agent, cfg, _ = load_agent(path, DSRLConfig)
+    assert isinstance(cfg, DSRLConfig)
     policy, _, bc_state = load_bc_policy(cfg.policy)
     return agent, cfg, noise_env(cfg, policy, bc_state, num_envs, seed, dr)
