@@ -65,6 +65,8 @@ class Args:
     """finetune: wall-clock budget of each learner [s]."""
     finetune_demos: int = 20
     finetune_style: str = "multimodal-human"
+    methods: tuple[str, ...] = ("dsrl", "rlpd", "sac")
+    """finetune: the learners, one after the other."""
     latency_calls: int = 2000
     out: Path = Path("runs/bench/diffusion")
     redo: bool = False
@@ -183,7 +185,9 @@ def part_data(args: Args, console: Console) -> None:
 
 
 def part_finetune(args: Args, console: Console) -> None:
-    from robot_rl.finetune import DSRLConfig, DSRLRunner
+    from robot_rl.finetune import DSRLConfig, DSRLRunner, FinetuneConfig, FinetuneRunner
+    from robot_rl.runner import Runner, TrainConfig
+    from robot_rl.sim import make_task_config
 
     style, n = args.finetune_style, args.finetune_demos
     key = f"bc/push/{style}/{n}/bc-flow"
@@ -191,15 +195,33 @@ def part_finetune(args: Args, console: Console) -> None:
     if key not in res:
         res[key] = bc_cell(args, "push", style, n, "bc-flow", console)
         _save(args, key, res[key])
-    run = Path(res[key]["run"])
-    cell = f"finetune/push/{style}/{n}/dsrl"
-    if cell not in res or args.redo:
-        cfg = DSRLConfig(policy=run, time_budget=args.budget, target_success=0.95,
-                         eval_every=20_000, eval_episodes=32, runs_dir=args.out / "runs",
-                         run_name=f"push-{style}-{n}-dsrl", save_replay=False,
-                         checkpoint_every=1e9, progress=False, seed=args.seed)
-        history = DSRLRunner(cfg, console=Console(file=sys.stderr)).train()
-        _save(args, cell, _curve_summary(history, 0.9, str(args.out / "runs" / cfg.run_name)))
+    common: dict[str, Any] = dict(
+        time_budget=args.budget, eval_every=20_000, eval_episodes=32,
+        runs_dir=args.out / "runs", save_replay=False, checkpoint_every=1e9, progress=False,
+        seed=args.seed)
+    env = make_task_config("push", episode_length=EPISODE_LENGTH["push"])
+    for method in args.methods:
+        cell = f"finetune/push/{style}/{n}/{method}"
+        if cell in _results(args) and not args.redo:
+            continue
+        name = f"push-{style}-{n}-{method}"
+        console.print(f"[bold]{cell}[/bold]: up to {args.budget:g} s")
+        if method == "dsrl":
+            runner: Runner = DSRLRunner(DSRLConfig(policy=Path(res[key]["run"]),
+                                                   target_success=0.95, run_name=name,
+                                                   **common), console=Console(file=sys.stderr))
+        elif method == "rlpd":  # RLPD's own recipe: 4 envs, UTD 2, 10 LayerNorm critics
+            runner = FinetuneRunner(FinetuneConfig(
+                demos=dataset(args, "push", style, console), task="push", env=env,
+                method="rlpd", max_episodes=n, target_success=0.95, run_name=name,
+                **common),
+                console=Console(file=sys.stderr))
+        else:
+            runner = Runner(TrainConfig(task="push", env=env, target_success=0.95,
+                                        run_name=name, **common),
+                            console=Console(file=sys.stderr))
+        history = runner.train()
+        _save(args, cell, _curve_summary(history, 0.9, str(runner.run_dir)))
     table(args, console)
 
 

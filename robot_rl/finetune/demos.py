@@ -26,12 +26,14 @@ from robot_rl.sim.vec_env import VecEnv
 Transitions = dict[str, torch.Tensor]
 
 
-def transitions(ds: Dataset, device: str | torch.device = "cpu") -> Transitions:
+def transitions(ds: Dataset, device: str | torch.device = "cpu",
+                episodes: list[int] | None = None) -> Transitions:
     """All committed steps as tensors: obs (N, O), action (N, A), reward, cost,
     terminated (N,), next_obs (N, O), and the masks intervention (N,) and policy (N,) (the
     step's episode was policy-driven). ``next_obs`` is the recorded next observation (the
-    true final one at an episode's end), and only a real termination stops bootstrapping."""
-    f = ds.frames()
+    true final one at an episode's end), and only a real termination stops bootstrapping.
+    ``episodes``: only these episodes (default all)."""
+    f = ds.frames(episodes)
 
     def t(key: str) -> torch.Tensor:
         return torch.as_tensor(f[key], device=device).float()
@@ -93,13 +95,21 @@ def demo_buffer(ds: Dataset, env: VecEnv, device: str | torch.device = "cpu") ->
     return buf
 
 
-def demo_and_online(ds: Dataset, env: VecEnv, device: str | torch.device = "cpu"
-                    ) -> tuple[ReplayBuffer, Transitions]:
+def demo_and_online(ds: Dataset, env: VecEnv, device: str | torch.device = "cpu",
+                    max_episodes: int | None = None) -> tuple[ReplayBuffer, Transitions]:
     """``ds`` split for fine-tuning (see module docstring): a buffer of the demonstrations
     and intervention steps, and the online experience (every step of the policy-driven
-    episodes) as transitions for the online buffer."""
+    episodes) as transitions for the online buffer. ``max_episodes``: the first N episodes
+    only."""
     _checked(ds, env)
-    tr = transitions(ds, device)
+    episodes = None
+    if max_episodes is not None:
+        episodes = sorted(int(r["episode_index"]) for r in ds.episodes)
+        if max_episodes > len(episodes):
+            raise DatasetError(f"{ds.root} holds {len(episodes)} episodes, fewer than the "
+                               f"{max_episodes} asked for")
+        episodes = episodes[:max_episodes]
+    tr = transitions(ds, device, episodes)
     demo = select(tr, ~tr["policy"] | tr["intervention"])
     buf = ReplayBuffer(max(len(demo["obs"]), 1), env.obs_dim, env.act_dim, device)
     add_transitions(buf, demo, ds.root)

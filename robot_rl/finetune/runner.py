@@ -60,6 +60,8 @@ class FinetuneConfig(TrainConfig):
     """Task name (the demonstrations' task)."""
     method: Literal["rlpd", "wsrl"] = "rlpd"
     """rlpd: demos in every batch; wsrl: offline pre-training, warm-up, then online only."""
+    max_episodes: int | None = None
+    """Use the dataset's first N episodes only (default: all)."""
     demo_ratio: float = 0.5
     """RLPD: share of each batch drawn from the demonstrations."""
     offline_steps: int = 20_000
@@ -96,7 +98,8 @@ class FinetuneRunner(Runner):
                 cfg.sac, learning_starts=cfg.warmup_steps))
         dataset = Dataset(cfg.demos)  # a missing or corrupt dataset fails before the run dir
         super().__init__(cfg, console, env=env, eval_env=eval_env)
-        self.demos, online = demo_and_online(dataset, self.env, self.cfg.device)
+        self.demos, online = demo_and_online(dataset, self.env, self.cfg.device,
+                                             self.cfg.max_episodes)
         self._pretrained = cfg.resume is not None
         n_online = 0 if self._pretrained else add_transitions(self.buffer, online, cfg.demos)
         n_int = int(online["intervention"].sum())

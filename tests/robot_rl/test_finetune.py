@@ -45,8 +45,8 @@ def _cfg(demos: Path, tmp: Path, method: str, **kw) -> FinetuneConfig:
     return FinetuneConfig(demos=demos, task="push", method=method,  # type: ignore[arg-type]
                           num_envs=2, total_steps=80,
                           env=make_task_config("push", episode_length=40), eval_every=10_000,
-                          eval_episodes=2, runs_dir=tmp, run_name=method, progress=False,
-                          sac=sac, **kw)
+                          eval_episodes=2, runs_dir=tmp, **{"run_name": method, **kw},
+                          progress=False, sac=sac)
 
 
 def test_rlpd_runs_with_behaviour_cloning_that_fits_the_demos(demos, tmp_path):
@@ -66,6 +66,15 @@ def test_wsrl_pretrains_offline_warms_up_frozen_then_learns_online(demos, tmp_pa
     # policy; then 2 per vector step of 2 envs, from the step that reaches 40: 21 steps
     assert runner.agent.updates == 20 + 2 * 21
     assert len(runner.buffer) == 80  # online data only: the demos were not copied in
+
+
+def test_max_episodes_takes_the_first_episodes_only(demos, tmp_path):
+    from robot_rl.data import DatasetError
+
+    assert len(FinetuneRunner(_cfg(demos, tmp_path, "rlpd", run_name="one",
+                                   max_episodes=1)).demos) == 40
+    with pytest.raises(DatasetError, match="holds 2 episodes, fewer than the 3"):
+        FinetuneRunner(_cfg(demos, tmp_path, "rlpd", run_name="three", max_episodes=3))
 
 
 def test_demos_for_another_task_are_refused(demos, tmp_path):
