@@ -53,8 +53,10 @@ class Args:
     styles: tuple[str, ...] = ("multimodal", "multimodal-human")
     demos: tuple[int, ...] = (20, 50)
     """Demonstration counts of the bc part."""
-    bc_steps: int = 6_000
+    bc_steps: int = 10_000
     """Gradient steps of every BC run."""
+    lr: float = 1e-3
+    """Learning rate of every BC run."""
     width: int = 256
     """Residual width of both BC networks."""
     blocks: int = 2
@@ -111,7 +113,7 @@ def bc_cell(args: Args, task: str, style: str, n: int, algo: str, console: Conso
     cfg = BCConfig(demos=data, algo=algo, max_episodes=n,  # type: ignore[arg-type]
                    policy=PolicyConfig(horizon=args.horizon, execute=args.execute,
                                        width=args.width, blocks=args.blocks),
-                   steps=args.bc_steps, eval_every=args.bc_steps,
+                   steps=args.bc_steps, lr=args.lr, eval_every=args.bc_steps,
                    eval_episodes=args.eval_episodes, seed=args.seed, runs_dir=args.out / "runs",
                    run_name=f"{task}-{style}-{n}-{algo}", progress=False,
                    checkpoint_every=1e9)

@@ -69,7 +69,7 @@ class BCConfig:
     """Gradient steps."""
     batch_size: int = 256
     """Frames per gradient step."""
-    lr: float = 3e-4
+    lr: float = 1e-3
     """AdamW learning rate (cosine decay to a tenth of it over --steps)."""
     weight_decay: float = 1e-6
     """AdamW weight decay."""
