@@ -13,6 +13,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from robot_rl.errors import ConfigError
+from robot_rl.sim.experts import ExpertStyle, make_expert
 from robot_rl.sim.randomization import DRPreset
 
 
@@ -40,6 +41,9 @@ class SimRolloutConfig:
     """Task name (robot-rl sim info lists them)."""
     policy: Literal["expert", "random", "zero"] = "expert"
     """expert: the task's scripted policy; random: uniform actions; zero: hold still."""
+    expert_style: ExpertStyle = "scripted"
+    """How the expert drives (scripted, multimodal, human, multimodal-human): watch the
+    styles robot-rl record --expert-style records."""
     num_envs: int = 4
     """Parallel simulations."""
     episodes: int = 4
@@ -131,8 +135,11 @@ def rollout(cfg: SimRolloutConfig) -> None:
     if cfg.policy == "expert" and cfg.action not in (None, "joint_delta"):
         raise ConfigError("the scripted experts act in joint_delta; use --policy random or "
                           "zero with other action spaces")
+    expert = make_expert(env, cfg.expert_style, seed=cfg.seed) if cfg.policy == "expert" \
+        else None
     console = Console()
-    console.print(f"{env}  policy={cfg.policy}")
+    console.print(f"{env}  policy={cfg.policy}"
+                  f"{f' ({cfg.expert_style})' if expert is not None else ''}")
 
     renderer = writer = None
     if cfg.video is not None:
@@ -155,8 +162,8 @@ def rollout(cfg: SimRolloutConfig) -> None:
         with Progress(*columns, console=console, transient=True) as progress:
             bar = progress.add_task("rollout", total=cfg.episodes, status="")
             while len(returns) < cfg.episodes:
-                if cfg.policy == "expert":
-                    action = env.expert_action()
+                if expert is not None:
+                    action = expert(env.state)
                 elif cfg.policy == "random":
                     action = env.random_action()
                 else:
