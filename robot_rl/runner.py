@@ -374,6 +374,12 @@ class Runner:
         metrics["perf/eval_seconds"] = time.perf_counter() - t0
         self._log(metrics)
         self._write_curve()
+        # one line per evaluation: progress where the bar does not show (a file, a CI log)
+        self.console.print(f"[{self.env_steps:>10,}/{cfg.total_steps:,} env steps, "
+                           f"{self.elapsed:6.0f} s]  success {result.success_rate:5.1%}  "
+                           f"return {result.return_mean:8.2f}  episode cost "
+                           f"{result.cost_mean:.2f}  training cost {self.train_cost:,.0f}",
+                           highlight=False)
         return result
 
     def _log(self, metrics: dict[str, float]) -> None:
