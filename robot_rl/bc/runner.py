@@ -37,12 +37,12 @@ from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate
 from robot_rl.policies import ChunkData, ChunkExecutor, ChunkPolicy, PolicyConfig, make_policy
-from robot_rl.runner import StopRules, saving_on_interrupt, summary_writer
 from robot_rl.sim import make_env
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.tasks import list_tasks
 from robot_rl.sim.vec_env import VecEnv
+from robot_rl.training_loop import StopRules, saving_on_interrupt, summary_writer
 
 BCAlgo = Literal["bc-flow", "bc-mlp"]
 EVAL_FIELDS = ("grad_steps", "seconds", "success_rate", "return", "episode_cost",
@@ -414,10 +414,11 @@ class BCRunner:
         self.console.print(f"resumed {self.run_dir} at {self.grad_steps:,} gradient steps")
 
 
-def load_bc_policy(path: str | Path) -> tuple[ChunkPolicy, BCConfig, dict[str, Any]]:
+def load_bc_policy(path: str | Path, state: dict[str, Any] | None = None
+                   ) -> tuple[ChunkPolicy, BCConfig, dict[str, Any]]:
     """The acting policy (EMA weights where there are) of a BC run directory or checkpoint,
-    its config and the raw checkpoint state."""
-    state = load_checkpoint(path)
+    its config and the raw checkpoint state (``state``: that state, already read)."""
+    state = load_checkpoint(path) if state is None else state
     if state.get("kind") != "bc":
         raise ConfigError(f"{path} is not a behaviour-cloning run")
     cfg = from_dict(BCConfig, state["config"])

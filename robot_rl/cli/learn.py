@@ -116,6 +116,7 @@ def bc_cmd(cfg: Any) -> None:
 
 
 def eval_cmd(cfg: EvalConfig) -> None:
+    from robot_rl.checkpoint import load_checkpoint
     from robot_rl.evaluate import evaluate
     from robot_rl.runner import evaluate_agent, load_agent, make_train_env
     from robot_rl.sim.render import EnvRenderer, VideoWriter
@@ -124,8 +125,9 @@ def eval_cmd(cfg: EvalConfig) -> None:
     if cfg.episodes < 1 or cfg.num_envs < 1:
         raise ConfigError("--episodes and --num-envs must be >= 1")
     artifact = (cfg.path / "policy.json").is_file()
-    kind = "artifact" if artifact else _checkpoint_kind(cfg.path)
-    bc_state = _bc_checkpoint(cfg.path) if kind == "bc" else None
+    state = None if artifact else load_checkpoint(cfg.path)
+    kind = "artifact" if state is None else str(state.get("kind", "sac"))
+    bc_state = state if kind == "bc" else None
     if artifact:
         env, policy_fn, label, loaded = _artifact_policy(cfg)
     elif kind == "dsrl":
@@ -137,7 +139,7 @@ def eval_cmd(cfg: EvalConfig) -> None:
     elif bc_state is not None:
         from robot_rl.bc import load_bc_policy, make_task_env
 
-        chunked, bc_cfg, _ = load_bc_policy(cfg.path)
+        chunked, bc_cfg, _ = load_bc_policy(cfg.path, bc_state)
         env = make_task_env(bc_state["task"], bc_state.get("env", {}),
                             min(cfg.num_envs, cfg.episodes), cfg.seed, dr=cfg.dr)
         if env is None:
@@ -202,14 +204,9 @@ def eval_cmd(cfg: EvalConfig) -> None:
 
 def _checkpoint_kind(path: Path) -> str:
     """What a run directory or checkpoint holds: "sac", "dsrl" or "bc"."""
-    return str(_bc_checkpoint(path).get("kind", "sac"))
-
-
-def _bc_checkpoint(path: Path) -> dict[str, Any]:
-    """The checkpoint state of a run directory or checkpoint file."""
     from robot_rl.checkpoint import load_checkpoint
 
-    return load_checkpoint(path)
+    return str(load_checkpoint(path).get("kind", "sac"))
 
 
 def _artifact_policy(cfg: EvalConfig) -> tuple[Any, Any, str, Any]:

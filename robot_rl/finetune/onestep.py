@@ -100,9 +100,11 @@ def _load_run(ckpt: Path, cfg: DistillConfig) -> _Run:
         return _Run(flow, teacher, True, make, acting)
     if kind == "dsrl":
         from robot_rl.distill import teacher_policy
+        from robot_rl.finetune.dsrl import noise_env as make_noise_env_of
 
-        agent, _, noise_env = load_dsrl(ckpt, 1, 0)
+        agent, dsrl_cfg, noise_env = load_dsrl(ckpt, 1, 0)
         flow = noise_env.policy
+        _, _, bc_state = load_bc_policy(dsrl_cfg.policy)
         assert isinstance(flow, FlowPolicy)
         flow_map = flow.integrate
         actor = teacher_policy(agent)  # its deterministic actor, as exported
@@ -112,7 +114,7 @@ def _load_run(ckpt: Path, cfg: DistillConfig) -> _Run:
             return flow_map(hist, z)
 
         def make_noise_env(num_envs: int, seed: int) -> VecEnv:
-            return load_dsrl(ckpt, num_envs, seed, cfg.dr)[2].env
+            return make_noise_env_of(dsrl_cfg, flow, bc_state, num_envs, seed, cfg.dr).env
 
         def dsrl_acting(gen: torch.Generator) -> ChunkExecutor:
             def chunk(h: torch.Tensor) -> torch.Tensor:

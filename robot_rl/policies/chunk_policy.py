@@ -19,6 +19,7 @@ choosing that noise, and export unrolls the integration into the graph.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from typing import Literal
 
@@ -67,7 +68,7 @@ class PolicyConfig:
             raise ConfigError("obs_history, flow_steps and width must be >= 1, blocks >= 0")
 
 
-class ChunkPolicy(nn.Module):
+class ChunkPolicy(nn.Module, abc.ABC):
     """The interface (see module docstring); subclasses define ``loss`` and ``forward``."""
 
     kind: str
@@ -88,12 +89,14 @@ class ChunkPolicy(nn.Module):
                               f"{self.obs_dim}), got {tuple(obs.shape)}")
         return self.obs_norm(obs).flatten(1)
 
+    @abc.abstractmethod
     def loss(self, obs: torch.Tensor, chunk: torch.Tensor,
              mask: torch.Tensor | None = None) -> torch.Tensor:
-        raise NotImplementedError
+        """Behaviour-cloning loss of chunks (B, H, A), steps outside ``mask`` not counted."""
 
+    @abc.abstractmethod
     def forward(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError
+        """(B, H, A) chunk in [-1, 1] for observations (B, T, O) and noise (B, H, A)."""
 
     def sample(self, obs: torch.Tensor, generator: torch.Generator | None = None
                ) -> torch.Tensor:
