@@ -31,6 +31,7 @@ in pieces (or again, with ``--redo``) and ``--part table`` prints all of them.
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 import sys
@@ -66,9 +67,21 @@ class Args:
     budget: float = 1800.0
     """finetune: wall-clock budget of each learner [s]."""
     finetune_demos: int = 20
-    finetune_style: str = "multimodal-human"
+    finetune_style: str = "multimodal"
     methods: tuple[str, ...] = ("dsrl", "rlpd", "sac")
     """finetune: the learners, one after the other."""
+    rlpd_style: str = "scripted"
+    """finetune: expert style of RLPD's demonstrations (its Gaussian actor has one mode)."""
+    rlpd_bc_steps: int = 5_000
+    """finetune: RLPD's behaviour-cloning warm start of the actor [gradient steps]."""
+    rlpd_critic_warmup: int = 5_000
+    """finetune: RLPD's critic-only steps on the demos after the warm start."""
+    student_hidden: tuple[int, ...] = (256, 256)
+    """student: the one-step student's width and depth (width W, len - 1 residual blocks)."""
+    student_iterations: int = 6
+    """student: DAgger iterations of the distillation."""
+    student_grad_steps: int = 2000
+    """student: gradient steps per DAgger iteration."""
     latency_calls: int = 2000
     out: Path = Path("runs/bench/diffusion")
     redo: bool = False
@@ -159,17 +172,54 @@ def table(args: Args, console: Console) -> None:
                   f"{gap:+.0f} pts", "met" if gap >= 15 else "not met",
                   f"{mlp['wall_seconds']:.0f} / {flow['wall_seconds']:.0f}")
     console.print(t)
-    for part in ("finetune", "student"):
-        rows = {k: v for k, v in res.items() if k.startswith(part + "/")}
-        if rows:
-            t = Table(title=part, title_justify="left")
-            cols = sorted({c for v in rows.values() for c in v if c != "run"})
-            t.add_column("cell", justify="left")
-            for c in cols:
-                t.add_column(c, justify="right")
-            for k, v in rows.items():
-                t.add_row(k, *(_fmt(v.get(c)) for c in cols))
-            console.print(t)
+    finetune_table(res, console)
+    student_table(res, console)
+
+
+def finetune_table(res: dict[str, Any], console: Console) -> None:
+    rows = {k: v for k, v in res.items() if k.startswith("finetune/")}
+    if not rows:
+        return
+    t = Table(title="fine-tuning on push: env steps (seconds) to success, 32 evaluation "
+                    "episodes", title_justify="left")
+    for col in ("learner", "start", "to 80%", "to 90%", "to 95%", "best", "final",
+                "env steps", "seconds", "training cost", "cost / 1k steps"):
+        t.add_column(col, justify="left" if col == "learner" else "right")
+
+    def to(v: dict[str, Any], pct: int) -> str:
+        n = v.get(f"env_steps_to_{pct}")
+        return f"> {v['env_steps']:,.0f}" if n is None else \
+            f"{n:,.0f} ({v[f'seconds_to_{pct}']:.0f} s)"
+
+    for k, v in rows.items():
+        _, _, style, n, method = k.split("/")
+        label = "SAC from scratch" if method == "sac" else \
+            f"{'flow-BC + DSRL' if method == 'dsrl' else method.upper()}, {n} {style} demos"
+        t.add_row(label, f"{v['first_success']:.0%}", to(v, 80),
+                  to(v, 90), to(v, 95), f"{v['best_success']:.0%}",
+                  f"{v['final_success']:.0%}", f"{v['env_steps']:,.0f}",
+                  f"{v['seconds']:.0f}", f"{v['train_cost']:,.0f}",
+                  f"{v['cost_per_1k_steps']:.2f}")
+    console.print(t)
+
+
+def student_table(res: dict[str, Any], console: Console) -> None:
+    rows = {k: v for k, v in res.items() if k.startswith("student/")}
+    if not rows:
+        return
+    t = Table(title="one-step student vs its teacher: success and one chunk call "
+                    "(onnxruntime, 1 thread)", title_justify="left")
+    for col in ("run", "teacher", "student", "kept", "teacher p50 / p99 [us]",
+                "student p50 / p99 [us]", "speed-up (p50)"):
+        t.add_column(col, justify="left" if col == "run" else "right")
+    for k, v in rows.items():
+        kept = v["student_success"] / max(v["teacher_success"], 1e-9)
+        t.add_row(k.split("/", 1)[1], f"{v['teacher_success']:.0%}",
+                  f"{v['student_success']:.0%}", f"{kept:.0%}",
+                  f"{v['teacher_p50_us']:.0f} / {v['teacher_p99_us']:.0f}",
+                  f"{v['student_p50_us']:.1f} / {v['student_p99_us']:.1f}",
+                  f"{v['teacher_p50_us'] / v['student_p50_us']:.1f}x")
+    console.print(t)
 
 
 def _fmt(x: Any) -> str:
@@ -192,48 +242,65 @@ def part_finetune(args: Args, console: Console) -> None:
     from robot_rl.sim import make_task_config
 
     style, n = args.finetune_style, args.finetune_demos
-    key = f"bc/push/{style}/{n}/bc-flow"
-    res = _results(args)
-    if key not in res:
-        res[key] = bc_cell(args, "push", style, n, "bc-flow", console)
-        _save(args, key, res[key])
     common: dict[str, Any] = dict(
         time_budget=args.budget, eval_every=20_000, eval_episodes=32,
         runs_dir=args.out / "runs", save_replay=False, checkpoint_every=1e9, progress=False,
         seed=args.seed)
     env = make_task_config("push", episode_length=EPISODE_LENGTH["push"])
     for method in args.methods:
-        cell = f"finetune/push/{style}/{n}/{method}"
+        demo_style = "none" if method == "sac" else args.rlpd_style if method == "rlpd" else style
+        cell = f"finetune/push/{demo_style}/{0 if method == 'sac' else n}/{method}"
         if cell in _results(args) and not args.redo:
             continue
-        name = f"push-{style}-{n}-{method}"
         console.print(f"[bold]{cell}[/bold]: up to {args.budget:g} s")
-        if method == "dsrl":
-            runner: Runner = DSRLRunner(DSRLConfig(policy=Path(res[key]["run"]),
-                                                   target_success=0.95, run_name=name,
+        if method == "dsrl":  # of the flow-BC cell of the same demonstrations
+            key = f"bc/push/{style}/{n}/bc-flow"
+            if key not in _results(args):
+                _save(args, key, bc_cell(args, "push", style, n, "bc-flow", console))
+            runner: Runner = DSRLRunner(DSRLConfig(policy=Path(_results(args)[key]["run"]),
+                                                   target_success=0.95,
+                                                   run_name=f"push-{style}-{n}-dsrl",
                                                    **common), console=Console(file=sys.stderr))
-        elif method == "rlpd":  # RLPD's own recipe: 4 envs, UTD 2, 10 LayerNorm critics
+        elif method == "rlpd":  # RLPD's recipe: 4 envs, UTD 2, 10 LayerNorm critics, warm start
             runner = FinetuneRunner(FinetuneConfig(
-                demos=dataset(args, "push", style, console), task="push", env=env,
-                method="rlpd", max_episodes=n, target_success=0.95, run_name=name,
-                **common),
+                demos=dataset(args, "push", args.rlpd_style, console), task="push", env=env,
+                method="rlpd", max_episodes=n, bc_steps=args.rlpd_bc_steps,
+                critic_warmup=args.rlpd_critic_warmup, target_success=0.9,
+                run_name=f"push-{args.rlpd_style}-{n}-rlpd",
+                **{**common, "eval_every": 5_000}),  # UTD 2: ~10x fewer env steps/s
                 console=Console(file=sys.stderr))
         else:
+            # SAC from scratch runs until 3x the env steps RLPD took to 80% (enough to
+            # tell the target) or the budget
+            rlpd = _results(args).get(f"finetune/push/{args.rlpd_style}/{n}/rlpd", {})
+            steps = 3 * rlpd["env_steps_to_80"] if rlpd.get("env_steps_to_80") else 2_000_000
             runner = Runner(TrainConfig(task="push", env=env, target_success=0.95,
-                                        run_name=name, **common),
+                                        run_name="push-sac", total_steps=steps, **common),
                             console=Console(file=sys.stderr))
-        history = runner.train()
-        _save(args, cell, _curve_summary(history, 0.9, str(runner.run_dir)))
+        runner.train()
+        _save(args, cell, run_summary(runner.run_dir))
     table(args, console)
 
 
-def _curve_summary(history: list[dict[str, float]], target: float, run: str) -> dict[str, Any]:
-    hit = next((h for h in history if h["success_rate"] >= target), None)
+def run_summary(run: Path) -> dict[str, Any]:
+    """Env steps and seconds to 80%, 90% and 95% success, the first, final and best
+    success, cumulative training cost and its rate per 1,000 env steps, from a run's
+    eval.csv."""
+    with open(run / "eval.csv", newline="") as f:
+        history = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+    out: dict[str, Any] = {}
+    for target in (80, 90, 95):
+        hit = next((h for h in history if h["success_rate"] >= target / 100), None)
+        out[f"env_steps_to_{target}"] = None if hit is None else hit["env_steps"]
+        out[f"seconds_to_{target}"] = None if hit is None else hit["seconds"]
     last = history[-1]
-    return {"env_steps_to_target": None if hit is None else hit["env_steps"],
-            "seconds_to_target": None if hit is None else hit["seconds"],
-            "final_success": last["success_rate"], "env_steps": last["env_steps"],
-            "seconds": last["seconds"], "train_cost": last["train_cumulative_cost"], "run": run}
+    return {**out, "first_success": history[0]["success_rate"],
+            "final_success": last["success_rate"],
+            "best_success": max(h["success_rate"] for h in history),
+            "env_steps": last["env_steps"], "seconds": last["seconds"],
+            "train_cost": last["train_cumulative_cost"],
+            "cost_per_1k_steps": 1000 * last["train_cumulative_cost"] / max(last["env_steps"], 1),
+            "run": str(run)}
 
 
 def part_student(args: Args, console: Console) -> None:
@@ -246,17 +313,20 @@ def part_student(args: Args, console: Console) -> None:
     style, n = args.finetune_style, args.finetune_demos
     dsrl = res.get(f"finetune/push/{style}/{n}/dsrl")
     run = Path(dsrl["run"] if dsrl else res[f"bc/push/{style}/{n}/bc-flow"]["run"])
-    _, report = distill_chunked(DistillConfig(run=run, hidden=(256, 256), iterations=6,
-                                              num_envs=16, grad_steps=2000, batch_size=256,
+    _, report = distill_chunked(DistillConfig(run=run, hidden=args.student_hidden,
+                                              iterations=args.student_iterations,
+                                              num_envs=16, grad_steps=args.student_grad_steps,
+                                              batch_size=256,
                                               dr="off", eval_episodes=args.eval_episodes,
                                               progress=False), Console(file=sys.stderr))
+    size = f"w{max(args.student_hidden)}x{len(args.student_hidden)}"
     lat = {}
     for which in ("teacher", "student"):
-        out = args.out / "artifacts" / f"{run.name}-{which}"
+        out = args.out / "artifacts" / f"{run.name}-{which}" / size
         export_cmd(ExportConfig(run=run, policy=which, out=out))  # type: ignore[arg-type]
         lat[which] = _latency(load_policy(out), args.latency_calls)
     assert report.teacher is not None and report.student is not None
-    _save(args, f"student/{run.name}", {
+    _save(args, f"student/{run.name}/{size}", {
         "teacher_success": report.teacher.success_rate,
         "student_success": report.student.success_rate,
         "teacher_p50_us": lat["teacher"][0], "teacher_p99_us": lat["teacher"][1],

@@ -187,9 +187,10 @@ class SAC(nn.Module):
 
     # -- learning ----------------------------------------------------------------------------
 
-    def update(self, batch: Batch) -> dict[str, float]:
+    def update(self, batch: Batch, actor: bool = True) -> dict[str, float]:
         """One gradient step of the critics, the cost critic, and (every
-        ``actor_update_every``) the actor and temperature. Returns scalar metrics."""
+        ``actor_update_every``; never with ``actor=False``) the actor and temperature.
+        Returns scalar metrics."""
         cfg = self.cfg
         obs, next_obs = self.normalize(batch.obs), self.normalize(batch.next_obs)
         alpha = self.alpha.detach()
@@ -221,7 +222,7 @@ class SAC(nn.Module):
             metrics["safety/qc_mean"] = float(yc.mean())
 
         self.updates += 1
-        if self.updates % cfg.actor_update_every == 0:
+        if actor and self.updates % cfg.actor_update_every == 0:
             metrics.update(self._update_actor(obs))
         self._polyak()
         return metrics

@@ -10,8 +10,10 @@ becomes the noise ``noise_scale * action`` of an (H, A) chunk, and one step exec
 chunk's first K actions in the wrapped env. Any learner of ``robot_rl`` then fine-tunes the
 diffusion policy without touching its weights: SAC with its critic ensemble, the safety
 critic's gate and Lagrangian, the runner's evaluation and checkpoints, unchanged; and the
-shield still guards every executed action inside the wrapped env. Random noise (SAC's
-warm-up) acts like the flow policy itself, so exploration starts from the demonstrations.
+shield still guards every executed action inside the wrapped env. SAC's warm-up draws the
+noise as the flow policy was trained to see it (standard normal, clipped to the bound), so
+the first transitions are the BC policy's own and exploration starts from the
+demonstrations.
 
 One step returns the sums of the executed steps' rewards and costs (so discount with
 gamma^K per step), the OR of their success, termination, truncation and shield flags, and
@@ -155,7 +157,10 @@ class NoiseActionEnv:
 
 
 def _dsrl_sac() -> SACConfig:
-    return SACConfig(updates_per_step=8, learning_starts=5_000, num_critics=2)
+    # DSRL's own recipe (robomimic): few envs, several updates per chunk, a warm-up of the
+    # flow policy's own rollouts, target entropy 0 over the noise
+    return SACConfig(updates_per_step=8, learning_starts=6_000, num_critics=2,
+                     target_entropy=0.0)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -172,6 +177,8 @@ class DSRLConfig(TrainConfig):
     task: tyro.conf.Suppress[str] = "reach"
     env: tyro.conf.Suppress[TaskConfig] = dataclasses.field(
         default_factory=lambda: make_task_config("reach"))
+    num_envs: int = 4
+    """Parallel environments (few, with several updates per step, as in DSRL)."""
     noise_scale: float = 1.5
     """SAC's actions in [-1, 1] become noise of this magnitude (the flow's input)."""
     step_gamma: float = 0.99
@@ -179,7 +186,8 @@ class DSRLConfig(TrainConfig):
     (this sets --sac.gamma)."""
     sac: SACConfig = dataclasses.field(default_factory=_dsrl_sac)
     """SAC hyper-parameters over the noise (its gamma is set from --step-gamma;
-    learning_starts counts control steps)."""
+    learning_starts counts control steps, 6,000 = 1,500 chunks of the flow policy's own
+    noise; 8 updates per step of 4 envs = 2 per chunk)."""
 
     def validate(self) -> None:
         super().validate()
@@ -214,9 +222,17 @@ class DSRLRunner(Runner):
                          eval_env=noise_env(cfg, policy, bc_state, min(cfg.eval_episodes, 32),
                                             cfg.seed + 10_000))
         self.flow_policy = policy
+        self._noise_gen = torch.Generator().manual_seed(cfg.seed)
         self.console.print(f"DSRL over the noise of {cfg.policy} ({bc_cfg.algo}, chunk "
                            f"{policy.horizon}x{policy.act_dim}, {K} steps executed); "
                            f"gamma per chunk {self.cfg.sac.gamma:.3f}")
+
+    def warmup_action(self, obs: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+        """Before learning starts the flow policy acts as trained: standard normal noise,
+        as an action in [-1, 1] (clipped at +-noise_scale)."""
+        E, D = self.env.num_envs, self.env.act_dim
+        noise = torch.randn(E, D, generator=self._noise_gen) / self.cfg.noise_scale
+        return noise.clamp(-1.0, 1.0).to(self.env.device), None, None
 
 
 def noise_env(cfg: DSRLConfig, policy: ChunkPolicy, bc_state: dict[str, Any], num_envs: int,

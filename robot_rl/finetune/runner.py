@@ -17,7 +17,10 @@ checkpoints, TensorBoard), and differ in how they use the demonstrations:
   only; the demonstrations are never replayed online.
 
 ``--bc-steps N`` first fits the actor's mean to the demonstrated actions (behaviour cloning),
-for either method. The observation normalizer starts from the demonstrations' statistics.
+for either method, and ``--critic-warmup M`` then trains the critics alone (the actor frozen)
+for M gradient steps on the demonstrations, so that the first actor updates follow critics
+that already value the warm-started policy instead of undoing it. The observation normalizer
+starts from the demonstrations' statistics.
 
 A dataset may also hold policy-driven episodes a person corrected (``robot-rl record
 --policy``, or the ROS teleop node with an artifact): as in HIL-SERL, their intervention steps
@@ -70,6 +73,8 @@ class FinetuneConfig(TrainConfig):
     """WSRL: env steps collected by the pre-trained policy before online updates begin."""
     bc_steps: int = 0
     """Gradient steps of behaviour cloning of the actor's mean on the demos first (0: none)."""
+    critic_warmup: int = 0
+    """Gradient steps of the critics alone on the demos after --bc-steps (0: none)."""
     num_envs: int = 4
     sac: SACConfig = dataclasses.field(default_factory=_rlpd_sac)
     """SAC hyper-parameters (RLPD's defaults: 10 LayerNorm critics, 8 updates per vector
@@ -79,8 +84,9 @@ class FinetuneConfig(TrainConfig):
         super().validate()
         if not 0.0 <= self.demo_ratio <= 1.0:
             raise ConfigError(f"--demo-ratio must be in [0, 1], got {self.demo_ratio}")
-        if self.offline_steps < 0 or self.warmup_steps < 0 or self.bc_steps < 0:
-            raise ConfigError("--offline-steps, --warmup-steps and --bc-steps must be >= 0")
+        if min(self.offline_steps, self.warmup_steps, self.bc_steps, self.critic_warmup) < 0:
+            raise ConfigError("--offline-steps, --warmup-steps, --bc-steps and "
+                              "--critic-warmup must be >= 0")
 
 
 class FinetuneRunner(Runner):
@@ -115,6 +121,8 @@ class FinetuneRunner(Runner):
             self.agent.observe(self.demos.obs[:len(self.demos)])
             if self.cfg.bc_steps:
                 self.behaviour_cloning(self.cfg.bc_steps)
+            if self.cfg.critic_warmup:
+                self.offline_pretraining(self.cfg.critic_warmup, actor=False)
             if self.cfg.method == "wsrl" and self.cfg.offline_steps:
                 self.offline_pretraining(self.cfg.offline_steps)
             self._pretrained = True
@@ -135,13 +143,15 @@ class FinetuneRunner(Runner):
         self.console.print(f"behaviour cloning: {steps} steps, action MSE {mse:.4f}")
         return mse
 
-    def offline_pretraining(self, steps: int) -> None:
-        """WSRL's offline phase: SAC updates (critics, cost critic, actor) on the demos."""
+    def offline_pretraining(self, steps: int, actor: bool = True) -> None:
+        """SAC updates on the demos: of every network (WSRL's offline phase), or of the
+        critics alone (``actor=False``: the critic warm-up)."""
         metrics: dict[str, float] = {}
         for _ in range(steps):
             metrics = self.agent.update(self.demos.sample(self.cfg.sac.batch_size,
-                                                          self.agent.gen))
-        self.console.print(f"offline pre-training: {steps} steps on the demonstrations, "
+                                                          self.agent.gen), actor=actor)
+        what = "offline pre-training" if actor else "critic warm-up"
+        self.console.print(f"{what}: {steps} steps on the demonstrations, "
                            f"critic loss {metrics.get('losses/critic', float('nan')):.3f}")
 
     # -- hooks of the runner ---------------------------------------------------------------

@@ -108,3 +108,16 @@ def test_a_dsrl_run_trains_and_is_evaluated(flow_run: Path, tmp_path: Path) -> N
     state = load_checkpoint(tmp_path / "dsrl")
     assert state["kind"] == "dsrl" and state["config"]["task"] == "push"
     eval_cmd(EvalConfig(path=tmp_path / "dsrl", episodes=2, num_envs=2))
+
+
+def test_the_warm_up_draws_the_flow_policys_own_noise(flow_run: Path, tmp_path: Path) -> None:
+    cfg = DSRLConfig(policy=flow_run, num_envs=2, noise_scale=2.0, runs_dir=tmp_path,
+                     run_name="warm", progress=False, safety="off")
+    runner = DSRLRunner(cfg, console=Console(file=sys.stderr))
+    assert runner.cfg.num_envs == 2 and DSRLConfig(policy=flow_run).num_envs == 4
+    a = torch.cat([runner.warmup_action(torch.zeros(2, runner.env.obs_dim))[0]
+                   for _ in range(500)])
+    assert a.shape == (1000, runner.env.act_dim) and float(a.abs().max()) <= 1.0
+    noise = cfg.noise_scale * a  # the flow's input: standard normal, clipped at +-2
+    assert float(noise.std()) == pytest.approx(0.96, abs=0.03)  # clipped at 2 sigma
+    assert float((noise.abs() == 2.0).float().mean()) == pytest.approx(0.0455, abs=0.01)

@@ -43,9 +43,9 @@ def _cfg(demos: Path, tmp: Path, method: str, **kw) -> FinetuneConfig:
                     critic_hidden=(32, 32), batch_size=32, updates_per_step=2,
                     learning_starts=0)
     return FinetuneConfig(demos=demos, task="push", method=method,  # type: ignore[arg-type]
-                          num_envs=2, total_steps=80,
-                          env=make_task_config("push", episode_length=40), eval_every=10_000,
-                          eval_episodes=2, runs_dir=tmp, **{"run_name": method, **kw},
+                          num_envs=2, env=make_task_config("push", episode_length=40),
+                          eval_every=10_000, eval_episodes=2, runs_dir=tmp,
+                          **{"run_name": method, "total_steps": 80, **kw},
                           progress=False, sac=sac)
 
 
@@ -57,6 +57,22 @@ def test_rlpd_runs_with_behaviour_cloning_that_fits_the_demos(demos, tmp_path):
     history = runner.train()
     assert runner.env_steps == 80 and runner.agent.updates == 2 * 80 // 2
     assert history and (tmp_path / "rlpd" / "checkpoints" / "latest.pt").is_file()
+
+
+def test_critic_warmup_trains_the_critics_and_leaves_the_warm_started_actor(demos, tmp_path):
+    runner = FinetuneRunner(_cfg(demos, tmp_path, "rlpd", total_steps=2, critic_warmup=30))
+    actor = [p.detach().clone() for p in runner.agent.actor.parameters()]
+    critic = [p.detach().clone() for p in runner.agent.critic.parameters()]
+    alpha = float(runner.agent.alpha)
+    runner.offline_pretraining(30, actor=False)
+    assert runner.agent.updates == 30
+    assert all(torch.equal(a, b) for a, b in zip(actor, runner.agent.actor.parameters(),
+                                                     strict=True))
+    assert float(runner.agent.alpha) == alpha
+    assert not all(torch.equal(a, b)
+                   for a, b in zip(critic, runner.agent.critic.parameters(), strict=True))
+    runner.train()  # the config's 30 warm-up steps, then one vector step's 2 updates
+    assert runner.agent.updates == 30 + 30 + 2
 
 
 def test_wsrl_pretrains_offline_warms_up_frozen_then_learns_online(demos, tmp_path):
