@@ -32,7 +32,6 @@ in pieces (or again, with ``--redo``) and ``--part table`` prints all of them.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import sys
@@ -227,14 +226,6 @@ def student_table(res: dict[str, Any], console: Console) -> None:
     console.print(t)
 
 
-def _fmt(x: Any) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, float):
-        return f"{x:.3g}" if abs(x) < 1e4 else f"{x:,.0f}"
-    return str(x)
-
-
 def part_data(args: Args, console: Console) -> None:
     for task in args.tasks:
         for style in args.styles:
@@ -291,8 +282,9 @@ def run_summary(run: Path) -> dict[str, Any]:
     """Env steps and seconds to 80%, 90% and 95% success, the first, final and best
     success, cumulative training cost and its rate per 1,000 env steps, from a run's
     eval.csv."""
-    with open(run / "eval.csv", newline="") as f:
-        history = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+    from robot_rl.runner import read_curve
+
+    history = read_curve(run)
     out: dict[str, Any] = {}
     for target in (80, 90, 95):
         hit = next((h for h in history if h["success_rate"] >= target / 100), None)
