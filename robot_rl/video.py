@@ -13,9 +13,11 @@ from robot_rl.errors import ConfigError
 
 
 class VideoWriter:
-    """Writes RGB frames to an H.264 mp4 with PyAV."""
+    """Writes RGB frames to an H.264 mp4 with PyAV. ``keyframe_interval``: at most this many
+    frames between keyframes (the GOP size); a frame at random costs decoding up to that many
+    frames, so datasets read at random use a short one. None: x264's default (250)."""
 
-    def __init__(self, path: str | Path, fps: float):
+    def __init__(self, path: str | Path, fps: float, keyframe_interval: int | None = None):
         import av
 
         self.path = Path(path)
@@ -24,6 +26,9 @@ class VideoWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._container = av.open(str(self.path), mode="w")
         self._fps = Fraction(fps).limit_denominator(1000)
+        if keyframe_interval is not None and keyframe_interval < 1:
+            raise ConfigError(f"keyframe_interval must be >= 1, got {keyframe_interval}")
+        self.keyframe_interval = keyframe_interval
         self._stream: Any = None  # av's VideoStream, created with the first frame's size
         self.frames = 0
 
@@ -35,7 +40,12 @@ class VideoWriter:
             stream = self._container.add_stream("libx264", rate=self._fps)
             stream.width, stream.height = w - w % 2, h - h % 2  # yuv420p needs even sizes
             stream.pix_fmt = "yuv420p"
-            stream.options = {"crf": "23", "preset": "veryfast"}
+            options: dict[str, str] = {"crf": "23", "preset": "veryfast"}
+            if self.keyframe_interval is not None:
+                # a fixed GOP: keyframes exactly every g frames, none added at scene cuts
+                g = str(self.keyframe_interval)
+                options.update({"g": g, "keyint_min": g, "sc_threshold": "0"})
+            stream.options = options  # type: ignore[assignment]
             self._stream = stream
         frame = np.ascontiguousarray(frame[: self._stream.height, : self._stream.width])
         for packet in self._stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")):

@@ -116,7 +116,9 @@ def info_cmd(cfg: DataInfoConfig) -> None:
         ("frames", f"{ds.num_frames} ({ds.num_frames / spec.fps:.0f} s)"),
         ("interventions", str(interventions)),
         ("sources", ", ".join(sources) or "-"),
-        ("cameras", ", ".join(f"{c} {w}x{h}" for c, h, w in spec.cameras) or "none"),
+        ("cameras", ", ".join(f"{c} {w}x{h}" for c, h, w in spec.cameras) +
+         f" (a keyframe every {ds.keyframe_interval(spec.cameras[0][0])} frames)"
+         if spec.cameras else "none"),
         ("size", f"{size / 2 ** 20:.1f} MB"),
     ]
     leftovers = ds.uncommitted()

@@ -53,6 +53,9 @@ SCALARS = {"next.reward": "float32", "next.cost": "float32", "next.done": "bool"
 """Per-frame scalar columns of ours, next to LeRobot's own (reward and done as LeRobot names
 them; cost, termination, success and intervention for safe RL and HIL-SERL)."""
 INDICES = ("frame_index", "episode_index", "index", "task_index")
+DEFAULT_KEYFRAME_INTERVAL = 10
+"""Frames between keyframes of recorded videos (benchmarks/dataset_access.py: see
+docs/data.md for the read time and size of each choice)."""
 
 
 class DatasetError(RobotRLError):
@@ -83,6 +86,22 @@ class DatasetSpec:
     env: dict[str, Any] = dataclasses.field(default_factory=dict)
     """How the simulated env was made (dr, episode_length), for replay; empty for data from
     hardware."""
+    keyframe_interval: int | None = None
+    """Frames between the videos' keyframes (None: the encoder's default, 250). A random
+    frame costs decoding up to this many; see ``DEFAULT_KEYFRAME_INTERVAL``."""
+
+    def __post_init__(self) -> None:
+        for cam, h, w in self.cameras:
+            if h % 2 or w % 2 or h <= 0 or w <= 0:
+                raise DatasetError(f"camera {cam!r} is {h}x{w}: videos are H.264 in yuv420p, "
+                                   f"which needs even, positive sizes (e.g. {h + h % 2}x"
+                                   f"{w + w % 2})")
+
+    @property
+    def lerobot_fps(self) -> int | float:
+        """The rate as LeRobot writes it (an int); a rate that is not a whole number of
+        Hz stays a float (``Dataset.validate`` reports it: LeRobot cannot express it)."""
+        return round(self.fps) if abs(self.fps - round(self.fps)) < 1e-6 else self.fps
 
     def features(self) -> dict[str, dict[str, Any]]:
         """LeRobot's ``features`` block of info.json."""
@@ -106,7 +125,8 @@ class DatasetSpec:
                 "dtype": "video", "shape": [h, w, 3], "names": ["height", "width", "channels"],
                 "info": {"video.height": h, "video.width": w, "video.codec": "h264",
                          "video.pix_fmt": "yuv420p", "video.is_depth_map": False,
-                         "video.fps": self.fps, "video.channels": 3, "has_audio": False}}
+                         "video.fps": self.lerobot_fps, "video.channels": 3, "has_audio": False,
+                         "video.g": self.keyframe_interval}}
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -123,15 +143,18 @@ class DatasetSpec:
                 action_names=tuple(d["action_names"]), joint_names=tuple(d["joint_names"]),
                 action_space=dict(d["action_space"]),
                 cameras=tuple((str(c[0]), int(c[1]), int(c[2])) for c in d.get("cameras", [])),
-                env=dict(d.get("env") or {}))
+                env=dict(d.get("env") or {}),
+                keyframe_interval=None if d.get("keyframe_interval") is None else
+                int(d["keyframe_interval"]))
         except (KeyError, TypeError, ValueError, IndexError) as e:
             raise DatasetError(f"info.json's robot_rl block is malformed: {e!r}") from None
 
     def mismatch(self, other: DatasetSpec) -> str | None:
         """The first field in which ``other`` differs from this one, described; None if equal.
-        Cameras and the env's making may differ (a state-only learner ignores them)."""
+        Cameras, the env's making and the videos' keyframe interval may differ (a state-only
+        learner ignores them)."""
         for f in dataclasses.fields(self):
-            if f.name in ("cameras", "env"):
+            if f.name in ("cameras", "env", "keyframe_interval"):
                 continue
             a, b = getattr(self, f.name), getattr(other, f.name)
             if a != b:

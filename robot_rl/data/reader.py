@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from robot_rl.data.format import (
     CODEBASE_VERSION,
+    IMAGE_PREFIX,
     INCOMPLETE,
     SCALARS,
     DatasetError,
@@ -59,10 +60,13 @@ class Dataset:
 
     def _read_episodes(self) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
+        self._episode_schemas: dict[Path, pa.Schema] = {}
         folder = self.root / "meta" / "episodes"
         for path in sorted(folder.glob("chunk-*/file-*.parquet")):
             try:
-                rows.extend(pq.read_table(path).to_pylist())
+                table = pq.read_table(path)
+                self._episode_schemas[path] = table.schema
+                rows.extend(table.to_pylist())
             except (pa.ArrowInvalid, OSError) as e:
                 raise DatasetError(f"episode metadata {path} is unreadable: {e}") from None
         for r in rows:
@@ -127,6 +131,56 @@ class Dataset:
         with av.open(str(path)) as c:
             return np.stack([f.to_ndarray(format="rgb24") for f in c.decode(video=0)])
 
+    def video_frames(self, index: int, camera: str, frames: list[int] | np.ndarray
+                     ) -> np.ndarray:
+        """RGB frames (len(frames), H, W, 3) uint8 of one episode's camera at the given frame
+        indices, in the order given: each is found by seeking to the keyframe before it and
+        decoding from there (frames sorted, so one pass serves several), which costs up to
+        the recording's keyframe interval in decoded frames per request, not the episode."""
+        import av
+
+        want = np.asarray(frames, dtype=np.int64).reshape(-1)
+        rows = [r for r in self.episodes if r["episode_index"] == index]
+        if not rows:
+            raise DatasetError(f"{self.root} has no episode {index}")
+        n = int(rows[0]["length"])
+        if want.size and (want.min() < 0 or want.max() >= n):
+            raise DatasetError(f"episode {index} has frames 0..{n - 1}; asked for "
+                               f"{want.min()}..{want.max()}")
+        path = self.root / video_path(index, camera)
+        if not path.is_file():
+            raise DatasetError(f"no video {path}")
+        fps, gop = self.fps, self.keyframe_interval(camera)
+        out: dict[int, np.ndarray] = {}
+        with av.open(str(path)) as c:
+            stream = c.streams.video[0]
+            base = float(stream.time_base or 0) or 1.0 / 90_000  # mp4 always sets one
+            pending = sorted(set(want.tolist()))
+            while pending:
+                c.seek(int(pending[0] / fps / base), stream=stream, backward=True)
+                for frame in c.decode(stream):
+                    k = round((frame.pts or 0) * base * fps)
+                    if k < pending[0]:
+                        continue
+                    if k > pending[0]:
+                        raise DatasetError(f"{path}: frame {pending[0]} is missing")
+                    out[k] = frame.to_ndarray(format="rgb24")
+                    pending.pop(0)
+                    # decode on to a frame in the same group of pictures, seek to a later one
+                    if not pending or pending[0] - k > gop:
+                        break
+                else:
+                    raise DatasetError(f"{path} ends before frame {pending[0]}")
+        if not want.size:
+            return np.zeros((0, 0, 0, 3), np.uint8)
+        return np.stack([out[int(k)] for k in want])
+
+    def keyframe_interval(self, camera: str) -> int:
+        """Frames between a camera's keyframes as recorded (x264's default, 250, for
+        recordings that predate the setting)."""
+        feat = self.info.get("features", {}).get(IMAGE_PREFIX + camera, {})
+        return int(feat.get("info", {}).get("video.g") or 250)
+
     # -- checks ----------------------------------------------------------------------------
 
     def validate(self, decode_videos: bool = True) -> list[str]:
@@ -175,13 +229,40 @@ class Dataset:
                     except Exception as e:  # noqa: BLE001 - av raises many kinds
                         problems.append(f"episode {i}: video {path} does not decode: {e}")
                         continue
-                    if v.shape[0] != n or v.shape[1:3] != (h - h % 2, w - w % 2):
+                    if v.shape[0] != n or v.shape[1:3] != (h, w):
                         problems.append(f"episode {i}: video {path} has {v.shape[0]} frames "
                                         f"of {v.shape[1:3]}, expected {n} of {(h, w)}")
+        problems += self._check_episode_schemas()
+        problems += _check_lerobot_info(self.info)
         if not (self.root / "meta" / "tasks.parquet").is_file():
             problems.append("meta/tasks.parquet is missing")
         if self.num_episodes and not (self.root / "meta" / "stats.json").is_file():
             problems.append("meta/stats.json is missing")
+        return problems
+
+    def _check_episode_schemas(self) -> list[str]:
+        """The episode files must agree on columns and types: LeRobot reads them as one
+        table and fails on any difference (e.g. after episodes written by another tool)."""
+        problems: list[str] = []
+        items = list(self._episode_schemas.items())
+        if not items:
+            return problems
+        (first, ref), where = items[0], self.root / "meta" / "episodes"
+        for path, schema in items[1:]:
+            if schema.equals(ref):
+                continue
+            a, b = set(ref.names), set(schema.names)
+            what = []
+            if b - a:
+                what.append(f"has {_names(b - a)}")
+            if a - b:
+                what.append(f"lacks {_names(a - b)}")
+            typed = [n for n in a & b if not schema.field(n).type.equals(ref.field(n).type)]
+            if typed:
+                what.append(f"types differ in {_names(set(typed))}")
+            problems.append(f"episode metadata {path.relative_to(where)} does not match "
+                            f"{first.relative_to(where)}: {'; '.join(what) or 'schema order'} "
+                            f"(LeRobot cannot load episode files that differ)")
         return problems
 
     def uncommitted(self) -> list[Path]:
@@ -208,6 +289,20 @@ class Dataset:
             else:
                 p.unlink(missing_ok=True)
         return found
+
+
+def _names(names: set[str], most: int = 4) -> str:
+    shown = sorted(names)[:most]
+    return ", ".join(shown) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def _check_lerobot_info(info: dict[str, Any]) -> list[str]:
+    """Fields of info.json whose type LeRobot's loader relies on."""
+    problems = []
+    for key in ("fps", "total_episodes", "total_frames", "total_tasks", "chunks_size"):
+        if not isinstance(info.get(key), int) or isinstance(info.get(key), bool):
+            problems.append(f"info.json {key} is {info.get(key)!r}: LeRobot expects an int")
+    return problems
 
 
 _ARROW_NAME = {"float32": "float"}

@@ -48,7 +48,7 @@ from robot_rl.data.format import (
     episode_path,
     video_path,
 )
-from robot_rl.data.stats import feature_stats, merge_stats, to_json
+from robot_rl.data.stats import STATS, feature_stats, merge_stats, to_json
 
 VECTORS = ("observation.state", "observation.joint_pos", "observation.joint_vel", "action",
            "next.observation.state")
@@ -61,10 +61,10 @@ class _VideoThread:
     on (PyAV encodes without holding the GIL), so encoding overlaps the next step and render.
     ``close`` waits for the last frame; an encoder error surfaces there."""
 
-    def __init__(self, path: Path, fps: float):
+    def __init__(self, path: Path, fps: float, keyframe_interval: int | None):
         from robot_rl.video import VideoWriter
 
-        self._writer = VideoWriter(path, fps)
+        self._writer = VideoWriter(path, fps, keyframe_interval)
         self._queue: queue.Queue[np.ndarray | None] = queue.Queue(maxsize=256)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=f"encode {path.name}",
@@ -183,7 +183,8 @@ class DatasetWriter:
         tmp.mkdir(parents=True)
         if self.spec.cameras:
             for cam, _, _ in self.spec.cameras:
-                ep.videos[cam] = _VideoThread(tmp / f"{cam}.mp4", self.spec.fps)
+                ep.videos[cam] = _VideoThread(tmp / f"{cam}.mp4", self.spec.fps,
+                                              self.spec.keyframe_interval)
                 ep.image_stats[cam] = []
         self._episode = ep
 
@@ -251,6 +252,8 @@ class DatasetWriter:
         for cam in ep.videos:
             commit_file(self.root / INCOMPLETE / f"{cam}.mp4", self.root / video_path(i, cam))
         row = self._episode_row(ep, start, table, success)
+        if self._rows:  # every row file the same columns and types (LeRobot concatenates them)
+            row = _conform(row, self._rows[0])
         # the commit point: the episode exists once its row does
         atomic_write_bytes(self.root / episode_path(i), _parquet_bytes(
             pa.Table.from_pylist([row])))
@@ -339,8 +342,11 @@ class DatasetWriter:
             if pa.types.is_fixed_size_list(col.type):
                 x = np.asarray(ep.columns[key], dtype=np.float64)
             else:
-                x = col.to_numpy(zero_copy_only=False).astype(np.float64)
-            out[key] = feature_stats(x)
+                x = col.to_numpy(zero_copy_only=False)
+            s = feature_stats(x)
+            if x.dtype.kind in "biu":  # min and max keep an integer or bool column's type
+                s["min"], s["max"] = x.min(0, keepdims=True), x.max(0, keepdims=True)
+            out[key] = s
         for cam, samples in ep.image_stats.items():
             px = np.concatenate(samples).astype(np.float64) / 255.0  # (P, 3) in [0, 1]
             s = feature_stats(px)  # per channel; LeRobot keeps them as (3, 1, 1)
@@ -355,7 +361,7 @@ class DatasetWriter:
             "codebase_version": CODEBASE_VERSION, "robot_type": spec.robot_type,
             "total_episodes": len(rows), "total_frames": self.total_frames, "total_tasks": 1,
             "chunks_size": CHUNKS_SIZE, "data_files_size_in_mb": 100,
-            "video_files_size_in_mb": 200, "fps": spec.fps,
+            "video_files_size_in_mb": 200, "fps": spec.lerobot_fps,
             "splits": {"train": f"0:{len(rows)}"}, "data_path": DATA_PATH,
             "video_path": VIDEO_PATH if spec.cameras else None,
             "features": spec.features(), "robot_rl": {"format": 1, **spec.to_json()},
@@ -365,8 +371,8 @@ class DatasetWriter:
             keys = sorted({k.split("/")[1] for k in rows[0] if k.startswith("stats/")})
             stats = {}
             for key in keys:
-                parts = [{s: np.asarray(r[f"stats/{key}/{s}"]) for s in
-                          ("min", "max", "mean", "std", "count")} for r in rows]
+                parts = [{s: np.asarray(r[f"stats/{key}/{s}"]) for s in STATS
+                          if f"stats/{key}/{s}" in r} for r in rows]
                 stats[key] = merge_stats(parts)
             for cam, _, _ in spec.cameras:  # LeRobot's image statistics shape (3, 1, 1)
                 key = IMAGE_PREFIX + cam
@@ -378,6 +384,21 @@ class DatasetWriter:
             atomic_write_bytes(meta / "tasks.parquet", _parquet_bytes(_tasks_table(
                 spec.task_text)))
         atomic_write_json(meta / "info.json", info)
+
+
+def _conform(row: dict[str, Any], like: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with the columns of ``like`` and their types: a dataset recorded before a
+    column or statistic existed (quantiles, integer min/max) keeps one schema when appended
+    to, so readers that concatenate the episode files (LeRobot's) still load it."""
+    def cast(v: Any, ref: Any) -> Any:
+        if isinstance(ref, list) and isinstance(v, list):
+            return [cast(x, ref[0]) for x in v] if ref else v
+        for t in (bool, int, float):  # bool before int: a bool is an int
+            if isinstance(ref, t) and not isinstance(v, list):
+                return t(v)
+        return v
+
+    return {k: cast(row[k], ref) if k in row else None for k, ref in like.items()}
 
 
 def _tasks_table(text: str) -> pa.Table:

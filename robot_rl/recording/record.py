@@ -30,7 +30,7 @@ from rich.console import Console
 from rich.live import Live
 
 from robot_rl.config_io import to_dict
-from robot_rl.data.format import DatasetSpec
+from robot_rl.data.format import DEFAULT_KEYFRAME_INTERVAL, DatasetSpec
 from robot_rl.data.writer import DatasetWriter
 from robot_rl.errors import ConfigError
 from robot_rl.sim import make_env
@@ -65,7 +65,11 @@ class RecordConfig:
     cameras: tuple[str, ...] = ()
     """Scene cameras to record as mp4 (e.g. corner); none by default."""
     camera_size: tuple[int, int] = (240, 320)
-    """Height and width of recorded camera frames."""
+    """Height and width of recorded camera frames (even numbers: H.264 in yuv420p)."""
+    keyframe_interval: int = DEFAULT_KEYFRAME_INTERVAL
+    """Frames between the camera videos' keyframes. A frame read at random (learning from
+    video) costs decoding up to this many frames; shorter is faster to read and larger on
+    disk (benchmarks/dataset_access.py measures both). LeRobot records with 2."""
     realtime: bool | None = None
     """Pace the loop at the control rate (default: yes for a person, no for the expert)."""
     policy: Path | None = None
@@ -91,6 +95,12 @@ class RecordConfig:
             raise ConfigError(f"--episodes must be >= 1, got {self.episodes}")
         if self.expert_noise < 0:
             raise ConfigError("--expert-noise must be >= 0")
+        h, w = self.camera_size
+        if h <= 0 or w <= 0 or h % 2 or w % 2:
+            raise ConfigError(f"--camera-size {h} {w}: the videos are H.264 in yuv420p, which "
+                              f"needs even sizes (e.g. {h + h % 2} {w + w % 2})")
+        if self.keyframe_interval < 1:
+            raise ConfigError(f"--keyframe-interval must be >= 1, got {self.keyframe_interval}")
 
 
 def action_names(env: BatchedEnv) -> tuple[str, ...]:
@@ -108,7 +118,8 @@ def action_names(env: BatchedEnv) -> tuple[str, ...]:
 
 
 def dataset_spec(env: BatchedEnv, cameras: tuple[tuple[str, int, int], ...] = (),
-                 making: dict[str, Any] | None = None) -> DatasetSpec:
+                 making: dict[str, Any] | None = None,
+                 keyframe_interval: int | None = DEFAULT_KEYFRAME_INTERVAL) -> DatasetSpec:
     """What a dataset recorded from ``env`` holds (``making``: the arguments of
     ``make_recording_env`` that replay needs)."""
     obs_names = tuple(f"{name}.{i}" for name, w in env.obs_layout for i in range(w))
@@ -116,7 +127,8 @@ def dataset_spec(env: BatchedEnv, cameras: tuple[tuple[str, int, int], ...] = ()
         fps=1.0 / env.control_dt, robot_type=env.cfg.robot, task=env.cfg.name,
         task_text=env.task.description, obs_names=obs_names, action_names=action_names(env),
         joint_names=tuple(env.robot.joint_names), action_space=to_dict(env.cfg.action),
-        cameras=cameras, env=dict(making or {}))
+        cameras=cameras, env=dict(making or {}),
+        keyframe_interval=keyframe_interval if cameras else None)
 
 
 def make_recording_env(task: str, dr: str = "off", episode_length: int | None = None,
@@ -170,7 +182,8 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
     env = make_recording_env(cfg.task, cfg.dr, cfg.episode_length, cfg.seed)
     h, w = cfg.camera_size
     spec = dataset_spec(env, tuple((c, h, w) for c in cfg.cameras),
-                        {"dr": cfg.dr, "episode_length": env.cfg.episode_length})
+                        {"dr": cfg.dr, "episode_length": env.cfg.episode_length},
+                        cfg.keyframe_interval)
     device = teleop if teleop is not None else open_teleop(cfg.teleop)
     expert = device is None
     if policy is None and cfg.policy is not None:

@@ -1,0 +1,185 @@
+"""Our datasets against LeRobot's published v3.0 conventions (what its loader and its
+QUANTILES normalization rely on), and random access to camera frames."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import av
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from robot_rl.data import Dataset, DatasetError
+from robot_rl.data.format import DatasetSpec
+from robot_rl.data.stats import QUANTILES, feature_stats, merge_stats
+from robot_rl.errors import ConfigError
+from robot_rl.recording.record import RecordConfig, record
+
+EP_LEN, G = 30, 8
+
+
+def _record(out: Path, episodes: int, **kw) -> None:
+    record(RecordConfig(task="push", teleop="expert", episodes=episodes, out=out,
+                        episode_length=EP_LEN, progress=False, **kw))
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("conv") / "push"
+    _record(out, 3, cameras=("front",), camera_size=(48, 64), keyframe_interval=G)
+    return out
+
+
+def _episode_tables(root: Path) -> list[pa.Table]:
+    return [pq.read_table(p) for p in sorted((root / "meta" / "episodes").rglob("*.parquet"))]
+
+
+def test_info_json_fields_and_types(data):
+    info = json.loads((data / "meta" / "info.json").read_text())
+    for key in ("fps", "total_episodes", "total_frames", "total_tasks", "chunks_size",
+                "data_files_size_in_mb", "video_files_size_in_mb"):
+        assert type(info[key]) is int, (key, info[key])
+    assert info["fps"] == 50
+    assert info["data_path"].format(chunk_index=0, file_index=2) == \
+        "data/chunk-000/file-002.parquet"
+    assert info["video_path"].format(video_key="observation.images.front", chunk_index=0,
+                                     file_index=2) == \
+        "videos/observation.images.front/chunk-000/file-002.mp4"
+    video = info["features"]["observation.images.front"]
+    assert video["shape"] == [48, 64, 3] and video["names"] == ["height", "width", "channels"]
+    assert type(video["info"]["video.fps"]) is int and video["info"]["video.g"] == G
+    for f in info["features"].values():  # every feature: dtype, shape (a list), names
+        assert {"dtype", "shape", "names"} <= set(f) and isinstance(f["shape"], list)
+
+
+def test_stats_have_quantiles_per_episode_and_merged(data):
+    ds = Dataset(data)
+    frames = ds.frames()
+    stats = json.loads((data / "meta" / "stats.json").read_text())
+    for key in ("observation.state", "action", "next.reward", "observation.images.front"):
+        assert set(stats[key]) == {"min", "max", "mean", "std", "count", *QUANTILES}, key
+    img = stats["observation.images.front"]
+    for q in QUANTILES:
+        assert np.asarray(img[q]).shape == (3, 1, 1)
+        assert 0.0 <= np.asarray(img[q]).min() <= np.asarray(img[q]).max() <= 1.0
+    # each episode's quantiles are exact
+    for r in ds.episodes:
+        a = ds.episode(int(r["episode_index"]))["action"]
+        assert np.allclose(r["stats/action/q50"], np.quantile(a, 0.5, axis=0), atol=1e-6)
+        assert np.allclose(r["stats/action/q01"], np.quantile(a, 0.01, axis=0), atol=1e-6)
+    # the merged ones are ordered and the median near the data's (30-frame episodes are
+    # too short for tails to agree: merging known distributions is tested below)
+    s = {q: np.asarray(stats["observation.state"][q]) for q in QUANTILES}
+    x = frames["observation.state"]
+    assert (np.diff(np.stack([np.asarray(stats["observation.state"]["min"]), *s.values(),
+                              np.asarray(stats["observation.state"]["max"])]), axis=0)
+            >= -1e-9).all()
+    spread = np.maximum(x.max(0) - x.min(0), 1e-9)
+    assert (np.abs(s["q50"] - np.quantile(x, 0.5, axis=0)) <= 0.1 * spread + 1e-6).all()
+
+
+def test_episode_rows_keep_column_types_and_agree_across_files(data):
+    tables = _episode_tables(data)
+    assert len(tables) == 3 and all(t.schema.equals(tables[0].schema) for t in tables)
+    schema = tables[0].schema
+    for name in ("episode_index", "length", "dataset_from_index", "dataset_to_index",
+                 "data/chunk_index", "data/file_index"):
+        assert schema.field(name).type == pa.int64(), name
+    # min and max of integer and bool features keep their type; mean and std are floats
+    assert schema.field("stats/index/min").type.value_type == pa.int64()
+    assert schema.field("stats/next.done/max").type.value_type == pa.bool_()
+    assert schema.field("stats/index/mean").type.value_type == pa.float64()
+    assert schema.field("stats/action/q99").type.value_type == pa.float64()
+    assert tables[2].column("stats/next.done/max").to_pylist() == [[True]]
+
+
+def test_videos_have_a_keyframe_every_g_frames(data):
+    with av.open(str(data / "videos" / "observation.images.front" / "chunk-000" /
+                     "file-001.mp4")) as c:
+        stream = c.streams.video[0]
+        keys = sorted(round(float(p.pts * stream.time_base) * 50)
+                      for p in c.demux(stream) if p.pts is not None and p.is_keyframe)
+    assert keys == list(range(0, EP_LEN, G))
+
+
+def test_random_frames_equal_the_decoded_video(data):
+    ds = Dataset(data)
+    full = ds.video(1, "front")
+    rng = np.random.default_rng(0)
+    picks = rng.integers(EP_LEN, size=12)
+    picks[:3] = (EP_LEN - 1, 0, G)  # the last frame, the first, a keyframe
+    got = ds.video_frames(1, "front", picks)
+    assert got.shape == (12, 48, 64, 3)
+    assert np.array_equal(got, full[picks])
+    with pytest.raises(DatasetError, match="frames 0..29"):
+        ds.video_frames(1, "front", [EP_LEN])
+
+
+def test_odd_camera_sizes_are_refused(tmp_path):
+    with pytest.raises(ConfigError, match="even sizes"):
+        _record(tmp_path / "odd", 1, cameras=("front",), camera_size=(121, 161))
+    with pytest.raises(DatasetError, match="even"):
+        DatasetSpec(fps=50, robot_type="arm7", task="push", task_text="t", obs_names=("a",),
+                    action_names=("b",), joint_names=("j",), action_space={},
+                    cameras=(("front", 121, 160),))
+
+
+def test_validate_reports_episode_files_that_lerobot_could_not_concatenate(tmp_path):
+    out = tmp_path / "ds"
+    _record(out, 2)
+    assert Dataset(out).validate(decode_videos=False) == []
+    # another tool appends episode 1 with other columns (LeRobot's own writer does)
+    path = out / "meta" / "episodes" / "chunk-000" / "file-001.parquet"
+    row = pq.read_table(path).to_pylist()[0]
+    del row["robot_rl/seed"]
+    row["stats/action/q05"] = [0.0] * 7
+    pq.write_table(pa.Table.from_pylist([row]), path)
+    problems = Dataset(out).validate(decode_videos=False)
+    assert any("file-001.parquet does not match" in p and "robot_rl/seed" in p
+               and "q05" in p for p in problems), problems
+
+
+def test_appending_to_a_dataset_without_quantiles_keeps_its_schema(tmp_path):
+    """A dataset recorded before quantiles (and integer min/max) existed: new episodes take
+    its columns and types, so its episode files still concatenate."""
+    out = tmp_path / "old"
+    _record(out, 1)
+    path = out / "meta" / "episodes" / "chunk-000" / "file-000.parquet"
+    row = pq.read_table(path).to_pylist()[0]
+    old = {k: ([float(x) for x in v] if k.endswith(("/min", "/max")) else v)
+           for k, v in row.items() if k.split("/")[-1] not in QUANTILES}
+    pq.write_table(pa.Table.from_pylist([old]), path)
+    _record(out, 2, resume=True)
+    tables = _episode_tables(out)
+    assert tables[1].schema.equals(tables[0].schema)
+    assert Dataset(out).validate(decode_videos=False) == []
+    stats = json.loads((out / "meta" / "stats.json").read_text())
+    assert "q01" not in stats["action"] and stats["action"]["count"] == [2 * EP_LEN]
+
+
+def test_merged_quantiles_of_known_mixtures():
+    rng = np.random.default_rng(0)
+    a, b = rng.uniform(0, 1, 20_000), rng.uniform(2, 3, 20_000)
+    m = merge_stats([feature_stats(a), feature_stats(b)])
+    # half the mass on [0, 1], half on [2, 3]
+    assert m["q10"][0] == pytest.approx(0.2, abs=0.01)
+    assert m["q50"][0] == pytest.approx(1.0, abs=0.01)
+    assert m["q90"][0] == pytest.approx(2.8, abs=0.01)
+    assert m["q99"][0] == pytest.approx(np.quantile(np.r_[a, b], 0.99), abs=0.01)
+    # unequal counts weigh the parts
+    m = merge_stats([feature_stats(a[:1000]), feature_stats(b[:9000])])
+    assert m["q50"][0] == pytest.approx(2 + 0.4 / 0.9, abs=0.02)
+    # constant parts are point masses: the data's median is the middle one
+    m = merge_stats([feature_stats(np.full(30, v)) for v in (-0.2, -0.07, 0.02)])
+    assert m["q50"][0] == pytest.approx(-0.07) and m["q01"][0] == pytest.approx(-0.2)
+    # one part merges to itself; a constant feature's quantiles are the constant
+    one = feature_stats(a)
+    assert merge_stats([one])["q01"] == pytest.approx(one["q01"])
+    c = merge_stats([feature_stats(np.full(50, 3.0)), feature_stats(np.full(70, 3.0))])
+    assert all(c[q][0] == pytest.approx(3.0) for q in QUANTILES)
+    # a bool feature: mostly False, True on the last 10%
+    done = merge_stats([feature_stats(np.arange(40) >= 36)] * 3)
+    assert done["q50"][0] == pytest.approx(0.0) and done["q99"][0] == pytest.approx(1.0)
