@@ -3,7 +3,7 @@
     root/
       meta/info.json                      codebase_version "v3.0", fps, features, counts, paths;
                                           "robot_rl": task, action space, observation layout
-      meta/stats.json                     per feature: min, max, mean, std, count
+      meta/stats.json                     per feature: min, max, mean, std, count, q01-q99
       meta/tasks.parquet                  task_index -> task text
       meta/episodes/chunk-000/file-007.parquet   episode 7's row (offsets, length, stats, ours)
       data/chunk-000/file-007.parquet     episode 7's frames
@@ -12,9 +12,14 @@
 
 LeRobot v3 packs many episodes into each file and points at them from the episode rows; one
 episode per file is the same format with a file index per episode, and it is what makes an
-episode commit atomic: its frames and videos are renamed into place first, its episode row
-last, and a reader only sees episodes whose row exists. A crash leaves files in
-``.incomplete`` (or unreferenced data files), which readers ignore and ``--resume`` removes.
+episode commit atomic. A save writes, in order: the frames, the videos, the episode row,
+stats.json, and info.json counting the episode, the commit point (a kill just before it
+leaves stats.json counting the episode too: the statistics of a superset, harmless). A reader (ours, and
+LeRobot's, which takes its counts from info.json) sees the episodes info.json counts, so a
+kill at any step of a save leaves a valid dataset holding the episodes before it: the files
+of the episode being saved are unreferenced extras (its frames sort after every counted
+episode's, so LeRobot's index over the data files is unchanged), which ``--resume`` removes
+along with ``.incomplete``.
 
 Frame columns (one row per control step; vectors are fixed-size float32 lists):
 

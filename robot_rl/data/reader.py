@@ -59,21 +59,34 @@ class Dataset:
     # -- metadata --------------------------------------------------------------------------
 
     def _read_episodes(self) -> list[dict[str, Any]]:
+        """The committed episodes' rows: info.json is the commit point (written last), so
+        an episode whose row exists but which info.json does not count yet (a crash inside
+        its save) is not committed; LeRobot, which trusts info.json, sees the same."""
         rows: list[dict[str, Any]] = []
         self._episode_schemas: dict[Path, pa.Schema] = {}
+        self._row_files: dict[int, Path] = {}
         folder = self.root / "meta" / "episodes"
         for path in sorted(folder.glob("chunk-*/file-*.parquet")):
             try:
                 table = pq.read_table(path)
-                self._episode_schemas[path] = table.schema
-                rows.extend(table.to_pylist())
             except (pa.ArrowInvalid, OSError) as e:
                 raise DatasetError(f"episode metadata {path} is unreadable: {e}") from None
+            self._episode_schemas[path] = table.schema
+            for r in table.to_pylist():
+                self._row_files[int(r.get("episode_index", -1))] = path
+                rows.append(r)
         for r in rows:
             missing = [c for c in REQUIRED_EPISODE_COLUMNS if c not in r]
             if missing:
                 raise DatasetError(f"episode metadata lacks {missing} (episode "
                                    f"{r.get('episode_index')})")
+        total = self.info.get("total_episodes")
+        if isinstance(total, int):
+            rows = [r for r in rows if int(r["episode_index"]) < total]
+        committed = {p for i, p in self._row_files.items() if not isinstance(total, int)
+                     or i < total}
+        self._episode_schemas = {p: s for p, s in self._episode_schemas.items()
+                                 if p in committed}
         rows.sort(key=lambda r: r["episode_index"])
         return rows
 
@@ -197,9 +210,9 @@ class Dataset:
         if (self.info.get("total_episodes"), self.info.get("total_frames")) != (
                 self.num_episodes, self.num_frames):
             problems.append(f"info.json counts {self.info.get('total_episodes')} episodes and "
-                            f"{self.info.get('total_frames')} frames, the committed episodes "
-                            f"are {self.num_episodes} with {self.num_frames} (a crash during a "
-                            f"save? recording with --resume rewrites it)")
+                            f"{self.info.get('total_frames')} frames, the episode rows it "
+                            f"counts are {self.num_episodes} with {self.num_frames} frames "
+                            f"(episode rows deleted, or info.json edited?)")
         expect_from = 0
         for pos, r in enumerate(self.episodes):
             i = int(r["episode_index"])
@@ -266,14 +279,18 @@ class Dataset:
         return problems
 
     def uncommitted(self) -> list[Path]:
-        """Files of episodes that never committed (a crash while recording)."""
+        """Files of episodes that never committed (a crash while recording or saving):
+        frames, videos and episode rows that info.json does not count, and the open
+        episode's folder."""
         committed = {self.root / data_path(int(r["episode_index"])) for r in self.episodes}
         for r in self.episodes:
             committed |= {self.root / video_path(int(r["episode_index"]), c)
                           for c, _, _ in self.spec.cameras}
             committed.add(self.root / episode_path(int(r["episode_index"])))
         found = [p for pattern in ("data/chunk-*/file-*.parquet",
-                                   "videos/*/chunk-*/file-*.mp4")
+                                   "videos/*/chunk-*/file-*.mp4",
+                                   "meta/episodes/chunk-*/file-*.parquet",
+                                   "**/.*.tmp")  # a write a kill cut short
                  for p in self.root.glob(pattern) if p not in committed]
         tmp = self.root / INCOMPLETE
         if tmp.exists():

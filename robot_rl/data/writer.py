@@ -142,7 +142,7 @@ class DatasetWriter:
             ds.check(spec)
             self._rows = ds.episodes
             ds.remove_uncommitted()
-            self._write_meta()  # info.json lags the rows after a crash during a save
+            self._write_meta()
         else:
             if self.root.exists() and any(p.name != INCOMPLETE for p in self.root.iterdir()):
                 raise DatasetError(f"{self.root} exists and is not a dataset (no meta/info.json)"
@@ -254,7 +254,7 @@ class DatasetWriter:
         row = self._episode_row(ep, start, table, success)
         if self._rows:  # every row file the same columns and types (LeRobot concatenates them)
             row = _conform(row, self._rows[0])
-        # the commit point: the episode exists once its row does
+        # then its row, the statistics, and info.json counting it: the commit point
         atomic_write_bytes(self.root / episode_path(i), _parquet_bytes(
             pa.Table.from_pylist([row])))
         self._rows.append(row)
@@ -355,7 +355,8 @@ class DatasetWriter:
         return out
 
     def _write_meta(self) -> None:
-        """info.json, stats.json and tasks.parquet from the committed episode rows."""
+        """stats.json, tasks.parquet and, last (the commit point), info.json from the
+        committed episode rows."""
         spec, rows = self.spec, self._rows
         info = {
             "codebase_version": CODEBASE_VERSION, "robot_type": spec.robot_type,

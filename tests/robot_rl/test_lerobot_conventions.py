@@ -183,3 +183,106 @@ def test_merged_quantiles_of_known_mixtures():
     # a bool feature: mostly False, True on the last 10%
     done = merge_stats([feature_stats(np.arange(40) >= 36)] * 3)
     assert done["q50"][0] == pytest.approx(0.0) and done["q99"][0] == pytest.approx(1.0)
+
+
+_KILLED_SAVE = """
+import os, signal, sys
+from pathlib import Path
+import numpy as np
+from robot_rl.data import DatasetWriter
+from robot_rl.data.format import DatasetSpec
+
+out, kill_at = Path(sys.argv[1]), int(sys.argv[2])
+spec = DatasetSpec(fps=50, robot_type="arm7", task="push", task_text="push the puck",
+                   obs_names=("a", "b"), action_names=("u",), joint_names=("j",),
+                   action_space={"type": "test"}, cameras=(("front", 16, 16),),
+                   keyframe_interval=4)
+w = DatasetWriter(out, spec)
+
+def episode(n):
+    w.begin_episode(seed=w.num_episodes)
+    for t in range(n):
+        w.add_frame(obs=np.full(2, t), joint_pos=np.zeros(1), joint_vel=np.zeros(1),
+                    action=np.full(1, 0.1 * t), next_obs=np.full(2, t + 1), reward=1.0,
+                    cost=0.0, terminated=False, truncated=t == n - 1, success=False,
+                    images={"front": np.full((16, 16, 3), 15 * t, np.uint8)})
+    w.save_episode()
+
+episode(10)
+episode(12)
+replace, calls = os.replace, [0]
+
+def dying_replace(src, dst):  # every step of a save ends in a rename
+    if calls[0] == kill_at:
+        os.kill(os.getpid(), signal.SIGKILL)
+    calls[0] += 1
+    replace(src, dst)
+
+os.replace = dying_replace
+episode(14)
+print(calls[0], flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # done: die without any clean-up
+"""
+
+
+def _lerobot_view(root: Path) -> tuple[int, int]:
+    """What LeRobot's loader relies on: counts from info.json; every episode file and every
+    data file concatenated (sorted paths); the first total_frames data rows are the counted
+    episodes' frames in order; each counted episode has its row and videos."""
+    info = json.loads((root / "meta" / "info.json").read_text())
+    n_eps, n_frames = info["total_episodes"], info["total_frames"]
+    rows = pa.concat_tables([pq.read_table(p) for p in
+                             sorted((root / "meta" / "episodes").glob("*/*.parquet"))])
+    data = pa.concat_tables([pq.read_table(p) for p in sorted((root / "data").glob(
+        "*/*.parquet"))])
+    assert data.num_rows >= n_frames
+    assert data.column("index").to_pylist()[:n_frames] == list(range(n_frames))
+    by_index = {r["episode_index"]: r for r in rows.to_pylist()}
+    assert sum(by_index[i]["length"] for i in range(n_eps)) == n_frames
+    for i in range(n_eps):
+        assert (root / info["video_path"].format(
+            video_key="observation.images.front", chunk_index=0, file_index=i)).is_file()
+    return n_eps, n_frames
+
+
+def test_a_kill_at_each_step_of_a_save_leaves_a_valid_dataset(tmp_path):
+    """SIGKILL before each rename of the third episode's save in turn (its frames, video,
+    row, stats.json, info.json), and after the save: the dataset is valid for us and for
+    LeRobot's loader, holding 2 episodes until info.json counts the third; --resume
+    cleans up and appends."""
+    import subprocess
+    import sys
+
+    from robot_rl.data import DatasetWriter
+
+    steps = None
+    kill_at = 0
+    while steps is None or kill_at <= steps:
+        out = tmp_path / f"kill{kill_at}"
+        proc = subprocess.run([sys.executable, "-c", _KILLED_SAVE, str(out), str(kill_at)],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == -9, proc.stderr
+        if proc.stdout.strip():  # the run that was not killed inside the save counts them
+            steps = int(proc.stdout)
+            assert steps == 5
+        ds = Dataset(out)
+        committed = 3 if kill_at >= 5 else 2
+        assert ds.num_episodes == committed, kill_at
+        assert ds.validate() == [], kill_at
+        assert _lerobot_view(out) == (committed, ds.num_frames) == (
+            committed, [10, 22, 36][committed - 1]), kill_at
+        assert ds.frames()["action"].shape[0] == ds.num_frames
+        # --resume removes what the killed save left and goes on
+        with DatasetWriter(out, ds.spec, resume=True) as w:
+            assert Dataset(out).uncommitted() == []
+            w.begin_episode()
+            for _ in range(3):
+                w.add_frame(obs=np.zeros(2), joint_pos=np.zeros(1), joint_vel=np.zeros(1),
+                            action=np.zeros(1), next_obs=np.zeros(2), reward=0.0, cost=0.0,
+                            terminated=False, truncated=False, success=False,
+                            images={"front": np.zeros((16, 16, 3), np.uint8)})
+            w.save_episode()
+        ds = Dataset(out)
+        assert ds.num_episodes == committed + 1 and ds.validate() == [], kill_at
+        assert _lerobot_view(out)[0] == committed + 1
+        kill_at += 1
