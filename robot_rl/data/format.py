@@ -13,13 +13,13 @@
 LeRobot v3 packs many episodes into each file and points at them from the episode rows; one
 episode per file is the same format with a file index per episode, and it is what makes an
 episode commit atomic. A save writes, in order: the frames, the videos, the episode row,
-stats.json, and info.json counting the episode, the commit point (a kill just before it
-leaves stats.json counting the episode too: the statistics of a superset, harmless). A reader (ours, and
+stats.json, and info.json counting the episode, the commit point. A reader (ours, and
 LeRobot's, which takes its counts from info.json) sees the episodes info.json counts, so a
 kill at any step of a save leaves a valid dataset holding the episodes before it: the files
 of the episode being saved are unreferenced extras (its frames sort after every counted
 episode's, so LeRobot's index over the data files is unchanged), which ``--resume`` removes
-along with ``.incomplete``.
+along with ``.incomplete``. A kill just before info.json leaves stats.json counting the
+episode too: the statistics of a superset, harmless.
 
 Frame columns (one row per control step; vectors are fixed-size float32 lists):
 
