@@ -380,7 +380,8 @@ class DeployRuntime:
         if self.on_step is not None:  # the observer still holds this step's state
             reward, cost = self.observer.reward_cost()
             self.on_step(PolicyStep(r, obs, np.asarray(a, dtype=np.float32).copy(),
-                                    person is not None, reward, cost, self.succeeded))
+                                    person is not None, self.action.astype(np.float32),
+                                    reward, cost, self.succeeded))
 
     def _hold_command(self, fresh_state: bool) -> JointCommand | None:
         r = self._reading

@@ -24,6 +24,8 @@ class PolicyStep:
     """(A,) the action chosen (policy, gate or person), before the shield's action layers."""
     intervention: bool
     """The action came from ``override`` (a person), not the policy."""
+    applied: np.ndarray
+    """(A,) the action after the shield's action layers: what the arm executes."""
     reward: float
     """The task's reward at ``obs``'s state (the outcome of the previous step's action)."""
     cost: float

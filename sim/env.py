@@ -216,6 +216,7 @@ class BatchedEnv:
             "success": success,
             "diverged": diverged,
             "invalid_action": invalid,
+            "applied_action": control.action.clone(),  # (E, A) after the shield, pre-reset
             "safety": safety,
             "final_obs_groups": {CRITIC: critic},
         }

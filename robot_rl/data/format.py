@@ -26,7 +26,12 @@ Frame columns (one row per control step; vectors are fixed-size float32 lists):
     observation.state       (O,)  the policy observation (the task's terms, ``names``)
     observation.joint_pos   (n,)  measured joint positions
     observation.joint_vel   (n,)  measured joint velocities
-    action                  (A,)  the action applied, in [-1, 1] (the task's action space)
+    action                  (A,)  the action commanded (by the policy, the person or the
+                                  expert), in [-1, 1] (the task's action space): what BC
+                                  and RL learn from (see docs/data.md)
+    action.applied          (A,)  the action the robot executed: ``action`` after the
+                                  shield's action layers (NaN guard, bounds, rate limit),
+                                  and in simulation the action delay
     next.observation.state  (O,)  the observation after the step (the true final one at the
                                   end of an episode, so time-outs bootstrap)
     next.reward, next.cost        float32
@@ -91,6 +96,9 @@ class DatasetSpec:
     env: dict[str, Any] = dataclasses.field(default_factory=dict)
     """How the simulated env was made (dr, episode_length), for replay; empty for data from
     hardware."""
+    applied_action: bool = True
+    """The frames hold ``action.applied`` (the action after the shield) next to ``action``
+    (the command); False for datasets recorded before it was."""
     keyframe_interval: int | None = None
     """Frames between the videos' keyframes (None: the encoder's default, 250). A random
     frame costs decoding up to this many; see ``DEFAULT_KEYFRAME_INTERVAL``."""
@@ -120,6 +128,8 @@ class DatasetSpec:
             "action": vec(self.action_names),
             "next.observation.state": vec(self.obs_names),
         }
+        if self.applied_action:
+            out["action.applied"] = vec(self.action_names)
         for name, dtype in SCALARS.items():
             out[name] = {"dtype": dtype, "shape": [1], "names": None}
         out["timestamp"] = {"dtype": "float32", "shape": [1], "names": None}
@@ -149,6 +159,7 @@ class DatasetSpec:
                 action_space=dict(d["action_space"]),
                 cameras=tuple((str(c[0]), int(c[1]), int(c[2])) for c in d.get("cameras", [])),
                 env=dict(d.get("env") or {}),
+                applied_action=bool(d.get("applied_action", False)),
                 keyframe_interval=None if d.get("keyframe_interval") is None else
                 int(d["keyframe_interval"]))
         except (KeyError, TypeError, ValueError, IndexError) as e:
@@ -156,10 +167,10 @@ class DatasetSpec:
 
     def mismatch(self, other: DatasetSpec) -> str | None:
         """The first field in which ``other`` differs from this one, described; None if equal.
-        Cameras, the env's making and the videos' keyframe interval may differ (a state-only
-        learner ignores them)."""
+        Cameras, the env's making, the videos' keyframe interval and whether the applied
+        action is recorded may differ (a state-only learner ignores them)."""
         for f in dataclasses.fields(self):
-            if f.name in ("cameras", "env", "keyframe_interval"):
+            if f.name in ("cameras", "env", "keyframe_interval", "applied_action"):
                 continue
             a, b = getattr(self, f.name), getattr(other, f.name)
             if a != b:

@@ -16,6 +16,7 @@ second. See ``format`` for the commit order that makes a crash lose only the ope
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import queue
@@ -52,6 +53,8 @@ from robot_rl.data.stats import STATS, feature_stats, merge_stats, to_json
 
 VECTORS = ("observation.state", "observation.joint_pos", "observation.joint_vel", "action",
            "next.observation.state")
+APPLIED = "action.applied"
+"""The action after the shield; written when the dataset's spec records it."""
 _IMAGE_STATS_EVERY = 5
 """Every this many camera frames feeds the image statistics."""
 
@@ -112,7 +115,7 @@ class _Episode:
 
     def __init__(self, index: int, seed: int | None, source: str):
         self.index, self.seed, self.source = index, seed, source
-        self.columns: dict[str, list[Any]] = {k: [] for k in (*VECTORS, *SCALARS)}
+        self.columns: dict[str, list[Any]] = {k: [] for k in (*VECTORS, APPLIED, *SCALARS)}
         self.videos: dict[str, Any] = {}
         self.image_stats: dict[str, list[np.ndarray]] = {}
         self.started = time.monotonic()
@@ -140,6 +143,8 @@ class DatasetWriter:
 
             ds = Dataset(self.root)
             ds.check(spec)
+            # the columns stay the dataset's own (older ones lack the applied action)
+            self.spec = spec = dataclasses.replace(spec, applied_action=ds.spec.applied_action)
             self._rows = ds.episodes
             ds.remove_uncommitted()
             self._write_meta()
@@ -191,8 +196,11 @@ class DatasetWriter:
     def add_frame(self, *, obs: np.ndarray, joint_pos: np.ndarray, joint_vel: np.ndarray,
                   action: np.ndarray, next_obs: np.ndarray, reward: float, cost: float,
                   terminated: bool, truncated: bool, success: bool, intervention: bool = False,
-                  images: dict[str, np.ndarray] | None = None) -> None:
-        """One control step: the observation it acted on, the action, and what followed."""
+                  images: dict[str, np.ndarray] | None = None,
+                  applied_action: np.ndarray | None = None) -> None:
+        """One control step: the observation it acted on, the action commanded, the action
+        applied after the shield (default: the command, for sources that only know what
+        was sent, like a bag of commands), and what followed."""
         ep = self._episode
         if ep is None:
             raise DatasetError("no open episode: call begin_episode first")
@@ -203,6 +211,8 @@ class DatasetWriter:
                                   ("observation.joint_vel", joint_vel,
                                    len(self.spec.joint_names)),
                                   ("action", action, len(self.spec.action_names)),
+                                  (APPLIED, action if applied_action is None else
+                                   applied_action, len(self.spec.action_names)),
                                   ("next.observation.state", next_obs,
                                    len(self.spec.obs_names))):
             v = np.asarray(value, dtype=np.float32).reshape(-1)
@@ -276,6 +286,11 @@ class DatasetWriter:
 
     # -- internals -------------------------------------------------------------------------
 
+    @property
+    def _vectors(self) -> tuple[str, ...]:
+        """The vector columns written (in this order)."""
+        return (*VECTORS[:4], APPLIED, VECTORS[4]) if self.spec.applied_action else VECTORS
+
     def _check_writable(self) -> None:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
@@ -292,7 +307,7 @@ class DatasetWriter:
     def _frame_table(self, ep: _Episode, start: int) -> pa.Table:
         n, c, spec = len(ep), ep.columns, self.spec
         cols: dict[str, pa.Array] = {}
-        for key in VECTORS:
+        for key in self._vectors:
             cols[key] = _vector_column(c[key], len(c[key][0]))
         for key, dtype in SCALARS.items():
             cols[key] = pa.array(c[key], type=pa.bool_() if dtype == "bool" else pa.float32())
@@ -336,8 +351,8 @@ class DatasetWriter:
 
     def _episode_stats(self, ep: _Episode, table: pa.Table) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
-        for key in (*VECTORS, *SCALARS, "timestamp", "frame_index", "episode_index", "index",
-                    "task_index"):
+        for key in (*self._vectors, *SCALARS, "timestamp", "frame_index", "episode_index",
+                    "index", "task_index"):
             col = table.column(key)
             if pa.types.is_fixed_size_list(col.type):
                 x = np.asarray(ep.columns[key], dtype=np.float64)

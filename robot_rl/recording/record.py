@@ -358,6 +358,7 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
         success = success or bool(info["success"][0])
         writer.add_frame(obs=obs[0].numpy(), joint_pos=q, joint_vel=qd,
                          action=action[0].numpy(), next_obs=info["final_obs"][0].numpy(),
+                         applied_action=info["applied_action"][0].numpy(),
                          reward=float(reward[0]), cost=float(cost[0]),
                          terminated=bool(terminated[0]), truncated=bool(truncated[0]),
                          success=bool(info["success"][0]), intervention=intervention,

@@ -194,7 +194,8 @@ class RobotRecorder:
         if prev is None:
             return
         self.writer.add_frame(obs=prev.obs, joint_pos=prev.reading.q, joint_vel=prev.reading.qd,
-                              action=prev.action, next_obs=step.obs, reward=step.reward,
+                              action=prev.action, applied_action=prev.applied,
+                              next_obs=step.obs, reward=step.reward,
                               cost=step.cost, terminated=False,
                               truncated=self.writer.frames_in_episode + 1 >= self.episode_length,
                               success=step.success, intervention=prev.intervention and

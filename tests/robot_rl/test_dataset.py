@@ -243,3 +243,16 @@ def test_a_dataset_loads_into_a_replay_buffer_as_its_transitions(push_data):
     assert np.array_equal(buf.terminated.numpy(), f["next.terminated"].astype(np.float32))
     with pytest.raises(DatasetError, match="task"):
         demo_buffer(ds, make_recording_env("reach"))
+
+
+def test_the_applied_action_is_recorded_next_to_the_command(push_data):
+    """``action`` is the command, ``action.applied`` what the shield let through: the next
+    observation's last_action term is the applied one."""
+    ds = Dataset(push_data)
+    f = ds.frames()
+    names = ds.spec.obs_names
+    last = [names.index(f"last_action.{i}") for i in range(len(ds.spec.action_names))]
+    assert f["action.applied"].shape == f["action"].shape
+    assert np.array_equal(f["next.observation.state"][:, last], f["action.applied"])
+    info = json.loads((push_data / "meta" / "info.json").read_text())
+    assert info["features"]["action.applied"]["names"] == list(ds.spec.action_names)

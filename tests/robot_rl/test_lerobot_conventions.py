@@ -143,18 +143,29 @@ def test_validate_reports_episode_files_that_lerobot_could_not_concatenate(tmp_p
 
 
 def test_appending_to_a_dataset_without_quantiles_keeps_its_schema(tmp_path):
-    """A dataset recorded before quantiles (and integer min/max) existed: new episodes take
-    its columns and types, so its episode files still concatenate."""
+    """A dataset recorded before quantiles, integer min/max and the applied action existed:
+    new episodes take its columns and types, so its files still concatenate."""
     out = tmp_path / "old"
     _record(out, 1)
     path = out / "meta" / "episodes" / "chunk-000" / "file-000.parquet"
     row = pq.read_table(path).to_pylist()[0]
     old = {k: ([float(x) for x in v] if k.endswith(("/min", "/max")) else v)
            for k, v in row.items() if k.split("/")[-1] not in QUANTILES}
+    old = {k: v for k, v in old.items() if "action.applied" not in k}
     pq.write_table(pa.Table.from_pylist([old]), path)
+    # nor the applied action (frames, features, our block)
+    data = out / "data" / "chunk-000" / "file-000.parquet"
+    pq.write_table(pq.read_table(data).drop_columns(["action.applied"]), data)
+    info_path = out / "meta" / "info.json"
+    info = json.loads(info_path.read_text())
+    del info["features"]["action.applied"], info["robot_rl"]["applied_action"]
+    info_path.write_text(json.dumps(info))
+    assert Dataset(out).validate(decode_videos=False) == []
     _record(out, 2, resume=True)
     tables = _episode_tables(out)
     assert tables[1].schema.equals(tables[0].schema)
+    frames = [pq.read_table(p) for p in sorted((out / "data").rglob("*.parquet"))]
+    assert frames[1].schema.equals(frames[0].schema)
     assert Dataset(out).validate(decode_videos=False) == []
     stats = json.loads((out / "meta" / "stats.json").read_text())
     assert "q01" not in stats["action"] and stats["action"]["count"] == [2 * EP_LEN]
