@@ -16,17 +16,18 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from robot_rl.data.format import (
     CODEBASE_VERSION,
+    DATA_PATH,
     IMAGE_PREFIX,
     INCOMPLETE,
     SCALARS,
+    VIDEO_PATH,
     DatasetError,
     DatasetSpec,
-    data_path,
-    episode_path,
     video_path,
 )
 
@@ -54,6 +55,7 @@ class Dataset:
             raise DatasetError(f"{info_path} has no robot_rl block (task, action space): it "
                                f"was not recorded by robot_rl; import it first")
         self.spec = DatasetSpec.from_json(self.info["robot_rl"])
+        self._cached: tuple[Path, pa.Table] | None = None  # the data file read last
         self.episodes = self._read_episodes()
 
     # -- metadata --------------------------------------------------------------------------
@@ -112,11 +114,7 @@ class Dataset:
 
     def episode(self, index: int) -> dict[str, np.ndarray]:
         """Columns of one episode, by its episode_index."""
-        rows = [r for r in self.episodes if r["episode_index"] == index]
-        if not rows:
-            raise DatasetError(f"{self.root} has no episode {index} (it has "
-                               f"{self.num_episodes})")
-        return _columns(self._table(rows[0]))
+        return _columns(self._table(self._row(index)))
 
     def frames(self, episodes: list[int] | None = None) -> dict[str, np.ndarray]:
         """Columns of the given episodes (default all), concatenated in episode order."""
@@ -126,23 +124,51 @@ class Dataset:
             raise DatasetError(f"{self.root} has no episodes to read")
         return _columns(pa.concat_tables([self._table(r) for r in rows]))
 
+    # where an episode lives: its row's file indices (ours: one episode per file; LeRobot's
+    # writer and edit tools: many episodes per file, found by episode_index and timestamps)
+
+    def _row(self, index: int) -> dict[str, Any]:
+        for r in self.episodes:
+            if r["episode_index"] == index:
+                return r
+        raise DatasetError(f"{self.root} has no episode {index} (it has "
+                           f"{self.num_episodes})")
+
+    def _data_file(self, row: dict[str, Any]) -> Path:
+        template = self.info.get("data_path") or DATA_PATH
+        return self.root / template.format(chunk_index=int(row["data/chunk_index"]),
+                                           file_index=int(row["data/file_index"]))
+
+    def _video_file(self, row: dict[str, Any], camera: str) -> tuple[Path, float]:
+        """An episode's video file for ``camera`` and the episode's start time in it."""
+        key = IMAGE_PREFIX + camera
+        if f"videos/{key}/chunk_index" not in row:
+            return self.root / video_path(int(row["episode_index"]), camera), 0.0
+        template = self.info.get("video_path") or VIDEO_PATH
+        path = self.root / template.format(
+            video_key=key, chunk_index=int(row[f"videos/{key}/chunk_index"]),
+            file_index=int(row[f"videos/{key}/file_index"]))
+        return path, float(row.get(f"videos/{key}/from_timestamp") or 0.0)
+
     def _table(self, row: dict[str, Any]) -> pa.Table:
-        path = self.root / data_path(int(row["episode_index"]))
-        try:
-            return pq.read_table(path)
-        except (FileNotFoundError, pa.ArrowInvalid, OSError) as e:
-            raise DatasetError(f"episode {row['episode_index']}'s frames {path} are "
-                               f"unreadable: {e}") from None
+        path = self._data_file(row)
+        if self._cached is None or self._cached[0] != path:
+            try:
+                self._cached = (path, pq.read_table(path))
+            except (FileNotFoundError, pa.ArrowInvalid, OSError) as e:
+                raise DatasetError(f"episode {row['episode_index']}'s frames {path} are "
+                                   f"unreadable: {e}") from None
+        table = self._cached[1]
+        if "episode_index" not in table.column_names:
+            raise DatasetError(f"{path} has no episode_index column")
+        ep = table.column("episode_index").to_numpy()
+        if (ep == row["episode_index"]).all():
+            return table
+        return table.take(np.flatnonzero(ep == row["episode_index"]))
 
     def video(self, index: int, camera: str) -> np.ndarray:
         """Decoded RGB frames (T, H, W, 3) uint8 of one episode's camera."""
-        import av
-
-        path = self.root / video_path(index, camera)
-        if not path.is_file():
-            raise DatasetError(f"no video {path}")
-        with av.open(str(path)) as c:
-            return np.stack([f.to_ndarray(format="rgb24") for f in c.decode(video=0)])
+        return self.video_frames(index, camera, np.arange(int(self._row(index)["length"])))
 
     def video_frames(self, index: int, camera: str, frames: list[int] | np.ndarray
                      ) -> np.ndarray:
@@ -153,14 +179,12 @@ class Dataset:
         import av
 
         want = np.asarray(frames, dtype=np.int64).reshape(-1)
-        rows = [r for r in self.episodes if r["episode_index"] == index]
-        if not rows:
-            raise DatasetError(f"{self.root} has no episode {index}")
-        n = int(rows[0]["length"])
+        row = self._row(index)
+        n = int(row["length"])
         if want.size and (want.min() < 0 or want.max() >= n):
             raise DatasetError(f"episode {index} has frames 0..{n - 1}; asked for "
                                f"{want.min()}..{want.max()}")
-        path = self.root / video_path(index, camera)
+        path, start = self._video_file(row, camera)
         if not path.is_file():
             raise DatasetError(f"no video {path}")
         fps, gop = self.fps, self.keyframe_interval(camera)
@@ -170,9 +194,9 @@ class Dataset:
             base = float(stream.time_base or 0) or 1.0 / 90_000  # mp4 always sets one
             pending = sorted(set(want.tolist()))
             while pending:
-                c.seek(int(pending[0] / fps / base), stream=stream, backward=True)
+                c.seek(int((start + pending[0] / fps) / base), stream=stream, backward=True)
                 for frame in c.decode(stream):
-                    k = round((frame.pts or 0) * base * fps)
+                    k = round(((frame.pts or 0) * base - start) * fps)
                     if k < pending[0]:
                         continue
                     if k > pending[0]:
@@ -233,7 +257,7 @@ class Dataset:
                 continue
             problems += _check_frames(table, i, n, int(r["dataset_from_index"]), want)
             for cam, h, w in self.spec.cameras:
-                path = self.root / video_path(i, cam)
+                path, _ = self._video_file(r, cam)
                 if not path.is_file():
                     problems.append(f"episode {i}: video {path} is missing")
                 elif decode_videos:
@@ -282,11 +306,11 @@ class Dataset:
         """Files of episodes that never committed (a crash while recording or saving):
         frames, videos and episode rows that info.json does not count, and the open
         episode's folder."""
-        committed = {self.root / data_path(int(r["episode_index"])) for r in self.episodes}
+        committed = {self._data_file(r) for r in self.episodes}
         for r in self.episodes:
-            committed |= {self.root / video_path(int(r["episode_index"]), c)
-                          for c, _, _ in self.spec.cameras}
-            committed.add(self.root / episode_path(int(r["episode_index"])))
+            committed |= {self._video_file(r, c)[0] for c, _, _ in self.spec.cameras}
+        committed |= set(self._row_files.get(int(r["episode_index"]), Path()) for r in
+                         self.episodes)
         found = [p for pattern in ("data/chunk-*/file-*.parquet",
                                    "videos/*/chunk-*/file-*.mp4",
                                    "meta/episodes/chunk-*/file-*.parquet",
@@ -322,6 +346,10 @@ def _check_lerobot_info(info: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t)
+
+
 _ARROW_NAME = {"float32": "float"}
 """How pyarrow prints a feature dtype whose name differs from LeRobot's."""
 
@@ -332,6 +360,12 @@ def _columns(table: pa.Table) -> dict[str, np.ndarray]:
         col = table.column(name).combine_chunks()
         if pa.types.is_fixed_size_list(col.type):
             width = col.type.list_size
+            out[name] = col.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
+        elif _is_list(col.type):  # LeRobot's list<float>: every row the same length
+            lengths = pc.list_value_length(col).to_numpy(zero_copy_only=False)
+            if len(lengths) and (lengths != lengths[0]).any():
+                raise DatasetError(f"column {name!r} holds lists of different lengths")
+            width = int(lengths[0]) if len(lengths) else 0
             out[name] = col.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
         else:
             out[name] = col.to_numpy(zero_copy_only=False)
@@ -354,6 +388,12 @@ def _check_frames(table: pa.Table, i: int, n: int, start: int,
             if [t.list_size] != f["shape"]:
                 problems.append(f"episode {i}: column {key!r} has width {t.list_size}, "
                                 f"expected {f['shape'][0]}")
+        elif _is_list(t):
+            lengths = pc.list_value_length(table.column(key)).to_numpy(zero_copy_only=False)
+            if (lengths != f["shape"][0]).any():
+                problems.append(f"episode {i}: column {key!r} has lists of length "
+                                f"{sorted(set(lengths.tolist()))[:3]}, expected "
+                                f"{f['shape'][0]}")
         elif f["shape"] != [1] or str(t) not in (f["dtype"], _ARROW_NAME.get(f["dtype"])):
             problems.append(f"episode {i}: column {key!r} has type {t}, expected {f['dtype']}")
     if problems:

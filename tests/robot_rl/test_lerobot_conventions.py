@@ -297,3 +297,78 @@ def test_a_kill_at_each_step_of_a_save_leaves_a_valid_dataset(tmp_path):
         assert ds.num_episodes == committed + 1 and ds.validate() == [], kill_at
         assert _lerobot_view(out)[0] == committed + 1
         kill_at += 1
+
+
+def _pack_like_lerobot(src: Path, dst: Path) -> None:
+    """``src`` rewritten as LeRobot's writer lays a dataset out: every episode's frames in
+    one data file (vectors as variable-length lists), every episode's video back to back in
+    one mp4, every episode row in one file pointing into them."""
+    from robot_rl.video import VideoWriter
+
+    ds = Dataset(src)
+    (dst / "meta").mkdir(parents=True)
+    for name in ("info.json", "stats.json", "tasks.parquet"):
+        (dst / "meta" / name).write_bytes((src / "meta" / name).read_bytes())
+    tables = [pq.read_table(p) for p in sorted((src / "data").rglob("*.parquet"))]
+    data = pa.concat_tables(tables)
+    data = data.cast(pa.schema([pa.field(f.name, pa.list_(pa.float32()))
+                                if pa.types.is_fixed_size_list(f.type) else f
+                                for f in data.schema]))
+    (dst / "data" / "chunk-000").mkdir(parents=True)
+    pq.write_table(data, dst / "data" / "chunk-000" / "file-000.parquet")
+    key = "observation.images.front"
+    video = dst / "videos" / key / "chunk-000" / "file-000.mp4"
+    rows, t = [], 0.0
+    with VideoWriter(video, ds.fps, keyframe_interval=G) as w:
+        for r in ds.episodes:
+            for frame in ds.video(int(r["episode_index"]), "front"):
+                w.write(frame)
+            n = int(r["length"])
+            rows.append({**r, "data/file_index": 0, "meta/episodes/file_index": 0,
+                         f"videos/{key}/file_index": 0, f"videos/{key}/from_timestamp": t,
+                         f"videos/{key}/to_timestamp": t + n / ds.fps})
+            t += n / ds.fps
+    (dst / "meta" / "episodes" / "chunk-000").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows),
+                   dst / "meta" / "episodes" / "chunk-000" / "file-000.parquet")
+
+
+def _synthetic(out: Path, episodes: int = 3, length: int = EP_LEN) -> Path:
+    """A dataset whose camera frame t of episode e is the flat grey 70 e + 2 t."""
+    from robot_rl.data import DatasetWriter
+
+    spec = DatasetSpec(fps=50, robot_type="arm7", task="push", task_text="push the puck",
+                       obs_names=("a", "b"), action_names=("u",), joint_names=("j",),
+                       action_space={"type": "test"}, cameras=(("front", 48, 64),),
+                       keyframe_interval=G)
+    with DatasetWriter(out, spec) as w:
+        for e in range(episodes):
+            w.begin_episode(seed=e)
+            for t in range(length):
+                w.add_frame(obs=np.array([e, t]), joint_pos=np.zeros(1), joint_vel=np.zeros(1),
+                            action=np.array([0.01 * t]), next_obs=np.array([e, t + 1]),
+                            reward=float(t), cost=0.0, terminated=False,
+                            truncated=t == length - 1, success=False,
+                            images={"front": np.full((48, 64, 3), 70 * e + 2 * t, np.uint8)})
+            w.save_episode()
+    return out
+
+
+def test_reads_datasets_laid_out_as_lerobot_writes_them(tmp_path):
+    src = _synthetic(tmp_path / "ours")
+    packed = tmp_path / "packed"
+    _pack_like_lerobot(src, packed)
+    ours, theirs = Dataset(src), Dataset(packed)
+    assert theirs.validate() == []
+    assert theirs.num_episodes == 3 and theirs.num_frames == 3 * EP_LEN
+    a, b = ours.frames(), theirs.frames()
+    for key in ("observation.state", "action", "action.applied", "next.reward", "index"):
+        assert np.array_equal(a[key], b[key]), key
+    assert np.array_equal(theirs.episode(2)["observation.state"][:, 0], np.full(EP_LEN, 2))
+    assert theirs.uncommitted() == []
+    # episode 1's frames start 30 frames into the shared video
+    v = theirs.video(1, "front")
+    assert v.shape == (EP_LEN, 48, 64, 3)
+    assert np.allclose(v.mean(axis=(1, 2, 3)), 70 + 2 * np.arange(EP_LEN), atol=2.5)
+    picks = np.array([EP_LEN - 1, 0, 17, 3])
+    assert np.array_equal(theirs.video_frames(1, "front", picks), v[picks])
