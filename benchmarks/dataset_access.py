@@ -9,8 +9,8 @@ same episodes into its own dataset; then ``Dataset.video_frames`` fetches ``--sa
 frames, one random (episode, frame) per call, as a learner sampling frames at random does,
 and a batch of 16 random frames per call (one call per episode they fall in). Reported: mean
 and p90 ms per single random frame, ms per 16-frame batch, and the videos' size (MB per
-minute of video). "decode all" is the reader without random access, which decodes an
-episode's whole video to hand out one frame (what ``Dataset.video`` does). g = 250 is x264's
+minute of video). "whole episode" is the time to decode an episode's whole video, what a
+reader without random access pays for any one frame of it (``Dataset.video``). g = 250 is x264's
 default, which recordings used before the interval was a setting (one or two keyframes per
 episode). LeRobot encodes with g = 2.
 """
@@ -109,7 +109,7 @@ def main(args: Args) -> None:
                     f"{args.episode_length} frames): {args.samples} single frames, "
                     f"{args.batches} batches of 16", title_justify="left")
     for col in ("keyframe interval", "ms / random frame", "p90 ms", "ms / 16-frame batch",
-                "decode all: ms / frame", "MB / min of video"):
+                "whole episode: ms", "MB / min of video"):
         t.add_column(col, justify="right")
     for g, r in rows.items():
         t.add_row(f"{g}", f"{r['single_ms']:.1f}", f"{r['single_p90_ms']:.1f}",
