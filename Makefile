@@ -3,7 +3,8 @@
 #                video, distill a student, export the deploy artifact, run it on the simulated
 #                arm in real time (the deploy loop); plus a scripted-expert video
 #   make test    set up, then lint, type-check, check the import layers and run the test suite
-#   make bench   set up, then print the simulation throughput and controller cost tables
+#   make bench   set up, then print the simulation throughput, controller cost and dataset
+#                random-access tables
 #   make bench-learning   set up, then the learning benchmarks (about 70 minutes: SB3 and skrl
 #                included)
 #   make bench-shield     set up, then the shield under attack (about 10 minutes)
@@ -79,6 +80,7 @@ test: lint
 bench: setup
 	$(BIN)/python benchmarks/sim_throughput.py
 	$(BIN)/python benchmarks/controllers.py
+	$(BIN)/python benchmarks/dataset_access.py
 
 bench-learning: setup
 	$(BIN)/python benchmarks/sac_reach.py
