@@ -121,8 +121,10 @@ END_WAIT_S = 0.5
 """After a recording's last frame left the file, how long the syncer may take to hand over
 what it still holds (a loaded host delays its thread)."""
 FIRST_WAIT_S = 3.0
-"""The same when nothing has been read yet: a short recording can leave the file before a
-starved syncer has handed over its first frameset."""
+"""The same when nothing has been read yet, or when single frames wait for their partner
+stream: a short recording can leave the file before a starved syncer has handed over its
+first frameset, or all of one stream's frames (a fresh-clone test run once got the 8 frames
+of one stream and none of the other before the 0.5 s end wait ran out)."""
 
 
 class RealSenseCamera(Camera):
@@ -250,7 +252,9 @@ class RealSenseCamera(Camera):
             # only when a longer wait brings nothing (a frameset that comes then may still be
             # half of a pair, so waiting goes on after it).
             ended = self._ended()
-            wait = (END_WAIT_S if self.frames_read else FIRST_WAIT_S) if ended else 0.02
+            # nothing read yet, or frames held for a partner still in the SDK: wait longer
+            waiting = not self.frames_read or (self._pairs is not None and self._pairs.holding)
+            wait = (FIRST_WAIT_S if waiting else END_WAIT_S) if ended else 0.02
             ok, frames = source.try_wait_for_frames(int(1000 * wait))
             if ok:
                 if (frame := self._convert(frames)) is not None:

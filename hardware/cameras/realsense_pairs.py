@@ -37,6 +37,11 @@ class FramePairs:
         self.paired = 0
         """Framesets this object made from single frames."""
 
+    @property
+    def holding(self) -> int:
+        """Single frames held, waiting for a partner."""
+        return sum(len(h) for h in self._held.values())
+
     def add(self, frames: Any) -> Any | None:
         """Take the frames of a frameset that lacks a wanted stream; return a whole frameset
         (the newest match) or None."""

@@ -175,6 +175,54 @@ def test_frames_the_syncer_hands_over_apart_are_paired_again(recording: Path) ->
                                            (NEAR + f.frame_number) / 1000, atol=1e-6)
 
 
+class _LateStreamSyncer(_SplittingSyncer):
+    """A starved host's syncer at its worst: every frame alone; the first two depth frames
+    at once, the later ones only after the SDK has been quiet for 1 s (the file read),
+    longer than the 0.5 s end wait that follows frames already read."""
+
+    def __init__(self, syncer: object) -> None:
+        super().__init__(syncer)
+        self._late: list = []
+        self._quiet_since = time.monotonic()
+        self._depth_seen = 0
+        self.first_late: int | None = None
+
+    def try_wait_for_frames(self, ms: int) -> tuple[bool, object]:
+        deadline = time.monotonic() + ms / 1000
+        while True:  # as the SDK does: a frame that comes within the wait is returned
+            ok, f = super().try_wait_for_frames(5)
+            if ok:
+                self._quiet_since = time.monotonic()
+                if not f.as_frameset().get_depth_frame():
+                    return True, f
+                self._depth_seen += 1
+                if self._depth_seen <= 2:
+                    return True, f
+                if self.first_late is None:
+                    self.first_late = f.get_frame_number()
+                self._late.append(f)
+                continue
+            if self._late and time.monotonic() - self._quiet_since > 1.0:
+                return True, self._late.pop(0)
+            if time.monotonic() >= deadline:
+                return False, None
+
+
+def test_a_stream_that_comes_after_the_end_of_the_file_is_still_paired(
+        recording: Path) -> None:
+    with RealSenseCamera(RealSenseConfig(playback=recording, real_time=False,
+                                         align="none")) as cam:
+        late = _LateStreamSyncer(cam._syncer)
+        cam._syncer = late  # type: ignore[assignment]
+        frames = list(cam)
+    assert late.first_late is not None  # the double held depth frames back
+    numbers = [f.frame_number for f in frames]
+    assert any(k >= late.first_late for k in numbers), (numbers, late.first_late)
+    for f in frames:
+        np.testing.assert_array_equal(f.depth, _depth(f.frame_number))
+        np.testing.assert_array_equal(f.color, _color(f.frame_number))
+
+
 def test_poll_never_blocks_and_read_needs_connect(recording: Path) -> None:
     cam = RealSenseCamera(RealSenseConfig(playback=recording, real_time=False))
     with pytest.raises(CameraError, match="not connected"):
