@@ -218,7 +218,11 @@ def _artifact_policy(cfg: EvalConfig) -> tuple[Any, Any, str, Any]:
 
     policy = load_policy(cfg.path)
     meta = policy.meta
-    env = make_env(meta["task"], min(cfg.num_envs, cfg.episodes), seed=cfg.seed, dr=cfg.dr)
+    # episodes as long as the policy's training env's (push demos: 300 steps, not 200)
+    length = (meta.get("env") or {}).get("episode_length")
+    overrides = {} if length is None else {"episode_length": int(length)}
+    env = make_env(meta["task"], min(cfg.num_envs, cfg.episodes), seed=cfg.seed, dr=cfg.dr,
+                   **overrides)
     if env.obs_dim != policy.obs_dim or env.act_dim != policy.act_dim or \
             list(env.robot.joint_names) != policy.joint_names:
         raise ConfigError(f"artifact {cfg.path} does not fit task {meta['task']!r} on robot "

@@ -47,6 +47,7 @@ def test_train_eval_distill_export_pipeline(tmp_path):
     assert meta["task"] == "reach_hazard" and meta["safety"]["cost_critic"]
     out = run("eval", str(art), "--episodes", "2", "--num-envs", "2")
     assert "artifact" in out.stdout
+    assert "episode length (mean)" in out.stdout and " 25.0 " in out.stdout  # as trained
 
     run("export", str(r), "--policy", "teacher", "--out", str(tmp_path / "teacher"))
     assert (tmp_path / "teacher" / "policy.onnx").is_file()
