@@ -59,54 +59,56 @@ def merge_stats(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
 
 
 def merge_quantiles(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """q01..q99 of the count-weighted mixture of the parts' piecewise-linear CDFs."""
+    """q01..q99 of the count-weighted mixture of the parts' piecewise-linear CDFs.
+
+    Each part's CDF rises linearly between its knots (min, q01, ..., q99, max) and jumps
+    where knots coincide (a constant part, a discrete feature). The mixture's CDF is traced
+    in one sorted pass over all parts' knots: at each knot its slope changes and it may
+    jump, so sorting the knots and summing those changes gives it everywhere, in
+    O(P log P) per element for P parts (a save rewrites stats.json from every episode)."""
     if len(parts) == 1:
         return {name: np.asarray(parts[0][name], dtype=np.float64) for name in QUANTILES}
-    probs = np.array([0.0, *QUANTILES.values(), 1.0])
+    probs = np.array([0.0, *QUANTILES.values(), 1.0])  # (K,)
     # knots (P, K, D): each part's min, quantiles, max; sorted guards rounding
     knots = np.sort(np.stack([np.stack([np.asarray(p[s], dtype=np.float64).reshape(-1) for s in
                                         ("min", *QUANTILES, "max")]) for p in parts]), axis=1)
-    weights = np.array([float(np.asarray(p["count"]).reshape(-1)[0]) for p in parts])
-    weights = weights / weights.sum()
-    out = np.empty((len(QUANTILES), knots.shape[2]))
-    for d in range(knots.shape[2]):
-        # the mixture's CDF is linear between the parts' knots and may jump at them (a
-        # constant part, or knots that coincide): its curve through (x, F(x-)), (x, F(x))
-        xs = np.unique(knots[:, :, d])
-        left = sum(w * _cdf(xs, knots[i, :, d], probs, "left") for i, w in enumerate(weights))
-        right = sum(w * _cdf(xs, knots[i, :, d], probs, "right") for i, w in enumerate(weights))
-        curve_x, curve_f = np.repeat(xs, 2), np.stack([left, right], axis=1).reshape(-1)
-        for k, q in enumerate(QUANTILES.values()):
-            out[k, d] = _inverse(q, curve_x, curve_f)
-    return {name: out[k] for k, name in enumerate(QUANTILES)}
+    w = np.array([float(np.asarray(p["count"]).reshape(-1)[0]) for p in parts])
+    w = (w / w.sum())[:, None, None]
+    # per part and knot k: the jump there (a segment of zero width starting at it) and the
+    # slope of the segment that starts there (0 after the last knot)
+    width = np.diff(knots, axis=1)  # (P, K-1, D)
+    rise = np.diff(probs)[None, :, None] * w
+    slope = np.where(width > 0, rise / np.where(width > 0, width, 1.0), 0.0)
+    slope = np.concatenate([slope, np.zeros_like(slope[:, :1])], axis=1)  # (P, K, D)
+    jump = np.concatenate([np.where(width > 0, 0.0, rise), np.zeros_like(slope[:, :1])],
+                          axis=1)
+    change = np.diff(slope, axis=1, prepend=0.0)  # the slope's change at each knot
+    # all knots in order, per element: the mixture's CDF before and after each
+    D = knots.shape[2]
+    x, change, jump = (a.reshape(-1, D) for a in (knots, change, jump))
+    order = np.argsort(x, axis=0, kind="stable")
+    x, change, jump = (np.take_along_axis(a, order, axis=0) for a in (x, change, jump))
+    slope_after = np.cumsum(change, axis=0)
+    linear = np.zeros_like(x)
+    linear[1:] = slope_after[:-1] * np.diff(x, axis=0)
+    after = np.cumsum(linear + jump, axis=0)
+    before = after - jump
+    curve_x = np.repeat(x, 2, axis=0)  # (2 P K, D): (x, F(x-)), (x, F(x)) per knot
+    curve_f = np.stack([before, after], axis=1).reshape(-1, D)
+    return {name: _inverse(q, curve_x, curve_f) for name, q in QUANTILES.items()}
 
 
-def _cdf(x: np.ndarray, knots: np.ndarray, probs: np.ndarray, side: str) -> np.ndarray:
-    """A part's CDF, linear through (knots, probs), at ``x``: its value (side "right") or
-    its limit from the left (side "left"), which differ where knots coincide."""
-    n = len(knots)
-    if side == "right":  # between the last knot <= x and the first one > x
-        j = np.searchsorted(knots, x, side="right")
-    else:  # between the last knot < x and the first one >= x
-        j = np.searchsorted(knots, x, side="left")
-    i = j - 1
-    ii, jj = np.clip(i, 0, n - 1), np.clip(j, 0, n - 1)
-    span = knots[jj] - knots[ii]
-    frac = np.where(span > 0, (x - knots[ii]) / np.where(span > 0, span, 1.0), 1.0)
-    f = probs[ii] + frac * (probs[jj] - probs[ii])
-    return np.where(i < 0, 0.0, np.where(j >= n, 1.0, f))
-
-
-def _inverse(q: float, xs: np.ndarray, cdf: np.ndarray) -> float:
-    """The smallest x at which the curve through (xs, cdf) reaches q."""
-    j = int(np.searchsorted(cdf, q - 1e-12))
-    if j == 0:
-        return float(xs[0])
-    if j >= len(xs):
-        return float(xs[-1])
-    c0, c1 = cdf[j - 1], cdf[j]
-    return float(xs[j - 1] + (q - c0) / (c1 - c0) * (xs[j] - xs[j - 1])) if c1 > c0 else \
-        float(xs[j])
+def _inverse(q: float, xs: np.ndarray, cdf: np.ndarray) -> np.ndarray:
+    """Per column: the smallest x at which the curve through (xs, cdf) reaches q."""
+    j = np.argmax(cdf >= q - 1e-12, axis=0)  # the first point reaching q (D,)
+    reached = (cdf >= q - 1e-12).any(axis=0)
+    j = np.where(reached, j, len(xs) - 1)
+    cols = np.arange(xs.shape[1])
+    i = np.maximum(j - 1, 0)
+    x0, x1, c0, c1 = xs[i, cols], xs[j, cols], cdf[i, cols], cdf[j, cols]
+    rising = (j > 0) & (c1 > c0)
+    frac = np.where(rising, (q - c0) / np.where(rising, c1 - c0, 1.0), 1.0)
+    return np.where(j == 0, x1, x0 + np.clip(frac, 0.0, 1.0) * (x1 - x0))
 
 
 def to_json(stats: dict[str, dict[str, np.ndarray]]) -> dict[str, dict[str, Any]]:
