@@ -105,10 +105,8 @@ class DatasetSpec:
 
     def __post_init__(self) -> None:
         for cam, h, w in self.cameras:
-            if h % 2 or w % 2 or h <= 0 or w <= 0:
-                raise DatasetError(f"camera {cam!r} is {h}x{w}: videos are H.264 in yuv420p, "
-                                   f"which needs even, positive sizes (e.g. {h + h % 2}x"
-                                   f"{w + w % 2})")
+            if (why := camera_size_problem(h, w)) is not None:
+                raise DatasetError(f"camera {cam!r}: {why}")
 
     @property
     def lerobot_fps(self) -> int | float:
@@ -176,6 +174,14 @@ class DatasetSpec:
             if a != b:
                 return f"{f.name}: the dataset has {_short(a)}, this run has {_short(b)}"
         return None
+
+
+def camera_size_problem(height: int, width: int) -> str | None:
+    """Why a camera of this size cannot be recorded as given; None if it can."""
+    if height <= 0 or width <= 0 or height % 2 or width % 2:
+        return (f"{height}x{width}: the videos are H.264 in yuv420p, which needs even sizes "
+                f"(e.g. {height + height % 2}x{width + width % 2})")
+    return None
 
 
 def _short(x: Any) -> str:

@@ -306,11 +306,10 @@ class Dataset:
         """Files of episodes that never committed (a crash while recording or saving):
         frames, videos and episode rows that info.json does not count, and the open
         episode's folder."""
-        committed = {self._data_file(r) for r in self.episodes}
+        committed: set[Path] = set()
         for r in self.episodes:
-            committed |= {self._video_file(r, c)[0] for c, _, _ in self.spec.cameras}
-        committed |= set(self._row_files.get(int(r["episode_index"]), Path()) for r in
-                         self.episodes)
+            committed |= {self._data_file(r), self._row_files[int(r["episode_index"])],
+                          *(self._video_file(r, c)[0] for c, _, _ in self.spec.cameras)}
         found = [p for pattern in ("data/chunk-*/file-*.parquet",
                                    "videos/*/chunk-*/file-*.mp4",
                                    "meta/episodes/chunk-*/file-*.parquet",

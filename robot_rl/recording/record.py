@@ -30,7 +30,7 @@ from rich.console import Console
 from rich.live import Live
 
 from robot_rl.config_io import to_dict
-from robot_rl.data.format import DEFAULT_KEYFRAME_INTERVAL, DatasetSpec
+from robot_rl.data.format import DEFAULT_KEYFRAME_INTERVAL, DatasetSpec, camera_size_problem
 from robot_rl.data.writer import DatasetWriter
 from robot_rl.errors import ConfigError
 from robot_rl.sim import make_env
@@ -95,10 +95,8 @@ class RecordConfig:
             raise ConfigError(f"--episodes must be >= 1, got {self.episodes}")
         if self.expert_noise < 0:
             raise ConfigError("--expert-noise must be >= 0")
-        h, w = self.camera_size
-        if h <= 0 or w <= 0 or h % 2 or w % 2:
-            raise ConfigError(f"--camera-size {h} {w}: the videos are H.264 in yuv420p, which "
-                              f"needs even sizes (e.g. {h + h % 2} {w + w % 2})")
+        if (why := camera_size_problem(*self.camera_size)) is not None:
+            raise ConfigError(f"--camera-size {why}")
         if self.keyframe_interval < 1:
             raise ConfigError(f"--keyframe-interval must be >= 1, got {self.keyframe_interval}")
 
