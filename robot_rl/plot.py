@@ -38,6 +38,34 @@ def plot_curves(path: str | Path, curves: Sequence[tuple[str, list[dict[str, flo
     return path
 
 
+def plot_action_error(path: str | Path, label: str, rows: list[dict[str, float]],
+                      title: str = "") -> Path:
+    """Write a PNG with the held-out action RMSE (absolute, and relative to predicting the
+    mean action) against wall-clock seconds: a BC run on data of no simulated task."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_a, ax_r) = plt.subplots(1, 2, figsize=(10, 3.8))
+    t = [r["seconds"] for r in rows]
+    ax_a.plot(t, [r["action_rmse"] for r in rows], marker=".", label=label)
+    ax_r.plot(t, [r["action_rmse_rel"] for r in rows], marker=".", label=label)
+    ax_a.set(xlabel="wall clock [s]", ylabel="held-out action RMSE")
+    ax_r.set(xlabel="wall clock [s]", ylabel="RMSE / RMSE of the mean action", ylim=(0, None))
+    for ax in (ax_a, ax_r):
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best", fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def time_to(history: list[dict[str, float]], target: float) -> tuple[float, float] | None:
     """(seconds, env steps) of the first evaluation of a learning curve at or above a success
     rate of ``target``; None if none reached it."""

@@ -3,11 +3,12 @@
 from robot_rl.bc.runner import (
     BCConfig,
     BCRunner,
+    bc_task,
     evaluate_chunked,
     load_bc_policy,
     make_eval_env,
     make_task_env,
 )
 
-__all__ = ["BCConfig", "BCRunner", "evaluate_chunked", "load_bc_policy", "make_eval_env",
+__all__ = ["BCConfig", "BCRunner", "bc_task", "evaluate_chunked", "load_bc_policy", "make_eval_env",
            "make_task_env"]

@@ -8,7 +8,12 @@ Any robot_rl dataset works (sim recordings, ROS teleop recordings, rosbag import
 policy learns ``observation.state`` -> chunks of ``action``. Every ``eval_every`` gradient
 steps the EMA weights act in simulation (the dataset's task, randomization and episode
 length) through the chunk executor, and success, return, cost and the shield's
-interventions go to ``eval.csv``, TensorBoard and one log line. The run directory is the
+interventions go to ``eval.csv``, TensorBoard and one log line. A dataset that matches none
+of our tasks (a LeRobot dataset of another arm) trains the same way, state -> action in its
+own units, clipped to the range its actions span; its evaluation is the action error on
+held-out episodes (``--holdout``, 10% by default there): the RMSE of the predicted chunks
+against the recorded ones, and that RMSE relative to always predicting the mean action
+(1.0: nothing learnt). The run directory is the
 training runner's: ``config.json``, ``tb/``, ``eval.csv``, ``checkpoints/latest.pt``
 (atomic, every ``checkpoint_every`` seconds, at the end and on Ctrl-C) and
 ``learning_curve.png``.
@@ -46,7 +51,9 @@ from robot_rl.training_loop import StopRules, saving_on_interrupt, summary_write
 
 BCAlgo = Literal["bc-flow", "bc-mlp"]
 EVAL_FIELDS = ("grad_steps", "seconds", "success_rate", "return", "episode_cost",
-               "loss")
+               "loss", "action_rmse", "action_rmse_rel")
+DEFAULT_HOLDOUT = 0.1
+"""Held-out fraction of the episodes of a dataset that no simulated task evaluates."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -58,13 +65,18 @@ class BCConfig:
     """
 
     demos: Path
-    """Dataset to learn from (robot-rl record, the ROS teleop node, robot-rl data import)."""
+    """Dataset to learn from (robot-rl record, the ROS teleop node, robot-rl data import, or
+    any LeRobot dataset with observation.state and action)."""
     algo: BCAlgo = "bc-flow"
     """bc-flow: flow-matching chunk policy; bc-mlp: an MLP regressing the chunk (baseline)."""
     policy: PolicyConfig = dataclasses.field(default_factory=PolicyConfig)
     """Chunk horizon and execution, observation history, network, flow steps."""
     max_episodes: int | None = None
     """Learn from the dataset's first N episodes only (default: all)."""
+    holdout: float | None = None
+    """Fraction of the episodes (drawn with --seed, at least one) held out to measure the
+    action error on (default: 0.1 for a dataset that matches none of our simulated tasks,
+    whose only evaluation that is; 0 for ours, evaluated in simulation)."""
     steps: int = 20_000
     """Gradient steps."""
     batch_size: int = 256
@@ -120,6 +132,8 @@ class BCConfig:
                 self.log_every < 1:
             raise ConfigError("--eval-every, --eval-envs and --log-every must be >= 1 and "
                               "--eval-episodes >= 0")
+        if self.holdout is not None and not 0.0 <= self.holdout < 1.0:
+            raise ConfigError(f"--holdout must be in [0, 1), got {self.holdout}")
         if self.max_episodes is not None and self.max_episodes < 1:
             raise ConfigError(f"--max-episodes must be >= 1, got {self.max_episodes}")
         if self.time_budget is not None and self.time_budget <= 0:
@@ -130,19 +144,80 @@ class BCConfig:
         return "flow" if self.algo == "bc-flow" else "mlp"
 
 
-def load_demos(cfg: BCConfig) -> tuple[Dataset, dict[str, np.ndarray], int]:
-    """The dataset, its frames (the first ``max_episodes`` episodes) and their number of
-    episodes."""
+@dataclasses.dataclass
+class Demos:
+    """What a BC run learns from: the dataset's training frames and held-out frames."""
+
+    dataset: Dataset
+    train: dict[str, np.ndarray]
+    heldout: dict[str, np.ndarray] | None
+    train_episodes: list[int]
+    heldout_episodes: list[int]
+
+    @property
+    def task(self) -> str | None:
+        """Our task the data is of; None for a dataset of no task of ours."""
+        return self.dataset.spec.task if self.dataset.spec is not None else None
+
+
+def load_demos(cfg: BCConfig) -> Demos:
+    """The dataset's first ``max_episodes`` episodes, split into training and held-out
+    episodes (``holdout``)."""
     ds = Dataset(cfg.demos)
     episodes = sorted(int(r["episode_index"]) for r in ds.episodes)
     if not episodes:
         raise DatasetError(f"{cfg.demos} holds no committed episodes")
+    for key in ("observation.state", "action"):
+        if key not in ds.features:
+            raise DatasetError(f"{cfg.demos} has no {key!r} feature: behaviour cloning "
+                               f"learns observation.state -> action (it has "
+                               f"{sorted(ds.features)})")
     if cfg.max_episodes is not None:
         if cfg.max_episodes > len(episodes):
             raise ConfigError(f"--max-episodes {cfg.max_episodes}: {cfg.demos} holds "
                               f"{len(episodes)} episodes")
         episodes = episodes[:cfg.max_episodes]
-    return ds, ds.frames(episodes), len(episodes)
+    frac = cfg.holdout if cfg.holdout is not None else (
+        DEFAULT_HOLDOUT if ds.spec is None else 0.0)
+    held: list[int] = []
+    if frac > 0:
+        if len(episodes) < 2:
+            raise ConfigError(f"--holdout {frac}: {cfg.demos} holds one episode; nothing "
+                              f"would be left to learn from (pass --holdout 0)")
+        n = min(max(1, round(frac * len(episodes))), len(episodes) - 1)
+        rng = np.random.default_rng(cfg.seed)
+        held = sorted(int(e) for e in rng.choice(episodes, n, replace=False))
+    train = [e for e in episodes if e not in held]
+    return Demos(ds, ds.frames(train), ds.frames(held) if held else None, train, held)
+
+
+def chunk_data(frames: dict[str, np.ndarray], cfg: BCConfig, device: torch.device
+               ) -> ChunkData:
+    """Frames as (observation history, action chunk) samples."""
+    return ChunkData(torch.tensor(frames["observation.state"], dtype=torch.float32),
+                     torch.tensor(frames["action"], dtype=torch.float32),
+                     torch.tensor(frames["episode_index"]), cfg.policy.horizon,
+                     cfg.policy.obs_history, device)
+
+
+@torch.no_grad()
+def action_error(policy: ChunkPolicy, data: ChunkData, mean_action: torch.Tensor,
+                 seed: int = 0, batch: int = 4096) -> tuple[float, float]:
+    """(RMSE, RMSE relative to predicting ``mean_action``) of the policy's chunks (noise
+    drawn with ``seed``) against the recorded chunks, over every frame of ``data`` and
+    every step of its chunk inside the episode."""
+    gen = torch.Generator(device=data.device).manual_seed(seed)
+    sq = base = count = 0.0
+    for start in range(0, len(data), batch):
+        obs, chunk, mask = data.rows(torch.arange(start, min(start + batch, len(data)),
+                                                  device=data.device))
+        pred = policy.sample(obs, gen)
+        m = mask[..., None].to(chunk.dtype)
+        sq += float((((pred - chunk) ** 2) * m).sum())
+        base += float((((mean_action - chunk) ** 2) * m).sum())
+        count += float(m.sum()) * chunk.shape[-1]
+    rmse, rmse0 = math.sqrt(sq / max(count, 1.0)), math.sqrt(base / max(count, 1.0))
+    return rmse, rmse / rmse0 if rmse0 > 0 else float("nan")
 
 
 def make_task_env(task: str, making: dict[str, Any], num_envs: int, seed: int,
@@ -164,7 +239,7 @@ def make_eval_env(ds: Dataset, num_envs: int, seed: int, dr: DRPreset | None = N
     actions are not the dataset's."""
     from robot_rl.recording.record import dataset_spec
 
-    spec = ds.spec
+    spec = ds.require_spec("evaluation in simulation")
     env = make_task_env(spec.task, spec.env, num_envs, seed, dr, device)
     if env is not None:
         ds.check(dataset_spec(env, spec.cameras, spec.env))
@@ -211,31 +286,40 @@ class BCRunner:
         cfg.validate()
         self.cfg = cfg
         torch.manual_seed(cfg.seed)
-        self.dataset, frames, self.num_episodes = load_demos(cfg)
+        self.demos = demos = load_demos(cfg)
+        self.dataset, self.num_episodes = demos.dataset, len(demos.train_episodes)
         dev = torch.device(cfg.device)
-        obs = torch.tensor(frames["observation.state"], dtype=torch.float32)
-        actions = torch.tensor(frames["action"], dtype=torch.float32)
-        self.data = ChunkData(obs, actions, torch.tensor(frames["episode_index"]),
-                              cfg.policy.horizon, cfg.policy.obs_history, dev)
+        self.data = chunk_data(demos.train, cfg, dev)
+        obs, actions = self.data.obs.cpu(), self.data.actions.cpu()
+        self.heldout = chunk_data(demos.heldout, cfg, dev) if demos.heldout else None
+        self.mean_action = actions.mean(0).to(dev)
+        # our tasks' actions are in [-1, 1]; another dataset's in its own units and range
+        bounds = None if demos.task is not None else (actions.min(0).values,
+                                                      actions.max(0).values)
         self.policy = make_policy(cfg.policy, cfg.kind, obs.shape[1], actions.shape[1],
-                                  obs, actions).to(dev)
+                                  obs, actions, bounds).to(dev)
         self.ema = copy.deepcopy(self.policy).requires_grad_(False) if cfg.ema > 0 else None
         self.opt = torch.optim.AdamW(self.policy.parameters(), lr=cfg.lr,
                                      weight_decay=cfg.weight_decay)
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, self._lr_factor)
         self.gen = torch.Generator(device=dev).manual_seed(cfg.seed)
         self.eval_env: VecEnv | None = eval_env
-        if eval_env is None and cfg.eval_episodes > 0:  # made now: a mismatch fails early
+        if eval_env is None and cfg.eval_episodes > 0 and demos.task is not None:
+            # made now: a mismatch fails early
             self.eval_env = make_eval_env(self.dataset, min(cfg.eval_envs, cfg.eval_episodes),
                                           cfg.seed + 10_000, cfg.dr, cfg.device)
             if self.eval_env is None:
-                self.console.print(f"no evaluation: task {self.dataset.spec.task!r} is not "
+                self.console.print(f"no evaluation in simulation: task {demos.task!r} is not "
                                    f"in the simulator's registry")
+        elif demos.task is None:
+            self.console.print(f"{cfg.demos} matches none of our simulated tasks: evaluated "
+                               f"by the action error on {len(demos.heldout_episodes)} "
+                               f"held-out episode(s)")
         self.grad_steps = 0
         self.elapsed = 0.0
         self.history: list[dict[str, float]] = []
         if state is None:
-            task = self.dataset.spec.task
+            task = demos.task or Path(cfg.demos).name
             name = cfg.run_name or f"{task}__{cfg.algo}__{cfg.seed}__" \
                                    f"{time.strftime('%Y%m%d-%H%M%S')}"
             self.run_dir = Path(cfg.runs_dir) / name
@@ -268,7 +352,9 @@ class BCRunner:
             f"run dir: {self.run_dir}\n{cfg.algo}: {n_params:,} parameters, chunk "
             f"H={cfg.policy.horizon} (execute {cfg.policy.executed}), obs history "
             f"{cfg.policy.obs_history}; data: {self.num_episodes} episodes, "
-            f"{len(self.data):,} frames of {self.dataset.spec.task!r} from {cfg.demos}")
+            f"{len(self.data):,} frames of {self.demos.task or 'no task of ours'!r} from "
+            f"{cfg.demos}" + (f"; {len(self.demos.heldout_episodes)} episode(s) held out"
+                              if self.heldout is not None else ""))
         start = time.perf_counter() - self.elapsed
         rules = StopRules(cfg.target_success, cfg.time_budget, cfg.checkpoint_every)
         t_log, steps_log = time.perf_counter(), self.grad_steps
@@ -348,8 +434,16 @@ class BCRunner:
         cfg = self.cfg
         record = {"grad_steps": float(self.grad_steps), "seconds": self.elapsed,
                   "success_rate": float("nan"), "return": float("nan"),
-                  "episode_cost": float("nan"), "loss": loss}
+                  "episode_cost": float("nan"), "loss": loss, "action_rmse": float("nan"),
+                  "action_rmse_rel": float("nan")}
         result = None
+        held = ""
+        if self.heldout is not None:
+            rmse, rel = action_error(self.acting, self.heldout, self.mean_action, cfg.seed)
+            self.policy.train()
+            record.update({"action_rmse": rmse, "action_rmse_rel": rel})
+            self._log({"eval/action_rmse": rmse, "eval/action_rmse_rel": rel})
+            held = f"  held-out action RMSE {rmse:.4g} ({rel:.2f} of the mean's)"
         if cfg.eval_episodes > 0 and self.eval_env is not None:
             t0 = time.perf_counter()
             result = evaluate_chunked(self.acting, self.eval_env, cfg.eval_episodes,
@@ -366,7 +460,7 @@ class BCRunner:
             f"  success {result.success_rate:5.1%}  return {result.return_mean:7.2f}  "
             f"cost {result.cost_mean:.2f}")
         self.console.print(f"[{self.grad_steps:>7,}/{cfg.steps:,} steps, {self.elapsed:5.0f} s]"
-                           f"  loss {loss:.4f}{shown}", highlight=False)
+                           f"  loss {loss:.4f}{shown}{held}", highlight=False)
         return result
 
     def _log(self, metrics: dict[str, float]) -> None:
@@ -386,7 +480,8 @@ class BCRunner:
         """Write the checkpoint atomically; returns its path."""
         state = {"format": FORMAT_VERSION, "kind": "bc", "config": to_dict(self.cfg),
                  "obs_dim": self.policy.obs_dim, "act_dim": self.policy.act_dim,
-                 "task": self.dataset.spec.task, "env": dict(self.dataset.spec.env),
+                 "task": self.demos.task,
+                 "env": dict(self.dataset.spec.env) if self.dataset.spec is not None else {},
                  "agent": {"policy": self.policy.state_dict(),
                            "ema": None if self.ema is None else self.ema.state_dict(),
                            "opt": self.opt.state_dict(), "sched": self.sched.state_dict()},
@@ -394,7 +489,8 @@ class BCRunner:
                  "history": self.history, "torch_rng": torch.get_rng_state(),
                  "gen": self.gen.get_state(),
                  "data": {"root": str(self.cfg.demos), "episodes": self.num_episodes,
-                          "frames": len(self.data)}}
+                          "frames": len(self.data),
+                          "heldout_episodes": self.demos.heldout_episodes}}
         path = self.run_dir / CHECKPOINT
         save_atomic(state, path)
         return path
@@ -412,6 +508,19 @@ class BCRunner:
         torch.set_rng_state(state["torch_rng"])
         self.gen.set_state(state["gen"])
         self.console.print(f"resumed {self.run_dir} at {self.grad_steps:,} gradient steps")
+
+
+def bc_task(state: dict[str, Any], path: str | Path, use: str) -> str:
+    """The simulated task of a BC checkpoint's data; ConfigError if it has none (data of
+    another robot: the policy has no env to act in)."""
+    task = state.get("task")
+    if not task:
+        data = state.get("data", {}).get("root", "its dataset")
+        raise ConfigError(f"{path} learnt from {data}, which matches none of our simulated "
+                          f"tasks: {use} needs one (its evaluation is the held-out action "
+                          f"error in eval.csv; `robot-rl data import` maps a real arm's data "
+                          f"onto a task)")
+    return str(task)
 
 
 def load_bc_policy(path: str | Path, state: dict[str, Any] | None = None

@@ -5,13 +5,18 @@ from __future__ import annotations
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
+import numpy as np
 import tyro
 from rich.console import Console
 from rich.table import Table
 
+from robot_rl.errors import ConfigError
 from robot_rl.recording.record import RecordConfig, record
+
+if TYPE_CHECKING:
+    from robot_rl.data import Dataset
 
 
 def record_cmd(cfg: RecordConfig) -> None:
@@ -63,14 +68,19 @@ class DataReplayConfig:
 
 @dataclasses.dataclass(kw_only=True)
 class DataImportConfig:
-    """Import rosbag2 / MCAP recordings of a real arm (/joint_states and position commands),
-    one episode per bag, in the task's action space.
+    """Import a real arm's logs onto one of our tasks, one episode per bag and per LeRobot
+    episode: rosbag2 / MCAP recordings (/joint_states and position commands) and
+    LeRobotDataset v3.0 folders (joint positions in the state, position targets in the
+    action, matched to the task robot's joints by name). Observations, reward, cost and
+    success are the task's own terms, the actions its action space.
 
-    Example: robot-rl data import run1/ run2/ --task reach --goal 0.5 -0.15 0.3 --out data/real
+    Examples:
+      robot-rl data import run1/ run2/ --task reach --goal 0.5 -0.15 0.3 --out data/real
+      robot-rl data import ~/lerobot/my_arm --task reach --goal 0.5 -0.15 0.3 --out data/my_arm
     """
 
-    bags: Annotated[tuple[Path, ...], tyro.conf.Positional]
-    """Bag folders (or .mcap / .db3 files)."""
+    sources: Annotated[tuple[Path, ...], tyro.conf.Positional]
+    """Bag folders (or .mcap / .db3 files) and LeRobot dataset folders (meta/info.json)."""
     out: Path
     """Dataset folder."""
     task: str = "reach"
@@ -78,20 +88,40 @@ class DataImportConfig:
     goal: tuple[float, float, float] | None = None
     """The task's goal point during the recording (world frame, metres)."""
     joint_states: str = "/joint_states"
+    """Bags: the sensor_msgs/JointState topic."""
     commands: str = "/forward_position_controller/commands"
-    """std_msgs/Float64MultiArray of joint position targets."""
+    """Bags: std_msgs/Float64MultiArray of joint position targets."""
+    state_key: str = "observation.state"
+    """LeRobot datasets: the feature holding joint positions (names j or j.pos; j.vel
+    velocities where present)."""
+    action_key: str = "action"
+    """LeRobot datasets: the feature holding joint position targets."""
+    angle_unit: Literal["rad", "deg"] = "rad"
+    """LeRobot datasets: the unit of their joint angles."""
     resume: bool = False
     """Append to the dataset in --out."""
 
 
 def import_cmd(cfg: DataImportConfig) -> None:
     from robot_rl.data import Dataset
+    from robot_rl.recording.lerobot_import import import_lerobot, is_dataset
     from robot_rl.recording.rosbag_import import import_bags
 
-    n = import_bags(cfg.bags, cfg.out, cfg.task, cfg.goal, cfg.joint_states, cfg.commands,
-                    cfg.resume)
+    if not cfg.sources:
+        raise ConfigError("name at least one bag or LeRobot dataset to import")
+    datasets = [p for p in cfg.sources if is_dataset(p)]
+    bags = [p for p in cfg.sources if not is_dataset(p)]
+    n, resume = 0, cfg.resume
+    if bags:
+        n += import_bags(bags, cfg.out, cfg.task, cfg.goal, cfg.joint_states, cfg.commands,
+                         resume)
+        resume = True
+    if datasets:
+        n += import_lerobot(datasets, cfg.out, cfg.task, cfg.goal, cfg.state_key,
+                            cfg.action_key, cfg.angle_unit, resume)
     ds = Dataset(cfg.out)
-    Console().print(f"imported {n} bag(s): {cfg.out} has {ds.num_episodes} episodes, "
+    Console().print(f"imported {n} episode(s) from {len(bags)} bag(s) and {len(datasets)} "
+                    f"dataset(s): {cfg.out} has {ds.num_episodes} episodes, "
                     f"{ds.num_frames} frames")
 
 
@@ -103,31 +133,57 @@ def info_cmd(cfg: DataInfoConfig) -> None:
     console = Console()
     t = Table(title=str(cfg.path), show_header=False, box=None)
     size = sum(p.stat().st_size for p in cfg.path.rglob("*") if p.is_file())
-    success = sum(bool(r.get("robot_rl/success")) for r in eps)
-    interventions = sum(int(r.get("robot_rl/interventions", 0)) for r in eps)
+    success, interventions = _outcomes(ds)
     sources = sorted({str(r.get("robot_rl/source", "")) for r in eps} - {""})
-    rows = [
-        ("format", f"LeRobotDataset {ds.info['codebase_version']}"),
-        ("task", f"{spec.task} ({spec.task_text})"), ("robot", spec.robot_type),
-        ("action space", ", ".join(f"{k}={v}" for k, v in spec.action_space.items())),
-        ("observation", f"{len(spec.obs_names)} values"),
-        ("rate", f"{spec.fps:g} Hz"),
-        ("episodes", f"{ds.num_episodes} ({success} successful)"),
-        ("frames", f"{ds.num_frames} ({ds.num_frames / spec.fps:.0f} s)"),
-        ("interventions", str(interventions)),
+    rows = [("format", f"LeRobotDataset {ds.info['codebase_version']}")]
+    if spec is not None:
+        rows += [
+            ("task", f"{spec.task} ({spec.task_text})"), ("robot", spec.robot_type),
+            ("action space", ", ".join(f"{k}={v}" for k, v in spec.action_space.items())),
+            ("observation", f"{len(spec.obs_names)} values")]
+    else:
+        vectors = [f"{k} ({f['shape'][0]})" for k, f in ds.features.items()
+                   if f.get("dtype") not in ("video", "image") and f.get("shape") not in (
+                       [1], (1,)) and f.get("shape")]
+        rows += [("robot", str(ds.info.get("robot_type") or "-")),
+                 ("features", ", ".join(vectors) or "-")]
+    fps = ds.fps or float("nan")
+    rows += [
+        ("rate", f"{fps:g} Hz"),
+        ("episodes", f"{ds.num_episodes}" + ("" if success is None else
+                                             f" ({success} successful)")),
+        ("frames", f"{ds.num_frames} ({ds.num_frames / fps:.0f} s)"),
+        ("interventions", "-" if interventions is None else str(interventions)),
         ("sources", ", ".join(sources) or "-"),
-        ("cameras", ", ".join(f"{c} {w}x{h}" for c, h, w in spec.cameras) +
-         f" (a keyframe every {ds.keyframe_interval(spec.cameras[0][0])} frames)"
-         if spec.cameras else "none"),
+        ("cameras", ", ".join(f"{c} {w}x{h}" for c, h, w in ds.cameras) +
+         f" (a keyframe every {ds.keyframe_interval(ds.cameras[0][0])} frames)"
+         if ds.cameras else "none"),
         ("size", f"{size / 2 ** 20:.1f} MB"),
     ]
     leftovers = ds.uncommitted()
     if leftovers:
         rows.append(("uncommitted", f"{len(leftovers)} file(s) of an interrupted episode "
                                     f"(ignored; --resume removes them)"))
+    rows += [("note", n) for n in ds.notes]
     for k, v in rows:
         t.add_row(f"[bold]{k}", v)
     console.print(t)
+
+
+def _outcomes(ds: Dataset) -> tuple[int | None, int | None]:
+    """(successful episodes, intervention steps) from the episode rows, or counted from the
+    frames where the rows lack them (after a LeRobot edit); None where neither has them."""
+    eps = ds.episodes
+    if eps and "robot_rl/success" in eps[0]:
+        return (sum(bool(r.get("robot_rl/success")) for r in eps),
+                sum(int(r.get("robot_rl/interventions", 0)) for r in eps))
+    if not eps or not {"next.success", "intervention"} & set(ds.features):
+        return None, None
+    f = ds.frames()
+    success = int(np.unique(f["episode_index"][f["next.success"].astype(bool)]).size) \
+        if "next.success" in f else None
+    interventions = int(f["intervention"].astype(bool).sum()) if "intervention" in f else None
+    return success, interventions
 
 
 def validate_cmd(cfg: DataValidateConfig) -> None:
@@ -136,6 +192,8 @@ def validate_cmd(cfg: DataValidateConfig) -> None:
     ds = Dataset(cfg.path)
     problems = ds.validate(decode_videos=cfg.videos)
     console = Console()
+    for n in ds.notes:
+        console.print(f"[yellow]note:[/yellow] {n}", highlight=False)
     if problems:
         for p in problems:
             console.print(f"[red]problem:[/red] {p}", highlight=False)

@@ -103,15 +103,19 @@ def train(cfg: Any) -> None:
 def bc_cmd(cfg: Any) -> None:
     """``robot-rl bc``: behaviour cloning, then the learning curve."""
     from robot_rl.bc import BCRunner
-    from robot_rl.plot import plot_curves
+    from robot_rl.plot import plot_action_error, plot_curves
 
     runner = BCRunner(cfg)
     history = runner.train()
-    curve = [h for h in history if h["success_rate"] == h["success_rate"]]  # evaluated
-    if curve:
-        png = plot_curves(runner.run_dir / "learning_curve.png",
-                          [(f"{runner.dataset.spec.task} / {runner.cfg.algo}", curve)],
+    label = f"{runner.demos.task or cfg.demos.name} / {runner.cfg.algo}"
+    png = None
+    if curve := [h for h in history if h["success_rate"] == h["success_rate"]]:  # evaluated
+        png = plot_curves(runner.run_dir / "learning_curve.png", [(label, curve)],
                           title=runner.run_dir.name)
+    elif curve := [h for h in history if h["action_rmse"] == h["action_rmse"]]:
+        png = plot_action_error(runner.run_dir / "learning_curve.png", label, curve,
+                                title=runner.run_dir.name)
+    if png is not None:
         Console().print(f"learning curve: {png}")
 
 
@@ -137,10 +141,10 @@ def eval_cmd(cfg: EvalConfig) -> None:
                                          dr=cfg.dr)
         label = f"{dsrl_cfg.task} / dsrl over {dsrl_cfg.policy}"
     elif bc_state is not None:
-        from robot_rl.bc import load_bc_policy, make_task_env
+        from robot_rl.bc import bc_task, load_bc_policy, make_task_env
 
         chunked, bc_cfg, _ = load_bc_policy(cfg.path, bc_state)
-        env = make_task_env(bc_state["task"], bc_state.get("env", {}),
+        env = make_task_env(bc_task(bc_state, cfg.path, "evaluation"), bc_state.get("env", {}),
                             min(cfg.num_envs, cfg.episodes), cfg.seed, dr=cfg.dr)
         if env is None:
             raise ConfigError(f"task {bc_state['task']!r} of {cfg.path} is not in the "
@@ -308,7 +312,7 @@ def _export_chunked(cfg: ExportConfig, kind: str, ckpt: Path, run: Path) -> None
     actor inside the graph), or with ``--policy student`` the run's one-step student
     (robot-rl distill). A DSRL cost critic scores noise, not actions: the artifact has no
     gate (the shield still guards every action)."""
-    from robot_rl.bc import load_bc_policy, make_task_env
+    from robot_rl.bc import bc_task, load_bc_policy, make_task_env
     from robot_rl.distill import teacher_policy
     from robot_rl.export.artifact import artifact_meta, chunk_meta, export_artifact
     from robot_rl.export.modules import ChunkGraph, NoisyChunkGraph
@@ -346,7 +350,7 @@ def _export_chunked(cfg: ExportConfig, kind: str, ckpt: Path, run: Path) -> None
         provenance = {"run": str(run), "policy": "dsrl", "flow_policy": str(dsrl_cfg.policy),
                       "noise_scale": dsrl_cfg.noise_scale}
         ensemble = bc_cfg.ensemble
-    env = make_task_env(state["task"], state.get("env", {}), 1, 0)
+    env = make_task_env(bc_task(state, run, "an exported policy"), state.get("env", {}), 1, 0)
     if env is None:
         raise ConfigError(f"task {state['task']!r} of {run} is not in the simulator's registry")
     chunk = chunk_meta(policy.cfg, policy.kind, isinstance(module, NoisyChunkGraph), ensemble)

@@ -63,6 +63,9 @@ SCALARS = {"next.reward": "float32", "next.cost": "float32", "next.done": "bool"
 """Per-frame scalar columns of ours, next to LeRobot's own (reward and done as LeRobot names
 them; cost, termination, success and intervention for safe RL and HIL-SERL)."""
 INDICES = ("frame_index", "episode_index", "index", "task_index")
+ACTION_MEANING = "robot_rl"
+"""Key, in the ``action`` feature of info.json, of the task and action space
+(``DatasetSpec.action_meaning``)."""
 DEFAULT_KEYFRAME_INTERVAL = 10
 """Frames between keyframes of recorded videos (benchmarks/dataset_access.py: see
 docs/data.md for the read time and size of each choice)."""
@@ -123,7 +126,7 @@ class DatasetSpec:
             "observation.state": vec(self.obs_names),
             "observation.joint_pos": vec(self.joint_names),
             "observation.joint_vel": vec(self.joint_names),
-            "action": vec(self.action_names),
+            "action": {**vec(self.action_names), ACTION_MEANING: self.action_meaning()},
             "next.observation.state": vec(self.obs_names),
         }
         if self.applied_action:
@@ -141,6 +144,12 @@ class DatasetSpec:
                          "video.fps": self.lerobot_fps, "video.channels": 3, "has_audio": False,
                          "video.g": self.keyframe_interval}}
         return out
+
+    def action_meaning(self) -> dict[str, Any]:
+        """What an action means (the task and its action space), also kept in the
+        ``action`` feature's entry: LeRobot's edit tools rewrite info.json without our
+        block but copy the feature entries, so an edited dataset still says it."""
+        return {"task": self.task, "action_space": dict(self.action_space)}
 
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

@@ -24,12 +24,12 @@ from robot_rl.data.format import (
     DATA_PATH,
     IMAGE_PREFIX,
     INCOMPLETE,
-    SCALARS,
     VIDEO_PATH,
     DatasetError,
     DatasetSpec,
     video_path,
 )
+from robot_rl.data.recover import cameras, lost_episode_columns, read_spec
 
 REQUIRED_EPISODE_COLUMNS = ("episode_index", "tasks", "length", "data/chunk_index",
                             "data/file_index", "dataset_from_index", "dataset_to_index")
@@ -51,12 +51,15 @@ class Dataset:
         if version != CODEBASE_VERSION:
             raise DatasetError(f"{info_path}: codebase_version is {version!r}; this reader "
                                f"reads LeRobot {CODEBASE_VERSION} datasets")
-        if "robot_rl" not in self.info:
-            raise DatasetError(f"{info_path} has no robot_rl block (task, action space): it "
-                               f"was not recorded by robot_rl; import it first")
-        self.spec = DatasetSpec.from_json(self.info["robot_rl"])
+        self.spec: DatasetSpec | None
+        """What the dataset holds (task, action space, layout); None for a dataset not
+        recorded by robot_rl (see ``robot_rl.data.recover``)."""
+        self.spec, self.notes = read_spec(self.root, self.info)
+        """``notes``: what was recovered or lost where info.json has no robot_rl block."""
         self._cached: tuple[Path, pa.Table] | None = None  # the data file read last
         self.episodes = self._read_episodes()
+        if self.spec is not None:
+            self.notes += lost_episode_columns(self.episodes)
 
     # -- metadata --------------------------------------------------------------------------
 
@@ -102,11 +105,28 @@ class Dataset:
 
     @property
     def fps(self) -> float:
-        return self.spec.fps
+        return self.spec.fps if self.spec is not None else float(self.info.get("fps") or 0)
+
+    @property
+    def features(self) -> dict[str, dict[str, Any]]:
+        """info.json's features (LeRobot's: dtype, shape, names per column or video)."""
+        return dict(self.info.get("features") or {})
+
+    @property
+    def cameras(self) -> tuple[tuple[str, int, int], ...]:
+        """(name, height, width) of each video (the name less ``observation.images.``)."""
+        return self.spec.cameras if self.spec is not None else cameras(self.features)
+
+    def require_spec(self, use: str) -> DatasetSpec:
+        """The spec, or a DatasetError saying that ``use`` needs a robot_rl dataset."""
+        if self.spec is None:
+            raise DatasetError(f"{use} needs a dataset recorded for one of our tasks; "
+                               f"{self.root} was not: {self.notes[0]}")
+        return self.spec
 
     def check(self, spec: DatasetSpec) -> None:
         """Refuse (DatasetError naming the field) when ``spec`` differs from this dataset's."""
-        why = self.spec.mismatch(spec)
+        why = self.require_spec(f"a {spec.task} run").mismatch(spec)
         if why is not None:
             raise DatasetError(f"{self.root} does not match: {why}")
 
@@ -142,6 +162,8 @@ class Dataset:
     def _video_file(self, row: dict[str, Any], camera: str) -> tuple[Path, float]:
         """An episode's video file for ``camera`` and the episode's start time in it."""
         key = IMAGE_PREFIX + camera
+        if key not in self.features and camera in self.features:  # a key of another name
+            key = camera
         if f"videos/{key}/chunk_index" not in row:
             return self.root / video_path(int(row["episode_index"]), camera), 0.0
         template = self.info.get("video_path") or VIDEO_PATH
@@ -215,7 +237,8 @@ class Dataset:
     def keyframe_interval(self, camera: str) -> int:
         """Frames between a camera's keyframes as recorded (x264's default, 250, for
         recordings that predate the setting)."""
-        feat = self.info.get("features", {}).get(IMAGE_PREFIX + camera, {})
+        feats = self.features
+        feat = feats.get(IMAGE_PREFIX + camera) or feats.get(camera) or {}
         return int(feat.get("info", {}).get("video.g") or 250)
 
     # -- checks ----------------------------------------------------------------------------
@@ -223,8 +246,8 @@ class Dataset:
     def validate(self, decode_videos: bool = True) -> list[str]:
         """Every disagreement between the files and the metadata, as messages ([] = valid)."""
         problems: list[str] = []
-        feats = self.info.get("features", {})
-        want = self.spec.features()
+        feats = self.features
+        want = self.spec.features() if self.spec is not None else feats
         for key, f in want.items():
             if key not in feats:
                 problems.append(f"info.json features lack {key!r}")
@@ -256,7 +279,7 @@ class Dataset:
                 problems.append(str(e))
                 continue
             problems += _check_frames(table, i, n, int(r["dataset_from_index"]), want)
-            for cam, h, w in self.spec.cameras:
+            for cam, h, w in self.cameras:
                 path, _ = self._video_file(r, cam)
                 if not path.is_file():
                     problems.append(f"episode {i}: video {path} is missing")
@@ -309,7 +332,7 @@ class Dataset:
         committed: set[Path] = set()
         for r in self.episodes:
             committed |= {self._data_file(r), self._row_files[int(r["episode_index"])],
-                          *(self._video_file(r, c)[0] for c, _, _ in self.spec.cameras)}
+                          *(self._video_file(r, c)[0] for c, _, _ in self.cameras)}
         found = [p for pattern in ("data/chunk-*/file-*.parquet",
                                    "videos/*/chunk-*/file-*.mp4",
                                    "meta/episodes/chunk-*/file-*.parquet",
@@ -349,7 +372,7 @@ def _is_list(t: pa.DataType) -> bool:
     return pa.types.is_list(t) or pa.types.is_large_list(t)
 
 
-_ARROW_NAME = {"float32": "float"}
+_ARROW_NAME = {"float32": "float", "float64": "double", "string": "string"}
 """How pyarrow prints a feature dtype whose name differs from LeRobot's."""
 
 
@@ -377,7 +400,11 @@ def _check_frames(table: pa.Table, i: int, n: int, start: int,
     if table.num_rows != n:
         problems.append(f"episode {i}: {table.num_rows} frames on disk, its row says {n}")
     for key, f in features.items():
-        if f["dtype"] == "video":
+        if f.get("dtype") in ("video", "image"):  # videos: checked by decoding them
+            continue
+        if len(f.get("shape") or [1]) > 1:  # LeRobot's multi-dimensional arrays: kept as is
+            if key not in table.column_names:
+                problems.append(f"episode {i}: column {key!r} is missing")
             continue
         if key not in table.column_names:
             problems.append(f"episode {i}: column {key!r} is missing")
@@ -404,8 +431,9 @@ def _check_frames(table: pa.Table, i: int, n: int, start: int,
         problems.append(f"episode {i}: index does not continue from {start}")
     if not (cols["episode_index"] == i).all():
         problems.append(f"episode {i}: episode_index column disagrees")
-    for key in ("observation.state", "action", "next.observation.state", *(
-            k for k, d in SCALARS.items() if d == "float32")):
-        if not np.isfinite(cols[key]).all():
+    for key, f in features.items():
+        if not str(f.get("dtype")).startswith("float") or key not in cols or key == "timestamp":
+            continue
+        if not np.isfinite(np.asarray(cols[key], dtype=np.float64)).all():
             problems.append(f"episode {i}: {key} holds NaN or inf")
     return problems

@@ -143,8 +143,9 @@ class DatasetWriter:
 
             ds = Dataset(self.root)
             ds.check(spec)
+            own = ds.require_spec("appending")
             # the columns stay the dataset's own (older ones lack the applied action)
-            self.spec = spec = dataclasses.replace(spec, applied_action=ds.spec.applied_action)
+            self.spec = spec = dataclasses.replace(spec, applied_action=own.applied_action)
             self._rows = ds.episodes
             ds.remove_uncommitted()
             self._write_meta()

@@ -79,7 +79,7 @@ def _checked(ds: Dataset, env: VecEnv) -> None:
     if isinstance(env, BatchedEnv):
         ds.check(dataset_spec(env))
         return
-    spec = ds.spec
+    spec = ds.require_spec("fine-tuning")
     if (len(spec.obs_names), len(spec.action_names)) != (env.obs_dim, env.act_dim):
         raise DatasetError(f"{ds.root} holds observations of width {len(spec.obs_names)} and "
                            f"actions of width {len(spec.action_names)}; the env has "

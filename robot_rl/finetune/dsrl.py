@@ -35,7 +35,7 @@ import tyro
 from rich.console import Console
 
 from robot_rl.algos import SAC, SACConfig
-from robot_rl.bc import load_bc_policy, make_task_env
+from robot_rl.bc import bc_task, load_bc_policy, make_task_env
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.errors import ConfigError
 from robot_rl.policies import ChunkPolicy, ObsHistory
@@ -208,7 +208,7 @@ class DSRLRunner(Runner):
             cfg = dataclasses.replace(cfg, policy=saved.policy, noise_scale=saved.noise_scale,
                                       step_gamma=saved.step_gamma)
         policy, bc_cfg, bc_state = load_bc_policy(cfg.policy)
-        task, making = bc_state["task"], bc_state.get("env", {})
+        task, making = bc_task(bc_state, cfg.policy, "DSRL"), bc_state.get("env", {})
         env_cfg = make_task_config(task)
         if "episode_length" in making:
             env_cfg.episode_length = int(making["episode_length"])

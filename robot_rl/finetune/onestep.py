@@ -29,7 +29,7 @@ import torch
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from robot_rl.bc import evaluate_chunked, load_bc_policy
+from robot_rl.bc import bc_task, evaluate_chunked, load_bc_policy
 from robot_rl.checkpoint import (
     CheckpointError,
     load_checkpoint,
@@ -79,6 +79,7 @@ def _load_run(ckpt: Path, cfg: DistillConfig) -> _Run:
         flow, bc_cfg, state = load_bc_policy(ckpt)
         if flow.kind != "flow":
             raise ConfigError(f"{ckpt} is a bc-mlp run: it already acts in one step")
+        bc_task(state, ckpt, "distillation (evaluated in simulation)")
 
         assert isinstance(flow, FlowPolicy)
         integrate = flow.integrate
@@ -118,7 +119,7 @@ def _load_run(ckpt: Path, cfg: DistillConfig) -> _Run:
 
         def dsrl_acting(gen: torch.Generator) -> ChunkExecutor:
             def chunk(h: torch.Tensor) -> torch.Tensor:
-                return flow.act_norm.inverse(dsrl_teacher(h, None)).clamp(-1.0, 1.0)
+                return flow.clip(flow.act_norm.inverse(dsrl_teacher(h, None)))
 
             return ChunkExecutor(chunk, flow.horizon, flow.cfg.executed, flow.obs_history)
 
@@ -192,7 +193,7 @@ def _dagger(env: VecEnv, run: _Run, student: ChunkPolicy, cfg: DistillConfig,
         labels.append(label)
         if noise is not None:
             noises.append(noise)
-        teacher_chunk = flow.act_norm.inverse(label).clamp(-1.0, 1.0)
+        teacher_chunk = flow.clip(flow.act_norm.inverse(label))
         if beta >= 1.0:
             return teacher_chunk
         own = student(hist, noise if noise is not None else torch.zeros(hist.shape[0], H, A))

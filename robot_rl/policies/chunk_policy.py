@@ -3,12 +3,14 @@
 
     policy = make_policy(PolicyConfig(), "flow", obs_stats=obs, act_stats=actions)
     loss = policy.loss(obs_hist, chunk, mask)           # behaviour cloning
-    chunk = policy(obs_hist, noise)                     # (B, H, A) in [-1, 1], deterministic
+    chunk = policy(obs_hist, noise)                     # (B, H, A) in bounds, deterministic
     chunk = policy.sample(obs_hist, generator)          # noise drawn from N(0, I)
 
 Shapes: B = batch, T = observation history, O = obs dim, H = chunk horizon, A = action dim.
 ``obs_hist`` is (B, T, O), oldest first; chunks are (B, H, A); ``mask`` (B, H) is false on
-the steps past an episode's end (padded, not learned).
+the steps past an episode's end (padded, not learned). Chunks are clipped to the action
+bounds: [-1, 1] (our tasks' action spaces) unless the policy was made with others (the range
+of a foreign dataset's actions).
 
 **Flow matching** (rectified flow): with noise x0 ~ N(0, I) and the normalized chunk x1,
 x_t = (1 - t) x0 + t x1 and the network learns the velocity x1 - x0 at uniform t; acting
@@ -73,13 +75,33 @@ class ChunkPolicy(nn.Module, abc.ABC):
 
     kind: str
 
-    def __init__(self, cfg: PolicyConfig, obs_norm: Normalizer, act_norm: Normalizer):
+    low: torch.Tensor
+    high: torch.Tensor
+
+    def __init__(self, cfg: PolicyConfig, obs_norm: Normalizer, act_norm: Normalizer,
+                 bounds: tuple[torch.Tensor, torch.Tensor] | None = None):
+        """``bounds``: (low, high) (A,) of the actions (default: -1 and 1)."""
         super().__init__()
         cfg.validate()
         self.cfg = cfg
         self.obs_norm, self.act_norm = obs_norm, act_norm
         self.obs_dim, self.act_dim = int(obs_norm.mean.shape[0]), int(act_norm.mean.shape[0])
         self.horizon, self.obs_history = cfg.horizon, cfg.obs_history
+        low, high = bounds if bounds is not None else (-torch.ones(self.act_dim),
+                                                       torch.ones(self.act_dim))
+        self.register_buffer("low", low.detach().float().clone().reshape(self.act_dim))
+        self.register_buffer("high", high.detach().float().clone().reshape(self.act_dim))
+        self._register_load_state_dict_pre_hook(self._default_bounds)
+
+    def _default_bounds(self, state: dict[str, torch.Tensor], prefix: str,
+                        *args: object) -> None:
+        """Checkpoints from before the bounds were saved hold [-1, 1] actions."""
+        for name, value in (("low", -1.0), ("high", 1.0)):
+            state.setdefault(prefix + name, torch.full((self.act_dim,), value))
+
+    def clip(self, chunk: torch.Tensor) -> torch.Tensor:
+        """(B, H, A) actions clipped to the bounds."""
+        return torch.maximum(torch.minimum(chunk, self.high), self.low)
 
     def condition(self, obs: torch.Tensor) -> torch.Tensor:
         """(B, T, O) observations -> (B, T * O) normalized conditioning."""
@@ -96,7 +118,7 @@ class ChunkPolicy(nn.Module, abc.ABC):
 
     @abc.abstractmethod
     def forward(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-        """(B, H, A) chunk in [-1, 1] for observations (B, T, O) and noise (B, H, A)."""
+        """(B, H, A) chunk within the bounds for observations (B, T, O) and noise (B, H, A)."""
 
     def sample(self, obs: torch.Tensor, generator: torch.Generator | None = None
                ) -> torch.Tensor:
@@ -120,8 +142,9 @@ class FlowPolicy(ChunkPolicy):
 
     kind = "flow"
 
-    def __init__(self, cfg: PolicyConfig, obs_norm: Normalizer, act_norm: Normalizer):
-        super().__init__(cfg, obs_norm, act_norm)
+    def __init__(self, cfg: PolicyConfig, obs_norm: Normalizer, act_norm: Normalizer,
+                 bounds: tuple[torch.Tensor, torch.Tensor] | None = None):
+        super().__init__(cfg, obs_norm, act_norm, bounds)
         cond = cfg.obs_history * self.obs_dim
         self.net: nn.Module
         if cfg.denoiser == "unet":
@@ -150,8 +173,8 @@ class FlowPolicy(ChunkPolicy):
         return x
 
     def forward(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-        """(B, H, A) chunk in [-1, 1]: ``noise`` (B, H, A) integrated along the flow."""
-        return self.act_norm.inverse(self.integrate(obs, noise)).clamp(-1.0, 1.0)
+        """(B, H, A) chunk within the bounds: ``noise`` (B, H, A) integrated along the flow."""
+        return self.clip(self.act_norm.inverse(self.integrate(obs, noise)))
 
 
 class MLPChunkPolicy(ChunkPolicy):
@@ -160,8 +183,9 @@ class MLPChunkPolicy(ChunkPolicy):
 
     kind = "mlp"
 
-    def __init__(self, cfg: PolicyConfig, obs_norm: Normalizer, act_norm: Normalizer):
-        super().__init__(cfg, obs_norm, act_norm)
+    def __init__(self, cfg: PolicyConfig, obs_norm: Normalizer, act_norm: Normalizer,
+                 bounds: tuple[torch.Tensor, torch.Tensor] | None = None):
+        super().__init__(cfg, obs_norm, act_norm, bounds)
         width = cfg.width
         self.net = nn.Sequential(
             nn.Linear(cfg.obs_history * self.obs_dim, width),
@@ -177,20 +201,20 @@ class MLPChunkPolicy(ChunkPolicy):
         return _masked_mse(self.predict(obs) - self.act_norm(chunk), mask)
 
     def forward(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-        return self.act_norm.inverse(self.predict(obs)).clamp(-1.0, 1.0)
+        return self.clip(self.act_norm.inverse(self.predict(obs)))
 
 
 def make_policy(cfg: PolicyConfig, kind: PolicyKind, obs_dim: int, act_dim: int,
-                obs: torch.Tensor | None = None, actions: torch.Tensor | None = None
-                ) -> ChunkPolicy:
+                obs: torch.Tensor | None = None, actions: torch.Tensor | None = None,
+                bounds: tuple[torch.Tensor, torch.Tensor] | None = None) -> ChunkPolicy:
     """A policy whose normalization comes from ``obs`` (N, O) and ``actions`` (N, A) (the
     training data); identity normalization where they are not given (a policy whose state
-    is loaded next)."""
+    is loaded next). ``bounds``: the actions' (low, high), default [-1, 1]."""
     obs_norm = Normalizer.from_data(obs) if obs is not None else Normalizer.identity(obs_dim)
     act_norm = Normalizer.from_data(actions) if actions is not None else \
         Normalizer.identity(act_dim)
     if kind == "flow":
-        return FlowPolicy(cfg, obs_norm, act_norm)
+        return FlowPolicy(cfg, obs_norm, act_norm, bounds)
     if kind == "mlp":
-        return MLPChunkPolicy(cfg, obs_norm, act_norm)
+        return MLPChunkPolicy(cfg, obs_norm, act_norm, bounds)
     raise ConfigError(f"unknown policy kind {kind!r}; kinds: flow, mlp")

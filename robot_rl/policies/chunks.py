@@ -2,6 +2,7 @@
 
     data = ChunkData(obs, actions, episode_index, horizon=8, obs_history=2)
     obs_hist, chunk, mask = data.sample(256, generator)   # (B, T, O), (B, H, A), (B, H)
+    obs_hist, chunk, mask = data.rows(torch.arange(10))   # the same for given frames
 
 Frame i of an episode [s, e) gives the observations of frames max(i - T + 1 .. i, s) (the
 first one repeated before the episode's start) and the actions of frames i .. i + H - 1;
@@ -60,6 +61,10 @@ class ChunkData:
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``batch`` frames drawn uniformly: obs history (B, T, O), chunk (B, H, A), mask."""
         rows = torch.randint(len(self), (batch,), generator=gen, device=gen.device)
-        rows = rows.to(self.device)
+        return self.rows(rows.to(self.device))
+
+    def rows(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The samples of frames ``rows`` (B,): obs history (B, T, O), chunk (B, H, A),
+        mask (B, H)."""
         return self.obs[self.obs_idx[rows]], self.actions[self.act_idx[rows]], \
             self.mask[rows]

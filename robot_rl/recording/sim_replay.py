@@ -40,12 +40,15 @@ def replay_episode(ds: Dataset, index: int, video: Path | None = None,
     rows = [r for r in ds.episodes if r["episode_index"] == index]
     if not rows:
         raise DatasetError(f"{ds.root} has no episode {index}")
+    spec = ds.require_spec("replay in simulation")
     seed = int(rows[0].get("robot_rl/seed", -1))
-    if seed < 0 or not ds.spec.env:
-        raise DatasetError(f"episode {index} was not recorded in simulation (no reset seed): "
-                           f"there is no initial state to replay it from")
-    env = make_recording_env(ds.spec.task, ds.spec.env.get("dr", "off"),
-                             ds.spec.env.get("episode_length"))
+    if seed < 0 or not spec.env:
+        lost = " (" + "; ".join(ds.notes) + ")" if ds.notes else ""
+        raise DatasetError(f"episode {index} has no reset seed or env making: it was not "
+                           f"recorded in simulation, or they were lost{lost}; there is no "
+                           f"initial state to replay it from")
+    env = make_recording_env(spec.task, spec.env.get("dr", "off"),
+                             spec.env.get("episode_length"))
     ds.check(dataset_spec(env))
     frames = ds.episode(index)
     env.reset(seed=seed)

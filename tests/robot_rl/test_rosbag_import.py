@@ -101,6 +101,6 @@ def test_cli_import_then_info(tmp_path, capsys):
     out = tmp_path / "ds"
     main(["data", "import", str(bag), "--out", str(out), "--task", "reach", "--goal", "0.5",
           "-0.15", "0.3"])
-    assert "imported 1 bag(s)" in capsys.readouterr().out
+    assert "imported 1 episode(s) from 1 bag(s)" in capsys.readouterr().out
     main(["data", "info", str(out)])
     assert "rosbag:bag" in capsys.readouterr().out

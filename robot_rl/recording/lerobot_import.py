@@ -1,0 +1,99 @@
+"""A LeRobot dataset of a real arm as episodes of one of our tasks.
+
+    robot-rl data import ~/lerobot/my_arm --task reach --goal 0.5 -0.15 0.3 --out data/my_arm
+
+Any LeRobotDataset v3.0 (several episodes per file, list columns: ``Dataset`` reads them):
+joint positions come from the state feature (``--state-key``, default observation.state) and
+joint position targets from the action feature (``--action-key``, default action). Each of
+the task robot's joints is found by name in the feature's names, as ``j`` or as LeRobot
+names motors, ``j.pos``; velocities from ``j.vel`` where the state has them, else
+differentiated over the frames' times. LeRobot's arms often log degrees
+(``--angle-unit deg``). The frames' times are ``frame_index / fps`` (how LeRobot stamps
+them), and ``arm_import`` samples them at the task's control rate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from robot_rl.data.format import DatasetError
+from robot_rl.data.reader import Dataset
+from robot_rl.data.recover import feature_names
+from robot_rl.recording.arm_import import ArmStreams, Sources, import_streams
+
+AngleUnit = Literal["rad", "deg"]
+
+
+def is_dataset(path: Path) -> bool:
+    """Whether ``path`` is a dataset folder (LeRobot's or ours) rather than a bag."""
+    return (Path(path) / "meta" / "info.json").is_file()
+
+
+def joint_columns(names: Sequence[str], joints: Sequence[str], suffixes: tuple[str, ...]
+                  ) -> list[int] | None:
+    """Index in ``names`` of each joint (as ``joint + suffix``); None if a joint is missing."""
+    where = {n: i for i, n in enumerate(names)}
+    out = []
+    for j in joints:
+        found = [where[j + s] for s in suffixes if j + s in where]
+        if not found:
+            return None
+        out.append(found[0])
+    return out
+
+
+def read_lerobot(root: Path, state_key: str = "observation.state", action_key: str = "action",
+                 angle_unit: AngleUnit = "rad") -> Sources:
+    """The episodes of the LeRobot dataset at ``root`` as arm streams (see module
+    docstring); DatasetError naming what is missing."""
+    ds = Dataset(root)
+    feats = ds.features
+    for key in (state_key, action_key):
+        if key not in feats:
+            raise DatasetError(f"{root} has no feature {key!r} (it has {sorted(feats)})")
+    if not ds.fps > 0:
+        raise DatasetError(f"{root}: info.json has no positive fps")
+    state_names, action_names = feature_names(feats, state_key), feature_names(feats, action_key)
+    unit = math.pi / 180.0 if angle_unit == "deg" else 1.0
+
+    def sources(joints: Sequence[str]) -> Iterator[tuple[str, ArmStreams]]:
+        pos = joint_columns(state_names, joints, ("", ".pos", "_pos"))
+        cmd = joint_columns(action_names, joints, ("", ".pos", "_pos"))
+        for key, cols, names in ((state_key, pos, state_names), (action_key, cmd, action_names)):
+            if cols is None:
+                raise DatasetError(f"{root}: {key} names {list(names)}; the task's robot has "
+                                   f"joints {list(joints)} (looked for each as j or j.pos)")
+        assert pos is not None and cmd is not None
+        vel = joint_columns(state_names, joints, (".vel", "_vel"))
+        for r in ds.episodes:
+            i = int(r["episode_index"])
+            f = ds.episode(i)
+            t = f["frame_index"].astype(np.float64) / ds.fps
+            if len(t) < 2:
+                continue
+            state = f[state_key].astype(np.float64)
+            q = state[:, pos] * unit
+            qd = state[:, vel] * unit if vel is not None else np.gradient(q, t, axis=0)
+            target = f[action_key].astype(np.float64)[:, cmd] * unit
+            yield f"lerobot:{Path(root).name}/{i}", ArmStreams(t, q, qd, t, target)
+
+    return sources
+
+
+def import_lerobot(roots: Sequence[Path], out: Path, task: str,
+                   goal: Sequence[float] | None = None, state_key: str = "observation.state",
+                   action_key: str = "action", angle_unit: AngleUnit = "rad",
+                   resume: bool = False) -> int:
+    """Import every episode of each LeRobot dataset into ``out``; returns the episodes added."""
+    readers = [read_lerobot(Path(r), state_key, action_key, angle_unit) for r in roots]
+
+    def sources(joints: Sequence[str]) -> Iterator[tuple[str, ArmStreams]]:
+        for read in readers:
+            yield from read(joints)
+
+    return import_streams(out, task, sources, goal, resume)
