@@ -28,7 +28,9 @@ Frame columns (one row per control step; vectors are fixed-size float32 lists):
     observation.joint_vel   (n,)  measured joint velocities
     action                  (A,)  the action commanded (by the policy, the person or the
                                   expert), in [-1, 1] (the task's action space): what BC
-                                  and RL learn from (see docs/data.md)
+                                  and RL learn from (see docs/data.md). Its feature entry
+                                  in info.json also holds the task and the action space
+                                  (``ACTION_MEANING``), which LeRobot's edit tools keep
     action.applied          (A,)  the action the robot executed: ``action`` after the
                                   shield's action layers (NaN guard, bounds, rate limit),
                                   and in simulation the action delay
