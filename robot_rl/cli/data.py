@@ -155,8 +155,7 @@ def info_cmd(cfg: DataInfoConfig) -> None:
         ("frames", f"{ds.num_frames} ({ds.num_frames / fps:.0f} s)"),
         ("interventions", "-" if interventions is None else str(interventions)),
         ("sources", ", ".join(sources) or "-"),
-        ("cameras", ", ".join(f"{c} {w}x{h}" for c, h, w in ds.cameras) +
-         f" (a keyframe every {ds.keyframe_interval(ds.cameras[0][0])} frames)"
+        ("cameras", ", ".join(f"{c} {w}x{h}" for c, h, w in ds.cameras) + _gop(ds)
          if ds.cameras else "none"),
         ("size", f"{size / 2 ** 20:.1f} MB"),
     ]
@@ -168,6 +167,14 @@ def info_cmd(cfg: DataInfoConfig) -> None:
     for k, v in rows:
         t.add_row(f"[bold]{k}", v)
     console.print(t)
+
+
+def _gop(ds: Dataset) -> str:
+    """The videos' keyframe interval as recorded in info.json ("" where it is not)."""
+    key = next((k for k, f in ds.features.items() if f.get("dtype") == "video"), "")
+    if (ds.features.get(key, {}).get("info") or {}).get("video.g") is None:
+        return ""
+    return f" (a keyframe every {ds.keyframe_interval(ds.cameras[0][0])} frames)"
 
 
 def _outcomes(ds: Dataset) -> tuple[int | None, int | None]:

@@ -50,10 +50,36 @@ def _vec(names: list[str]) -> dict:
     return {"dtype": "float32", "shape": [len(names)], "names": names}
 
 
+CAM = "observation.images.wrist"
+
+
+def _grey(e: int, t: int) -> int:
+    """The camera frame t of episode e is this flat grey."""
+    return 15 * e + 2 * t
+
+
+def _av1_video(path: Path, frames: list[np.ndarray]) -> None:
+    """An mp4 as LeRobot's writer encodes it by default: AV1 (SVT-AV1), yuv420p, g=2."""
+    import av
+
+    path.parent.mkdir(parents=True)
+    with av.open(str(path), "w") as c:
+        s = c.add_stream("libsvtav1", rate=FPS)
+        s.width, s.height = frames[0].shape[1], frames[0].shape[0]
+        s.pix_fmt = "yuv420p"
+        s.options = {"g": "2", "crf": "30", "preset": "10"}
+        for f in frames:
+            for packet in s.encode(av.VideoFrame.from_ndarray(f, format="rgb24")):
+                c.mux(packet)
+        for packet in s.encode():
+            c.mux(packet)
+
+
 @pytest.fixture(scope="module")
 def so_arm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A LeRobot dataset of a 7-joint arm (motor names ``jointN.pos``, degrees) as LeRobot's
-    writer lays it out: all episodes in one data file, vectors as list<float>."""
+    writer lays it out: all episodes in one data file, vectors as list<float>, every
+    episode's camera frames back to back in one AV1 video."""
     root = tmp_path_factory.mktemp("lerobot") / "so_arm"
     (root / "meta" / "episodes" / "chunk-000").mkdir(parents=True)
     (root / "data" / "chunk-000").mkdir(parents=True)
@@ -64,7 +90,7 @@ def so_arm(tmp_path_factory: pytest.TempPathFactory) -> Path:
         features[key] = {"dtype": dtype, "shape": [1], "names": None}
     rng = np.random.default_rng(0)
     cols: dict[str, list] = {k: [] for k in features}
-    rows = []
+    rows, video = [], []
     for e in range(EPISODES):  # every episode sweeps the same range, from its own phases
         t = np.arange(LENGTH) / FPS
         q = 30.0 * np.sin(2 * np.pi * 1.5 * t[:, None] + rng.uniform(0, 2 * np.pi, 7))
@@ -79,11 +105,20 @@ def so_arm(tmp_path_factory: pytest.TempPathFactory) -> Path:
         rows.append({"episode_index": e, "tasks": ["move the arm"], "length": LENGTH,
                      "data/chunk_index": 0, "data/file_index": 0, "dataset_from_index": start,
                      "dataset_to_index": start + LENGTH, "meta/episodes/chunk_index": 0,
-                     "meta/episodes/file_index": 0})
+                     "meta/episodes/file_index": 0, f"videos/{CAM}/chunk_index": 0,
+                     f"videos/{CAM}/file_index": 0, f"videos/{CAM}/from_timestamp": start / FPS,
+                     f"videos/{CAM}/to_timestamp": (start + LENGTH) / FPS})
+        video += [np.full((48, 64, 3), _grey(e, k), np.uint8) for k in range(LENGTH)]
     table = pa.table({k: pa.array(v, pa.list_(pa.float32()) if features[k]["shape"] != [1]
                                   else pa.from_numpy_dtype(np.dtype(features[k]["dtype"])))
                       for k, v in cols.items()})
     pq.write_table(table, root / "data" / "chunk-000" / "file-000.parquet")
+    _av1_video(root / "videos" / CAM / "chunk-000" / "file-000.mp4", video)
+    features[CAM] = {"dtype": "video", "shape": [48, 64, 3],
+                     "names": ["height", "width", "channels"],
+                     "info": {"video.height": 48, "video.width": 64, "video.codec": "av1",
+                              "video.pix_fmt": "yuv420p", "video.is_depth_map": False,
+                              "video.fps": FPS, "video.channels": 3, "has_audio": False}}
     pq.write_table(pa.Table.from_pylist(rows),
                    root / "meta" / "episodes" / "chunk-000" / "file-000.parquet")
     _write_tasks(root, "move the arm")
@@ -102,11 +137,17 @@ def test_a_lerobot_dataset_of_another_arm_is_read_and_validated(so_arm, capsys):
     assert ds.num_episodes == EPISODES and ds.fps == FPS
     f = ds.episode(3)
     assert f["observation.state"].shape == (LENGTH, 7) and (f["episode_index"] == 3).all()
+    # AV1 camera frames, episode 3 starting 120 frames into the shared video
+    assert ds.cameras == (("wrist", 48, 64),)
+    want = [37, 2, 20, 39]
+    got = ds.video_frames(3, "wrist", want).mean(axis=(1, 2, 3))
+    assert np.allclose(got, [_grey(3, k) for k in want], atol=3), got
     with pytest.raises(DatasetError, match="data import"):
         ds.require_spec("fine-tuning")
     main(["data", "info", str(so_arm)])
     out = capsys.readouterr().out
     assert "observation.state (7)" in out and "so_arm7" in out and "data import" in out
+    assert "wrist 64x48" in out and "keyframe" not in out  # not recorded: not claimed
 
 
 def test_a_broken_lerobot_dataset_is_reported(so_arm, tmp_path):
