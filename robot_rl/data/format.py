@@ -200,24 +200,43 @@ def _short(x: Any) -> str:
     return s if len(s) <= 160 else s[:157] + "..."
 
 
-def chunk_file(episode_index: int) -> tuple[int, int]:
-    """(chunk_index, file_index) of an episode's files (one episode per file)."""
-    return divmod(episode_index, CHUNKS_SIZE)
+def chunk_file(number: int) -> tuple[int, int]:
+    """(chunk_index, file_index) of file number ``number`` (chunk * CHUNKS_SIZE + file). Our
+    writer gives each episode its own number: its episode index in the datasets it wrote,
+    the next number free in datasets another tool laid out (``used_file_numbers``)."""
+    return divmod(number, CHUNKS_SIZE)
 
 
-def data_path(episode_index: int) -> str:
-    c, f = chunk_file(episode_index)
+def data_path(number: int) -> str:
+    c, f = chunk_file(number)
     return DATA_PATH.format(chunk_index=c, file_index=f)
 
 
-def video_path(episode_index: int, camera: str) -> str:
-    c, f = chunk_file(episode_index)
+def video_path(number: int, camera: str) -> str:
+    c, f = chunk_file(number)
     return VIDEO_PATH.format(video_key=IMAGE_PREFIX + camera, chunk_index=c, file_index=f)
 
 
-def episode_path(episode_index: int) -> str:
-    c, f = chunk_file(episode_index)
+def episode_path(number: int) -> str:
+    c, f = chunk_file(number)
     return EPISODES_PATH.format(chunk_index=c, file_index=f)
+
+
+def used_file_numbers(root: Path) -> set[int]:
+    """The file numbers of every data, video and episode-row file under ``root``: LeRobot's
+    writer packs many episodes per file and its edit tools keep the source's file numbers
+    (deleting episode 1 of 0..3 leaves files 0, 2 and 3 holding episodes 0, 1 and 2), so a
+    file number is not an episode index there."""
+    used = set()
+    for pattern in ("data/chunk-*/file-*.parquet", "videos/*/chunk-*/file-*.mp4",
+                    "meta/episodes/chunk-*/file-*.parquet"):
+        for p in root.glob(pattern):
+            try:
+                chunk = int(p.parent.name.removeprefix("chunk-"))
+                used.add(chunk * CHUNKS_SIZE + int(p.stem.removeprefix("file-")))
+            except ValueError:
+                continue
+    return used
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

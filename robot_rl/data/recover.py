@@ -114,9 +114,12 @@ def task_texts(root: Path) -> list[str]:
         t = pq.read_table(path)
     except (pa.ArrowInvalid, OSError):
         return []
-    if "task" not in t.column_names:
+    # ours names the column; LeRobot's edit tools write it as pandas' unnamed index
+    col = "task" if "task" in t.column_names else next(
+        (n for n in t.column_names if n.startswith("__index_level_")), None)
+    if col is None:
         return []
-    texts = t.column("task").to_pylist()
+    texts = t.column(col).to_pylist()
     if "task_index" in t.column_names:
         order = t.column("task_index").to_pylist()
         texts = [s for _, s in sorted(zip(order, texts, strict=True))]

@@ -47,6 +47,7 @@ from robot_rl.data.format import (
     commit_file,
     data_path,
     episode_path,
+    used_file_numbers,
     video_path,
 )
 from robot_rl.data.stats import STATS, feature_stats, merge_stats, to_json
@@ -155,6 +156,8 @@ class DatasetWriter:
                                    f"; choose an empty or new folder")
             self._check_writable()
             self._write_meta()
+        # each new episode's files get a number no file has (see format.used_file_numbers)
+        self._next_file = max([self.num_episodes - 1, *used_file_numbers(self.root)]) + 1
 
     # -- state -----------------------------------------------------------------------------
 
@@ -255,20 +258,22 @@ class DatasetWriter:
         if len(ep) == 0:
             raise DatasetError("the episode has no frames; discard it instead")
         t0 = time.monotonic()
-        i, start = ep.index, self.total_frames
+        number, start = self._next_file, self.total_frames
         for w in ep.videos.values():
             w.close()
         table = self._frame_table(ep, start)
-        atomic_write_bytes(self.root / data_path(i), _parquet_bytes(table))
+        atomic_write_bytes(self.root / data_path(number), _parquet_bytes(table))
         for cam in ep.videos:
-            commit_file(self.root / INCOMPLETE / f"{cam}.mp4", self.root / video_path(i, cam))
-        row = self._episode_row(ep, start, table, success)
+            commit_file(self.root / INCOMPLETE / f"{cam}.mp4",
+                        self.root / video_path(number, cam))
+        row = self._episode_row(ep, number, start, table, success)
         if self._rows:  # every row file the same columns and types (LeRobot concatenates them)
             row = _conform(row, self._rows[0])
         # then its row, the statistics, and info.json counting it: the commit point
-        atomic_write_bytes(self.root / episode_path(i), _parquet_bytes(
+        atomic_write_bytes(self.root / episode_path(number), _parquet_bytes(
             pa.Table.from_pylist([row])))
         self._rows.append(row)
+        self._next_file = number + 1
         self._episode = None
         self._write_meta()
         shutil.rmtree(self.root / INCOMPLETE, ignore_errors=True)
@@ -320,10 +325,10 @@ class DatasetWriter:
         cols["task_index"] = pa.array(np.zeros(n, np.int64))
         return pa.table(cols)
 
-    def _episode_row(self, ep: _Episode, start: int, table: pa.Table,
+    def _episode_row(self, ep: _Episode, number: int, start: int, table: pa.Table,
                      success: bool | None) -> dict[str, Any]:
         i, n = ep.index, len(ep)
-        chunk, file = chunk_file(i)
+        chunk, file = chunk_file(number)
         row: dict[str, Any] = {
             "episode_index": i, "tasks": [self.spec.task_text], "length": n,
             "data/chunk_index": chunk, "data/file_index": file,
@@ -388,8 +393,9 @@ class DatasetWriter:
             keys = sorted({k.split("/")[1] for k in rows[0] if k.startswith("stats/")})
             stats = {}
             for key in keys:
-                parts = [{s: np.asarray(r[f"stats/{key}/{s}"]) for s in STATS
-                          if f"stats/{key}/{s}" in r} for r in rows]
+                # flat: LeRobot's rows hold image statistics as (3, 1, 1)
+                parts = [{s: np.asarray(r[f"stats/{key}/{s}"], np.float64).reshape(-1)
+                          for s in STATS if f"stats/{key}/{s}" in r} for r in rows]
                 stats[key] = merge_stats(parts)
             for cam, _, _ in spec.cameras:  # LeRobot's image statistics shape (3, 1, 1)
                 key = IMAGE_PREFIX + cam
@@ -409,7 +415,9 @@ def _conform(row: dict[str, Any], like: dict[str, Any]) -> dict[str, Any]:
     to, so readers that concatenate the episode files (LeRobot's) still load it."""
     def cast(v: Any, ref: Any) -> Any:
         if isinstance(ref, list) and isinstance(v, list):
-            return [cast(x, ref[0]) for x in v] if ref else v
+            # LeRobot nests image statistics as (3, 1, 1): nest ours the same way
+            return [cast(x if isinstance(x, list) or not isinstance(ref[0], list) else [x],
+                         ref[0]) for x in v] if ref else v
         for t in (bool, int, float):  # bool before int: a bool is an int
             if isinstance(ref, t) and not isinstance(v, list):
                 return t(v)

@@ -229,38 +229,44 @@ def test_bc_holdout_is_checked(so_arm, tmp_path):
 
 
 def _lerobot_delete_episode(src: Path, dst: Path, drop: int) -> None:
-    """What ``lerobot-edit-dataset --operation.type delete_episodes`` leaves (LeRobot
-    0.4-0.6, dataset_tools.delete_episodes): info.json rebuilt from LeRobot's fields with
-    the feature entries copied, the kept episodes' frames re-indexed into one data file,
-    episode rows of LeRobot's columns only, videos kept where they were."""
+    """What LeRobot 0.4.4's ``delete_episodes`` leaves (checked against the real one): info.json
+    rebuilt from LeRobot's fields with the feature entries copied; each kept episode's frames
+    re-indexed in a file keeping its source file number (deleting 1 of 0..3 leaves files 0,
+    2, 3 holding episodes 0, 1, 2); one episode-row file of LeRobot's columns only, image
+    statistics nested (3, 1, 1); the task text as pandas' unnamed index."""
     ds = Dataset(src)
     info = json.loads((src / "meta" / "info.json").read_text())
     keep = [int(r["episode_index"]) for r in ds.episodes if r["episode_index"] != drop]
     (dst / "meta" / "episodes" / "chunk-000").mkdir(parents=True)
     (dst / "data" / "chunk-000").mkdir(parents=True)
-    tables, rows, start = [], [], 0
+    rows, start = [], 0
     for new, old in enumerate(keep):
         r = next(r for r in ds.episodes if r["episode_index"] == old)
-        t = pq.read_table(src / info["data_path"].format(chunk_index=0, file_index=old))
+        name = f"file-{old:03d}"
+        t = pq.read_table(src / "data" / "chunk-000" / f"{name}.parquet")
         n = t.num_rows
         t = t.set_column(t.column_names.index("episode_index"), "episode_index",
                          pa.array([new] * n, pa.int64()))
         t = t.set_column(t.column_names.index("index"), "index",
                          pa.array(range(start, start + n), pa.int64()))
-        tables.append(t)
+        pq.write_table(t, dst / "data" / "chunk-000" / f"{name}.parquet")
         row = {k: v for k, v in r.items() if not k.startswith("robot_rl/")}
-        row.update({"episode_index": new, "data/file_index": 0, "dataset_from_index": start,
+        for k, v in row.items():
+            if k.startswith("stats/observation.images.") and not k.endswith("/count"):
+                row[k] = [[[x]] for x in v]
+        row.update({"episode_index": new, "dataset_from_index": start,
                     "dataset_to_index": start + n, "meta/episodes/file_index": 0})
         rows.append(row)
         start += n
-        for p in (src / "videos").glob("*"):  # videos: the kept files, pointed at
-            v = dst / "videos" / p.name / "chunk-000" / f"file-{old:03d}.mp4"
+        for p in (src / "videos").glob("*"):
+            v = dst / "videos" / p.name / "chunk-000" / f"{name}.mp4"
             v.parent.mkdir(parents=True, exist_ok=True)
-            v.write_bytes((p / "chunk-000" / f"file-{old:03d}.mp4").read_bytes())
-    pq.write_table(pa.concat_tables(tables), dst / "data" / "chunk-000" / "file-000.parquet")
+            v.write_bytes((p / "chunk-000" / f"{name}.mp4").read_bytes())
     pq.write_table(pa.Table.from_pylist(rows),
                    dst / "meta" / "episodes" / "chunk-000" / "file-000.parquet")
-    (dst / "meta" / "tasks.parquet").write_bytes((src / "meta" / "tasks.parquet").read_bytes())
+    text = pq.read_table(src / "meta" / "tasks.parquet").column("task")[0].as_py()
+    pq.write_table(pa.table({"task_index": pa.array([0], pa.int64()),
+                             "__index_level_0__": [text]}), dst / "meta" / "tasks.parquet")
     (dst / "meta" / "stats.json").write_bytes((src / "meta" / "stats.json").read_bytes())
     out = _lerobot_info(info["features"], len(keep), start, info["robot_type"])
     out["fps"] = info["fps"]
@@ -288,7 +294,7 @@ def test_our_dataset_after_a_lerobot_edit_is_recovered(edited, capsys):
     assert "robot_rl" not in json.loads((dst / "meta" / "info.json").read_text())
     before, after = Dataset(src), Dataset(dst)
     assert after.spec is not None
-    assert after.spec.mismatch(before.spec) is None  # task, action space, names, robot
+    assert after.spec.mismatch(before.spec) is None  # task (and text), action space, names
     assert after.spec.cameras == before.spec.cameras
     assert after.spec.keyframe_interval == 8 and after.spec.applied_action
     assert after.spec.task_text == before.spec.task_text and after.spec.env == {}
@@ -329,3 +335,36 @@ def test_an_edit_that_lost_the_actions_meaning_is_said(edited, tmp_path):
     assert ds.spec is None and "cannot be recovered" in ds.notes[0]
     assert ds.validate() == [] and ds.cameras == (("front", 48, 64),)
     assert np.array_equal(ds.video(0, "front"), Dataset(dst).video(0, "front"))
+
+
+def test_appending_to_an_edited_dataset_overwrites_nothing(edited, tmp_path):
+    import shutil
+
+    from robot_rl.data import DatasetWriter
+
+    _, dst = edited
+    app = tmp_path / "app"
+    shutil.copytree(dst, app)
+    before = Dataset(app)
+    old = [before.episode(i)["action"] for i in range(before.num_episodes)]
+    assert before.episodes[1]["data/file_index"] == 2  # the number episode 2 would get
+    spec = before.spec
+    assert spec is not None
+    with DatasetWriter(app, spec, resume=True) as w:
+        for e in range(2):
+            w.begin_episode()
+            for t in range(5):
+                w.add_frame(obs=np.zeros(len(spec.obs_names)),
+                            joint_pos=np.zeros(len(spec.joint_names)),
+                            joint_vel=np.zeros(len(spec.joint_names)),
+                            action=np.full(len(spec.action_names), 0.1 * e),
+                            next_obs=np.zeros(len(spec.obs_names)), reward=0.0, cost=0.0,
+                            terminated=False, truncated=t == 4, success=False,
+                            images={"front": np.zeros((48, 64, 3), np.uint8)})
+            w.save_episode()
+    after = Dataset(app)
+    assert after.num_episodes == 4 and after.validate() == []  # one episode-row schema too
+    for i, a in enumerate(old):
+        assert np.array_equal(after.episode(i)["action"], a), i
+    assert [int(r["data/file_index"]) for r in after.episodes] == [0, 2, 3, 4]
+    assert np.allclose(after.episode(3)["action"], 0.1)
