@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 
 def plot_curves(path: str | Path, curves: Sequence[tuple[str, list[dict[str, float]]]],
@@ -25,17 +26,7 @@ def plot_curves(path: str | Path, curves: Sequence[tuple[str, list[dict[str, flo
         ax_c.plot(t, [r["episode_cost"] for r in rows], marker=".", label=label)
     ax_s.set(xlabel="wall clock [s]", ylabel="eval success [%]", ylim=(-2, 102))
     ax_c.set(xlabel="wall clock [s]", ylabel="eval episode cost")
-    for ax in (ax_s, ax_c):
-        ax.grid(alpha=0.3)
-        ax.legend(loc="best", fontsize=8)
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, (ax_s, ax_c), path, title)
 
 
 def plot_action_error(path: str | Path, label: str, rows: list[dict[str, float]],
@@ -53,7 +44,14 @@ def plot_action_error(path: str | Path, label: str, rows: list[dict[str, float]]
     ax_r.plot(t, [r["action_rmse_rel"] for r in rows], marker=".", label=label)
     ax_a.set(xlabel="wall clock [s]", ylabel="held-out action RMSE")
     ax_r.set(xlabel="wall clock [s]", ylabel="RMSE / RMSE of the mean action", ylim=(0, None))
-    for ax in (ax_a, ax_r):
+    return _save(fig, (ax_a, ax_r), path, title)
+
+
+def _save(fig: Any, axes: Sequence[Any], path: str | Path, title: str) -> Path:
+    """Grid and legend on every axis, the title, then the PNG at ``path``."""
+    import matplotlib.pyplot as plt
+
+    for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend(loc="best", fontsize=8)
     if title:
