@@ -422,6 +422,10 @@ def _check_frames(table: pa.Table, i: int, n: int, start: int,
                                 f"{f['shape'][0]}")
         elif f["shape"] != [1] or str(t) not in (f["dtype"], _ARROW_NAME.get(f["dtype"])):
             problems.append(f"episode {i}: column {key!r} has type {t}, expected {f['dtype']}")
+    missing = [k for k in ("frame_index", "index", "episode_index")
+               if k not in table.column_names]
+    if missing:  # LeRobot's own columns, declared or not
+        problems.append(f"episode {i}: columns {missing} are missing")
     if problems:
         return problems
     cols = _columns(table)
