@@ -3,6 +3,13 @@
     with EnvRenderer(env, env_ids=[0, 1]) as r, VideoWriter("out.mp4", fps=50) as v:
         v.write(r.render())          # (H, W * len(env_ids), 3) uint8, envs side by side
 
+Two render modes. ``video`` is MuJoCo's default look, for people: a shadow map, 4x MSAA,
+reflections, the skybox, finely tessellated round geoms. ``policy`` is for images a policy
+learns from and acts on, where the default costs ~8x the frame rate for detail a 96x96
+image cannot hold: no shadows, reflections or skybox, no multisampling, coarser
+tessellation (``POLICY_QUALITY``). Datasets record their cameras in policy mode, so a
+policy trained on them sees what it will see when acting.
+
 Rendering needs an OpenGL backend, chosen by MUJOCO_GL when a renderer is created (the
 order of imports does not matter): ``egl`` (headless; ``import robot_rl`` sets it when unset
 and there is no display; needs Debian's ``libegl1`` and ``libgl1-mesa-dri``), ``osmesa``, or
@@ -11,9 +18,11 @@ and there is no display; needs Debian's ``libegl1`` and ``libgl1-mesa-dri``), ``
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Sequence
 from types import TracebackType
+from typing import Literal
 
 import mujoco
 import numpy as np
@@ -21,7 +30,29 @@ import numpy as np
 from robot_rl.errors import ConfigError, RenderError
 from robot_rl.video import VideoWriter
 
-__all__ = ["EnvRenderer", "OffscreenGL", "VideoWriter"]
+__all__ = ["EnvRenderer", "OffscreenGL", "RenderMode", "VideoWriter", "render_model"]
+
+RenderMode = Literal["video", "policy"]
+POLICY_QUALITY = {"shadowsize": 0, "offsamples": 0, "numslices": 12, "numstacks": 8}
+"""``model.vis.quality`` in policy mode (MuJoCo's defaults: 4096 or the model's shadow map,
+4x MSAA, 28 slices and 16 stacks per round geom)."""
+POLICY_OFF = (mujoco.mjtRndFlag.mjRND_SHADOW, mujoco.mjtRndFlag.mjRND_REFLECTION,
+              mujoco.mjtRndFlag.mjRND_SKYBOX)
+"""Scene render flags off in policy mode."""
+
+
+def render_model(model: mujoco.MjModel, mode: RenderMode) -> mujoco.MjModel:
+    """The model a renderer of ``mode`` draws with: ``model`` itself for video, a copy with
+    ``POLICY_QUALITY`` for policy (the settings apply when a GL context is made, and the
+    env's own model must keep its defaults for other renderers)."""
+    if mode == "video":
+        return model
+    if mode != "policy":
+        raise ConfigError(f"render mode must be 'video' or 'policy', got {mode!r}")
+    out = copy.deepcopy(model)
+    for key, value in POLICY_QUALITY.items():
+        setattr(out.vis.quality, key, value)
+    return out
 
 GL_HELP = ("offscreen rendering needs an OpenGL backend: on a headless Linux machine install "
            "EGL (apt-get install libegl1 libgl1-mesa-dri) and set MUJOCO_GL=egl before "
@@ -32,7 +63,7 @@ class EnvRenderer:
     """Renders the current state of some envs of a BatchedEnv from one of the scene cameras."""
 
     def __init__(self, env: object, env_ids: Sequence[int] = (0,), camera: str = "corner",
-                 width: int = 640, height: int = 480):
+                 width: int = 640, height: int = 480, mode: RenderMode = "video"):
         from robot_rl.sim.env import BatchedEnv
 
         assert isinstance(env, BatchedEnv)
@@ -47,7 +78,7 @@ class EnvRenderer:
             raise ConfigError(f"unknown camera {camera!r}; cameras of this scene: "
                               f"{', '.join(names) or 'none (use free)'}")
         self._data = mujoco.MjData(model)
-        self._gl = OffscreenGL(model, width, height, camera)
+        self._gl = OffscreenGL(model, width, height, camera, mode)
 
     def render(self) -> np.ndarray:
         """(H, W * k, 3) uint8 frame of the k chosen envs side by side."""
@@ -83,43 +114,69 @@ def _gl_context_class() -> type:
 
 
 class OffscreenGL:
-    """An offscreen OpenGL context and MuJoCo scene rendering one fixed camera."""
+    """An offscreen OpenGL context and MuJoCo scene rendering fixed cameras (``camera`` by
+    default, any other by id) in a render mode."""
 
-    def __init__(self, model: mujoco.MjModel, width: int, height: int, camera: str):
+    def __init__(self, model: mujoco.MjModel, width: int, height: int, camera: str,
+                 mode: RenderMode = "video"):
         vis = model.vis.global_
         if width > vis.offwidth or height > vis.offheight:
             raise ConfigError(f"{width}x{height} exceeds the model's offscreen buffer "
                               f"{vis.offwidth}x{vis.offheight} (<visual><global offwidth/"
                               f"offheight>)")
         self.model = model
+        self._draw = render_model(model, mode)
         self._rect = mujoco.MjrRect(0, 0, width, height)
         self._ctx = None
         try:
             self._ctx = _gl_context_class()(width, height)
             self._ctx.make_current()
-            self._mjr = mujoco.MjrContext(model, mujoco.mjtFontScale.mjFONTSCALE_150.value)
+            self._mjr = mujoco.MjrContext(self._draw,
+                                          mujoco.mjtFontScale.mjFONTSCALE_150.value)
         except Exception as e:  # GL failures surface as many exception types
             backend = os.environ.get("MUJOCO_GL", "") or "<unset: glfw, needs a display>"
             self.close()
             raise RenderError(f"{GL_HELP} (MUJOCO_GL={backend}: {type(e).__name__}: "
                               f"{str(e).strip()[:200]})") from None
         mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN.value, self._mjr)
-        self._scene = mujoco.MjvScene(model, maxgeom=10_000)
+        self._scene = mujoco.MjvScene(self._draw, maxgeom=10_000)
+        if mode == "policy":
+            for flag in POLICY_OFF:
+                self._scene.flags[flag] = 0
         self._option = mujoco.MjvOption()
         self._camera = mujoco.MjvCamera()
         self._camera.type = mujoco.mjtCamera.mjCAMERA_FIXED
         self._camera.fixedcamid = model.camera(camera).id
         self._pixels = np.empty((height, width, 3), dtype=np.uint8)
+        self._depth = np.empty((height, width), dtype=np.float32)
+        extent = model.stat.extent
+        self._near, self._far = model.vis.map.znear * extent, model.vis.map.zfar * extent
 
-    def render(self, data: mujoco.MjData) -> np.ndarray:
-        """(H, W, 3) uint8 image of ``data`` (kinematics and cameras already computed)."""
-        assert self._ctx is not None
-        self._ctx.make_current()
-        mujoco.mjv_updateScene(self.model, data, self._option, None, self._camera,
-                               mujoco.mjtCatBit.mjCAT_ALL.value, self._scene)
-        mujoco.mjr_render(self._rect, self._scene, self._mjr)
+    def render(self, data: mujoco.MjData, camera_id: int | None = None) -> np.ndarray:
+        """(H, W, 3) uint8 image of ``data`` (kinematics and cameras already computed) from
+        camera ``camera_id`` (default: the one named when made)."""
+        self._draw_scene(data, camera_id)
         mujoco.mjr_readPixels(self._pixels, None, self._rect, self._mjr)
         return np.flipud(self._pixels).copy()
+
+    def render_rgbd(self, data: mujoco.MjData, camera_id: int | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """(H, W, 3) uint8 image and (H, W) float32 depth [m]: each pixel's distance along
+        the camera's axis (as a depth camera reports it), from one render."""
+        self._draw_scene(data, camera_id)
+        mujoco.mjr_readPixels(self._pixels, self._depth, self._rect, self._mjr)
+        # OpenGL's depth buffer in [0, 1] to metres (MuJoCo's projection: znear, zfar)
+        z = self._near / (1.0 - self._depth * (1.0 - self._near / self._far))
+        return np.flipud(self._pixels).copy(), np.flipud(z).astype(np.float32)
+
+    def _draw_scene(self, data: mujoco.MjData, camera_id: int | None) -> None:
+        assert self._ctx is not None
+        self._ctx.make_current()
+        if camera_id is not None:
+            self._camera.fixedcamid = camera_id
+        mujoco.mjv_updateScene(self._draw, data, self._option, None, self._camera,
+                               mujoco.mjtCatBit.mjCAT_ALL.value, self._scene)
+        mujoco.mjr_render(self._rect, self._scene, self._mjr)
 
     def close(self) -> None:
         if self._ctx is not None:

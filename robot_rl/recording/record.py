@@ -66,6 +66,9 @@ class RecordConfig:
     """Scene cameras to record as mp4 (e.g. corner); none by default."""
     camera_size: tuple[int, int] = (240, 320)
     """Height and width of recorded camera frames (even numbers: H.264 in yuv420p)."""
+    render_mode: Literal["policy", "video"] = "policy"
+    """How the cameras are drawn: policy (no shadows, reflections or multisampling: ~10x
+    faster, and what pixel policies see in simulation) or video (MuJoCo's default look)."""
     keyframe_interval: int = DEFAULT_KEYFRAME_INTERVAL
     """Frames between the camera videos' keyframes. A frame read at random (learning from
     video) costs decoding up to this many frames; shorter is faster to read and larger on
@@ -180,7 +183,8 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
     env = make_recording_env(cfg.task, cfg.dr, cfg.episode_length, cfg.seed)
     h, w = cfg.camera_size
     spec = dataset_spec(env, tuple((c, h, w) for c in cfg.cameras),
-                        {"dr": cfg.dr, "episode_length": env.cfg.episode_length},
+                        {"dr": cfg.dr, "episode_length": env.cfg.episode_length,
+                         **({"render_mode": cfg.render_mode} if cfg.cameras else {})},
                         cfg.keyframe_interval)
     device = teleop if teleop is not None else open_teleop(cfg.teleop)
     expert = device is None
@@ -205,7 +209,8 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
     if cfg.cameras:
         from robot_rl.sim.render import EnvRenderer
 
-        renderers = [(c, EnvRenderer(env, camera=c, width=w, height=h)) for c in cfg.cameras]
+        renderers = [(c, EnvRenderer(env, camera=c, width=w, height=h, mode=cfg.render_mode))
+                     for c in cfg.cameras]
         for _, r in renderers:
             r.render()  # the GL context's first-frame set-up, before the clock starts
     mapper = None

@@ -245,6 +245,43 @@ class WarpBackend(ViewKinematics, Backend):
         self._run(("set_const",), lambda: self._mjw.set_const(self._m, self._d, groups))
         self._fresh = False
 
+    # -- cameras (MuJoCo Warp's batch ray tracer; see sim/cameras.py) ------------------------
+
+    def render_context(self, cameras: tuple[str, ...], height: int, width: int,
+                       depth: bool) -> Any:
+        """A render context of ``cameras`` for every world (RGB, and depth if asked)."""
+        with self._wp.ScopedDevice(self._wp_device):
+            return self._mjw.create_render_context(
+                self.model, nworld=self.num_envs, cam_res=(width, height), render_rgb=True,
+                render_depth=depth, cam_active=list(cameras), use_shadows=False,
+                render_skybox=False)
+
+    def render(self, rc: Any, ncam: int, depth: bool
+               ) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+        """Render every world's cameras at the current state: per camera, RGB (E, 3, H, W)
+        uint8 and depth (E, 1, H, W) float32 [m] along the camera axis (or None)."""
+        wp, mjw = self._wp, self._mjw
+        if not self._fresh:  # kinematics (geoms, cameras) at the current state
+            self.forward(torch.arange(self.num_envs, device=self.device))
+        out = []
+        with wp.ScopedDevice(self._wp_device):
+            mjw.refit_bvh(self._m, self._d, rc)
+            mjw.render(self._m, self._d, rc)
+            res = rc.cam_res.numpy()
+            for k in range(ncam):
+                w, h = int(res[k][0]), int(res[k][1])
+                rgb = wp.empty((self.num_envs, h, w), dtype=wp.vec3)
+                mjw.get_rgb(rc, k, rgb)
+                img = (wp.to_torch(rgb) * 255.0 + 0.5).clamp(0, 255).to(torch.uint8)
+                z = None
+                if depth:
+                    far = float(self.model.vis.map.zfar * self.model.stat.extent)
+                    dz = wp.empty((self.num_envs, h, w), dtype=float)
+                    mjw.get_depth(rc, k, far, dz)  # scaled to [0, 1] by far, then back
+                    z = (wp.to_torch(dz) * far)[:, None]
+                out.append((img.permute(0, 3, 1, 2).contiguous(), z))
+        return out
+
     # -- reading state back ------------------------------------------------------------------
 
     def write_data(self, env: int, data: mujoco.MjData) -> None:
