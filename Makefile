@@ -81,6 +81,7 @@ bench: setup
 	$(BIN)/python benchmarks/sim_throughput.py
 	$(BIN)/python benchmarks/controllers.py
 	$(BIN)/python benchmarks/dataset_access.py
+	$(BIN)/python benchmarks/vision.py
 
 bench-learning: setup
 	$(BIN)/python benchmarks/sac_reach.py
