@@ -99,3 +99,21 @@ def test_warp_batch_renderer_agrees_with_opengl():
     assert torch.allclose(warp.depth[:, :, 10:14, 10:14], gl.depth[:, :, 10:14, 10:14],
                           atol=0.01)
     assert (warp.rgb.float() - gl.rgb.float()).abs().mean() < 12.0
+
+
+def test_the_arm_carries_a_wrist_camera_that_sees_its_fingers():
+    env = make_env("lift", 1, seed=0)
+    env.reset(seed=0)
+    model, data = env.model, mujoco.MjData(env.model)
+    offsets = []
+    for _ in range(2):
+        env.backend.write_data(0, data)
+        hand = model.body("hand").id
+        offsets.append(np.linalg.norm(data.cam_xpos[model.camera("wrist").id]
+                                      - data.xpos[hand]))
+        env.step(torch.full((1, env.act_dim), 0.8))
+    assert offsets[0] == pytest.approx(offsets[1], abs=1e-9)  # rigidly on the hand
+    with SimCameras(env, CameraConfig(names=("wrist",), height=48, width=48,
+                                      depth=True)) as cams:
+        depth = cams.render()["wrist"].depth
+    assert depth is not None and float(depth.min()) < 0.15  # a fingertip, close below it
