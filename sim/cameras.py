@@ -31,6 +31,7 @@ import torch
 
 from robot_rl.errors import ConfigError
 from robot_rl.sim.render import OffscreenGL, RenderMode
+from robot_rl.sim.visual_dr import VisualDR, VisualRandomizer
 
 if TYPE_CHECKING:
     from robot_rl.sim.env import BatchedEnv
@@ -48,8 +49,11 @@ class CameraConfig:
     """Also render depth [m]."""
     mode: RenderMode = "policy"
     """OpenGL render mode (cpu backend); the Warp renderer has one look."""
+    visual: VisualDR = dataclasses.field(default_factory=VisualDR)
+    """Visual domain randomization (``sim.visual_dr``; default none)."""
 
     def validate(self) -> None:
+        self.visual.validate()
         if not self.names:
             raise ConfigError("name at least one camera")
         if self.height < 1 or self.width < 1:
@@ -66,7 +70,8 @@ class CameraFrames(NamedTuple):
 class SimCameras:
     """Renders ``cfg.names`` for every env of a BatchedEnv (see module docstring)."""
 
-    def __init__(self, env: BatchedEnv, cfg: CameraConfig):
+    def __init__(self, env: BatchedEnv, cfg: CameraConfig, seed: int = 0):
+        """``seed``: of the visual randomization's draws."""
         cfg.validate()
         model = env.model
         names = [model.camera(i).name for i in range(model.ncam)]
@@ -76,9 +81,14 @@ class SimCameras:
                               f"{', '.join(names) or 'none'}")
         self.env, self.cfg = env, cfg
         self._ids = [model.camera(c).id for c in cfg.names]
+        self.visual = VisualRandomizer(cfg.visual, model, self._ids, env.num_envs, seed)
+        warp = hasattr(env.backend, "render_context")
+        if warp and cfg.visual.scene:
+            raise ConfigError("camera pose, field of view, light and colour randomization "
+                              "are drawn by the OpenGL renderer (cpu backend); with "
+                              "MuJoCo Warp's renderer only pixel and depth noise apply")
         self._renderer: _GLRenderer | _WarpRenderer = (
-            _WarpRenderer(env, cfg) if hasattr(env.backend, "render_context")
-            else _GLRenderer(env, cfg, self._ids))
+            _WarpRenderer(env, cfg) if warp else _GLRenderer(env, cfg, self._ids, self.visual))
 
     @property
     def kind(self) -> str:
@@ -86,8 +96,15 @@ class SimCameras:
         return self._renderer.kind
 
     def render(self, env_ids: torch.Tensor | None = None) -> dict[str, CameraFrames]:
-        """Every camera of the envs ``env_ids`` (default all) at their current state."""
-        return self._renderer.render(env_ids)
+        """Every camera of the envs ``env_ids`` (default all) at their current state, with
+        the visual randomization applied."""
+        frames = self._renderer.render(env_ids)
+        return {k: CameraFrames(*self.visual.apply_images(f.rgb, f.depth))
+                for k, f in frames.items()}
+
+    def redraw(self, env_ids: torch.Tensor | list[int]) -> None:
+        """New visual randomization draws for ``env_ids`` (call at their resets)."""
+        self.visual.redraw(env_ids)
 
     def close(self) -> None:
         self._renderer.close()
@@ -105,10 +122,13 @@ class _GLRenderer:
 
     kind = "opengl"
 
-    def __init__(self, env: BatchedEnv, cfg: CameraConfig, ids: list[int]):
-        self.env, self.cfg, self.ids = env, cfg, ids
+    def __init__(self, env: BatchedEnv, cfg: CameraConfig, ids: list[int],
+                 visual: VisualRandomizer):
+        self.env, self.cfg, self.ids, self.visual = env, cfg, ids, visual
         self._data = mujoco.MjData(env.model)
         self._gl = OffscreenGL(env.model, cfg.width, cfg.height, cfg.names[0], cfg.mode)
+        self._env = 0  # the env being drawn, for the randomization's hook
+        self._gl.before_draw = lambda draw, data: visual.apply_scene(draw, data, self._env)
 
     def render(self, env_ids: torch.Tensor | None) -> dict[str, CameraFrames]:
         cfg, model = self.cfg, self.env.model
@@ -116,11 +136,14 @@ class _GLRenderer:
         rgb = np.empty((len(self.ids), len(envs), cfg.height, cfg.width, 3), np.uint8)
         depth = np.empty((len(self.ids), len(envs), cfg.height, cfg.width), np.float32) \
             if cfg.depth else None
+        moved = self.visual.cfg.scene  # the randomization moves cameras and lights
         for k, e in enumerate(envs):
+            self._env = int(e)
             self.env.backend.write_data(int(e), self._data)
-            mujoco.mj_kinematics(model, self._data)
-            mujoco.mj_camlight(model, self._data)
             for c, cam in enumerate(self.ids):
+                if c == 0 or moved:  # poses again before each draw that moves them
+                    mujoco.mj_kinematics(model, self._data)
+                    mujoco.mj_camlight(model, self._data)
                 if depth is not None:
                     rgb[c, k], depth[c, k] = self._gl.render_rgbd(self._data, cam)
                 else:

@@ -7,7 +7,8 @@ Two render modes. ``video`` is MuJoCo's default look, for people: a shadow map, 
 reflections, the skybox, finely tessellated round geoms. ``policy`` is for images a policy
 learns from and acts on, where the default costs ~8x the frame rate for detail a 96x96
 image cannot hold: no shadows, reflections or skybox, no multisampling, coarser
-tessellation (``POLICY_QUALITY``). Datasets record their cameras in policy mode, so a
+tessellation (``POLICY_QUALITY``); and no goal markers (``MARKER_GROUP``), which a real
+camera does not see. Datasets record their cameras in policy mode, so a
 policy trained on them sees what it will see when acting.
 
 Rendering needs an OpenGL backend, chosen by MUJOCO_GL when a renderer is created (the
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Literal
 
@@ -39,19 +40,21 @@ POLICY_QUALITY = {"shadowsize": 0, "offsamples": 0, "numslices": 12, "numstacks"
 POLICY_OFF = (mujoco.mjtRndFlag.mjRND_SHADOW, mujoco.mjtRndFlag.mjRND_REFLECTION,
               mujoco.mjtRndFlag.mjRND_SKYBOX)
 """Scene render flags off in policy mode."""
+MARKER_GROUP = 2
+"""Geom group of visual-only markers (goals, targets: ``Scene.add_marker``): drawn in videos,
+hidden from policy cameras, as a real camera sees no goal marker on the table."""
 
 
 def render_model(model: mujoco.MjModel, mode: RenderMode) -> mujoco.MjModel:
-    """The model a renderer of ``mode`` draws with: ``model`` itself for video, a copy with
-    ``POLICY_QUALITY`` for policy (the settings apply when a GL context is made, and the
-    env's own model must keep its defaults for other renderers)."""
-    if mode == "video":
-        return model
-    if mode != "policy":
+    """A copy of ``model`` for a renderer of ``mode`` to draw with, with ``POLICY_QUALITY``
+    in policy mode: the settings apply when a GL context is made, and visual randomization
+    changes colours and fields of view, while the env's own model keeps its values."""
+    if mode not in ("video", "policy"):
         raise ConfigError(f"render mode must be 'video' or 'policy', got {mode!r}")
     out = copy.deepcopy(model)
-    for key, value in POLICY_QUALITY.items():
-        setattr(out.vis.quality, key, value)
+    if mode == "policy":
+        for key, value in POLICY_QUALITY.items():
+            setattr(out.vis.quality, key, value)
     return out
 
 GL_HELP = ("offscreen rendering needs an OpenGL backend: on a headless Linux machine install "
@@ -140,10 +143,11 @@ class OffscreenGL:
                               f"{str(e).strip()[:200]})") from None
         mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN.value, self._mjr)
         self._scene = mujoco.MjvScene(self._draw, maxgeom=10_000)
+        self._option = mujoco.MjvOption()
         if mode == "policy":
             for flag in POLICY_OFF:
                 self._scene.flags[flag] = 0
-        self._option = mujoco.MjvOption()
+            self._option.geomgroup[MARKER_GROUP] = 0
         self._camera = mujoco.MjvCamera()
         self._camera.type = mujoco.mjtCamera.mjCAMERA_FIXED
         self._camera.fixedcamid = model.camera(camera).id
@@ -151,6 +155,9 @@ class OffscreenGL:
         self._depth = np.empty((height, width), dtype=np.float32)
         extent = model.stat.extent
         self._near, self._far = model.vis.map.znear * extent, model.vis.map.zfar * extent
+        self.before_draw: Callable[[mujoco.MjModel, mujoco.MjData], None] | None = None
+        """Called with the model drawn with and the data before each draw (visual
+        randomization)."""
 
     def render(self, data: mujoco.MjData, camera_id: int | None = None) -> np.ndarray:
         """(H, W, 3) uint8 image of ``data`` (kinematics and cameras already computed) from
@@ -162,16 +169,20 @@ class OffscreenGL:
     def render_rgbd(self, data: mujoco.MjData, camera_id: int | None = None
                     ) -> tuple[np.ndarray, np.ndarray]:
         """(H, W, 3) uint8 image and (H, W) float32 depth [m]: each pixel's distance along
-        the camera's axis (as a depth camera reports it), from one render."""
+        the camera's axis (as a depth camera reports it; 0 where no surface is in range, as
+        a depth camera reports a pixel without a return), from one render."""
         self._draw_scene(data, camera_id)
         mujoco.mjr_readPixels(self._pixels, self._depth, self._rect, self._mjr)
         # OpenGL's depth buffer in [0, 1] to metres (MuJoCo's projection: znear, zfar)
         z = self._near / (1.0 - self._depth * (1.0 - self._near / self._far))
+        z[self._depth >= 1.0] = 0.0  # the far plane: nothing there
         return np.flipud(self._pixels).copy(), np.flipud(z).astype(np.float32)
 
     def _draw_scene(self, data: mujoco.MjData, camera_id: int | None) -> None:
         assert self._ctx is not None
         self._ctx.make_current()
+        if self.before_draw is not None:
+            self.before_draw(self._draw, data)
         if camera_id is not None:
             self._camera.fixedcamid = camera_id
         mujoco.mjv_updateScene(self._draw, data, self._option, None, self._camera,

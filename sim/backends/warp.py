@@ -254,7 +254,7 @@ class WarpBackend(ViewKinematics, Backend):
             return self._mjw.create_render_context(
                 self.model, nworld=self.num_envs, cam_res=(width, height), render_rgb=True,
                 render_depth=depth, cam_active=list(cameras), use_shadows=False,
-                render_skybox=False)
+                render_skybox=False, enabled_geom_groups=[0, 1])  # no goal markers
 
     def render(self, rc: Any, ncam: int, depth: bool
                ) -> list[tuple[torch.Tensor, torch.Tensor | None]]:

@@ -3,6 +3,8 @@ Warp's batch ray tracer (on Warp's CPU device) agreeing with OpenGL."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import mujoco
 import numpy as np
 import pytest
@@ -67,7 +69,7 @@ def test_every_envs_cameras_as_batched_tensors(push2):
     rgb, depth = frames["front"]
     assert rgb.shape == (2, 3, 32, 48) and rgb.dtype == torch.uint8
     assert depth is not None and depth.shape == (2, 1, 32, 48) and depth.dtype == torch.float32
-    assert bool((depth > 0).all())
+    assert bool((depth >= 0).all()) and float((depth > 0).float().mean()) > 0.5  # 0: sky
     # the envs differ (randomized puck and goal), and env 1 alone is env 1 of the batch
     assert not torch.equal(frames["side"].rgb[0], frames["side"].rgb[1])
     assert torch.equal(only["side"].rgb[0], frames["side"].rgb[1])
@@ -117,3 +119,73 @@ def test_the_arm_carries_a_wrist_camera_that_sees_its_fingers():
                                       depth=True)) as cams:
         depth = cams.render()["wrist"].depth
     assert depth is not None and float(depth.min()) < 0.15  # a fingertip, close below it
+
+
+def test_visual_randomization_varies_the_look_per_env_and_redraws(push2):
+    from robot_rl.sim.visual_dr import VISUAL_PRESETS, VisualDR
+
+    state, rgba = push2.backend.qpos.clone(), push2.model.geom_rgba.copy()
+    push2.backend.qpos[1] = push2.backend.qpos[0]  # two envs in the same state
+    push2.backend.mocap_pos[1] = push2.backend.mocap_pos[0]
+    push2.backend.forward(torch.arange(2))
+    try:
+        base = CameraConfig(names=("front",), height=32, width=32, depth=True)
+        with SimCameras(push2, base) as cams:
+            plain = cams.render()["front"]
+        assert torch.equal(plain.rgb[0], plain.rgb[1])  # no randomization: the same image
+        scene = VisualDR(camera_pos=0.02, fovy=4.0, light=0.4, color=0.15)
+        cfg = dataclasses.replace(base, visual=scene)
+        with SimCameras(push2, cfg, seed=1) as cams:
+            a = cams.render()["front"]
+            again = cams.render()["front"]
+            cams.redraw([0])
+            b = cams.render()["front"]
+        assert not torch.equal(a.rgb[0], a.rgb[1])  # each env its own look
+        assert torch.equal(a.rgb, again.rgb)  # held until the env's next draw
+        assert not torch.equal(a.rgb[0], b.rgb[0]) and torch.equal(a.rgb[1], b.rgb[1])
+        assert np.array_equal(push2.model.geom_rgba, rgba)  # the env's model untouched
+        # image noise and depth holes, fresh every frame
+        strong = VISUAL_PRESETS["strong"]
+        noisy = dataclasses.replace(base, visual=VisualDR(
+            rgb_noise=strong.rgb_noise, depth_noise=strong.depth_noise,
+            depth_holes=strong.depth_holes))
+        with SimCameras(push2, noisy, seed=2) as cams:
+            n1, n2 = cams.render()["front"], cams.render()["front"]
+        assert not torch.equal(n1.rgb, n2.rgb)
+        assert n1.depth is not None and plain.depth is not None
+        seen = plain.depth > 0  # the sky has no depth
+        holes = float((n1.depth[seen] == 0).float().mean())
+        assert 0.01 < holes < 0.25  # ~8% of 4x4 blocks
+        valid = (n1.depth > 0) & seen
+        assert (n1.depth[valid] - plain.depth[valid]).abs().mean() < 0.02
+        assert (n1.depth[valid] != plain.depth[valid]).float().mean() > 0.5
+    finally:
+        push2.backend.qpos.copy_(state)
+        push2.backend.forward(torch.arange(2))
+
+
+def test_scene_randomization_needs_the_opengl_renderer():
+    pytest.importorskip("mujoco_warp")
+    from robot_rl.sim.visual_dr import VisualDR
+
+    env = make_env("push", 1, backend="warp", device="cpu")
+    with pytest.raises(ConfigError, match="OpenGL renderer"):
+        SimCameras(env, CameraConfig(visual=VisualDR(color=0.1)))
+
+
+def test_policy_cameras_do_not_see_goal_markers():
+    env = make_env("reach", 1, seed=0)
+    env.reset(seed=0)
+    data = mujoco.MjData(env.model)
+    env.backend.write_data(0, data)
+    mujoco.mj_camlight(env.model, data)
+    gid = env.model.geom("target_geom").id
+    env.model.geom_rgba[gid] = (1.0, 0.0, 1.0, 1.0)  # a magenta marker, easy to find
+    env.model.geom_size[gid, 0] = 0.08  # (this test's own env)
+    seen = {}
+    for mode in ("video", "policy"):
+        gl = OffscreenGL(env.model, 64, 64, "front", mode)
+        img = gl.render(data).astype(int)
+        gl.close()
+        seen[mode] = int(((img[..., 0] > 150) & (img[..., 1] < 80) & (img[..., 2] > 150)).sum())
+    assert seen["video"] > 5 and seen["policy"] == 0
