@@ -10,6 +10,9 @@ learners bootstrap time-outs correctly. ``info`` also carries per-term reward an
 breakdowns, success flags, divergence and invalid-action flags, and episode statistics of the
 envs that finished. It is a ``robot_rl.sim.VecEnv`` (the protocol learners drive), with a
 ``critic`` observation group: the noise-free observation plus the task's privileged terms.
+With cameras (``make_env(..., cameras=CameraConfig(...))``), ``info["images"]`` and
+``info["final_images"]`` hold their images (E, C, H, W) after and before the resets, with
+the visual randomization redrawn at each env's reset.
 
 Acting goes through ``self.pipeline`` (``robot_rl.controllers.ActionPipeline``), the same
 object the deploy runtime acts through on the robot.
@@ -32,6 +35,7 @@ from robot_rl.errors import ConfigError
 from robot_rl.robots import RobotSpec, compile_spec, get_robot
 from robot_rl.sim.backends import make_backend
 from robot_rl.sim.backends.warp import WarpOptions
+from robot_rl.sim.cameras import SimCameras
 from robot_rl.sim.randomization import DomainRandomizer
 from robot_rl.sim.state import Limits, SimState, slice_or_index
 from robot_rl.sim.tasks import get_task
@@ -116,6 +120,10 @@ class BatchedEnv:
         self._current_sensors = cfg.sensor_stage == "current"
         self.gen = torch.Generator(device=dev)
         self.gen.manual_seed(seed)
+        self.cameras: SimCameras | None = None
+        """The policy's cameras (``cfg.cameras``), rendered into ``info["images"]``."""
+        if cfg.cameras is not None:
+            self.cameras = SimCameras(self, cfg.cameras, seed=seed)
         self._reset_envs(self._arange)
         self.obs_layout = [(n, int(f(self.state, cfg).shape[1]))
                            for n, f in self.task.observations.items()]
@@ -140,6 +148,32 @@ class BatchedEnv:
         terms, with the randomized noise) and ``critic`` (the same without noise, then the
         task's privileged terms)."""
         return {POLICY: self.obs_dim, CRITIC: sum(w for _, w in self.critic_layout)}
+
+    @property
+    def image_shapes(self) -> dict[str, tuple[int, int, int]]:
+        """(C, H, W) of each image observation, by key: ``{camera}.rgb`` (uint8) and, with
+        depth, ``{camera}.depth`` (float32 [m]); empty without cameras."""
+        c = self.cfg.cameras
+        if c is None:
+            return {}
+        out: dict[str, tuple[int, int, int]] = {}
+        for name in c.names:
+            out[f"{name}.rgb"] = (3, c.height, c.width)
+            if c.depth:
+                out[f"{name}.depth"] = (1, c.height, c.width)
+        return out
+
+    def images(self, env_ids: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """The image observations (``image_shapes``) of ``env_ids`` (default all), (E, C, H,
+        W) each, at the current state; {} without cameras."""
+        if self.cameras is None:
+            return {}
+        out: dict[str, torch.Tensor] = {}
+        for name, f in self.cameras.render(env_ids).items():
+            out[f"{name}.rgb"] = f.rgb
+            if f.depth is not None:
+                out[f"{name}.depth"] = f.depth
+        return out
 
     def group_obs(self) -> dict[str, torch.Tensor]:
         """{"critic": (E, critic width)} at the current state."""
@@ -220,6 +254,9 @@ class BatchedEnv:
             "safety": safety,
             "final_obs_groups": {CRITIC: critic},
         }
+        images = self.images()  # before the resets: the final images of envs that end
+        if images:
+            info["final_images"] = images
         done = terminated | truncated
         if bool(done.any()):
             ids = done.nonzero().squeeze(1)
@@ -234,6 +271,12 @@ class BatchedEnv:
             clean = self._clean_obs()
             obs = torch.where(done[:, None], self._noisy(clean), obs)
             critic = torch.where(done[:, None], self._critic_obs(clean), critic)
+            if images:  # the reset envs' first images
+                images = {k: v.clone() for k, v in images.items()}
+                for k, v in self.images(ids).items():
+                    images[k][ids] = v
+        if images:
+            info["images"] = images
         info["obs_groups"] = {CRITIC: critic}
         return obs, reward, cost, terminated, truncated, info
 
@@ -330,6 +373,8 @@ class BatchedEnv:
         """Reset the envs ``ids`` (LongTensor): physics, parameters, robot pose, task state."""
         s, cfg, n = self.state, self.cfg, len(ids)
         self.backend.reset(ids)
+        if self.cameras is not None:
+            self.cameras.redraw(ids)
         self.randomizer.apply(ids, self.gen)
         lim = s.limits
         u = torch.rand((n, lim.home.shape[0]), generator=self.gen, device=s.device, dtype=s.dtype)

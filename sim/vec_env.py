@@ -30,12 +30,16 @@ and (optional; learners treat a missing key as "none"):
                                "done"}, (E,) each, for the envs flagged in "done"
     obs_groups                 {group: (E, width)} the other observation groups, after resets
     final_obs_groups           {group: (E, width)} the same before any reset
+    images                     {key: (E, C, H, W)} camera images of the policy, after resets
+                               (``{camera}.rgb`` uint8, ``{camera}.depth`` float32 metres)
+    final_images               {key: (E, C, H, W)} the same before any reset
 
 An env may also have ``steps_per_step`` (int, default 1): the control steps each env
 advances per ``step`` (a wrapper executing action chunks); the runner counts env steps by it.
 
 **Observation groups** (``obs_groups``, name -> width): ``policy`` is what the deployed
-policy sees (proprioception, camera images later) and is always there, width O; ``critic``,
+policy sees and is always there, width O, with its camera images in ``info["images"]``
+where the env has cameras (``BatchedEnv.image_shapes``, ``BatchedEnv.images()``); ``critic``,
 if present, is privileged simulator state for critics and teachers (asymmetric actor-critic,
 teacher-student distillation). ``group_obs()`` returns the current non-policy groups, e.g.
 right after ``reset``.

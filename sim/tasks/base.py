@@ -41,6 +41,7 @@ from robot_rl.controllers import (
     ShieldConfig,
 )
 from robot_rl.errors import ConfigError
+from robot_rl.sim.cameras import CameraConfig
 from robot_rl.sim.randomization import DRConfig
 from robot_rl.sim.state import SimState
 
@@ -110,6 +111,11 @@ class TaskConfig:
     """End the episode (terminated) as soon as the task succeeds."""
     guard_max_qvel: float = 100.0
     """Divergence guard: any |qvel| above this marks the env unstable and resets it [rad/s]."""
+    # not on the command line until a learner reads the images (``robot-rl train`` would
+    # render them for nothing)
+    cameras: Annotated[CameraConfig | None, Suppress] = None
+    """Camera observations (``sim.cameras``): none by default; with cameras, every step's
+    ``info["images"]`` holds their images, the policy's pixels next to its proprioception."""
     sensor_stage: Literal["current", "last_substep"] = "current"
     """When sensors are evaluated after a control step: ``current`` recomputes them at the new
     state (one extra position/velocity pass); ``last_substep`` keeps MuJoCo's mj_step values,
@@ -132,6 +138,8 @@ class TaskConfig:
     def validate(self) -> None:
         if self.physics_dt <= 0 or self.decimation < 1 or self.episode_length < 1:
             raise ConfigError("physics_dt must be > 0, decimation and episode_length >= 1")
+        if self.cameras is not None:
+            self.cameras.validate()
 
 
 Term = Callable[[SimState, Any], torch.Tensor]

@@ -189,3 +189,27 @@ def test_policy_cameras_do_not_see_goal_markers():
         gl.close()
         seen[mode] = int(((img[..., 0] > 150) & (img[..., 1] < 80) & (img[..., 2] > 150)).sum())
     assert seen["video"] > 5 and seen["policy"] == 0
+
+
+def test_an_env_with_cameras_returns_images_with_each_step():
+    cfg = CameraConfig(names=("front", "wrist"), height=24, width=32, depth=True)
+    env = make_env("push", 3, seed=0, episode_length=2, cameras=cfg)
+    assert env.image_shapes == {"front.rgb": (3, 24, 32), "front.depth": (1, 24, 32),
+                                "wrist.rgb": (3, 24, 32), "wrist.depth": (1, 24, 32)}
+    env.reset(seed=0)
+    first = env.images()
+    assert {k: tuple(v.shape[1:]) for k, v in first.items()} == env.image_shapes
+    act = torch.zeros(3, env.act_dim)
+    act[:, 0] = 1.0
+    _, _, _, _, truncated, info = env.step(act)
+    assert not truncated.any() and "images" in info
+    assert not torch.equal(info["images"]["wrist.rgb"], first["wrist.rgb"])  # it moved
+    assert torch.equal(info["images"]["front.rgb"], info["final_images"]["front.rgb"])
+    _, _, _, _, truncated, info = env.step(act)
+    assert truncated.all()  # every env reset: images after differ from the final ones
+    assert not torch.equal(info["images"]["wrist.rgb"], info["final_images"]["wrist.rgb"])
+    assert torch.equal(info["images"]["wrist.rgb"], env.images()["wrist.rgb"])
+    plain = make_env("push", 1)
+    assert plain.image_shapes == {} and plain.images() == {}
+    _, _, _, _, _, info = plain.step(torch.zeros(1, plain.act_dim))
+    assert "images" not in info
