@@ -28,6 +28,7 @@ from robot_rl.config_io import from_dict, to_dict
 from robot_rl.controllers.pipeline import ActionPipeline
 from robot_rl.errors import ConfigError
 from robot_rl.sim import BatchedEnv, RobotSpec, make_task_config
+from robot_rl.sim.measurable import unmeasured_terms
 from robot_rl.sim.randomization import dr_preset
 from robot_rl.sim.tasks.base import TaskConfig
 
@@ -150,31 +151,10 @@ class TaskObserver:
 
     def _check_measurable(self) -> None:
         """Refuse tasks whose observation reads state the robot does not measure."""
-        s, n = self.state, len(self.state.robot.home)
-        q = s.limits.home.numpy() + 0.1
         zeros = np.zeros(self.env.act_dim, dtype=np.float32)
-        self._set(q, np.zeros(n), zeros, zeros)
-        before = self.env.observe(noise=False)[0].clone()
-        saved = (s.qpos.clone(), s.qvel.clone(), self.env.backend.mocap_pos.clone())
-        arm_q = set(int(s.model.joint(j).qposadr[0]) for j in s.robot.joint_names)
-        others = [i for i in range(s.qpos.shape[1]) if i not in arm_q]
-        gen = torch.Generator().manual_seed(1)
-        s.qpos[0, others] += 0.05 + 0.1 * torch.rand(len(others), generator=gen,
-                                                     dtype=s.qpos.dtype)
-        arm_v = set(s.joint_dofs)
-        s.qvel[0, [i for i in range(s.qvel.shape[1]) if i not in arm_v]] += 0.3
-        self.env.backend.mocap_pos[0] += 0.05
-        self._set(q, np.zeros(n), zeros, zeros)
-        after = self.env.observe(noise=False)[0]
-        s.qpos.copy_(saved[0])
-        s.qvel.copy_(saved[1])
-        self.env.backend.mocap_pos.copy_(saved[2])
-        self.env.backend.forward(self._ids)
-        changed, start = [], 0
-        for name, width in self.layout:
-            if not torch.allclose(before[start:start + width], after[start:start + width]):
-                changed.append(name)
-            start += width
+        q = self.state.limits.home.numpy() + 0.1  # away from symmetric poses
+        self._set(q, np.zeros(len(q)), zeros, zeros)
+        changed = unmeasured_terms(self.env)
         if changed:
             raise ConfigError(
                 f"task {self.cfg.name!r} observes {changed}, which depend on state the robot "

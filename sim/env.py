@@ -12,7 +12,9 @@ envs that finished. It is a ``robot_rl.sim.VecEnv`` (the protocol learners drive
 ``critic`` observation group: the noise-free observation plus the task's privileged terms.
 With cameras (``make_env(..., cameras=CameraConfig(...))``), ``info["images"]`` and
 ``info["final_images"]`` hold their images (E, C, H, W) after and before the resets, with
-the visual randomization redrawn at each env's reset.
+the visual randomization redrawn at each env's reset, and the policy's observation vector
+keeps only the terms a robot measures (push: not the puck's, which the camera shows); the
+critic group keeps every term.
 
 Acting goes through ``self.pipeline`` (``robot_rl.controllers.ActionPipeline``), the same
 object the deploy runtime acts through on the robot.
@@ -36,6 +38,7 @@ from robot_rl.robots import RobotSpec, compile_spec, get_robot
 from robot_rl.sim.backends import make_backend
 from robot_rl.sim.backends.warp import WarpOptions
 from robot_rl.sim.cameras import SimCameras
+from robot_rl.sim.measurable import unmeasured_terms
 from robot_rl.sim.randomization import DomainRandomizer
 from robot_rl.sim.state import Limits, SimState, slice_or_index
 from robot_rl.sim.tasks import get_task
@@ -125,14 +128,19 @@ class BatchedEnv:
         if cfg.cameras is not None:
             self.cameras = SimCameras(self, cfg.cameras, seed=seed)
         self._reset_envs(self._arange)
-        self.obs_layout = [(n, int(f(self.state, cfg).shape[1]))
-                           for n, f in self.task.observations.items()]
-        """(name, width) of each observation term, in order."""
+        terms = [(n, int(f(self.state, cfg).shape[1])) for n, f in self.task.observations.items()]
+        if self.cameras is not None:  # the objects are in the pixels: the policy's vector
+            hidden = set(unmeasured_terms(self))  # holds what the robot measures
+            self._obs_fns = [f for n, f in self.task.observations.items() if n not in hidden]
+        self.obs_layout = [t for t in terms if self.cameras is None or t[0] not in hidden]
+        """(name, width) of each term of the policy's observation, in order: the task's
+        observation terms; with cameras only those a robot measures (``sim.measurable``)."""
         self.obs_dim = sum(w for _, w in self.obs_layout)
-        self.critic_layout = self.obs_layout + [
+        self._all_terms = len(self.obs_layout) == len(terms)
+        self.critic_layout = terms + [
             (n, int(f(self.state, cfg).shape[1])) for n, f in self.task.privileged.items()]
-        """(name, width) of each term of the ``critic`` group: the policy's terms (without
-        observation noise), then the task's privileged terms."""
+        """(name, width) of each term of the ``critic`` group: all the task's observation
+        terms (without observation noise), then its privileged terms."""
         self.max_episode_length = cfg.episode_length
         """Control steps after which an episode is truncated."""
 
@@ -144,9 +152,9 @@ class BatchedEnv:
 
     @property
     def obs_groups(self) -> dict[str, int]:
-        """Observation groups (``robot_rl.sim.vec_env``): ``policy`` (the task's observation
-        terms, with the randomized noise) and ``critic`` (the same without noise, then the
-        task's privileged terms)."""
+        """Observation groups (``robot_rl.sim.vec_env``): ``policy`` (``obs_layout``, with
+        the randomized noise) and ``critic`` (``critic_layout``: every observation term
+        without noise, then the task's privileged terms)."""
         return {POLICY: self.obs_dim, CRITIC: sum(w for _, w in self.critic_layout)}
 
     @property
@@ -363,7 +371,11 @@ class BatchedEnv:
         return obs
 
     def _critic_obs(self, clean: torch.Tensor) -> torch.Tensor:
-        """(E, critic width): the noise-free observation, then the privileged terms."""
+        """(E, critic width): all observation terms without noise (``clean``, the policy's,
+        where those are all of them), then the privileged terms."""
+        if not self._all_terms:
+            clean = torch.cat([f(self.state, self.cfg) for f in self.task.observations.values()],
+                              dim=1).float()
         if not self._priv_fns:
             return clean
         priv = [f(self.state, self.cfg).to(clean.dtype) for f in self._priv_fns]

@@ -213,3 +213,26 @@ def test_an_env_with_cameras_returns_images_with_each_step():
     assert plain.image_shapes == {} and plain.images() == {}
     _, _, _, _, _, info = plain.step(torch.zeros(1, plain.act_dim))
     assert "images" not in info
+
+
+def test_with_cameras_the_policy_vector_keeps_what_a_robot_measures():
+    from robot_rl.sim.measurable import unmeasured_terms
+
+    plain = make_env("push", 2, seed=0)
+    hidden = unmeasured_terms(plain)
+    assert hidden and all("puck" in n for n in hidden), hidden
+    seeing = make_env("push", 2, seed=0, cameras=CameraConfig(height=16, width=16))
+    names = [n for n, _ in seeing.obs_layout]
+    assert names == [n for n, _ in plain.obs_layout if n not in hidden]
+    assert seeing.critic_layout == plain.critic_layout  # the critic sees every term
+    assert seeing.obs_groups == {"policy": seeing.obs_dim,
+                                 "critic": plain.obs_groups["critic"]}
+    obs = seeing.reset(seed=1)
+    ref = plain.reset(seed=1)
+    keep = torch.cat([torch.arange(s, s + w) for (n, w), s in zip(
+        plain.obs_layout, np.cumsum([0] + [w for _, w in plain.obs_layout]), strict=False)
+        if n not in hidden])
+    assert torch.allclose(obs, ref[:, keep])
+    assert torch.allclose(seeing.group_obs()["critic"], plain.group_obs()["critic"])
+    _, _, _, _, _, info = seeing.step(torch.zeros(2, seeing.act_dim))
+    assert info["obs_groups"]["critic"].shape == (2, plain.obs_groups["critic"])
