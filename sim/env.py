@@ -125,6 +125,9 @@ class BatchedEnv:
         self.gen.manual_seed(seed)
         self.cameras: SimCameras | None = None
         """The policy's cameras (``cfg.cameras``), rendered into ``info["images"]``."""
+        self.last_images: dict[str, torch.Tensor] = {}
+        """The images of the observation ``reset`` or ``step`` last returned (what a pixel
+        policy acts on next); {} without cameras."""
         if cfg.cameras is not None:
             self.cameras = SimCameras(self, cfg.cameras, seed=seed)
         self._reset_envs(self._arange)
@@ -192,6 +195,7 @@ class BatchedEnv:
         if seed is not None:
             self.gen.manual_seed(seed)
         self._reset_envs(self._arange)
+        self.last_images = self.images()
         return self.observe()
 
     def step(self, action: torch.Tensor, hold: torch.Tensor | None = None
@@ -285,6 +289,7 @@ class BatchedEnv:
                     images[k][ids] = v
         if images:
             info["images"] = images
+        self.last_images = images
         info["obs_groups"] = {CRITIC: critic}
         return obs, reward, cost, terminated, truncated, info
 

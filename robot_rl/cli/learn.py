@@ -268,6 +268,25 @@ def distill_cmd(cfg: Any) -> None:
     console.print(table)
 
 
+def distill_pixels_cmd(cfg: Any) -> None:
+    from robot_rl.vision.dagger import distill_pixels
+
+    console = Console()
+    _, report = distill_pixels(cfg, console)
+    table = Table(title=f"pixel student: {report.path}", title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_row("DAgger samples", f"{report.samples:,}")
+    table.add_row("final MSE", f"{report.final_loss:.2e}")
+    table.add_row("wall clock", f"{report.seconds:.0f} s")
+    if report.teacher is not None and report.student is not None:
+        what = f"dr {cfg.dr}, visual {cfg.visual}"
+        table.add_row(f"teacher success ({what})", f"{report.teacher.success_rate:.1%}")
+        table.add_row(f"student success ({what})", f"{report.student.success_rate:.1%}")
+        table.add_row("student / teacher", f"{report.success_ratio:.3f}")
+    console.print(table)
+
+
 def export_cmd(cfg: ExportConfig) -> None:
     from robot_rl.checkpoint import resolve_checkpoint, run_dir_of
     from robot_rl.distill import load_student, teacher_policy

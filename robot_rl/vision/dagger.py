@@ -1,0 +1,240 @@
+"""Distil a state teacher into a pixel student with DAgger: ``robot-rl distill-pixels``.
+
+    student, report = distill_pixels(PixelDistillConfig(task="push"))   # the push expert
+    student, report = distill_pixels(PixelDistillConfig(teacher=Path("runs/push__sac__...")))
+
+The teacher acts on privileged state: a trained run's actor on the env's noise-free
+observation terms (the head of the ``critic`` group), or the task's scripted expert. The
+student sees only what the robot has: the cameras' images and the observation terms a robot
+measures (``BatchedEnv`` with cameras). As in ``robot_rl.distill``: iteration 0 rolls out the
+teacher, iteration i executes the teacher's action with probability ``beta_decay ** i`` and
+the student's otherwise; every visited state is labelled with the teacher's action, the data
+aggregated, and the student fit by mean squared error, with DrQ's random shift on its
+images. Rollouts and the evaluation run under the dynamics (``--dr``) and visual
+(``--visual``) randomization presets, so the student learns the looks and dynamics it will
+meet. The student is saved with its config (``student_pixels.pt``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from rich.console import Console
+
+from robot_rl.checkpoint import CheckpointError, save_atomic
+from robot_rl.config_io import from_dict, to_dict
+from robot_rl.errors import ConfigError
+from robot_rl.evaluate import EvalResult, evaluate
+from robot_rl.sim import make_env
+from robot_rl.sim.cameras import CameraConfig
+from robot_rl.sim.env import BatchedEnv
+from robot_rl.sim.randomization import DRPreset
+from robot_rl.sim.visual_dr import VISUAL_PRESETS
+from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig
+
+PIXEL_STUDENT_FORMAT = "robot_rl.pixel_student"
+VisualPreset = Literal["off", "default", "strong"]
+
+
+@dataclasses.dataclass(kw_only=True)
+class PixelDistillConfig:
+    """Distil a state teacher (a trained run, or the task's scripted expert) into a student
+    that sees camera images and proprioception (DAgger under dynamics and visual
+    randomization).
+
+    Example: robot-rl distill-pixels --task push --cameras front wrist --iterations 6
+    """
+
+    task: str = "push"
+    """Task (with --teacher: taken from the run)."""
+    teacher: Path | None = None
+    """Run directory of a trained state policy (default: the task's scripted expert)."""
+    cameras: tuple[str, ...] = ("front", "wrist")
+    """Cameras the student sees."""
+    size: int = 64
+    """Square image size [px]."""
+    depth: bool = False
+    """The student also sees depth."""
+    visual: VisualPreset = "default"
+    """Visual randomization preset (``sim.visual_dr``)."""
+    dr: DRPreset = "default"
+    """Dynamics randomization preset."""
+    policy: PixelPolicyConfig = dataclasses.field(default_factory=PixelPolicyConfig)
+    """The student's networks and augmentation."""
+    iterations: int = 6
+    """DAgger iterations (the first rolls out the teacher)."""
+    num_envs: int = 16
+    """Parallel envs of the rollouts."""
+    rollout_steps: int | None = None
+    """Control steps per iteration and env (default: one episode)."""
+    beta_decay: float = 0.5
+    """Probability of executing the teacher's action in iteration i is beta_decay ** i."""
+    grad_steps: int = 400
+    """Student gradient steps per iteration."""
+    batch_size: int = 128
+    lr: float = 3e-4
+    eval_episodes: int = 32
+    """Episodes to compare student and teacher (0: skip)."""
+    seed: int = 0
+    out: Path = Path("runs/pixel_student.pt")
+    """Where the student is saved."""
+    progress: bool = True
+
+    def validate(self) -> None:
+        if min(self.iterations, self.grad_steps, self.num_envs, self.batch_size) < 1:
+            raise ConfigError("iterations, grad_steps, num_envs and batch_size must be >= 1")
+        if not 0.0 <= self.beta_decay <= 1.0:
+            raise ConfigError(f"--beta-decay must be in [0, 1], got {self.beta_decay}")
+        if self.size < 16:
+            raise ConfigError(f"--size must be >= 16 px, got {self.size}")
+
+
+@dataclasses.dataclass
+class PixelDistillReport:
+    teacher: EvalResult | None
+    student: EvalResult | None
+    final_loss: float
+    samples: int
+    seconds: float
+    path: Path
+
+    @property
+    def success_ratio(self) -> float:
+        if self.teacher is None or self.student is None:
+            return float("nan")
+        return self.student.success_rate / max(self.teacher.success_rate, 1e-9)
+
+
+Teacher = Callable[[BatchedEnv], torch.Tensor]
+"""The teacher's actions (E, A) at an env's current state."""
+
+
+def make_teacher(cfg: PixelDistillConfig) -> tuple[Teacher, Any]:
+    """The teacher and the task config its env is made from."""
+    from robot_rl.sim import make_task_config
+
+    if cfg.teacher is None:
+        return (lambda env: env.expert_action()), make_task_config(cfg.task)
+    from robot_rl.checkpoint import resolve_checkpoint
+    from robot_rl.distill import teacher_policy
+    from robot_rl.runner import load_agent
+
+    agent, train_cfg, _ = load_agent(resolve_checkpoint(cfg.teacher))
+    net = teacher_policy(agent)
+    width = int(net.norm.mean.shape[0])
+
+    @torch.no_grad()
+    def act(env: BatchedEnv) -> torch.Tensor:
+        return net(env.group_obs()["critic"][:, :width])  # every term, noise-free
+
+    return act, train_cfg.env
+
+
+def pixel_env(cfg: PixelDistillConfig, task_cfg: Any, num_envs: int, seed: int) -> BatchedEnv:
+    cams = CameraConfig(names=cfg.cameras, height=cfg.size, width=cfg.size, depth=cfg.depth,
+                        visual=VISUAL_PRESETS[cfg.visual])
+    return make_env(task_cfg, num_envs, dr=cfg.dr, seed=seed, cameras=cams)
+
+
+def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
+                   ) -> tuple[PixelPolicy, PixelDistillReport]:
+    """DAgger from the teacher into a pixel student (see module docstring)."""
+    console = console or Console()
+    cfg.validate()
+    torch.manual_seed(cfg.seed)
+    t0 = time.perf_counter()
+    teacher, task_cfg = make_teacher(cfg)
+    env = pixel_env(cfg, task_cfg, cfg.num_envs, cfg.seed + 20_000)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    steps = cfg.rollout_steps or env.max_episode_length
+    proprio: list[torch.Tensor] = []
+    images: dict[str, list[torch.Tensor]] = {k: [] for k in env.image_shapes}
+    labels: list[torch.Tensor] = []
+    student: PixelPolicy | None = None
+    opt: torch.optim.Optimizer | None = None
+    loss = float("nan")
+    obs = env.reset(seed=cfg.seed)
+    console.print(f"distilling {'the scripted expert' if cfg.teacher is None else cfg.teacher}"
+                  f" of {task_cfg.name!r} into a pixel student: cameras "
+                  f"{', '.join(cfg.cameras)} at {cfg.size}x{cfg.size}"
+                  f"{' with depth' if cfg.depth else ''}, proprioception "
+                  f"{[n for n, _ in env.obs_layout]}", highlight=False)
+    for it in range(cfg.iterations):
+        beta = cfg.beta_decay ** it
+        with torch.no_grad():
+            for _ in range(steps):
+                target = teacher(env)
+                proprio.append(obs.cpu())
+                for k, v in env.last_images.items():
+                    images[k].append(v.cpu())
+                labels.append(target.cpu())
+                action = target
+                if student is not None and beta < 1.0:
+                    mine = student(obs, env.last_images)
+                    use_teacher = torch.rand(env.num_envs, 1, generator=gen) < beta
+                    action = torch.where(use_teacher, target, mine)
+                obs = env.step(action)[0]
+        X = torch.cat(proprio)
+        imgs = {k: torch.cat(v) for k, v in images.items()}
+        Y = torch.cat(labels)
+        if student is None:  # normalization from the teacher's own rollouts
+            student = PixelPolicy(cfg.policy, env.image_shapes, env.obs_dim, env.act_dim,
+                                  X.mean(0), X.std(0))
+            opt = torch.optim.Adam(student.parameters(), lr=cfg.lr)
+        assert opt is not None
+        student.train()
+        for _ in range(cfg.grad_steps):
+            idx = torch.randint(0, X.shape[0], (cfg.batch_size,), generator=gen)
+            pred = student(X[idx], {k: v[idx] for k, v in imgs.items()}, gen)
+            batch_loss = ((pred - Y[idx]) ** 2).mean()
+            opt.zero_grad()
+            batch_loss.backward()
+            opt.step()
+            loss = float(batch_loss.detach())
+        student.eval()
+        console.print(f"[iteration {it + 1}/{cfg.iterations}, {time.perf_counter() - t0:5.0f} s]"
+                      f"  beta {beta:.2f}  samples {X.shape[0]:,}  loss {loss:.4f}",
+                      highlight=False, markup=False)
+    assert student is not None
+    t_res = s_res = None
+    if cfg.eval_episodes > 0:
+        ev = pixel_env(cfg, task_cfg, min(cfg.eval_episodes, 16), cfg.seed + 30_000)
+        t_res = evaluate(lambda _o: (teacher(ev), None), ev, cfg.eval_episodes, seed=cfg.seed)
+        s_res = evaluate(lambda o: (_act(student, o, ev.last_images), None), ev,
+                         cfg.eval_episodes, seed=cfg.seed)
+    report = PixelDistillReport(t_res, s_res, loss, int(X.shape[0]),
+                                time.perf_counter() - t0, cfg.out)
+    save_atomic({"format": PIXEL_STUDENT_FORMAT, "config": to_dict(cfg),
+                 "task": to_dict(task_cfg), "image_shapes": env.image_shapes,
+                 "obs_layout": env.obs_layout, "obs_dim": env.obs_dim, "act_dim": env.act_dim,
+                 "state_dict": student.state_dict(), "final_loss": loss,
+                 "teacher_success": None if t_res is None else t_res.success_rate,
+                 "student_success": None if s_res is None else s_res.success_rate}, cfg.out)
+    return student, report
+
+
+@torch.no_grad()
+def _act(student: PixelPolicy, obs: torch.Tensor, images: dict[str, torch.Tensor]
+         ) -> torch.Tensor:
+    return student(obs, images)
+
+
+def load_pixel_student(path: str | Path) -> tuple[PixelPolicy, dict[str, Any]]:
+    """A saved pixel student and its file's contents (config, task, shapes)."""
+    try:
+        state = torch.load(Path(path), map_location="cpu", weights_only=False)
+        if state.get("format") != PIXEL_STUDENT_FORMAT:
+            raise ValueError(f"not a {PIXEL_STUDENT_FORMAT} file")
+        cfg = from_dict(PixelDistillConfig, state["config"])
+        shapes = {k: tuple(v) for k, v in state["image_shapes"].items()}
+        policy = PixelPolicy(cfg.policy, shapes, state["obs_dim"], state["act_dim"])
+        policy.load_state_dict(state["state_dict"])
+    except Exception as e:
+        raise CheckpointError(f"cannot read pixel student {path}: {type(e).__name__}: {e}"
+                              ) from None
+    return policy.eval(), state
