@@ -67,6 +67,10 @@ class PixelDistillConfig:
     """Dynamics randomization preset."""
     policy: PixelPolicyConfig = dataclasses.field(default_factory=PixelPolicyConfig)
     """The student's networks and augmentation."""
+    drop_terms: tuple[str, ...] = ("last_action", "prev_action")
+    """Observation terms the student does not see. The last action predicts the teacher's
+    next one so well that a cloned student copies it and ignores the cameras (the copycat
+    problem of behaviour cloning with action history)."""
     iterations: int = 6
     """DAgger iterations (the first rolls out the teacher)."""
     num_envs: int = 16
@@ -153,6 +157,8 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
     env = pixel_env(cfg, task_cfg, cfg.num_envs, cfg.seed + 20_000)
     gen = torch.Generator().manual_seed(cfg.seed)
     steps = cfg.rollout_steps or env.max_episode_length
+    layout = [(n, w) for n, w in env.obs_layout if n not in cfg.drop_terms]
+    cols = student_columns(env.obs_layout, cfg.drop_terms)
     proprio: list[torch.Tensor] = []
     images: dict[str, list[torch.Tensor]] = {k: [] for k in env.image_shapes}
     labels: list[torch.Tensor] = []
@@ -164,19 +170,19 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
                   f" of {task_cfg.name!r} into a pixel student: cameras "
                   f"{', '.join(cfg.cameras)} at {cfg.size}x{cfg.size}"
                   f"{' with depth' if cfg.depth else ''}, proprioception "
-                  f"{[n for n, _ in env.obs_layout]}", highlight=False)
+                  f"{[n for n, _ in layout]}", highlight=False)
     for it in range(cfg.iterations):
         beta = cfg.beta_decay ** it
         with torch.no_grad():
             for _ in range(steps):
                 target = teacher(env)
-                proprio.append(obs.cpu())
+                proprio.append(obs[:, cols].cpu())
                 for k, v in env.last_images.items():
                     images[k].append(v.cpu())
                 labels.append(target.cpu())
                 action = target
                 if student is not None and beta < 1.0:
-                    mine = student(obs, env.last_images)
+                    mine = student(obs[:, cols], env.last_images)
                     use_teacher = torch.rand(env.num_envs, 1, generator=gen) < beta
                     action = torch.where(use_teacher, target, mine)
                 obs = env.step(action)[0]
@@ -184,7 +190,7 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
         imgs = {k: torch.cat(v) for k, v in images.items()}
         Y = torch.cat(labels)
         if student is None:  # normalization from the teacher's own rollouts
-            student = PixelPolicy(cfg.policy, env.image_shapes, env.obs_dim, env.act_dim,
+            student = PixelPolicy(cfg.policy, env.image_shapes, len(cols), env.act_dim,
                                   X.mean(0), X.std(0))
             opt = torch.optim.Adam(student.parameters(), lr=cfg.lr)
         assert opt is not None
@@ -206,17 +212,28 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
     if cfg.eval_episodes > 0:
         ev = pixel_env(cfg, task_cfg, min(cfg.eval_episodes, 16), cfg.seed + 30_000)
         t_res = evaluate(lambda _o: (teacher(ev), None), ev, cfg.eval_episodes, seed=cfg.seed)
-        s_res = evaluate(lambda o: (_act(student, o, ev.last_images), None), ev,
+        s_res = evaluate(lambda o: (_act(student, o[:, cols], ev.last_images), None), ev,
                          cfg.eval_episodes, seed=cfg.seed)
     report = PixelDistillReport(t_res, s_res, loss, int(X.shape[0]),
                                 time.perf_counter() - t0, cfg.out)
     save_atomic({"format": PIXEL_STUDENT_FORMAT, "config": to_dict(cfg),
                  "task": to_dict(task_cfg), "image_shapes": env.image_shapes,
-                 "obs_layout": env.obs_layout, "obs_dim": env.obs_dim, "act_dim": env.act_dim,
+                 "env_obs_layout": env.obs_layout, "obs_layout": layout,
+                 "obs_dim": len(cols), "act_dim": env.act_dim,
                  "state_dict": student.state_dict(), "final_loss": loss,
                  "teacher_success": None if t_res is None else t_res.success_rate,
                  "student_success": None if s_res is None else s_res.success_rate}, cfg.out)
     return student, report
+
+
+def student_columns(layout: list[tuple[str, int]], drop: tuple[str, ...]) -> torch.Tensor:
+    """Indices of the observation columns the student sees (the terms not in ``drop``)."""
+    cols, start = [], 0
+    for name, width in layout:
+        if name not in drop:
+            cols += range(start, start + width)
+        start += width
+    return torch.tensor(cols, dtype=torch.long)
 
 
 @torch.no_grad()

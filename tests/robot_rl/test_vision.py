@@ -59,7 +59,9 @@ def test_distilling_the_push_expert_into_a_pixel_student(tmp_path):
     assert report.student is not None and np.isfinite(report.final_loss)
     # the student sees what a robot has: no puck terms in its proprioception
     loaded, state = load_pixel_student(tmp_path / "s.pt")
-    assert all("puck" not in n for n, _ in state["obs_layout"])
+    names = [n for n, _ in state["obs_layout"]]
+    assert all("puck" not in n for n in names) and "last_action" not in names  # no copycat
+    assert state["obs_dim"] == sum(w for _, w in state["obs_layout"])
     assert state["image_shapes"] == {"front.rgb": (3, 24, 24)}
     x = torch.randn(3, state["obs_dim"])
     imgs = {"front.rgb": torch.randint(0, 255, (3, 3, 24, 24), dtype=torch.uint8)}
