@@ -1,7 +1,8 @@
-"""Camera render rates for policies: frames per second per camera image, by size and renderer.
+"""Camera render rates for policies, and pixel students against their state teachers.
 
     python benchmarks/vision.py                              # 64, 96, 128 px; push; 8 envs
     python benchmarks/vision.py --sizes 96 --warp-device cuda   # where a GPU is lent
+    python benchmarks/vision.py --part students              # push: expert -> pixel student
 
 Renderers (``sim.cameras.SimCameras``, one camera of every env per call, after a step):
 
@@ -13,6 +14,11 @@ Renderers (``sim.cameras.SimCameras``, one camera of every env per call, after a
 
 Target (issue 20): policy mode >= 8x the default mode, >= 300 frames/s at 96x96 on 2 cores.
 Each cell: the median of ``--repeats`` timings of ``--seconds`` each, after a warm-up call.
+
+``--part students``: ``robot-rl distill-pixels`` on each of ``--student-tasks`` with the
+scripted expert as the state teacher (``--student`` options), then both evaluated under the
+same dynamics and visual randomization. Target: the student keeps >= 85% of the teacher's
+success on push.
 """
 
 from __future__ import annotations
@@ -27,9 +33,13 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
+from robot_rl.vision.dagger import PixelDistillConfig
+
 
 @dataclasses.dataclass
 class Args:
+    part: tuple[str, ...] = ("render",)
+    """render: frames/s table; students: pixel students vs their teachers."""
     sizes: tuple[int, ...] = (64, 96, 128)
     """Square image sizes [px]."""
     task: str = "push"
@@ -42,6 +52,9 @@ class Args:
     depth: bool = False
     """Render depth too."""
     out: Path = Path("runs/bench/vision.json")
+    student_tasks: tuple[str, ...] = ("push",)
+    student: PixelDistillConfig = dataclasses.field(default_factory=PixelDistillConfig)
+    """Options of the distillation (its task and output are set per task)."""
 
 
 def frames_per_second(args: Args, renderer: str, size: int) -> float:
@@ -66,9 +79,40 @@ def frames_per_second(args: Args, renderer: str, size: int) -> float:
     return statistics.median(rates)
 
 
+def students(args: Args, console: Console) -> dict[str, dict[str, float]]:
+    from robot_rl.vision.dagger import distill_pixels
+
+    table = Table(title="pixel students vs their state teachers (scripted experts)")
+    for col in ("task", "cameras", "size", "teacher success", "student success",
+                "student / teacher", "samples", "wall clock"):
+        table.add_column(col)
+    out = {}
+    for task in args.student_tasks:
+        cfg = dataclasses.replace(args.student, task=task,
+                                  out=args.out.parent / f"pixel_student_{task}.pt")
+        _, r = distill_pixels(cfg, console)
+        assert r.teacher is not None and r.student is not None
+        out[task] = {"teacher": r.teacher.success_rate, "student": r.student.success_rate,
+                     "ratio": r.success_ratio, "seconds": r.seconds, "samples": r.samples}
+        table.add_row(task, " ".join(cfg.cameras), f"{cfg.size}", f"{r.teacher.success_rate:.1%}",
+                      f"{r.student.success_rate:.1%}", f"{r.success_ratio:.2f}",
+                      f"{r.samples:,}", f"{r.seconds:.0f} s")
+    console.print(table)
+    if "push" in out:
+        met = out["push"]["ratio"] >= 0.85
+        console.print(f"target (push student >= 85% of its teacher): {'met' if met else 'not met'}")
+    return out
+
+
 def main(args: Args) -> None:
     console = Console()
     results: dict[str, dict[str, float]] = {}
+    if "students" in args.part:
+        results["students"] = students(args, console)  # type: ignore[assignment]
+    if "render" not in args.part:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.with_name("vision_students.json").write_text(json.dumps(results, indent=2))
+        return
     for size in args.sizes:
         for r in args.renderers:
             fps = frames_per_second(args, r, size)
