@@ -228,7 +228,8 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
 
 def student_columns(layout: list[tuple[str, int]], drop: tuple[str, ...]) -> torch.Tensor:
     """Indices of the observation columns the student sees (the terms not in ``drop``)."""
-    cols, start = [], 0
+    cols: list[int] = []
+    start = 0
     for name, width in layout:
         if name not in drop:
             cols += range(start, start + width)
