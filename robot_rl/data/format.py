@@ -12,8 +12,11 @@
 
 LeRobot v3 packs many episodes into each file and points at them from the episode rows; one
 episode per file is the same format with a file index per episode, and it is what makes an
-episode commit atomic. A save writes, in order: the frames, the videos, the episode row,
-stats.json, and info.json counting the episode, the commit point. A reader (ours, and
+episode commit atomic. A file's number is the episode's index in datasets we wrote; appending
+to one another tool laid out (LeRobot's edit tools keep their source's file numbers), a new
+episode takes the next number no file has (``used_file_numbers``). A save writes, in order:
+the frames, the videos, the episode row, stats.json, and info.json counting the episode, the
+commit point. A reader (ours, and
 LeRobot's, which takes its counts from info.json) sees the episodes info.json counts, so a
 kill at any step of a save leaves a valid dataset holding the episodes before it: the files
 of the episode being saved are unreferenced extras (its frames sort after every counted

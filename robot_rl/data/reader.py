@@ -5,6 +5,11 @@
     f = ds.frames()                     # dict of columns over all episodes: (N, ...) numpy
     ep = ds.episode(3)                  # the same for one episode
     problems = ds.validate()            # [] when every file agrees with the metadata
+
+Any LeRobotDataset v3.0 opens: one written by LeRobot for another robot has no ``spec``
+(None; ``ds.features`` and ``ds.cameras`` still describe it), and one of ours whose
+``robot_rl`` block a LeRobot edit tool dropped has its spec rebuilt; ``ds.notes`` says which,
+and what was lost (``robot_rl.data.recover``).
 """
 
 from __future__ import annotations
