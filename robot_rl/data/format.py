@@ -16,13 +16,12 @@ episode commit atomic. A file's number is the episode's index in datasets we wro
 to one another tool laid out (LeRobot's edit tools keep their source's file numbers), a new
 episode takes the next number no file has (``used_file_numbers``). A save writes, in order:
 the frames, the videos, the episode row, stats.json, and info.json counting the episode, the
-commit point. A reader (ours, and
-LeRobot's, which takes its counts from info.json) sees the episodes info.json counts, so a
-kill at any step of a save leaves a valid dataset holding the episodes before it: the files
-of the episode being saved are unreferenced extras (its frames sort after every counted
-episode's, so LeRobot's index over the data files is unchanged), which ``--resume`` removes
-along with ``.incomplete``. A kill just before info.json leaves stats.json counting the
-episode too: the statistics of a superset, harmless.
+commit point. A reader (ours, and LeRobot's, which takes its counts from info.json) sees the
+episodes info.json counts, so a kill at any step of a save leaves a valid dataset holding the
+episodes before it: the files of the episode being saved are unreferenced extras (its file
+number is above every counted episode's, so LeRobot's index over the data files is
+unchanged), which ``--resume`` removes along with ``.incomplete``. A kill just before
+info.json leaves stats.json counting the episode too: the statistics of a superset, harmless.
 
 Frame columns (one row per control step; vectors are fixed-size float32 lists):
 
