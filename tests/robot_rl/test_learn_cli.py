@@ -1,4 +1,6 @@
-"""Tiny-budget subprocess runs of train -> eval (video) -> distill -> export -> eval artifact."""
+"""Tiny-budget runs of train -> eval (video) -> distill -> export -> eval artifact: the first
+through the installed ``robot-rl`` executable, the rest through the same entry point in
+process (each subprocess pays ~4 s of imports)."""
 
 from __future__ import annotations
 
@@ -18,8 +20,17 @@ def run(*args: str) -> subprocess.CompletedProcess:
     return out
 
 
+def run_here(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """``robot-rl ARGS`` through the CLI's entry point in this process; its stdout."""
+    from robot_rl.cli import main
+
+    capsys.readouterr()
+    main(list(args))
+    return capsys.readouterr().out
+
+
 @pytest.mark.slow
-def test_train_eval_distill_export_pipeline(tmp_path):
+def test_train_eval_distill_export_pipeline(tmp_path, capsys):
     run("train", "--task", "reach_hazard", "--safety", "both", "--num-envs", "4",
         "--total-steps", "400", "--env.episode-length", "25", "--eval-episodes", "4",
         "--runs-dir", str(tmp_path), "--run-name", "r", "--no-progress",
@@ -31,25 +42,28 @@ def test_train_eval_distill_export_pipeline(tmp_path):
     cfg = json.loads((r / "config.json").read_text())
     assert cfg["task"] == "reach_hazard" and cfg["safety"] == "both"
 
-    out = run("eval", str(r), "--episodes", "4", "--num-envs", "2", "--dr", "strong",
-              "--video", str(tmp_path / "eval.mp4"), "--width", "160", "--height", "120")
-    assert "success rate" in out.stdout and "safety/rate_limit" in out.stdout
+    out = run_here(capsys, "eval", str(r), "--episodes", "4", "--num-envs", "2", "--dr",
+                   "strong", "--video", str(tmp_path / "eval.mp4"), "--width", "160",
+                   "--height", "120")
+    assert "success rate" in out and "safety/rate_limit" in out
     assert (tmp_path / "eval.mp4").stat().st_size > 1000
 
-    out = run("distill", str(r), "--iterations", "2", "--grad-steps", "20", "--num-envs", "4",
-              "--rollout-steps", "10", "--eval-episodes", "4", "--no-progress")
-    assert "student / teacher" in out.stdout and (r / "student.pt").is_file()
-    run("eval", str(r), "--student", "--episodes", "2", "--num-envs", "2")
+    out = run_here(capsys, "distill", str(r), "--iterations", "2", "--grad-steps", "20",
+                   "--num-envs", "4", "--rollout-steps", "10", "--eval-episodes", "4",
+                   "--no-progress")
+    assert "student / teacher" in out and (r / "student.pt").is_file()
+    run_here(capsys, "eval", str(r), "--student", "--episodes", "2", "--num-envs", "2")
 
-    run("export", str(r))
+    run_here(capsys, "export", str(r))
     art = r / "export"
     meta = json.loads((art / "policy.json").read_text())
     assert meta["task"] == "reach_hazard" and meta["safety"]["cost_critic"]
-    out = run("eval", str(art), "--episodes", "2", "--num-envs", "2")
-    assert "artifact" in out.stdout
-    assert "episode length (mean)" in out.stdout and " 25.0 " in out.stdout  # as trained
+    out = run_here(capsys, "eval", str(art), "--episodes", "2", "--num-envs", "2")
+    assert "artifact" in out
+    assert "episode length (mean)" in out and " 25.0 " in out  # as trained
 
-    run("export", str(r), "--policy", "teacher", "--out", str(tmp_path / "teacher"))
+    run_here(capsys, "export", str(r), "--policy", "teacher", "--out",
+             str(tmp_path / "teacher"))
     assert (tmp_path / "teacher" / "policy.onnx").is_file()
 
 
