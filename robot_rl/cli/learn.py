@@ -256,16 +256,7 @@ def distill_cmd(cfg: Any) -> None:
         _, report = distill_chunked(cfg, console)
     else:
         _, report = distill(cfg, console)
-    table = Table(title=f"distilled student: {report.path}", title_justify="left")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_row("DAgger samples", f"{report.samples:,}")
-    table.add_row("final MSE", f"{report.final_loss:.2e}")
-    if report.teacher is not None and report.student is not None:
-        table.add_row(f"teacher success (dr {cfg.dr})", f"{report.teacher.success_rate:.1%}")
-        table.add_row(f"student success (dr {cfg.dr})", f"{report.student.success_rate:.1%}")
-        table.add_row("student / teacher", f"{report.success_ratio:.3f}")
-    console.print(table)
+    console.print(_distill_table(f"distilled student: {report.path}", report, f"dr {cfg.dr}"))
 
 
 def distill_pixels_cmd(cfg: Any) -> None:
@@ -273,18 +264,26 @@ def distill_pixels_cmd(cfg: Any) -> None:
 
     console = Console()
     _, report = distill_pixels(cfg, console)
-    table = Table(title=f"pixel student: {report.path}", title_justify="left")
+    console.print(_distill_table(f"pixel student: {report.path}", report,
+                                 f"dr {cfg.dr}, visual {cfg.visual}",
+                                 [("wall clock", f"{report.seconds:.0f} s")]))
+
+
+def _distill_table(title: str, report: Any, conditions: str,
+                   extra: list[tuple[str, str]] | None = None) -> Table:
+    """A distillation's report: samples, loss, teacher and student success."""
+    table = Table(title=title, title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_row("DAgger samples", f"{report.samples:,}")
     table.add_row("final MSE", f"{report.final_loss:.2e}")
-    table.add_row("wall clock", f"{report.seconds:.0f} s")
+    for row in extra or []:
+        table.add_row(*row)
     if report.teacher is not None and report.student is not None:
-        what = f"dr {cfg.dr}, visual {cfg.visual}"
-        table.add_row(f"teacher success ({what})", f"{report.teacher.success_rate:.1%}")
-        table.add_row(f"student success ({what})", f"{report.student.success_rate:.1%}")
+        table.add_row(f"teacher success ({conditions})", f"{report.teacher.success_rate:.1%}")
+        table.add_row(f"student success ({conditions})", f"{report.student.success_rate:.1%}")
         table.add_row("student / teacher", f"{report.success_ratio:.3f}")
-    console.print(table)
+    return table
 
 
 def export_cmd(cfg: ExportConfig) -> None:
