@@ -59,15 +59,17 @@ def _grey(e: int, t: int) -> int:
 
 
 def _av1_video(path: Path, frames: list[np.ndarray]) -> None:
-    """An mp4 as LeRobot's writer encodes it by default: AV1 (SVT-AV1), yuv420p, g=2."""
+    """An mp4 as LeRobot's writer encodes it by default: AV1 (SVT-AV1), yuv420p, g=2 (H.264
+    where this PyAV build has no SVT-AV1 encoder)."""
     import av
 
     path.parent.mkdir(parents=True)
+    codec = "libsvtav1" if "libsvtav1" in av.codecs_available else "libx264"
     with av.open(str(path), "w") as c:
-        s = c.add_stream("libsvtav1", rate=FPS)
+        s = c.add_stream(codec, rate=FPS)
         s.width, s.height = frames[0].shape[1], frames[0].shape[0]
         s.pix_fmt = "yuv420p"
-        s.options = {"g": "2", "crf": "30", "preset": "10"}
+        s.options = {"g": "2", "crf": "30", "preset": "10" if codec == "libsvtav1" else "fast"}
         for f in frames:
             for packet in s.encode(av.VideoFrame.from_ndarray(f, format="rgb24")):
                 c.mux(packet)
