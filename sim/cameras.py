@@ -4,6 +4,7 @@
     frames = cams.render()                  # after env.step / env.reset
     frames["front"].rgb                     # (E, 3, H, W) uint8, on the env's device
     frames["front"].depth                   # (E, 1, H, W) float32 [m] along the camera axis
+    cams.images()                           # {"front.rgb": ..., "front.depth": ...}
 
 Two renderers behind one interface, chosen by the env's backend:
 
@@ -51,6 +52,16 @@ class CameraConfig:
     """OpenGL render mode (cpu backend); the Warp renderer has one look."""
     visual: VisualDR = dataclasses.field(default_factory=VisualDR)
     """Visual domain randomization (``sim.visual_dr``; default none)."""
+
+    def image_shapes(self) -> dict[str, tuple[int, int, int]]:
+        """(C, H, W) of each image, by key: ``{camera}.rgb`` (uint8) and, with depth,
+        ``{camera}.depth`` (float32 [m])."""
+        out: dict[str, tuple[int, int, int]] = {}
+        for name in self.names:
+            out[f"{name}.rgb"] = (3, self.height, self.width)
+            if self.depth:
+                out[f"{name}.depth"] = (1, self.height, self.width)
+        return out
 
     def validate(self) -> None:
         self.visual.validate()
@@ -101,6 +112,15 @@ class SimCameras:
         frames = self._renderer.render(env_ids)
         return {k: CameraFrames(*self.visual.apply_images(f.rgb, f.depth))
                 for k, f in frames.items()}
+
+    def images(self, env_ids: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """``render`` as one tensor per key of ``CameraConfig.image_shapes``."""
+        out: dict[str, torch.Tensor] = {}
+        for name, f in self.render(env_ids).items():
+            out[f"{name}.rgb"] = f.rgb
+            if f.depth is not None:
+                out[f"{name}.depth"] = f.depth
+        return out
 
     def redraw(self, env_ids: torch.Tensor | list[int]) -> None:
         """New visual randomization draws for ``env_ids`` (call at their resets)."""

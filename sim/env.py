@@ -132,14 +132,18 @@ class BatchedEnv:
             self.cameras = SimCameras(self, cfg.cameras, seed=seed)
         self._reset_envs(self._arange)
         terms = [(n, int(f(self.state, cfg).shape[1])) for n, f in self.task.observations.items()]
-        if self.cameras is not None:  # the objects are in the pixels: the policy's vector
-            hidden = set(unmeasured_terms(self))  # holds what the robot measures
-            self._obs_fns = [f for n, f in self.task.observations.items() if n not in hidden]
-        self.obs_layout = [t for t in terms if self.cameras is None or t[0] not in hidden]
+        # with cameras the objects are in the pixels: the policy's vector holds what the
+        # robot measures
+        hidden = set(unmeasured_terms(self)) if self.cameras is not None else set()
+        self.obs_layout = [t for t in terms if t[0] not in hidden]
         """(name, width) of each term of the policy's observation, in order: the task's
         observation terms; with cameras only those a robot measures (``sim.measurable``)."""
         self.obs_dim = sum(w for _, w in self.obs_layout)
-        self._all_terms = len(self.obs_layout) == len(terms)
+        starts = np.cumsum([0] + [w for _, w in terms])
+        self._policy_cols = None if not hidden else torch.tensor(
+            [c for (n, w), s in zip(terms, starts, strict=False) if n not in hidden
+             for c in range(s, s + w)], device=dev)
+        """Columns of the policy's terms among all terms (None: all of them)."""
         self.critic_layout = terms + [
             (n, int(f(self.state, cfg).shape[1])) for n, f in self.task.privileged.items()]
         """(name, width) of each term of the ``critic`` group: all the task's observation
@@ -164,31 +168,16 @@ class BatchedEnv:
     def image_shapes(self) -> dict[str, tuple[int, int, int]]:
         """(C, H, W) of each image observation, by key: ``{camera}.rgb`` (uint8) and, with
         depth, ``{camera}.depth`` (float32 [m]); empty without cameras."""
-        c = self.cfg.cameras
-        if c is None:
-            return {}
-        out: dict[str, tuple[int, int, int]] = {}
-        for name in c.names:
-            out[f"{name}.rgb"] = (3, c.height, c.width)
-            if c.depth:
-                out[f"{name}.depth"] = (1, c.height, c.width)
-        return out
+        return {} if self.cfg.cameras is None else self.cfg.cameras.image_shapes()
 
     def images(self, env_ids: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """The image observations (``image_shapes``) of ``env_ids`` (default all), (E, C, H,
         W) each, at the current state; {} without cameras."""
-        if self.cameras is None:
-            return {}
-        out: dict[str, torch.Tensor] = {}
-        for name, f in self.cameras.render(env_ids).items():
-            out[f"{name}.rgb"] = f.rgb
-            if f.depth is not None:
-                out[f"{name}.depth"] = f.depth
-        return out
+        return {} if self.cameras is None else self.cameras.images(env_ids)
 
     def group_obs(self) -> dict[str, torch.Tensor]:
         """{"critic": (E, critic width)} at the current state."""
-        return {CRITIC: self._critic_obs(self._clean_obs())}
+        return {CRITIC: self._critic_obs(self._terms())}
 
     def reset(self, seed: int | None = None) -> torch.Tensor:
         """Reset every env (reseeding the env's generator if ``seed`` is given); (E, obs_dim)."""
@@ -230,8 +219,8 @@ class BatchedEnv:
             self.shield_counts[name] += flag
 
         bad = self.backend.diverged(cfg.guard_max_qvel)
-        clean = self._clean_obs()
-        obs, critic = self._noisy(clean), self._critic_obs(clean)
+        terms = self._terms()
+        obs, critic = self._noisy(self._policy(terms)), self._critic_obs(terms)
         rewards, costs = self.reward_and_cost_terms()
         reward = rewards.sum(dim=0, dtype=torch.float32)
         cost = costs.sum(dim=0)
@@ -280,9 +269,9 @@ class BatchedEnv:
                 "done": done,
             }
             self._reset_envs(ids)
-            clean = self._clean_obs()
-            obs = torch.where(done[:, None], self._noisy(clean), obs)
-            critic = torch.where(done[:, None], self._critic_obs(clean), critic)
+            terms = self._terms()
+            obs = torch.where(done[:, None], self._noisy(self._policy(terms)), obs)
+            critic = torch.where(done[:, None], self._critic_obs(terms), critic)
             if images:  # the reset envs' first images
                 images = {k: v.clone() for k, v in images.items()}
                 for k, v in self.images(ids).items():
@@ -362,12 +351,17 @@ class BatchedEnv:
     def observe(self, noise: bool = True) -> torch.Tensor:
         """(E, obs_dim) observation of the current state: the task's terms, concatenated,
         plus the randomized observation noise unless ``noise`` is False."""
-        clean = self._clean_obs()
+        clean = self._policy(self._terms())
         return self._noisy(clean) if noise else clean
 
-    def _clean_obs(self) -> torch.Tensor:
-        """(E, obs_dim) the task's observation terms, concatenated, without noise."""
+    def _terms(self) -> torch.Tensor:
+        """(E, width of all terms) every observation term of the task, concatenated,
+        without noise."""
         return torch.cat([f(self.state, self.cfg) for f in self._obs_fns], dim=1).float()
+
+    def _policy(self, terms: torch.Tensor) -> torch.Tensor:
+        """(E, obs_dim) the policy's terms (``obs_layout``) of ``terms``."""
+        return terms if self._policy_cols is None else terms[:, self._policy_cols]
 
     def _noisy(self, obs: torch.Tensor) -> torch.Tensor:
         std = self.cfg.dr.obs_noise_std
@@ -375,16 +369,13 @@ class BatchedEnv:
             obs = obs + std * torch.randn(obs.shape, generator=self.gen, device=obs.device)
         return obs
 
-    def _critic_obs(self, clean: torch.Tensor) -> torch.Tensor:
-        """(E, critic width): all observation terms without noise (``clean``, the policy's,
-        where those are all of them), then the privileged terms."""
-        if not self._all_terms:
-            clean = torch.cat([f(self.state, self.cfg) for f in self.task.observations.values()],
-                              dim=1).float()
+    def _critic_obs(self, terms: torch.Tensor) -> torch.Tensor:
+        """(E, critic width): all observation terms without noise (``terms``), then the
+        privileged terms."""
         if not self._priv_fns:
-            return clean
-        priv = [f(self.state, self.cfg).to(clean.dtype) for f in self._priv_fns]
-        return torch.cat([clean, *priv], dim=1)
+            return terms
+        priv = [f(self.state, self.cfg).to(terms.dtype) for f in self._priv_fns]
+        return torch.cat([terms, *priv], dim=1)
 
     def _reset_envs(self, ids: torch.Tensor) -> None:
         """Reset the envs ``ids`` (LongTensor): physics, parameters, robot pose, task state."""
