@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Literal
 
 import mujoco
 import numpy as np
@@ -57,6 +58,8 @@ class VisualDR:
         """Whether any scene term is on (those need the OpenGL renderer)."""
         return any((self.camera_pos, self.camera_rot, self.fovy, self.light, self.color))
 
+
+VisualPreset = Literal["off", "default", "strong"]
 
 VISUAL_PRESETS: dict[str, VisualDR] = {
     "off": VisualDR(),

@@ -171,10 +171,10 @@ def info_cmd(cfg: DataInfoConfig) -> None:
 
 def _gop(ds: Dataset) -> str:
     """The videos' keyframe interval as recorded in info.json ("" where it is not)."""
-    key = next((k for k, f in ds.features.items() if f.get("dtype") == "video"), "")
-    if (ds.features.get(key, {}).get("info") or {}).get("video.g") is None:
-        return ""
-    return f" (a keyframe every {ds.keyframe_interval(ds.cameras[0][0])} frames)"
+    from robot_rl.data.recover import recorded_keyframe_interval
+
+    g = recorded_keyframe_interval(ds.features)
+    return "" if g is None else f" (a keyframe every {g} frames)"
 
 
 def _outcomes(ds: Dataset) -> tuple[int | None, int | None]:

@@ -52,16 +52,17 @@ def read_spec(root: Path, info: dict[str, Any]) -> tuple[DatasetSpec | None, lis
                           f"(edited by a LeRobot tool before robot_rl kept them there): they "
                           f"cannot be recovered, nor how the env was made; {use}"]
         return None, [f"not a robot_rl recording (info.json has no robot_rl block): {use}"]
+    texts = task_texts(root)
     try:
         spec = DatasetSpec(
             fps=float(info["fps"]), robot_type=str(info.get("robot_type") or ""),
-            task=str(meaning["task"]), task_text=task_texts(root)[0] if task_texts(root)
-            else str(meaning["task"]),
+            task=str(meaning["task"]), task_text=texts[0] if texts else str(meaning["task"]),
             obs_names=feature_names(feats, "observation.state"),
             action_names=feature_names(feats, "action"),
             joint_names=feature_names(feats, "observation.joint_pos"),
             action_space=dict(meaning["action_space"]), cameras=cameras(feats), env={},
-            applied_action="action.applied" in feats, keyframe_interval=_gop(feats))
+            applied_action="action.applied" in feats,
+            keyframe_interval=recorded_keyframe_interval(feats))
     except (KeyError, TypeError, ValueError) as e:
         raise DatasetError(f"{root}: info.json lost its robot_rl block and what is left to "
                            f"rebuild it from is malformed: {e!r}") from None
@@ -138,7 +139,9 @@ def feature_names(feats: dict[str, Any], key: str) -> tuple[str, ...]:
     return tuple(str(n) for n in names)
 
 
-def _gop(feats: dict[str, Any]) -> int | None:
+def recorded_keyframe_interval(feats: dict[str, Any]) -> int | None:
+    """The videos' keyframe interval as info.json records it (``video.g`` of the first
+    video feature that has one); None where none does."""
     for f in feats.values():
         g = (f.get("info") or {}).get("video.g") if f.get("dtype") == "video" else None
         if g is not None:

@@ -12,7 +12,8 @@ the student's otherwise; every visited state is labelled with the teacher's acti
 aggregated, and the student fit by mean squared error, with DrQ's random shift on its
 images. Rollouts and the evaluation run under the dynamics (``--dr``) and visual
 (``--visual``) randomization presets, so the student learns the looks and dynamics it will
-meet. The student is saved with its config (``student_pixels.pt``).
+meet. The student is saved with its config, image shapes and observation layout (``--out``,
+``runs/pixel_student.pt`` by default; ``load_pixel_student`` reads it).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from rich.console import Console
@@ -34,11 +35,10 @@ from robot_rl.sim import make_env
 from robot_rl.sim.cameras import CameraConfig
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.randomization import DRPreset
-from robot_rl.sim.visual_dr import VISUAL_PRESETS
+from robot_rl.sim.visual_dr import VISUAL_PRESETS, VisualPreset
 from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig
 
 PIXEL_STUDENT_FORMAT = "robot_rl.pixel_student"
-VisualPreset = Literal["off", "default", "strong"]
 
 
 @dataclasses.dataclass(kw_only=True)
