@@ -17,6 +17,7 @@
     robot-rl bench sim                                  simulation throughput table
     robot-rl bench controllers                          controller and shield cost tables
     robot-rl camera list | probe [--playback FILE]      check a RealSense camera
+    robot-rl reward train DATA | eval CLF DATA          success classifier on camera frames
 
 ``robot-rl <group> <command> --help`` explains every option. Errors in input (unknown names,
 bad values, missing files) print one line and exit with status 2.
@@ -65,7 +66,7 @@ TOP_LEVEL = ("train", "eval", "distill", "distill-pixels", "export", "deploy", "
 
 
 def _commands() -> dict[str, dict[str, Command]]:
-    from robot_rl.cli import bench, camera, data, sim
+    from robot_rl.cli import bench, camera, data, reward, sim
 
     return {
         "sim": {"info": Command(sim.SimInfoConfig, sim.info),
@@ -78,13 +79,17 @@ def _commands() -> dict[str, dict[str, Command]]:
                  "validate": Command(data.DataValidateConfig, data.validate_cmd),
                  "replay": Command(data.DataReplayConfig, data.replay_cmd),
                  "import": Command(data.DataImportConfig, data.import_cmd)},
+        "reward": {"train": Command(reward.RewardTrainConfig, reward.train_cmd),
+                   "eval": Command(reward.RewardEvalConfig, reward.eval_cmd)},
     }
 
 
 GROUPS = {"sim": "simulation: inspect robots and tasks, run policies, record videos",
           "bench": "benchmarks that print side-by-side tables",
           "camera": "RealSense cameras: list them, probe a stream or a recording",
-          "data": "datasets of episodes: summarise, validate, replay in simulation, import bags"}
+          "data": "datasets of episodes: summarise, validate, replay in simulation, import bags",
+          "reward": "success classifiers on camera frames, the reward where no state tells "
+                    "success"}
 
 
 def _usage(console: Console, commands: dict[str, dict[str, Command]] | None = None) -> None:

@@ -63,9 +63,10 @@ class ExportConfig:
     """
 
     run: Annotated[Path, tyro.conf.Positional]
-    """Run directory."""
+    """Run directory, or a pixel student file (robot-rl distill-pixels)."""
     out: Path | None = None
-    """Artifact folder (default: <run>/export)."""
+    """Artifact folder (default: <run>/export; for a pixel student, its file name without
+    .pt)."""
     policy: Literal["student", "teacher"] | None = None
     """student: the distilled MLP (robot-rl distill); teacher: the trained actor's mean, or
     a bc / dsrl run's chunked policy (the flow's integration unrolled in the graph).
@@ -225,17 +226,26 @@ def _artifact_policy(cfg: EvalConfig) -> tuple[Any, Any, str, Any]:
     # episodes as long as the policy's training env's (push demos: 300 steps, not 200)
     length = (meta.get("env") or {}).get("episode_length")
     overrides = {} if length is None else {"episode_length": int(length)}
-    env = make_env(meta["task"], min(cfg.num_envs, cfg.episodes), seed=cfg.seed, dr=cfg.dr,
+    task: Any = meta["task"]
+    if policy.images:  # a pixel student: the env of its training, cameras included
+        from robot_rl.config_io import from_dict
+        from robot_rl.sim.tasks import TaskConfig
+
+        task = from_dict(TaskConfig, meta["env"])
+    env = make_env(task, min(cfg.num_envs, cfg.episodes), seed=cfg.seed, dr=cfg.dr,
                    **overrides)
-    if env.obs_dim != policy.obs_dim or env.act_dim != policy.act_dim or \
+    cols = _artifact_columns(env.obs_layout, meta["observation"]["layout"])
+    if cols is None or env.act_dim != policy.act_dim or \
             list(env.robot.joint_names) != policy.joint_names:
         raise ConfigError(f"artifact {cfg.path} does not fit task {meta['task']!r} on robot "
-                          f"{env.robot.name!r} (obs/act dims or joint names differ)")
+                          f"{env.robot.name!r} (observation terms, action dims or joint names "
+                          "differ)")
     gate = policy.has_cost_critic if cfg.gate is None else cfg.gate
 
     def act(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        x = obs.numpy()
-        actions = policy(x)  # a chunked policy: each env's next action of its chunk
+        x = obs[:, cols].numpy()
+        images = {k: v.numpy() for k, v in env.last_images.items()} if policy.images else None
+        actions = policy(x, images)  # a chunked policy: each env's next action of its chunk
         if not gate:
             return torch.from_numpy(actions), None
         out = [policy.gate(o, a) for o, a in zip(x, actions, strict=True)]
@@ -243,6 +253,24 @@ def _artifact_policy(cfg: EvalConfig) -> tuple[Any, Any, str, Any]:
         return torch.from_numpy(np.stack([a for a, _, _ in out])), hold
 
     return env, act, f"{meta['task']} / artifact {cfg.path}", policy
+
+
+def _artifact_columns(env_layout: list[tuple[str, int]], layout: list[dict[str, Any]]
+                      ) -> torch.Tensor | None:
+    """Columns of the env's observation that make the artifact's (its terms, in its order;
+    a pixel student sees a subset), or None when some term is missing or of another width."""
+    starts: dict[str, tuple[int, int]] = {}
+    at = 0
+    for name, width in env_layout:
+        starts[name] = (at, width)
+        at += width
+    cols: list[int] = []
+    for term in layout:
+        start, width = starts.get(term["name"], (0, -1))
+        if width != int(term["width"]):
+            return None
+        cols += range(start, start + width)
+    return torch.tensor(cols, dtype=torch.long)
 
 
 def distill_cmd(cfg: Any) -> None:
@@ -293,6 +321,9 @@ def export_cmd(cfg: ExportConfig) -> None:
     from robot_rl.export.modules import DeployCost, ObsNorm
     from robot_rl.runner import load_agent, make_train_env
 
+    if _is_pixel_student(cfg.run):
+        _export_pixel_student(cfg)
+        return
     ckpt = resolve_checkpoint(cfg.run)
     run = run_dir_of(ckpt)
     kind = _checkpoint_kind(ckpt)
@@ -323,6 +354,31 @@ def export_cmd(cfg: ExportConfig) -> None:
     out = export_artifact(cfg.out or run / "export", policy, meta, cost=cost)
     files = ", ".join(sorted(p.name for p in out.iterdir()))
     Console().print(f"exported {which} policy to {out}: {files}")
+
+
+def _is_pixel_student(path: Path) -> bool:
+    """``path`` is a file ``robot-rl distill-pixels`` wrote."""
+    from robot_rl.vision.dagger import PIXEL_STUDENT_FORMAT
+
+    if not path.is_file():
+        return False
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception:
+        return False
+    return isinstance(state, dict) and state.get("format") == PIXEL_STUDENT_FORMAT
+
+
+def _export_pixel_student(cfg: ExportConfig) -> None:
+    """The pixel student's artifact: its graph takes the images next to the observation."""
+    from robot_rl.vision.export import export_pixel_student
+
+    if cfg.policy == "teacher":
+        raise ConfigError(f"{cfg.run} is a pixel student; its teacher is exported from its "
+                          "own run")
+    out = export_pixel_student(cfg.run, cfg.out or cfg.run.with_suffix(""))
+    files = ", ".join(sorted(p.name for p in out.iterdir()))
+    Console().print(f"exported pixel student {cfg.run} to {out}: {files}")
 
 
 def _export_chunked(cfg: ExportConfig, kind: str, ckpt: Path, run: Path) -> None:

@@ -23,7 +23,14 @@ import torch
 from robot_rl import __version__
 from robot_rl.config_io import to_dict
 from robot_rl.export.modules import DeployCost, DeployPolicy
-from robot_rl.export.policy import FORMAT, VERSION, ArtifactError, Policy, graph_inputs
+from robot_rl.export.policy import (
+    FORMAT,
+    VERSION,
+    ArtifactError,
+    GraphInput,
+    Policy,
+    graph_inputs,
+)
 from robot_rl.policies import ChunkPolicy, PolicyConfig
 from robot_rl.sim.env import BatchedEnv
 
@@ -68,6 +75,13 @@ def artifact_meta(env: BatchedEnv, policy: DeployPolicy | ChunkPolicy,
         "clip": norm.clip}
     if chunk is not None:
         meta["chunk"] = chunk
+    return with_provenance(meta, safety, provenance)
+
+
+def with_provenance(meta: dict[str, Any], safety: dict[str, Any] | None,
+                    provenance: dict[str, Any]) -> dict[str, Any]:
+    """``meta`` with the safety entry, the file names and the provenance (versions, time,
+    and ``provenance``'s entries) filled in."""
     meta.update(safety=safety, files=dict(POLICY_FILES),
                 provenance={"robot_rl": __version__, "torch": torch.__version__,
                             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **provenance})
@@ -100,8 +114,9 @@ def export_artifact(out: str | Path, policy: torch.nn.Module, meta: dict[str, An
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         obs = torch.zeros(1, obs_dim)
-        _write_graph(policy, tuple(torch.zeros(1, w) for _, w in inputs),
-                     tuple(n for n, _ in inputs), "action", tmp, POLICY_FILES["policy_onnx"],
+        _write_graph(policy, tuple(torch.zeros((1, *shape), dtype=getattr(torch, dtype))
+                                   for _, shape, dtype in inputs),
+                     tuple(n for n, _, _ in inputs), "action", tmp, POLICY_FILES["policy_onnx"],
                      POLICY_FILES["policy_torchscript"])
         if cost is not None:
             cost = cost.eval()
@@ -139,12 +154,22 @@ def _write_graph(module: torch.nn.Module, example: tuple[torch.Tensor, ...],
                           output_names=[output], dynamic_axes=axes, dynamo=False)
 
 
+def _random_input(name: str, shape: tuple[int, ...], dtype: str, gen: torch.Generator,
+                  n: int = 64) -> torch.Tensor:
+    if dtype == "uint8":  # an RGB image
+        return torch.randint(0, 256, (n, *shape), generator=gen, dtype=torch.uint8)
+    if dtype != "float32":
+        raise ArtifactError(f"graph input {name!r} has unsupported dtype {dtype}")
+    if len(shape) > 1:  # a depth image [m], 0 where nothing returned
+        return torch.rand((n, *shape), generator=gen) * 3.0
+    return torch.randn((n, *shape), generator=gen) * (2.0 if name == "obs" else 1.0)
+
+
 def _check(folder: Path, policy: torch.nn.Module, cost: DeployCost | None,
-           inputs: list[tuple[str, int]], obs_dim: int, act_dim: int, tolerance: float) -> None:
+           inputs: list[GraphInput], obs_dim: int, act_dim: int, tolerance: float) -> None:
     """Every exported graph agrees with its torch module on random inputs."""
     gen = torch.Generator().manual_seed(0)
-    xs = [torch.randn(64, w, generator=gen) * (2.0 if name == "obs" else 1.0)
-          for name, w in inputs]
+    xs = [_random_input(name, shape, dtype, gen) for name, shape, dtype in inputs]
     obs = xs[0][:, -obs_dim:]
     act = torch.rand(64, act_dim, generator=gen) * 2.0 - 1.0
     with torch.no_grad():

@@ -8,6 +8,12 @@ and no training code, so the robot side stays small:
     a, hold, rejected = policy.safe_action(obs)  # K candidates scored by the cost critic
     policy.reset()                               # a new episode (chunked policies)
 
+A policy that sees cameras (``policy.json``'s ``images``: a pixel student) takes its images
+next to the observation, each as its entry names it (key, shape (C, H, W), dtype; RGB uint8
+channels first, depth float32 metres):
+
+    a = policy(obs, images={"front.rgb": rgb, "wrist.rgb": rgb2})   # (C, H, W) or (B, C, H, W)
+
 A chunked policy (``policy.json``'s ``chunk``: a diffusion or MLP policy predicting H
 actions from the last T observations) is called the same way, one control step at a time:
 it keeps each env's observation history and queue of actions (``ChunkExecutor``, imported
@@ -42,17 +48,24 @@ class ArtifactError(RobotRLError):
     """A policy artifact is missing, malformed, or inconsistent with its metadata."""
 
 
-def graph_inputs(meta: dict[str, Any]) -> list[tuple[str, int]]:
-    """(name, width) of the policy graph's inputs per policy.json: the observation (the last
-    T of them, flattened, for a chunked policy) and, for a flow policy whose noise the
-    runtime draws, the noise (H A)."""
+GraphInput = tuple[str, tuple[int, ...], str]
+"""One input of an exported graph: (name, shape without the batch axis, numpy dtype)."""
+
+
+def graph_inputs(meta: dict[str, Any]) -> list[GraphInput]:
+    """The policy graph's inputs per policy.json: the observation (the last T of them,
+    flattened, for a chunked policy); for a flow policy whose noise the runtime draws, the
+    noise (H A); for a policy that sees cameras, each image of ``images`` in order."""
     obs_dim, act_dim = int(meta["observation"]["dim"]), int(meta["action"]["dim"])
     chunk = meta.get("chunk")
     if not chunk:
-        return [("obs", obs_dim)]
-    inputs = [("obs", int(chunk["obs_history"]) * obs_dim)]
-    if chunk.get("noise_input"):
-        inputs.append(("noise", int(chunk["horizon"]) * act_dim))
+        inputs: list[GraphInput] = [("obs", (obs_dim,), "float32")]
+    else:
+        inputs = [("obs", (int(chunk["obs_history"]) * obs_dim,), "float32")]
+        if chunk.get("noise_input"):
+            inputs.append(("noise", (int(chunk["horizon"]) * act_dim,), "float32"))
+    for im in meta.get("images") or []:
+        inputs.append((str(im["key"]), tuple(int(d) for d in im["shape"]), str(im["dtype"])))
     return inputs
 
 
@@ -99,6 +112,10 @@ class Policy:
             raise ArtifactError(f"{meta_path}: bad chunk entry: {e}") from None
         self.chunked = bool(chunk)
         """The graph predicts chunks (``policy.json`` has ``chunk``)."""
+        self.images: list[GraphInput] = graph_inputs(self.meta)[1 + int(self.noise_input):]
+        """The images the policy sees: (key, (C, H, W), dtype) each, in the graph's order."""
+        if self.images and self.chunked:
+            raise ArtifactError(f"{meta_path}: a chunked policy with cameras is not supported")
         self._run = self._load(policy_file, graph_inputs(self.meta),
                                self.horizon * self.act_dim, "policy")
         self._executor: Any = None
@@ -106,7 +123,8 @@ class Policy:
         cost_file = (safety.get("cost_critic") or {}).get("torchscript" if ts else "onnx")
         self._cost = None
         if cost_file is not None:
-            self._cost = self._load(cost_file, [("obs", self.obs_dim), ("action", self.act_dim)],
+            self._cost = self._load(cost_file, [("obs", (self.obs_dim,), "float32"),
+                                                ("action", (self.act_dim,), "float32")],
                                     None, "cost critic")
         self.threshold = float(safety.get("threshold", np.inf))
         self.candidates = int(safety.get("candidates", 1))
@@ -131,16 +149,25 @@ class Policy:
 
     # -- inference ---------------------------------------------------------------------------
 
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
+    @property
+    def cameras(self) -> list[str]:
+        """The cameras whose images the policy sees (empty for a state policy)."""
+        return list(dict.fromkeys(k.rsplit(".", 1)[0] for k, _, _ in self.images))
+
+    def __call__(self, obs: np.ndarray, images: dict[str, np.ndarray] | None = None
+                 ) -> np.ndarray:
         """Action(s) in [-1, 1] to apply now for observation(s): (O,) -> (A,) or
-        (B, O) -> (B, A). A chunked policy keeps state between calls (module docstring)."""
+        (B, O) -> (B, A); a policy that sees cameras also takes ``images`` ({key: (C, H, W)}
+        or batched). A chunked policy keeps state between calls (module docstring)."""
         x = np.asarray(obs, dtype=np.float32)
         single = x.ndim == 1
         if x.shape[-1] != self.obs_dim or x.ndim not in (1, 2):
             raise ArtifactError(f"observation must be ({self.obs_dim},) or (B, {self.obs_dim}), "
                                 f"got {x.shape}")
         x = x[None] if single else x
-        if self.chunked:
+        if self.images:
+            out = self._run(x, *self._image_arrays(images, single, x.shape[0]))
+        elif self.chunked:
             if self._executor is None:
                 from robot_rl.policies.execution import ChunkExecutor
 
@@ -150,6 +177,24 @@ class Policy:
         else:
             out = self._run(x)
         return out[0] if single else out
+
+    def _image_arrays(self, images: dict[str, np.ndarray] | None, single: bool, batch: int
+                      ) -> list[np.ndarray]:
+        if images is None:
+            raise ArtifactError(f"{self.path} sees cameras: pass images "
+                                f"{[k for k, _, _ in self.images]}")
+        out = []
+        for key, shape, dtype in self.images:
+            if key not in images:
+                raise ArtifactError(f"missing image {key!r}; the policy sees "
+                                    f"{[k for k, _, _ in self.images]}")
+            a = np.asarray(images[key])
+            a = a[None] if single else a
+            if a.shape != (batch, *shape):
+                raise ArtifactError(f"image {key!r} must be {(batch, *shape)[int(single):]}, "
+                                    f"got {a.shape[int(single):]}")
+            out.append(np.ascontiguousarray(a, dtype=dtype))
+        return out
 
     def reset(self, mask: np.ndarray | None = None) -> None:
         """Start a new episode for every env (or those in ``mask`` (B,) bool): a chunked
@@ -207,7 +252,7 @@ class Policy:
 
     # -- loading -----------------------------------------------------------------------------
 
-    def _load(self, name: str, inputs: list[tuple[str, int]], out_dim: int | None,
+    def _load(self, name: str, inputs: list[GraphInput], out_dim: int | None,
               what: str) -> Any:
         file = self.path / name
         if not file.is_file():
@@ -217,7 +262,7 @@ class Policy:
         return _onnx(file, inputs, out_dim, what)
 
 
-def _onnx(file: Path, inputs: list[tuple[str, int]], out_dim: int | None, what: str) -> Any:
+def _onnx(file: Path, inputs: list[GraphInput], out_dim: int | None, what: str) -> Any:
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
@@ -227,14 +272,15 @@ def _onnx(file: Path, inputs: list[tuple[str, int]], out_dim: int | None, what: 
         sess = ort.InferenceSession(str(file), opts, providers=["CPUExecutionProvider"])
     except Exception as e:
         raise ArtifactError(f"cannot load {what} {file}: {e}") from None
-    got = [(i.name, i.shape[-1]) for i in sess.get_inputs()]
-    if got != inputs:
-        raise ArtifactError(f"{file}: inputs {got} do not match policy.json {inputs}")
+    got = [(i.name, tuple(i.shape[1:])) for i in sess.get_inputs()]
+    want = [(n, shape) for n, shape, _ in inputs]
+    if got != want:
+        raise ArtifactError(f"{file}: inputs {got} do not match policy.json {want}")
     out_shape = sess.get_outputs()[0].shape
     if out_dim is not None and out_shape[-1] != out_dim:
         raise ArtifactError(f"{file}: output width {out_shape[-1]} does not match the action "
                             f"dim {out_dim} of policy.json")
-    names = [n for n, _ in inputs]
+    names = [n for n, _, _ in inputs]
     if len(inputs) != 1 or out_dim is None:
         def run(*arrays: np.ndarray) -> np.ndarray:
             return sess.run(None, dict(zip(names, arrays, strict=True)))[0]
@@ -242,7 +288,7 @@ def _onnx(file: Path, inputs: list[tuple[str, int]], out_dim: int | None, what: 
         return run
     # One observation at a time (the deploy loop): onnxruntime reads and writes these two
     # buffers in place, which skips most of its per-call argument handling.
-    x1 = np.zeros((1, inputs[0][1]), np.float32)
+    x1 = np.zeros((1, *inputs[0][1]), np.float32)
     y1 = np.zeros((1, out_dim), np.float32)
     binding = sess.io_binding()
     binding.bind_ortvalue_input(names[0], ort.OrtValue.ortvalue_from_numpy(x1))
@@ -258,7 +304,7 @@ def _onnx(file: Path, inputs: list[tuple[str, int]], out_dim: int | None, what: 
     return run_one
 
 
-def _torchscript(file: Path, inputs: list[tuple[str, int]], out_dim: int | None,
+def _torchscript(file: Path, inputs: list[GraphInput], out_dim: int | None,
                  what: str) -> Any:
     import warnings
 
@@ -270,7 +316,7 @@ def _torchscript(file: Path, inputs: list[tuple[str, int]], out_dim: int | None,
             module = torch.jit.load(str(file), map_location="cpu").eval()
     except Exception as e:
         raise ArtifactError(f"cannot load {what} {file}: {e}") from None
-    probe = [torch.zeros(1, d) for _, d in inputs]
+    probe = [torch.zeros((1, *shape), dtype=getattr(torch, dtype)) for _, shape, dtype in inputs]
     try:
         with torch.no_grad():
             out = module(*probe)

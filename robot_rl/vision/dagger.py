@@ -36,6 +36,7 @@ from robot_rl.sim.cameras import CameraConfig
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.visual_dr import VISUAL_PRESETS, VisualPreset
+from robot_rl.vision.encoder import MIN_SIZE
 from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig
 
 PIXEL_STUDENT_FORMAT = "robot_rl.pixel_student"
@@ -79,10 +80,23 @@ class PixelDistillConfig:
     """Control steps per iteration and env (default: one episode)."""
     beta_decay: float = 0.5
     """Probability of executing the teacher's action in iteration i is beta_decay ** i."""
-    grad_steps: int = 400
-    """Student gradient steps per iteration."""
+    state_weight: float = 1.0
+    """The student estimates, from its images and proprioception, the observation terms the
+    robot does not measure (the ones the cameras stand in for, e.g. push's puck position),
+    labelled from the simulator's state. With ``--policy.act-on features`` this is the
+    weight of that auxiliary loss; 0 gives the student no state head (then it acts on the
+    features)."""
+    grad_steps: int = 600
+    """Gradient steps on images per iteration (the encoder and the state head; with
+    ``--policy.act-on features`` the whole student)."""
     batch_size: int = 128
-    lr: float = 3e-4
+    """Images per gradient step."""
+    action_steps: int = 2000
+    """With a student that acts on its state estimate: gradient steps of the action MLP per
+    iteration, on vectors: the proprioception and the true hidden state blurred by the
+    estimator's current error (per term, measured on the last image batches)."""
+    action_batch: int = 512
+    lr: float = 1e-3
     eval_episodes: int = 32
     """Episodes to compare student and teacher (0: skip)."""
     seed: int = 0
@@ -91,12 +105,16 @@ class PixelDistillConfig:
     progress: bool = True
 
     def validate(self) -> None:
-        if min(self.iterations, self.grad_steps, self.num_envs, self.batch_size) < 1:
-            raise ConfigError("iterations, grad_steps, num_envs and batch_size must be >= 1")
+        if min(self.iterations, self.grad_steps, self.num_envs, self.batch_size,
+               self.action_steps, self.action_batch) < 1:
+            raise ConfigError("iterations, grad_steps, num_envs, batch_size, action_steps "
+                              "and action_batch must be >= 1")
         if not 0.0 <= self.beta_decay <= 1.0:
             raise ConfigError(f"--beta-decay must be in [0, 1], got {self.beta_decay}")
-        if self.size < 16:
-            raise ConfigError(f"--size must be >= 16 px, got {self.size}")
+        if self.state_weight < 0:
+            raise ConfigError(f"--state-weight must be >= 0, got {self.state_weight}")
+        if self.size < MIN_SIZE:
+            raise ConfigError(f"--size must be >= {MIN_SIZE} px, got {self.size}")
 
 
 @dataclasses.dataclass
@@ -159,12 +177,14 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
     steps = cfg.rollout_steps or env.max_episode_length
     layout = [(n, w) for n, w in env.obs_layout if n not in cfg.drop_terms]
     cols = student_columns(env.obs_layout, cfg.drop_terms)
+    hidden = hidden_columns(env) if cfg.state_weight > 0 else torch.zeros(0, dtype=torch.long)
     proprio: list[torch.Tensor] = []
+    states: list[torch.Tensor] = []
     images: dict[str, list[torch.Tensor]] = {k: [] for k in env.image_shapes}
     labels: list[torch.Tensor] = []
     student: PixelPolicy | None = None
     opt: torch.optim.Optimizer | None = None
-    loss = float("nan")
+    loss = s_loss = float("nan")
     obs = env.reset(seed=cfg.seed)
     console.print(f"distilling {'the scripted expert' if cfg.teacher is None else cfg.teacher}"
                   f" of {task_cfg.name!r} into a pixel student: cameras "
@@ -180,6 +200,7 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
                 for k, v in env.last_images.items():
                     images[k].append(v.cpu())
                 labels.append(target.cpu())
+                states.append(env.group_obs()["critic"][:, hidden].cpu())
                 action = target
                 if student is not None and beta < 1.0:
                     mine = student(obs[:, cols], env.last_images)
@@ -189,23 +210,17 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
         X = torch.cat(proprio)
         imgs = {k: torch.cat(v) for k, v in images.items()}
         Y = torch.cat(labels)
+        S = torch.cat(states)
         if student is None:  # normalization from the teacher's own rollouts
             student = PixelPolicy(cfg.policy, env.image_shapes, len(cols), env.act_dim,
-                                  X.mean(0), X.std(0))
+                                  X.mean(0), X.std(0), len(hidden), S.mean(0), S.std(0))
             opt = torch.optim.Adam(student.parameters(), lr=cfg.lr)
         assert opt is not None
-        student.train()
-        for _ in range(cfg.grad_steps):
-            idx = torch.randint(0, X.shape[0], (cfg.batch_size,), generator=gen)
-            pred = student(X[idx], {k: v[idx] for k, v in imgs.items()}, gen)
-            batch_loss = ((pred - Y[idx]) ** 2).mean()
-            opt.zero_grad()
-            batch_loss.backward()
-            opt.step()
-            loss = float(batch_loss.detach())
+        loss, s_loss = _fit(student, opt, cfg, X, imgs, Y, S, gen)
         student.eval()
         console.print(f"[iteration {it + 1}/{cfg.iterations}, {time.perf_counter() - t0:5.0f} s]"
-                      f"  beta {beta:.2f}  samples {X.shape[0]:,}  loss {loss:.4f}",
+                      f"  beta {beta:.2f}  samples {X.shape[0]:,}  loss {loss:.4f}"
+                      + (f"  state loss {s_loss:.3f}" if len(hidden) else ""),
                       highlight=False, markup=False)
     assert student is not None
     t_res = s_res = None
@@ -220,10 +235,74 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
                  "task": to_dict(task_cfg), "image_shapes": env.image_shapes,
                  "env_obs_layout": env.obs_layout, "obs_layout": layout,
                  "obs_dim": len(cols), "act_dim": env.act_dim,
+                 "state_terms": [n for n, _ in env.critic_layout if n in hidden_terms(env)]
+                 if len(hidden) else [], "state_dim": len(hidden),
                  "state_dict": student.state_dict(), "final_loss": loss,
                  "teacher_success": None if t_res is None else t_res.success_rate,
                  "student_success": None if s_res is None else s_res.success_rate}, cfg.out)
     return student, report
+
+
+def _fit(student: PixelPolicy, opt: torch.optim.Optimizer, cfg: PixelDistillConfig,
+         X: torch.Tensor, imgs: dict[str, torch.Tensor], Y: torch.Tensor, S: torch.Tensor,
+         gen: torch.Generator) -> tuple[float, float]:
+    """One DAgger iteration's training on the aggregate: proprioception X (N, O), images,
+    teacher actions Y (N, A), hidden state S (N, S). Returns the last action and state
+    losses (mean squared error; the state's in normalized units)."""
+    student.train()
+    n = X.shape[0]
+    err2 = torch.zeros(S.shape[1])  # squared error of the state estimate, per column
+    loss = s_loss = float("nan")
+    for step in range(cfg.grad_steps):
+        idx = torch.randint(0, n, (cfg.batch_size,), generator=gen)
+        batch_imgs = {k: v[idx] for k, v in imgs.items()}
+        total = torch.zeros(())
+        if student.state_dim:
+            est = student.estimate(X[idx], batch_imgs, gen)
+            sq = (est - student.normalize_state(S[idx])) ** 2
+            total = total + (1.0 if student.acts_on_state else cfg.state_weight) * sq.mean()
+            s_loss = float(sq.mean().detach())
+            if step >= cfg.grad_steps - 50:
+                err2 += sq.detach().mean(0) / min(50, cfg.grad_steps)
+        if not student.acts_on_state:
+            a_loss = ((student(X[idx], batch_imgs, gen) - Y[idx]) ** 2).mean()
+            total = total + a_loss
+            loss = float(a_loss.detach())
+        opt.zero_grad()
+        total.backward()
+        opt.step()
+    if student.acts_on_state:
+        blur = err2.sqrt()
+        for _ in range(cfg.action_steps):
+            idx = torch.randint(0, n, (cfg.action_batch,), generator=gen)
+            state = student.normalize_state(S[idx])
+            state = state + blur * torch.randn(state.shape, generator=gen)
+            a_loss = ((student.act_on_state(X[idx], state) - Y[idx]) ** 2).mean()
+            opt.zero_grad()
+            a_loss.backward()
+            opt.step()
+            loss = float(a_loss.detach())
+    student.eval()
+    return loss, s_loss
+
+
+def hidden_terms(env: BatchedEnv) -> set[str]:
+    """The observation terms an env with cameras keeps from its policy (the robot does not
+    measure them; ``sim.measurable``)."""
+    return {n for n, _ in env.critic_layout[:len(env.task.observations)]} - {
+        n for n, _ in env.obs_layout}
+
+
+def hidden_columns(env: BatchedEnv) -> torch.Tensor:
+    """Columns of the ``critic`` group holding the ``hidden_terms``, in order."""
+    names = hidden_terms(env)
+    cols: list[int] = []
+    start = 0
+    for name, width in env.critic_layout:
+        if name in names:
+            cols += range(start, start + width)
+        start += width
+    return torch.tensor(cols, dtype=torch.long)
 
 
 def student_columns(layout: list[tuple[str, int]], drop: tuple[str, ...]) -> torch.Tensor:
@@ -251,7 +330,8 @@ def load_pixel_student(path: str | Path) -> tuple[PixelPolicy, dict[str, Any]]:
             raise ValueError(f"not a {PIXEL_STUDENT_FORMAT} file")
         cfg = from_dict(PixelDistillConfig, state["config"])
         shapes = {k: tuple(v) for k, v in state["image_shapes"].items()}
-        policy = PixelPolicy(cfg.policy, shapes, state["obs_dim"], state["act_dim"])
+        policy = PixelPolicy(cfg.policy, shapes, state["obs_dim"], state["act_dim"],
+                             state_dim=state.get("state_dim", 0))
         policy.load_state_dict(state["state_dict"])
     except Exception as e:
         raise CheckpointError(f"cannot read pixel student {path}: {type(e).__name__}: {e}"

@@ -1,23 +1,39 @@
 """A policy that sees what a robot has: camera images and proprioception.
 
     policy = PixelPolicy(PixelPolicyConfig(), image_shapes, proprio_dim=18, act_dim=7,
-                         proprio_mean=m, proprio_std=s)
+                         proprio_mean=m, proprio_std=s, state_dim=7, state_mean=sm,
+                         state_std=ss)
     action = policy(proprio, images)    # (B, O) float, {key: (B, C, H, W)} -> (B, A) in [-1, 1]
+    est = policy.estimate(proprio, images)      # (B, S) the hidden state, normalized
 
 ``images`` are the env's (``BatchedEnv.images``): ``{camera}.rgb`` uint8 and, where the
 camera has depth, ``{camera}.depth`` metres; each camera's RGB and depth go through its own
-``ConvEncoder`` as one 3- or 4-channel image. The features of every camera and the
-normalized proprioception feed an MLP whose tanh output is the action.
+``ConvEncoder`` as one 3- or 4-channel image.
+
+With ``state_dim > 0`` the policy has a *state head*: from the cameras' features and the
+normalized proprioception it estimates the observation terms the robot does not measure
+(the ones the cameras stand in for, e.g. push's puck position and its offsets to the hand
+and the goal), normalized by ``state_mean``/``state_std``. What the action MLP reads is set
+by ``PixelPolicyConfig.act_on``:
+
+- ``state`` (default where there is a state head): proprioception + the state estimate. The
+  student is then a perception module followed by a state policy: each is a plain supervised
+  problem, and the action MLP can be trained on vectors, cheaply and in large batches, with
+  the true state (blurred by the estimator's error) while the encoder learns the estimate
+  (``robot_rl.vision.dagger``).
+- ``features``: proprioception + the cameras' features, end to end (DrQ-style); the state
+  head, where there is one, only shapes the encoder through its auxiliary loss.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 
 import torch
 from torch import nn
 
-from robot_rl.vision.encoder import ConvEncoder, image_input, random_shift
+from robot_rl.vision.encoder import ConvEncoder, Pool, image_input, random_shift
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -28,8 +44,16 @@ class PixelPolicyConfig:
     """Features per camera from its encoder."""
     encoder_width: int = 16
     """Channels of the encoder's convolutions (DrQ uses 32 on a GPU: 2-3x the CPU time)."""
+    pool: Pool = "keypoints"
+    """How each encoder pools its feature maps: ``keypoints`` (spatial softmax) or
+    ``flatten`` (DrQ)."""
+    state_hidden: tuple[int, ...] = (256,)
+    """Hidden layers of the state head (with state_dim > 0)."""
+    act_on: Literal["state", "features"] = "state"
+    """What the action MLP reads next to the proprioception: the state estimate or the
+    cameras' features (see module docstring; without a state head: features)."""
     hidden: tuple[int, ...] = (256, 256)
-    """Hidden layers of the MLP over camera features and proprioception."""
+    """Hidden layers of the action MLP."""
     shift: int = 4
     """DrQ random-shift padding [px] while training (0: none)."""
 
@@ -39,15 +63,26 @@ def cameras_of(image_shapes: dict[str, tuple[int, int, int]]) -> list[str]:
     return list(dict.fromkeys(k.rsplit(".", 1)[0] for k in image_shapes))
 
 
+def mlp(sizes: list[int]) -> nn.Sequential:
+    """Linear layers of the given sizes with ReLU between them (none after the last)."""
+    layers: list[nn.Module] = []
+    for a, b in zip(sizes[:-1], sizes[1:], strict=True):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    return nn.Sequential(*layers[:-1])
+
+
 class PixelPolicy(nn.Module):
     """Images + proprioception -> action (see module docstring)."""
 
     proprio_mean: torch.Tensor
     proprio_std: torch.Tensor
+    state_mean: torch.Tensor
+    state_std: torch.Tensor
 
     def __init__(self, cfg: PixelPolicyConfig, image_shapes: dict[str, tuple[int, int, int]],
                  proprio_dim: int, act_dim: int, proprio_mean: torch.Tensor | None = None,
-                 proprio_std: torch.Tensor | None = None):
+                 proprio_std: torch.Tensor | None = None, state_dim: int = 0,
+                 state_mean: torch.Tensor | None = None, state_std: torch.Tensor | None = None):
         super().__init__()
         self.cfg = cfg
         self.image_shapes = dict(image_shapes)
@@ -55,18 +90,24 @@ class PixelPolicy(nn.Module):
         self.depth = {c: f"{c}.depth" in image_shapes for c in self.cameras}
         self.encoders = nn.ModuleDict({
             c: ConvEncoder(3 + int(self.depth[c]), image_shapes[f"{c}.rgb"][1:],
-                           cfg.features, cfg.encoder_width) for c in self.cameras})
-        self.register_buffer("proprio_mean", torch.zeros(proprio_dim) if proprio_mean is None
-                             else proprio_mean.float().clone())
-        self.register_buffer("proprio_std", torch.ones(proprio_dim) if proprio_std is None
-                             else proprio_std.float().clamp(min=1e-2).clone())
-        sizes = [cfg.features * len(self.cameras) + proprio_dim, *cfg.hidden]
-        layers: list[nn.Module] = []
-        for a, b in zip(sizes[:-1], sizes[1:], strict=True):
-            layers += [nn.Linear(a, b), nn.ReLU()]
-        layers.append(nn.Linear(sizes[-1], act_dim))
-        self.mlp = nn.Sequential(*layers)
-        self.proprio_dim, self.act_dim = proprio_dim, act_dim
+                           cfg.features, cfg.encoder_width, cfg.pool) for c in self.cameras})
+        self._buffer("proprio", proprio_dim, proprio_mean, proprio_std)
+        self._buffer("state", state_dim, state_mean, state_std)
+        width = cfg.features * len(self.cameras) + proprio_dim
+        self.state_head = None if state_dim == 0 else \
+            mlp([width, *cfg.state_hidden, state_dim])
+        self.acts_on_state = state_dim > 0 and cfg.act_on == "state"
+        """The action MLP reads proprioception + the state estimate (else + the features)."""
+        self.mlp = mlp([proprio_dim + state_dim if self.acts_on_state else width,
+                        *cfg.hidden, act_dim])
+        self.proprio_dim, self.act_dim, self.state_dim = proprio_dim, act_dim, state_dim
+
+    def _buffer(self, name: str, dim: int, mean: torch.Tensor | None,
+                std: torch.Tensor | None) -> None:
+        self.register_buffer(f"{name}_mean", torch.zeros(dim) if mean is None
+                             else mean.float().clone())
+        self.register_buffer(f"{name}_std", torch.ones(dim) if std is None
+                             else std.float().clamp(min=1e-2).clone())
 
     def encode(self, images: dict[str, torch.Tensor], gen: torch.Generator | None = None
                ) -> torch.Tensor:
@@ -79,7 +120,31 @@ class PixelPolicy(nn.Module):
             feats.append(self.encoders[c](x))
         return torch.cat(feats, dim=1)
 
+    def normalize_proprio(self, proprio: torch.Tensor) -> torch.Tensor:
+        return ((proprio.float() - self.proprio_mean) / self.proprio_std).clamp(-10.0, 10.0)
+
+    def normalize_state(self, state: torch.Tensor) -> torch.Tensor:
+        return (state.float() - self.state_mean) / self.state_std
+
+    def _features(self, proprio: torch.Tensor, images: dict[str, torch.Tensor],
+                  gen: torch.Generator | None) -> torch.Tensor:
+        return torch.cat([self.encode(images, gen), self.normalize_proprio(proprio)], dim=1)
+
+    def estimate(self, proprio: torch.Tensor, images: dict[str, torch.Tensor],
+                 gen: torch.Generator | None = None) -> torch.Tensor:
+        """(B, state_dim) the hidden state estimated from images + proprioception,
+        normalized (``normalize_state``'s units)."""
+        if self.state_head is None:
+            raise ValueError("this policy has no state head (state_dim 0)")
+        return self.state_head(self._features(proprio, images, gen))
+
+    def act_on_state(self, proprio: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
+        """(B, A) actions from proprioception and a *normalized* state (an estimate, or
+        while training the true state); only where ``acts_on_state``."""
+        return torch.tanh(self.mlp(torch.cat([self.normalize_proprio(proprio), state], dim=1)))
+
     def forward(self, proprio: torch.Tensor, images: dict[str, torch.Tensor],
                 gen: torch.Generator | None = None) -> torch.Tensor:
-        p = ((proprio.float() - self.proprio_mean) / self.proprio_std).clamp(-10.0, 10.0)
-        return torch.tanh(self.mlp(torch.cat([self.encode(images, gen), p], dim=1)))
+        if self.acts_on_state:
+            return self.act_on_state(proprio, self.estimate(proprio, images, gen))
+        return torch.tanh(self.mlp(self._features(proprio, images, gen)))

@@ -3,14 +3,18 @@ state teacher through the env's cameras."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
 from rich.console import Console
 
+from robot_rl.cli import main
 from robot_rl.errors import ConfigError
+from robot_rl.export import ArtifactError, load_policy
 from robot_rl.vision.dagger import PixelDistillConfig, distill_pixels, load_pixel_student
-from robot_rl.vision.encoder import DEPTH_RANGE, image_input, random_shift
+from robot_rl.vision.encoder import DEPTH_RANGE, SpatialSoftmax, image_input, random_shift
 from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig
 
 
@@ -35,9 +39,19 @@ def test_image_input_scales_rgb_and_depth():
     assert x[0, 3].tolist() == [[0.0, 1.0 / DEPTH_RANGE], [1.0, 1.0]]
 
 
-def test_pixel_policy_shapes_and_gradients():
+def test_spatial_softmax_finds_the_hot_pixel():
+    x = torch.full((1, 2, 5, 7), -50.0)
+    x[0, 0, 0, 6] = 50.0  # top right: x = 1, y = -1
+    x[0, 1, 2, 3] = 50.0  # the centre
+    assert torch.allclose(SpatialSoftmax(5, 7)(x), torch.tensor([[1.0, -1.0, 0.0, 0.0]]),
+                          atol=1e-4)
+
+
+@pytest.mark.parametrize("pool", ["keypoints", "flatten"])
+def test_pixel_policy_shapes_and_gradients(pool):
     shapes = {"front.rgb": (3, 24, 24), "wrist.rgb": (3, 24, 24), "wrist.depth": (1, 24, 24)}
-    pol = PixelPolicy(PixelPolicyConfig(features=8, hidden=(16,)), shapes, 5, 3)
+    pol = PixelPolicy(PixelPolicyConfig(features=8, hidden=(16,), pool=pool), shapes, 5, 3,
+                      state_dim=2)
     assert pol.cameras == ["front", "wrist"] and pol.depth == {"front": False, "wrist": True}
     imgs = {"front.rgb": torch.randint(0, 255, (4, 3, 24, 24), dtype=torch.uint8),
             "wrist.rgb": torch.randint(0, 255, (4, 3, 24, 24), dtype=torch.uint8),
@@ -46,12 +60,17 @@ def test_pixel_policy_shapes_and_gradients():
     assert a.shape == (4, 3) and bool((a.abs() < 1).all())
     a.sum().backward()
     assert pol.encoders["wrist"].convs[0].weight.grad is not None
+    assert pol.estimate(torch.randn(4, 5), imgs).shape == (4, 2)
+    ends = PixelPolicy(PixelPolicyConfig(features=8, hidden=(16,), pool=pool,
+                                         act_on="features"), shapes, 5, 3, state_dim=2)
+    assert not ends.acts_on_state and ends(torch.randn(4, 5), imgs).shape == (4, 3)
 
 
 def test_distilling_the_push_expert_into_a_pixel_student(tmp_path):
     cfg = PixelDistillConfig(task="push", cameras=("front",), size=24, iterations=2,
                              num_envs=2, rollout_steps=8, grad_steps=3, batch_size=8,
-                             eval_episodes=2, out=tmp_path / "s.pt", progress=False,
+                             action_steps=3, action_batch=8, eval_episodes=2,
+                             out=tmp_path / "s.pt", progress=False,
                              policy=PixelPolicyConfig(features=8, hidden=(16,)))
     student, report = distill_pixels(cfg, Console(quiet=True))
     assert report.samples == 2 * 2 * 8
@@ -63,9 +82,14 @@ def test_distilling_the_push_expert_into_a_pixel_student(tmp_path):
     assert all("puck" not in n for n in names) and "last_action" not in names  # no copycat
     assert state["obs_dim"] == sum(w for _, w in state["obs_layout"])
     assert state["image_shapes"] == {"front.rgb": (3, 24, 24)}
+    # ... and estimates the terms it does not see from its images, then acts on them
+    assert set(state["state_terms"]) == {"puck_pos", "ee_to_puck", "puck_to_goal"}
+    assert loaded.acts_on_state and loaded.state_dim == 3 + 3 + 2
     x = torch.randn(3, state["obs_dim"])
     imgs = {"front.rgb": torch.randint(0, 255, (3, 3, 24, 24), dtype=torch.uint8)}
     assert torch.allclose(loaded(x, imgs), student(x, imgs))
+    est = loaded.estimate(x, imgs)
+    assert torch.allclose(loaded(x, imgs), loaded.act_on_state(x, est))
 
 
 def test_bad_settings_are_refused(tmp_path):
@@ -74,3 +98,41 @@ def test_bad_settings_are_refused(tmp_path):
     with pytest.raises(ConfigError, match="unknown camera"):
         distill_pixels(PixelDistillConfig(cameras=("nope",), out=tmp_path / "y.pt"),
                        Console(quiet=True))
+
+
+def test_a_pixel_student_exports_with_image_inputs_and_evaluates_through_onnx(tmp_path):
+    cfg = PixelDistillConfig(task="push", cameras=("front", "wrist"), size=24, depth=True,
+                             iterations=1, num_envs=2, rollout_steps=6, grad_steps=2,
+                             batch_size=8, action_steps=2, action_batch=8, eval_episodes=0,
+                             out=tmp_path / "s.pt", progress=False,
+                             policy=PixelPolicyConfig(features=8, hidden=(16,)))
+    student, _ = distill_pixels(cfg, Console(quiet=True))
+    main(["export", str(tmp_path / "s.pt")])
+    art = tmp_path / "s"  # default: the file's name without .pt
+    meta = json.loads((art / "policy.json").read_text())
+    assert [i["key"] for i in meta["images"]] == list(student.image_shapes)
+    assert len(meta["images"]) == 4  # RGB and depth of each camera
+    assert {c["name"] for c in meta["cameras"]} == {"front", "wrist"}
+    assert all(c["height"] == c["width"] == 24 and c["depth"] for c in meta["cameras"])
+    rgb = next(i for i in meta["images"] if i["key"] == "front.rgb")
+    assert rgb["dtype"] == "uint8" and rgb["shape"] == [3, 24, 24]
+    gen = torch.Generator().manual_seed(3)
+    obs = torch.randn(5, meta["observation"]["dim"], generator=gen)
+    imgs = {k: torch.randint(0, 256, (5, *s), generator=gen, dtype=torch.uint8)
+            if k.endswith("rgb") else torch.rand((5, *s), generator=gen) * 2.5
+            for k, s in student.image_shapes.items()}
+    with torch.no_grad():
+        ref = student(obs, imgs).numpy()
+    for backend in ("onnx", "torchscript"):
+        pol = load_policy(art, backend=backend)
+        assert pol.cameras == ["front", "wrist"]
+        got = pol(obs.numpy(), {k: v.numpy() for k, v in imgs.items()})
+        assert np.abs(got - ref).max() < 1e-5
+        one = pol(obs[0].numpy(), {k: v[0].numpy() for k, v in imgs.items()})
+        assert np.abs(one - ref[0]).max() < 1e-5
+    with pytest.raises(ArtifactError, match="sees cameras"):
+        pol(obs[0].numpy())
+    with pytest.raises(ArtifactError, match="must be"):
+        pol(obs[0].numpy(), {k: v[0, :, :12].numpy() for k, v in imgs.items()})
+    # evaluated in the simulator through ONNX: the env renders the cameras it names
+    main(["eval", str(art), "--episodes", "2", "--num-envs", "2"])
