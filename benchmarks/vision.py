@@ -1,8 +1,10 @@
-"""Camera render rates for policies, and pixel students against their state teachers.
+"""Camera render rates for policies, pixel students against their state teachers, and the
+success classifier's precision and recall.
 
     python benchmarks/vision.py                              # 64, 96, 128 px; push; 8 envs
     python benchmarks/vision.py --sizes 96 --warp-device cuda   # where a GPU is lent
     python benchmarks/vision.py --part students              # push: expert -> pixel student
+    python benchmarks/vision.py --part reward                # lift: success classifier
 
 Renderers (``sim.cameras.SimCameras``, one camera of every env per call, after a step):
 
@@ -19,6 +21,11 @@ Each cell: the median of ``--repeats`` timings of ``--seconds`` each, after a wa
 scripted expert as the state teacher (``--student`` options), then both evaluated under the
 same dynamics and visual randomization. Target: the student keeps >= 85% of the teacher's
 success on push.
+
+``--part reward``: records ``--reward-episodes`` of lift with the scripted expert (the first
+three quarters with little action noise, the rest with much: failures and drops) on the
+``--reward-cameras`` at 96x96, trains ``robot-rl reward train`` on them (``--reward``
+options) and reports precision and recall on the held-out episodes. Target: >= 0.95 / >= 0.9.
 """
 
 from __future__ import annotations
@@ -34,12 +41,14 @@ from rich.console import Console
 from rich.table import Table
 
 from robot_rl.vision.dagger import PixelDistillConfig
+from robot_rl.vision.reward_training import RewardTrainConfig
 
 
 @dataclasses.dataclass
 class Args:
     part: tuple[str, ...] = ("render",)
-    """render: frames/s table; students: pixel students vs their teachers."""
+    """render: frames/s table; students: pixel students vs their teachers; reward: the
+    success classifier."""
     sizes: tuple[int, ...] = (64, 96, 128)
     """Square image sizes [px]."""
     task: str = "push"
@@ -55,6 +64,13 @@ class Args:
     student_tasks: tuple[str, ...] = ("push",)
     student: PixelDistillConfig = dataclasses.field(default_factory=PixelDistillConfig)
     """Options of the distillation (its task and output are set per task)."""
+    reward_task: str = "lift"
+    reward_episodes: int = 40
+    reward_cameras: tuple[str, ...] = ("front", "wrist")
+    reward: RewardTrainConfig = dataclasses.field(
+        default_factory=lambda: RewardTrainConfig(dataset=Path("runs/bench/reward_data"),
+                                                  size=96))
+    """Options of the classifier's training (its dataset is recorded here)."""
 
 
 def frames_per_second(args: Args, renderer: str, size: int) -> float:
@@ -104,14 +120,51 @@ def students(args: Args, console: Console) -> dict[str, dict[str, float]]:
     return out
 
 
+def reward(args: Args, console: Console) -> dict[str, float]:
+    import shutil
+
+    from robot_rl.recording.record import RecordConfig, record
+    from robot_rl.vision.reward_training import print_report, train_reward_classifier
+
+    data = args.reward.dataset
+    shutil.rmtree(data, ignore_errors=True)
+    clean = args.reward_episodes * 3 // 4
+    t0 = time.perf_counter()
+    for episodes, noise, seed, resume in ((clean, 0.05, 0, False),
+                                          (args.reward_episodes, 0.3, 5, True)):
+        record(RecordConfig(task=args.reward_task, teleop="expert", episodes=episodes, out=data,
+                            cameras=args.reward_cameras, camera_size=(96, 96),
+                            expert_noise=noise, seed=seed, resume=resume, progress=False))
+    recorded = time.perf_counter() - t0
+    cfg = dataclasses.replace(args.reward, out=args.out.parent / "reward_classifier.pt")
+    _, r = train_reward_classifier(cfg, console)
+    print_report(console, r, f"held-out episodes ({r.episodes})")
+    table = Table(title=f"success classifier ({args.reward_task}, cameras "
+                        f"{' '.join(args.reward_cameras)} at {cfg.size}x{cfg.size}, "
+                        f"{args.reward_episodes} expert episodes)")
+    for col in ("precision", "recall", "accuracy", "held-out frames (success)",
+                "episodes agreeing", "recording", "training"):
+        table.add_column(col, justify="right")
+    trained = time.perf_counter() - t0 - recorded
+    table.add_row(f"{r.precision:.3f}", f"{r.recall:.3f}", f"{r.accuracy:.3f}",
+                  f"{r.frames:,} ({r.positives:,})", f"{r.episodes_agree}/{r.episodes}",
+                  f"{recorded:.0f} s", f"{trained:.0f} s")
+    console.print(table)
+    met = r.precision >= 0.95 and r.recall >= 0.9
+    console.print(f"target (precision >= 0.95, recall >= 0.9): {'met' if met else 'not met'}")
+    return {**r.row(), "record_s": recorded, "train_s": trained}
+
+
 def main(args: Args) -> None:
     console = Console()
     results: dict[str, dict[str, float]] = {}
     if "students" in args.part:
         results["students"] = students(args, console)  # type: ignore[assignment]
+    if "reward" in args.part:
+        results["reward"] = reward(args, console)
     if "render" not in args.part:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.with_name("vision_students.json").write_text(json.dumps(results, indent=2))
+        args.out.with_name("vision_learning.json").write_text(json.dumps(results, indent=2))
         return
     for size in args.sizes:
         for r in args.renderers:

@@ -8,12 +8,16 @@ observation terms (the head of the ``critic`` group), or the task's scripted exp
 student sees only what the robot has: the cameras' images and the observation terms a robot
 measures (``BatchedEnv`` with cameras). As in ``robot_rl.distill``: iteration 0 rolls out the
 teacher, iteration i executes the teacher's action with probability ``beta_decay ** i`` and
-the student's otherwise; every visited state is labelled with the teacher's action, the data
-aggregated, and the student fit by mean squared error, with DrQ's random shift on its
-images. Rollouts and the evaluation run under the dynamics (``--dr``) and visual
-(``--visual``) randomization presets, so the student learns the looks and dynamics it will
-meet. The student is saved with its config, image shapes and observation layout (``--out``,
-``runs/pixel_student.pt`` by default; ``load_pixel_student`` reads it).
+the student's otherwise; every visited state is labelled with the teacher's action and
+with the hidden terms' true values (``hidden_terms``: what the cameras stand in for), the
+data aggregated, and the student fit by mean squared error (``_fit``): its encoder and state
+head on image batches with DrQ's random shift, and, for a student that acts on its state
+estimate (``PixelPolicyConfig.act_on``), its action MLP on vector batches of the true hidden
+state blurred by the estimate's current error. Rollouts and the evaluation run under the
+dynamics (``--dr``) and visual (``--visual``) randomization presets, so the student learns
+the looks and dynamics it will meet. The student is saved with its config, image shapes,
+observation layout and estimated terms (``--out``, ``runs/pixel_student.pt`` by default;
+``load_pixel_student`` reads it; ``robot-rl export`` makes it an artifact).
 """
 
 from __future__ import annotations
@@ -72,7 +76,7 @@ class PixelDistillConfig:
     """Observation terms the student does not see. The last action predicts the teacher's
     next one so well that a cloned student copies it and ignores the cameras (the copycat
     problem of behaviour cloning with action history)."""
-    iterations: int = 6
+    iterations: int = 8
     """DAgger iterations (the first rolls out the teacher)."""
     num_envs: int = 16
     """Parallel envs of the rollouts."""
@@ -184,7 +188,7 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
     labels: list[torch.Tensor] = []
     student: PixelPolicy | None = None
     opt: torch.optim.Optimizer | None = None
-    loss = s_loss = float("nan")
+    loss = float("nan")
     obs = env.reset(seed=cfg.seed)
     console.print(f"distilling {'the scripted expert' if cfg.teacher is None else cfg.teacher}"
                   f" of {task_cfg.name!r} into a pixel student: cameras "
@@ -217,7 +221,6 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
             opt = torch.optim.Adam(student.parameters(), lr=cfg.lr)
         assert opt is not None
         loss, s_loss = _fit(student, opt, cfg, X, imgs, Y, S, gen)
-        student.eval()
         console.print(f"[iteration {it + 1}/{cfg.iterations}, {time.perf_counter() - t0:5.0f} s]"
                       f"  beta {beta:.2f}  samples {X.shape[0]:,}  loss {loss:.4f}"
                       + (f"  state loss {s_loss:.3f}" if len(hidden) else ""),

@@ -11,9 +11,12 @@ are held out (``--holdout``): neighbouring frames of one episode look alike, and
 split would measure memory. The loss is binary cross-entropy, with DrQ's random shift on the
 images; ``--balance`` weights the success frames by the other-to-success ratio, for datasets
 where success is rare (it raises recall and lowers precision: for a reward, a false success
-is the costlier error, as a policy learns to produce it). The decision threshold is 0.5
-unless ``--threshold`` says otherwise; precision and recall are measured at it on the
-held-out episodes.
+is the costlier error, as a policy learns to produce it). For the same reason the decision
+threshold is chosen for precision: ``--validation`` of the training episodes are kept out of
+the fit, and the threshold is the lowest at which their frames' precision reaches
+``--precision`` (where none does, the one of highest precision); ``--precision 0`` uses
+``--threshold`` as given and fits on every training episode. Precision and recall are then
+measured at that threshold on the held-out episodes, which took no part in either choice.
 """
 
 from __future__ import annotations
@@ -45,8 +48,10 @@ from robot_rl.vision.reward_classifier import (
 
 @dataclasses.dataclass(kw_only=True)
 class RewardTrainConfig:
-    """Train a success classifier on a dataset's camera frames (HIL-SERL's reward classifier)
-    and report its precision and recall on held-out episodes.
+    """Train a success classifier on camera frames (HIL-SERL's reward classifier).
+
+    Learns from a dataset's videos and next.success labels and reports precision and recall
+    on held-out episodes.
 
     Example: robot-rl reward train data/lift --cameras front --out runs/reward_lift.pt
     """
@@ -68,8 +73,13 @@ class RewardTrainConfig:
     grad_steps: int = 1500
     batch_size: int = 64
     lr: float = 1e-3
+    precision: float = 0.95
+    """Precision the decision threshold is chosen for on the validation episodes (0: use
+    --threshold)."""
+    validation: float = 0.2
+    """Fraction of the training episodes kept out of the fit to choose the threshold on."""
     threshold: float = 0.5
-    """Probability at or above which a frame counts as success."""
+    """Probability at or above which a frame counts as success (with --precision 0)."""
     seed: int = 0
     out: Path = Path("runs/reward_classifier.pt")
     """Where the classifier is saved."""
@@ -80,6 +90,8 @@ class RewardTrainConfig:
             raise ConfigError(f"--holdout must be in (0, 1), got {self.holdout}")
         if not 0.0 < self.threshold < 1.0:
             raise ConfigError(f"--threshold must be in (0, 1), got {self.threshold}")
+        if not 0.0 <= self.precision < 1.0 or not 0.0 < self.validation < 1.0:
+            raise ConfigError("--precision must be in [0, 1) and --validation in (0, 1)")
         if self.size < MIN_SIZE:
             raise ConfigError(f"--size must be >= {MIN_SIZE} px, got {self.size}")
         if min(self.grad_steps, self.batch_size) < 1:
@@ -88,8 +100,10 @@ class RewardTrainConfig:
 
 @dataclasses.dataclass(kw_only=True)
 class RewardEvalConfig:
-    """Evaluate a success classifier on a dataset's labelled frames: precision, recall, and
-    per episode whether it saw the success the labels say happened.
+    """Evaluate a success classifier on a dataset's labelled frames.
+
+    Precision, recall, accuracy, and per episode whether it saw the success the labels say
+    happened.
 
     Example: robot-rl reward eval runs/reward_lift.pt data/lift_test
     """
@@ -218,6 +232,9 @@ def train_reward_classifier(cfg: RewardTrainConfig, console: Console | None = No
     cols, state_names = state_columns(ds, cfg.state_terms)
     train_eps, held_eps = split_episodes([int(r["episode_index"]) for r in ds.episodes],
                                          cfg.holdout, cfg.seed)
+    val_eps: list[int] = []
+    if cfg.precision > 0:
+        train_eps, val_eps = split_episodes(train_eps, cfg.validation, cfg.seed + 1)
     data = load_success_frames(ds, cameras, cfg.size, cols, None,
                                console if cfg.progress else None)
     train = data.take(torch.isin(data.episode, torch.tensor(train_eps)))
@@ -229,7 +246,8 @@ def train_reward_classifier(cfg: RewardTrainConfig, console: Console | None = No
     console.print(f"training a success classifier on {', '.join(cameras)} at {cfg.size}x"
                   f"{cfg.size}{' + ' + ', '.join(cfg.state_terms) if cfg.state_terms else ''}:"
                   f" {len(train_eps)} episodes ({pos:,} success / {neg:,} other frames), "
-                  f"{len(held_eps)} held out", highlight=False)
+                  f"{len(val_eps)} to choose the threshold on, {len(held_eps)} held out",
+                  highlight=False)
     net = SuccessNet(cfg.net, cameras, cfg.size, len(cols),
                      *((train.state.mean(0), train.state.std(0)) if cols else (None, None)))
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr)
@@ -254,12 +272,47 @@ def train_reward_classifier(cfg: RewardTrainConfig, console: Console | None = No
             "net": to_dict(cfg.net), "cameras": list(cameras), "size": cfg.size,
             "state_names": list(state_names), "threshold": cfg.threshold,
             "dataset": str(cfg.dataset), "train_episodes": train_eps,
-            "held_out_episodes": held_eps}
+            "validation_episodes": val_eps, "held_out_episodes": held_eps}
     clf = RewardClassifier(net, cfg.threshold, state_names, meta)
+    if val_eps:
+        clf.threshold = meta["threshold"] = choose_threshold(
+            clf, data.take(torch.isin(data.episode, torch.tensor(val_eps))), cfg.precision,
+            cfg.threshold)
+        console.print(f"threshold {clf.threshold:.2f}, chosen on {len(val_eps)} validation "
+                      f"episodes for precision >= {cfg.precision}", highlight=False)
     report = score(clf, data.take(torch.isin(data.episode, torch.tensor(held_eps))))
     meta["held_out"] = report.row()
     save_atomic({**meta, "state_dict": net.state_dict()}, cfg.out)
     return clf, report
+
+
+def probabilities(clf: RewardClassifier, data: SuccessFrames, batch: int = 256
+                  ) -> torch.Tensor:
+    """(N,) the classifier's success probability of each frame."""
+    return torch.cat([
+        clf.probability({c: v[i:i + batch] for c, v in data.frames.items()},
+                        data.state[i:i + batch]) for i in range(0, len(data.label), batch)])
+
+
+def choose_threshold(clf: RewardClassifier, data: SuccessFrames, precision: float,
+                     default: float) -> float:
+    """The lowest threshold (0.01 steps) at which the frames' precision reaches
+    ``precision``; where none does, the one of highest precision; ``default`` when the
+    frames have no success to measure precision on."""
+    probs, truth = probabilities(clf, data), data.label
+    if not bool(truth.any()):
+        return default
+    best, best_p = default, -1.0
+    for t in torch.arange(0.05, 1.0, 0.01).tolist():
+        pred = probs >= t
+        if not bool(pred.any()):
+            break
+        p = float((pred & truth).sum()) / float(pred.sum())
+        if p >= precision:
+            return round(t, 2)
+        if p > best_p:
+            best, best_p = round(t, 2), p
+    return best
 
 
 def score(clf: RewardClassifier, data: SuccessFrames, threshold: float | None = None,
@@ -267,10 +320,7 @@ def score(clf: RewardClassifier, data: SuccessFrames, threshold: float | None = 
     """Precision, recall and accuracy of ``clf`` on labelled frames, and per episode whether
     it sees a success exactly where the labels have one."""
     threshold = clf.threshold if threshold is None else threshold
-    probs = torch.cat([
-        clf.probability({c: v[i:i + batch] for c, v in data.frames.items()},
-                        data.state[i:i + batch]) for i in range(0, len(data.label), batch)])
-    pred, truth = probs >= threshold, data.label
+    pred, truth = probabilities(clf, data, batch) >= threshold, data.label
     tp = int((pred & truth).sum())
     fp = int((pred & ~truth).sum())
     fn = int((~pred & truth).sum())

@@ -13,9 +13,12 @@ import torch
 from robot_rl.cli import main
 from robot_rl.data import Dataset, DatasetError, DatasetWriter
 from robot_rl.recording.record import dataset_spec, make_recording_env
+from robot_rl.vision import reward_training
 from robot_rl.vision.reward_classifier import load_reward_classifier, resize_frames
 from robot_rl.vision.reward_training import (
     RewardTrainConfig,
+    SuccessFrames,
+    choose_threshold,
     load_success_frames,
     split_episodes,
     state_columns,
@@ -80,15 +83,17 @@ def test_episodes_are_held_out_whole_and_both_sides_are_non_empty():
 
 def test_trains_to_the_signal_saves_and_evaluates(squares, tmp_path, capsys):
     out = tmp_path / "clf.pt"
-    cfg = RewardTrainConfig(dataset=squares, size=SIZE, holdout=0.3, grad_steps=150,
-                            batch_size=32, out=out, progress=False)
+    cfg = RewardTrainConfig(dataset=squares, size=SIZE, holdout=0.3, validation=0.3,
+                            grad_steps=150, batch_size=32, out=out, progress=False)
     clf, report = train_reward_classifier(cfg)
     assert report.episodes == 3 and report.frames == 3 * EP_LEN
     assert report.precision >= 0.9 and report.recall >= 0.9, report
     loaded = load_reward_classifier(out)
     assert loaded.cameras == ("front",) and loaded.meta["held_out"]["precision"] >= 0.9
     held = loaded.meta["held_out_episodes"]
-    assert not set(held) & set(loaded.meta["train_episodes"])
+    fit, val = loaded.meta["train_episodes"], loaded.meta["validation_episodes"]
+    assert len(val) == 2 and sorted(fit + val + held) == list(range(EPISODES))
+    assert 0.05 <= loaded.threshold < 1.0
     # any frame size works: a bright 64x64 frame is a success, a dark one is not
     frames = torch.zeros(2, 3, 64, 64, dtype=torch.uint8)
     frames[0, :, 16:40, 20:44] = 255
@@ -127,3 +132,15 @@ def test_resize_frames_keeps_uint8_and_averages():
     y = resize_frames(x, 2)
     assert y.dtype == torch.uint8 and y[0, 0].tolist() == [[200, 0], [0, 0]]
     assert resize_frames(x, 4) is x
+
+
+def test_the_threshold_is_the_lowest_reaching_the_precision(monkeypatch):
+    probs = torch.tensor([0.95, 0.9, 0.8, 0.7, 0.6, 0.3, 0.2])
+    truth = torch.tensor([True, True, False, True, False, False, True])
+    data = SuccessFrames({}, torch.zeros(7, 0), truth, torch.zeros(7, dtype=torch.long))
+    monkeypatch.setattr(reward_training, "probabilities", lambda clf, d, batch=256: probs)
+    # precision at t: 0.2 -> 4/7, 0.61 -> 3/4, 0.71 -> 2/3, 0.81 -> 2/2
+    assert choose_threshold(None, data, 0.95, 0.5) == 0.81  # type: ignore[arg-type]
+    assert choose_threshold(None, data, 0.7, 0.5) == 0.61  # type: ignore[arg-type]
+    none = SuccessFrames({}, torch.zeros(7, 0), torch.zeros(7, dtype=torch.bool), data.episode)
+    assert choose_threshold(None, none, 0.95, 0.5) == 0.5  # type: ignore[arg-type]
