@@ -101,6 +101,11 @@ class DeployRuntime:
                  log: Callable[[str], None] = _log.warning):
         self.cfg = cfg = cfg or DeployConfig()
         self.policy, self.robot, self.log = policy, robot, log
+        if policy.images:
+            raise ConfigError(f"the artifact {policy.path} sees cameras "
+                              f"({', '.join(policy.cameras)}); the deploy runtime does not "
+                              "feed camera frames yet. Evaluate it in simulation: robot-rl "
+                              f"eval {policy.path}")
         if list(robot.joint_names) != policy.joint_names:
             raise RobotError(
                 f"the artifact {policy.path} is for a robot with joints {policy.joint_names}; "

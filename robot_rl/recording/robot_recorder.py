@@ -47,6 +47,8 @@ class NoPolicy:
     spaces teleoperation drives), which the runtime only computes in its warm-up."""
 
     has_cost_critic = False
+    images: list = []  # it sees no cameras
+    cameras: list[str] = []
 
     def __init__(self, task: str):
         from robot_rl.export.artifact import task_meta

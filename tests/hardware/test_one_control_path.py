@@ -47,6 +47,7 @@ class _Scripted:
     """A policy stand-in with the env's policy.json half; the test acts through ``override``."""
 
     has_cost_critic = False
+    images: list = []  # sees no cameras
 
     def __init__(self, env: Any):
         self.meta = task_meta(env)

@@ -13,9 +13,11 @@ from rich.console import Console
 from robot_rl.cli import main
 from robot_rl.errors import ConfigError
 from robot_rl.export import ArtifactError, load_policy
+from robot_rl.hardware.runtime import DeployRuntime
 from robot_rl.vision.dagger import PixelDistillConfig, distill_pixels, load_pixel_student
 from robot_rl.vision.encoder import DEPTH_RANGE, SpatialSoftmax, image_input, random_shift
 from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig
+from tests.hardware.conftest import ScriptedRobot
 
 
 def test_random_shift_moves_each_image_by_its_own_offset():
@@ -136,3 +138,6 @@ def test_a_pixel_student_exports_with_image_inputs_and_evaluates_through_onnx(tm
         pol(obs[0].numpy(), {k: v[0, :, :12].numpy() for k, v in imgs.items()})
     # evaluated in the simulator through ONNX: the env renders the cameras it names
     main(["eval", str(art), "--episodes", "2", "--num-envs", "2"])
+    # the deploy runtime feeds no camera frames yet: it refuses the artifact, saying so
+    with pytest.raises(ConfigError, match="sees cameras"):
+        DeployRuntime(pol, ScriptedRobot())
