@@ -204,7 +204,7 @@ def load_student(run: str | Path) -> DeployPolicy:
             raise ValueError(f"not a {STUDENT_FORMAT} file")
         net = student_net(state["obs_dim"], state["act_dim"], state["hidden"])
         dim = state["obs_dim"]
-        student = DeployPolicy(ObsNorm(torch.zeros(dim), torch.ones(dim), 10.0), net)
+        student = DeployPolicy(ObsNorm.of(dim), net)
         student.load_state_dict(state["state_dict"])
         student.norm.clip = float(state.get("clip", 10.0))
     except Exception as e:

@@ -43,7 +43,7 @@ from robot_rl.sim.randomization import DomainRandomizer
 from robot_rl.sim.state import Limits, SimState, slice_or_index
 from robot_rl.sim.tasks import get_task
 from robot_rl.sim.tasks.base import SafetyCostConfig, TaskConfig
-from robot_rl.sim.vec_env import CRITIC, POLICY
+from robot_rl.sim.vec_env import CRITIC, POLICY, layout_columns
 
 
 class BatchedEnv:
@@ -139,10 +139,8 @@ class BatchedEnv:
         """(name, width) of each term of the policy's observation, in order: the task's
         observation terms; with cameras only those a robot measures (``sim.measurable``)."""
         self.obs_dim = sum(w for _, w in self.obs_layout)
-        starts = np.cumsum([0] + [w for _, w in terms])
         self._policy_cols = None if not hidden else torch.tensor(
-            [c for (n, w), s in zip(terms, starts, strict=False) if n not in hidden
-             for c in range(s, s + w)], device=dev)
+            layout_columns(terms, [n for n, _ in self.obs_layout]), device=dev)
         """Columns of the policy's terms among all terms (None: all of them)."""
         self.critic_layout = terms + [
             (n, int(f(self.state, cfg).shape[1])) for n, f in self.task.privileged.items()]

@@ -47,7 +47,7 @@ right after ``reset``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import torch
@@ -58,6 +58,26 @@ StepResult = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch
 
 POLICY = "policy"
 CRITIC = "critic"
+
+Layout = list[tuple[str, int]]
+"""(name, width) of each term of an observation vector, in order (``obs_layout``)."""
+
+
+def term_slices(layout: Layout) -> dict[str, slice]:
+    """Where each term of ``layout`` lies among the vector's columns."""
+    out: dict[str, slice] = {}
+    at = 0
+    for name, width in layout:
+        out[name] = slice(at, at + width)
+        at += width
+    return out
+
+
+def layout_columns(layout: Layout, names: Sequence[str]) -> list[int]:
+    """Columns of ``layout``'s vector holding the terms ``names``, in the order of
+    ``names``."""
+    at = term_slices(layout)
+    return [c for n in names for c in range(at[n].start, at[n].stop)]
 
 
 @runtime_checkable

@@ -259,18 +259,14 @@ def _artifact_columns(env_layout: list[tuple[str, int]], layout: list[dict[str, 
                       ) -> torch.Tensor | None:
     """Columns of the env's observation that make the artifact's (its terms, in its order;
     a pixel student sees a subset), or None when some term is missing or of another width."""
-    starts: dict[str, tuple[int, int]] = {}
-    at = 0
-    for name, width in env_layout:
-        starts[name] = (at, width)
-        at += width
-    cols: list[int] = []
-    for term in layout:
-        start, width = starts.get(term["name"], (0, -1))
-        if width != int(term["width"]):
-            return None
-        cols += range(start, start + width)
-    return torch.tensor(cols, dtype=torch.long)
+    from robot_rl.sim.vec_env import layout_columns, term_slices
+
+    at = term_slices(env_layout)
+    names = [str(t["name"]) for t in layout]
+    if any(n not in at or at[n].stop - at[n].start != int(t["width"])
+           for n, t in zip(names, layout, strict=True)):
+        return None
+    return torch.tensor(layout_columns(env_layout, names), dtype=torch.long)
 
 
 def distill_cmd(cfg: Any) -> None:

@@ -34,6 +34,14 @@ class ObsNorm(nn.Module):
     mean: torch.Tensor
     std: torch.Tensor
 
+    @classmethod
+    def of(cls, dim: int, mean: torch.Tensor | None = None, std: torch.Tensor | None = None,
+           clip: float = 10.0, min_std: float = 0.0) -> ObsNorm:
+        """Normalization of ``dim`` values by ``mean`` and ``std`` (floored at ``min_std``);
+        without them the identity, for a module about to load its own statistics."""
+        return cls(torch.zeros(dim) if mean is None else mean,
+                   torch.ones(dim) if std is None else std.float().clamp(min=min_std), clip)
+
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return torch.clamp((obs - self.mean) / self.std, -self.clip, self.clip)
 

@@ -112,12 +112,12 @@ class Policy:
             raise ArtifactError(f"{meta_path}: bad chunk entry: {e}") from None
         self.chunked = bool(chunk)
         """The graph predicts chunks (``policy.json`` has ``chunk``)."""
-        self.images: list[GraphInput] = graph_inputs(self.meta)[1 + int(self.noise_input):]
+        inputs = graph_inputs(self.meta)
+        self.images: list[GraphInput] = inputs[1 + int(self.noise_input):]
         """The images the policy sees: (key, (C, H, W), dtype) each, in the graph's order."""
         if self.images and self.chunked:
             raise ArtifactError(f"{meta_path}: a chunked policy with cameras is not supported")
-        self._run = self._load(policy_file, graph_inputs(self.meta),
-                               self.horizon * self.act_dim, "policy")
+        self._run = self._load(policy_file, inputs, self.horizon * self.act_dim, "policy")
         self._executor: Any = None
         safety = self.meta.get("safety") or {}
         cost_file = (safety.get("cost_critic") or {}).get("torchscript" if ts else "onnx")

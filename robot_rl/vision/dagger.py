@@ -39,6 +39,7 @@ from robot_rl.sim import make_env
 from robot_rl.sim.cameras import CameraConfig
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.randomization import DRPreset
+from robot_rl.sim.vec_env import CRITIC, Layout, layout_columns
 from robot_rl.sim.visual_dr import VISUAL_PRESETS, VisualPreset
 from robot_rl.vision.encoder import MIN_SIZE
 from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig
@@ -157,7 +158,7 @@ def make_teacher(cfg: PixelDistillConfig) -> tuple[Teacher, Any]:
 
     @torch.no_grad()
     def act(env: BatchedEnv) -> torch.Tensor:
-        return net(env.group_obs()["critic"][:, :width])  # every term, noise-free
+        return net(env.group_obs()[CRITIC][:, :width])  # every term, noise-free
 
     return act, train_cfg.env
 
@@ -181,7 +182,8 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
     steps = cfg.rollout_steps or env.max_episode_length
     layout = [(n, w) for n, w in env.obs_layout if n not in cfg.drop_terms]
     cols = student_columns(env.obs_layout, cfg.drop_terms)
-    hidden = hidden_columns(env) if cfg.state_weight > 0 else torch.zeros(0, dtype=torch.long)
+    state_terms = hidden_terms(env) if cfg.state_weight > 0 else []
+    hidden = torch.tensor(layout_columns(env.critic_layout, state_terms), dtype=torch.long)
     proprio: list[torch.Tensor] = []
     states: list[torch.Tensor] = []
     images: dict[str, list[torch.Tensor]] = {k: [] for k in env.image_shapes}
@@ -190,6 +192,7 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
     opt: torch.optim.Optimizer | None = None
     loss = float("nan")
     obs = env.reset(seed=cfg.seed)
+    critic = env.group_obs()[CRITIC]  # then each step's, from its info
     console.print(f"distilling {'the scripted expert' if cfg.teacher is None else cfg.teacher}"
                   f" of {task_cfg.name!r} into a pixel student: cameras "
                   f"{', '.join(cfg.cameras)} at {cfg.size}x{cfg.size}"
@@ -204,13 +207,14 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
                 for k, v in env.last_images.items():
                     images[k].append(v.cpu())
                 labels.append(target.cpu())
-                states.append(env.group_obs()["critic"][:, hidden].cpu())
+                states.append(critic[:, hidden].cpu())
                 action = target
                 if student is not None and beta < 1.0:
                     mine = student(obs[:, cols], env.last_images)
                     use_teacher = torch.rand(env.num_envs, 1, generator=gen) < beta
                     action = torch.where(use_teacher, target, mine)
-                obs = env.step(action)[0]
+                obs, *_, info = env.step(action)
+                critic = info["obs_groups"][CRITIC]
         X = torch.cat(proprio)
         imgs = {k: torch.cat(v) for k, v in images.items()}
         Y = torch.cat(labels)
@@ -238,8 +242,7 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
                  "task": to_dict(task_cfg), "image_shapes": env.image_shapes,
                  "env_obs_layout": env.obs_layout, "obs_layout": layout,
                  "obs_dim": len(cols), "act_dim": env.act_dim,
-                 "state_terms": [n for n, _ in env.critic_layout if n in hidden_terms(env)]
-                 if len(hidden) else [], "state_dim": len(hidden),
+                 "state_terms": state_terms, "state_dim": len(hidden),
                  "state_dict": student.state_dict(), "final_loss": loss,
                  "teacher_success": None if t_res is None else t_res.success_rate,
                  "student_success": None if s_res is None else s_res.success_rate}, cfg.out)
@@ -289,34 +292,17 @@ def _fit(student: PixelPolicy, opt: torch.optim.Optimizer, cfg: PixelDistillConf
     return loss, s_loss
 
 
-def hidden_terms(env: BatchedEnv) -> set[str]:
+def hidden_terms(env: BatchedEnv) -> list[str]:
     """The observation terms an env with cameras keeps from its policy (the robot does not
-    measure them; ``sim.measurable``)."""
-    return {n for n, _ in env.critic_layout[:len(env.task.observations)]} - {
-        n for n, _ in env.obs_layout}
+    measure them; ``sim.measurable``), in the ``critic`` group's order."""
+    shown = {n for n, _ in env.obs_layout}
+    return [n for n, _ in env.critic_layout[:len(env.task.observations)] if n not in shown]
 
 
-def hidden_columns(env: BatchedEnv) -> torch.Tensor:
-    """Columns of the ``critic`` group holding the ``hidden_terms``, in order."""
-    names = hidden_terms(env)
-    cols: list[int] = []
-    start = 0
-    for name, width in env.critic_layout:
-        if name in names:
-            cols += range(start, start + width)
-        start += width
-    return torch.tensor(cols, dtype=torch.long)
-
-
-def student_columns(layout: list[tuple[str, int]], drop: tuple[str, ...]) -> torch.Tensor:
+def student_columns(layout: Layout, drop: tuple[str, ...]) -> torch.Tensor:
     """Indices of the observation columns the student sees (the terms not in ``drop``)."""
-    cols: list[int] = []
-    start = 0
-    for name, width in layout:
-        if name not in drop:
-            cols += range(start, start + width)
-        start += width
-    return torch.tensor(cols, dtype=torch.long)
+    return torch.tensor(layout_columns(layout, [n for n, _ in layout if n not in drop]),
+                        dtype=torch.long)
 
 
 @torch.no_grad()

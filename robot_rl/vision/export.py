@@ -66,8 +66,9 @@ def export_pixel_student(path: str | Path, out: str | Path) -> Path:
     meta["observation"] = {
         "dim": int(state["obs_dim"]),
         "layout": [{"name": n, "width": int(w)} for n, w in state["obs_layout"]],
-        "normalization": {"in_model": True, "mean": student.proprio_mean.tolist(),
-                          "std": student.proprio_std.tolist(), "clip": 10.0}}
+        "normalization": {"in_model": True, "mean": student.proprio_norm.mean.tolist(),
+                          "std": student.proprio_norm.std.tolist(),
+                          "clip": student.proprio_norm.clip}}
     meta["images"] = image_meta(student.image_shapes)
     cams = env.cfg.cameras
     meta["cameras"] = [{"name": c, "height": cams.height, "width": cams.width,

@@ -25,6 +25,7 @@ from torch import nn
 
 from robot_rl.checkpoint import CheckpointError
 from robot_rl.config_io import from_dict
+from robot_rl.export.modules import ObsNorm
 from robot_rl.vision.encoder import ConvEncoder, Pool, image_input, random_shift
 
 REWARD_CLASSIFIER_FORMAT = "robot_rl.reward_classifier"
@@ -59,9 +60,6 @@ def resize_frames(rgb: torch.Tensor, size: int) -> torch.Tensor:
 class SuccessNet(nn.Module):
     """{camera: (B, 3, size, size) uint8} + (B, k) state -> (B,) success logits."""
 
-    state_mean: torch.Tensor
-    state_std: torch.Tensor
-
     def __init__(self, cfg: ClassifierNetConfig, cameras: tuple[str, ...], size: int,
                  state_dim: int = 0, state_mean: torch.Tensor | None = None,
                  state_std: torch.Tensor | None = None):
@@ -70,10 +68,7 @@ class SuccessNet(nn.Module):
         self.encoders = nn.ModuleDict({c: ConvEncoder(3, (size, size), cfg.features,
                                                       cfg.encoder_width, cfg.pool)
                                        for c in self.cameras})
-        self.register_buffer("state_mean", torch.zeros(state_dim) if state_mean is None
-                             else state_mean.float().clone())
-        self.register_buffer("state_std", torch.ones(state_dim) if state_std is None
-                             else state_std.float().clamp(min=1e-3).clone())
+        self.state_norm = ObsNorm.of(state_dim, state_mean, state_std, 10.0, 1e-3)
         self.mlp = nn.Sequential(
             nn.Linear(cfg.features * len(self.cameras) + state_dim, cfg.hidden), nn.ReLU(),
             nn.Linear(cfg.hidden, 1))
@@ -86,11 +81,11 @@ class SuccessNet(nn.Module):
             if gen is not None:
                 x = random_shift(x, self.cfg.shift, gen)
             feats.append(self.encoders[c](x))
-        if self.state_mean.numel():
+        if self.state_norm.mean.numel():
             if state is None:
-                raise ValueError(f"this classifier also reads {self.state_mean.numel()} "
+                raise ValueError(f"this classifier also reads {self.state_norm.mean.numel()} "
                                  "state columns; none were given")
-            feats.append(((state.float() - self.state_mean) / self.state_std).clamp(-10, 10))
+            feats.append(self.state_norm(state.float()))
         return self.mlp(torch.cat(feats, dim=1)).squeeze(1)
 
 

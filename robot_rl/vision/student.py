@@ -2,7 +2,7 @@
 
     policy = PixelPolicy(PixelPolicyConfig(), image_shapes, proprio_dim=18, act_dim=7,
                          proprio_mean=m, proprio_std=s, state_dim=7, state_mean=sm,
-                         state_std=ss)
+                         state_std=ss)     # statistics: ObsNorm buffers (proprio_norm, state_norm)
     action = policy(proprio, images)    # (B, O) float, {key: (B, C, H, W)} -> (B, A) in [-1, 1]
     est = policy.estimate(proprio, images)      # (B, S) the hidden state, normalized
 
@@ -13,7 +13,7 @@ camera has depth, ``{camera}.depth`` metres; each camera's RGB and depth go thro
 With ``state_dim > 0`` the policy has a *state head*: from the cameras' features and the
 normalized proprioception it estimates the observation terms the robot does not measure
 (the ones the cameras stand in for, e.g. push's puck position and its offsets to the hand
-and the goal), normalized by ``state_mean``/``state_std``. What the action MLP reads is set
+and the goal), normalized by ``state_norm``. What the action MLP reads is set
 by ``PixelPolicyConfig.act_on``:
 
 - ``state`` (default where there is a state head): proprioception + the state estimate. The
@@ -28,11 +28,13 @@ by ``PixelPolicyConfig.act_on``:
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Literal
 
 import torch
 from torch import nn
 
+from robot_rl.export.modules import ObsNorm
 from robot_rl.vision.encoder import ConvEncoder, Pool, image_input, random_shift
 
 
@@ -74,11 +76,6 @@ def mlp(sizes: list[int]) -> nn.Sequential:
 class PixelPolicy(nn.Module):
     """Images + proprioception -> action (see module docstring)."""
 
-    proprio_mean: torch.Tensor
-    proprio_std: torch.Tensor
-    state_mean: torch.Tensor
-    state_std: torch.Tensor
-
     def __init__(self, cfg: PixelPolicyConfig, image_shapes: dict[str, tuple[int, int, int]],
                  proprio_dim: int, act_dim: int, proprio_mean: torch.Tensor | None = None,
                  proprio_std: torch.Tensor | None = None, state_dim: int = 0,
@@ -91,8 +88,8 @@ class PixelPolicy(nn.Module):
         self.encoders = nn.ModuleDict({
             c: ConvEncoder(3 + int(self.depth[c]), image_shapes[f"{c}.rgb"][1:],
                            cfg.features, cfg.encoder_width, cfg.pool) for c in self.cameras})
-        self._buffer("proprio", proprio_dim, proprio_mean, proprio_std)
-        self._buffer("state", state_dim, state_mean, state_std)
+        self.proprio_norm = ObsNorm.of(proprio_dim, proprio_mean, proprio_std, 10.0, 1e-2)
+        self.state_norm = ObsNorm.of(state_dim, state_mean, state_std, math.inf, 1e-2)
         width = cfg.features * len(self.cameras) + proprio_dim
         self.state_head = None if state_dim == 0 else \
             mlp([width, *cfg.state_hidden, state_dim])
@@ -101,13 +98,6 @@ class PixelPolicy(nn.Module):
         self.mlp = mlp([proprio_dim + state_dim if self.acts_on_state else width,
                         *cfg.hidden, act_dim])
         self.proprio_dim, self.act_dim, self.state_dim = proprio_dim, act_dim, state_dim
-
-    def _buffer(self, name: str, dim: int, mean: torch.Tensor | None,
-                std: torch.Tensor | None) -> None:
-        self.register_buffer(f"{name}_mean", torch.zeros(dim) if mean is None
-                             else mean.float().clone())
-        self.register_buffer(f"{name}_std", torch.ones(dim) if std is None
-                             else std.float().clamp(min=1e-2).clone())
 
     def encode(self, images: dict[str, torch.Tensor], gen: torch.Generator | None = None
                ) -> torch.Tensor:
@@ -121,10 +111,10 @@ class PixelPolicy(nn.Module):
         return torch.cat(feats, dim=1)
 
     def normalize_proprio(self, proprio: torch.Tensor) -> torch.Tensor:
-        return ((proprio.float() - self.proprio_mean) / self.proprio_std).clamp(-10.0, 10.0)
+        return self.proprio_norm(proprio.float())
 
     def normalize_state(self, state: torch.Tensor) -> torch.Tensor:
-        return (state.float() - self.state_mean) / self.state_std
+        return self.state_norm(state.float())
 
     def _features(self, proprio: torch.Tensor, images: dict[str, torch.Tensor],
                   gen: torch.Generator | None) -> torch.Tensor:
