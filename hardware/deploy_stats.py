@@ -27,6 +27,8 @@ class DeployStats:
     """Safety-critic gate over the candidates [s]."""
     watchdog_hold: Samples = dataclasses.field(default_factory=Samples)
     """The newest fresh reading to the hold a watchdog trip began [s]."""
+    frame_age: Samples = dataclasses.field(default_factory=Samples)
+    """Age of the oldest camera's frame at each policy step [s] (policies that see cameras)."""
     ticks: int = 0
     policy_steps: int = 0
     policy_waits: int = 0
@@ -37,6 +39,8 @@ class DeployStats:
     bad_readings: int = 0
     gate_rejections: int = 0
     gate_holds: int = 0
+    camera_holds: int = 0
+    """Holds begun because a camera's frames were too old."""
     shield: dict[str, int] = dataclasses.field(
         default_factory=lambda: {name: 0 for name in LAYERS})
     """Policy steps in which each shield layer intervened."""
@@ -53,6 +57,8 @@ class DeployStats:
             "inference_us": self.inference.percentiles(us),
             "gate_us": self.gate.percentiles(us),
             "watchdog_hold_ms": self.watchdog_hold.percentiles(1e3),
+            "camera_holds": self.camera_holds,
+            "frame_age_ms": self.frame_age.percentiles(1e3),
             "shield": dict(self.shield),
         }
         if nominal_period is not None and self.period.n:

@@ -8,7 +8,10 @@ sampled by the task's reset, or set from outside (a goal topic).
 
 Only tasks whose observation depends on the arm, the goal and the last actions can run here:
 at construction every term is probed by moving everything the robot does not measure
-(objects, other joints, markers); a term that changes is refused by name.
+(objects, other joints, markers); a term that changes is refused by name. A policy that sees
+cameras (its task config names them) observes only the terms the robot measures, as the env
+gives it in training (``sim.measurable``); the objects are in its images, which the deploy
+runtime feeds (``hardware.camera_feed``).
 
     observer = TaskObserver(task_config_from_meta(policy.meta), layout=policy layout)
     obs = observer(q, qd, action, prev_action)        # (obs_dim,) float32
@@ -31,9 +34,10 @@ from robot_rl.sim import BatchedEnv, RobotSpec, make_task_config
 from robot_rl.sim.measurable import unmeasured_terms
 from robot_rl.sim.randomization import dr_preset
 from robot_rl.sim.tasks.base import TaskConfig
+from robot_rl.sim.vec_env import layout_columns
 
-GOAL = "target"
-"""The task buffer a goal sets (the reach tasks' target point)."""
+GOAL_BUFFERS = ("target", "goal")
+"""The task buffers a goal sets, the first the task has (reach's target point, push's goal)."""
 
 
 def task_config_from_meta(meta: dict[str, Any]) -> TaskConfig:
@@ -64,22 +68,38 @@ class TaskObserver:
 
     def __init__(self, cfg: TaskConfig, layout: Sequence[tuple[str, int]] | None = None,
                  seed: int = 0):
-        cfg = dataclasses.replace(cfg, dr=dr_preset("off"))
+        sees_cameras = cfg.cameras is not None
+        # the images come from the robot's cameras: the observer renders nothing
+        cfg = dataclasses.replace(cfg, dr=dr_preset("off"), cameras=None)
         self.env = BatchedEnv(cfg, 1, seed=seed, nthread=1)
         self.cfg = cfg
         self.state = self.env.state
-        self.obs_dim = self.env.obs_dim
-        self.layout = list(self.env.obs_layout)
-        if layout is not None and [tuple(x) for x in layout] != self.layout:
-            raise ConfigError(f"the artifact's observation layout {list(layout)} is not what "
-                              f"task {cfg.name!r} builds here {self.layout} (different "
-                              f"robot_rl version or task definition?)")
-        self._ids = torch.zeros(1, dtype=torch.long)
         s = self.state
         self._qpos, self._qvel = s.qpos[0].numpy(), s.qvel[0].numpy()
         self._action, self._prev_action = s.action[0].numpy(), s.prev_action[0].numpy()
         self._qadr = np.array([s.model.joint(j).qposadr[0] for j in s.robot.joint_names])
         self._dofs = np.asarray(s.joint_dofs)
+        self._ids = torch.zeros(1, dtype=torch.long)
+        full = list(self.env.obs_layout)
+        self._cols: list[int] | None = None
+        """Columns of the task's observation the policy sees (None: all of them)."""
+        self.layout = full
+        if sees_cameras:  # the measured terms, or those of them the artifact's layout names
+            self._probe_pose()
+            hidden = set(unmeasured_terms(self.env))
+            self.layout = [t for t in full if t[0] not in hidden]
+            if layout is not None:
+                wanted = [tuple(x) for x in layout]
+                self.layout = [t for t in self.layout if t in wanted] \
+                    if set(wanted) <= set(self.layout) else wanted  # else refused below
+        if layout is not None and [tuple(x) for x in layout] != self.layout:
+            raise ConfigError(f"the artifact's observation layout {list(layout)} is not what "
+                              f"task {cfg.name!r} builds here {self.layout} (different "
+                              f"robot_rl version or task definition?)")
+        if sees_cameras:
+            self._cols = layout_columns(full, [n for n, _ in self.layout])
+        self.obs_dim = sum(w for _, w in self.layout)
+        self._goal = next((b for b in GOAL_BUFFERS if b in s.buffers), None)
         self._check_measurable()
 
     # -- what the deploy side shares with the env ------------------------------------------
@@ -105,17 +125,18 @@ class TaskObserver:
     @property
     def goal(self) -> np.ndarray | None:
         """(3,) the task's goal point, or None if the task has none."""
-        buf = self.state.buffers.get(GOAL)
-        return None if buf is None else buf[0].numpy().copy()
+        if self._goal is None:
+            return None
+        return self.state.buffers[self._goal][0].numpy().copy()
 
     def set_goal(self, pos: Sequence[float]) -> None:
         """Set the goal point (world frame, metres)."""
-        if GOAL not in self.state.buffers:
+        if self._goal is None:
             raise ConfigError(f"task {self.cfg.name!r} has no goal point to set")
         p = np.asarray(pos, dtype=np.float64)
         if p.shape != (3,) or not np.isfinite(p).all():
             raise ConfigError(f"a goal is 3 finite numbers, got {pos!r}")
-        self.state.buffers[GOAL][0] = torch.from_numpy(p)
+        self.state.buffers[self._goal][0] = torch.from_numpy(p)
 
     def sample_goal(self, seed: int | None = None) -> np.ndarray | None:
         """Draw the task's reset distribution (goal and other task state); returns the goal."""
@@ -128,7 +149,8 @@ class TaskObserver:
                  prev_action: np.ndarray) -> np.ndarray:
         """(obs_dim,) float32 observation at joint state (q, qd) after ``action`` (A,)."""
         self._set(q, qd, action, prev_action)
-        return self.env.observe(noise=False)[0].numpy()
+        obs = self.env.observe(noise=False)[0].numpy()
+        return obs if self._cols is None else obs[self._cols]
 
     def reward_cost(self) -> tuple[float, float]:
         """The task's reward and constraint cost at the last observed state (the env's own
@@ -149,12 +171,17 @@ class TaskObserver:
         self._action[:] = action
         self._prev_action[:] = prev_action
 
+    def _probe_pose(self) -> None:
+        """Set the arm away from symmetric poses, where a probe could miss a dependence."""
+        zeros = np.zeros(self.env.act_dim, dtype=np.float32)
+        q = self.state.limits.home.numpy() + 0.1
+        self._set(q, np.zeros(len(q)), zeros, zeros)
+
     def _check_measurable(self) -> None:
         """Refuse tasks whose observation reads state the robot does not measure."""
-        zeros = np.zeros(self.env.act_dim, dtype=np.float32)
-        q = self.state.limits.home.numpy() + 0.1  # away from symmetric poses
-        self._set(q, np.zeros(len(q)), zeros, zeros)
-        changed = unmeasured_terms(self.env)
+        self._probe_pose()
+        seen = {n for n, _ in self.layout}
+        changed = [n for n in unmeasured_terms(self.env) if n in seen]
         if changed:
             raise ConfigError(
                 f"task {self.cfg.name!r} observes {changed}, which depend on state the robot "

@@ -3,8 +3,10 @@
 One tick (``DeployRuntime.tick``), at ``rate_hz``:
 
     robot reading -> checks (shape, finite, fresh) -> watchdog
+    camera frames (a policy that sees cameras) -> age check
       every ``decimation`` ticks (the policy's control rate):
-        task observation builder (the env's own terms) -> policy -> safety-critic gate
+        task observation builder (the env's own terms) + newest images -> policy
+        -> safety-critic gate
         -> shield.filter_action -> action space -> shield.filter_targets
       every tick: controller (joint targets pass through to a position servo, become a
         velocity for a velocity interface; torque controllers and the shield's torque layers
@@ -26,12 +28,17 @@ step (a teleoperated step; with a policy running, an intervention: the gate is s
 shield is not), and ``on_step(PolicyStep)`` receives every policy step with the task's
 reward, cost and success at the state it observed.
 
+A policy that sees cameras (a pixel student) takes ``cameras`` ({name: Camera}: a
+RealSense, an image topic, the simulated arm's ``SimArmCameras``); ``hardware.camera_feed``
+turns their newest frames into the artifact's image inputs.
+
 Fail-safe rules: until ``start`` the runtime holds (sends a hold command: the position where
 holding began, zero velocity, or a PD torque towards it). No fresh reading for
 ``watchdog_periods`` ticks: hold, logged; it stays held after data returns until an explicit
-``start``. ``estop`` latches a hold until ``reset``. NaN/ill-shaped readings are dropped,
-logged (rate-limited) and never reach the policy. ``close`` (and SIGINT/SIGTERM in ``run``)
-sends a final hold.
+``start``. A camera whose newest frame is older than ``max_frame_age`` holds alike (and
+``start`` waits for fresh frames). ``estop`` latches a hold until ``reset``. NaN/ill-shaped
+readings are dropped, logged (rate-limited) and never reach the policy. ``close`` (and
+SIGINT/SIGTERM in ``run``) sends a final hold.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal
 
 import numpy as np
@@ -50,6 +57,8 @@ from robot_rl.controllers import EStop, Targets, Watchdog
 from robot_rl.controllers.arm_model import ArmModel
 from robot_rl.errors import ConfigError
 from robot_rl.export import Policy
+from robot_rl.hardware.camera_feed import CameraFeed
+from robot_rl.hardware.cameras.base import Camera
 from robot_rl.hardware.deploy_stats import DeployStats
 from robot_rl.hardware.observation import TaskObserver, task_config_from_meta
 from robot_rl.hardware.robot import JointCommand, JointReading, Robot, RobotError
@@ -75,6 +84,9 @@ class DeployConfig:
     """Screen actions with the safety critic (default: when the artifact has one)."""
     watchdog_periods: int = 3
     """Hold when no fresh reading arrived for this many ticks."""
+    max_frame_age: float = 0.1
+    """Hold when a camera's newest frame is older than this [s] (policies that see cameras;
+    a 30 fps camera delivers every 33 ms)."""
     goal: tuple[float, float, float] | None = None
     """Goal point of the task (world frame, metres); default: drawn from the task's resets."""
     autostart: bool = True
@@ -98,14 +110,19 @@ class DeployRuntime:
     """Runs an exported policy on a robot (see module docstring)."""
 
     def __init__(self, policy: Policy, robot: Robot, cfg: DeployConfig | None = None,
-                 log: Callable[[str], None] = _log.warning):
+                 log: Callable[[str], None] = _log.warning, *,
+                 cameras: Mapping[str, Camera] | None = None):
         self.cfg = cfg = cfg or DeployConfig()
         self.policy, self.robot, self.log = policy, robot, log
+        self.feed: CameraFeed | None = None
+        """The policy's camera inputs (None for a policy that sees no camera)."""
         if policy.images:
-            raise ConfigError(f"the artifact {policy.path} sees cameras "
-                              f"({', '.join(policy.cameras)}); the deploy runtime does not "
-                              "feed camera frames yet. Evaluate it in simulation: robot-rl "
-                              f"eval {policy.path}")
+            if cameras is None:
+                raise ConfigError(f"the artifact {policy.path} sees cameras "
+                                  f"({', '.join(policy.cameras)}): give the runtime those "
+                                  f"cameras (robot-rl deploy --robot sim renders them from "
+                                  f"the simulated arm)")
+            self.feed = CameraFeed(policy.images, cameras, cfg.max_frame_age)
         if list(robot.joint_names) != policy.joint_names:
             raise RobotError(
                 f"the artifact {policy.path} is for a robot with joints {policy.joint_names}; "
@@ -183,7 +200,7 @@ class DeployRuntime:
         took long enough to starve the tick that follows."""
         home = np.asarray(self.observer.robot.home, dtype=np.float64)
         obs = self.observer(home, np.zeros_like(home), self.action, self.prev_action)
-        a = self.policy(obs)
+        a = self._policy(obs, None if self.feed is None else self.feed.blank())
         if self.use_gate:
             self.policy.gate(obs, a)
         self._reset_policy()  # a chunked policy starts its first chunk at the first step
@@ -210,6 +227,8 @@ class DeployRuntime:
             return False, f"e-stop active ({self.estop_latch.reason}); reset first"
         if self._reading is None or self.watchdog.stale(now):
             return False, "no fresh joint states"
+        if self.feed is not None and (why := self.feed.stale(now)) is not None:
+            return False, f"no fresh camera frames ({why})"
         if not self._running:
             self._k = 0
             self._targets = None
@@ -230,9 +249,11 @@ class DeployRuntime:
         self._enter_hold(f"e-stop: {reason}")
 
     def reset(self) -> None:
-        """Release the e-stop and start a new episode (new goal); stays held until ``start``."""
+        """Release the e-stop and start a new episode (new goal); stays held until ``start``,
+        at the position of the next reading (the arm may have been moved meanwhile)."""
         self.estop_latch.reset()
         self._enter_hold("reset", quiet=True)
+        self._hold_q = None
         self._new_goal()
 
     def set_goal(self, pos: tuple[float, float, float] | np.ndarray) -> None:
@@ -272,7 +293,14 @@ class DeployRuntime:
                 self.stats.watchdog_hold.add(now - self.watchdog.last)
             self._enter_hold(f"no fresh joint states for {n} periods "
                              f"({n * self.period * 1e3:.1f} ms); waiting for data and start")
-        if self._autostart and fresh and not stale:
+        blind = None
+        if self.feed is not None:
+            self.feed.poll()
+            blind = self.feed.stale(now)
+            if self._running and blind is not None:
+                self.stats.camera_holds += 1
+                self._enter_hold(f"{blind}; waiting for frames and start")
+        if self._autostart and fresh and not stale and blind is None:
             self._autostart = False
             self.start(now)
         if self._running and self._reading is not None:
@@ -352,6 +380,10 @@ class DeployRuntime:
         success test. Updates the actions and the statistics."""
         st = self.stats
         obs = self.observer(r.q, r.qd, self.action, self.prev_action)
+        images = None
+        if self.feed is not None:
+            images = self.feed.images()
+            st.frame_age.add(self.feed.age(time.monotonic()))
         yield "observe"
         person = None if self.override is None else self.override(obs, r, arm)
         hold = False
@@ -363,7 +395,7 @@ class DeployRuntime:
                                   f"action space takes ({self.policy.act_dim},)")
         else:
             t0 = time.monotonic()
-            a = self.policy(obs)
+            a = self._policy(obs, images)
             t1 = time.monotonic()
             st.inference.add(t1 - t0)
             if self.use_gate:  # the gate screens the policy's actions, not a person's
@@ -387,6 +419,9 @@ class DeployRuntime:
             self.on_step(PolicyStep(r, obs, np.asarray(a, dtype=np.float32).copy(),
                                     person is not None, self.action.astype(np.float32),
                                     reward, cost, self.succeeded))
+
+    def _policy(self, obs: np.ndarray, images: dict[str, np.ndarray] | None) -> np.ndarray:
+        return self.policy(obs) if images is None else self.policy(obs, images)
 
     def _hold_command(self, fresh_state: bool) -> JointCommand | None:
         r = self._reading

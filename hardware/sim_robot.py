@@ -9,6 +9,12 @@ The physics runs in its own thread at ``physics_dt`` on the wall clock, behind t
 * held-out dynamics: link masses, joint damping and friction scaled or added, or a
   different robot (MJCF) with the same joints swapped in.
 
+With a task's config as ``scene``, the arm stands in that task's scene (push's puck, lift's
+cube, the goal markers), whose objects move under the arm's contacts: a policy that sees the
+objects through cameras (``hardware.cameras.sim_camera``) can then run on it.
+``scene_state`` is the whole scene's ground truth and ``reset(q, scene)`` places its objects
+(``hardware.sim_task`` draws them as the task's resets do and judges success).
+
 Interfaces are those of ros2_control: ``position`` (the joint PD servo runs inside the
 physics step, as on the arm's own servo loop), ``velocity`` (a damping servo on the
 commanded velocity) and ``effort`` (torques, with the model's gravity compensation).
@@ -24,6 +30,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 import mujoco
 import numpy as np
@@ -36,6 +43,17 @@ from robot_rl.hardware.timing import Rate
 from robot_rl.robots import RobotSpec, get_robot
 from robot_rl.sim.env import robot_bodies
 from robot_rl.sim.scene import SceneBuilder
+from robot_rl.sim.tasks import get_task
+from robot_rl.sim.tasks.base import TaskConfig
+
+
+class SceneState(NamedTuple):
+    """The whole simulated scene's configuration (the model's layout)."""
+
+    qpos: np.ndarray
+    """(nq,) every joint's position: the arm's, the objects' free joints, fingers."""
+    mocap_pos: np.ndarray
+    """(nmocap, 3) the markers' positions (goals)."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -90,9 +108,18 @@ class SimRobotConfig:
             raise ConfigError("mass_scale must be > 0 and damping_scale >= 0")
 
 
-def build_model(cfg: SimRobotConfig, robot: RobotSpec) -> mujoco.MjModel:
-    """The arm on its table with actuators for ``cfg.interface`` and the held-out dynamics."""
-    spec = SceneBuilder(robot, cfg.physics_dt).spec
+def build_model(cfg: SimRobotConfig, robot: RobotSpec,
+                scene: TaskConfig | None = None) -> mujoco.MjModel:
+    """The arm on its table (in ``scene``'s task scene, if given) with actuators for
+    ``cfg.interface`` and the held-out dynamics."""
+    if scene is None:
+        spec = SceneBuilder(robot, cfg.physics_dt).spec
+    else:
+        if scene.robot != robot.name:
+            raise ConfigError(f"the scene is task {scene.name!r} for robot {scene.robot!r}; "
+                              f"the simulated arm is {robot.name!r}")
+        scene = dataclasses.replace(scene, physics_dt=cfg.physics_dt)
+        spec = get_task(scene.name).build_scene(robot, scene)
     kp = np.asarray(cfg.kp if cfg.kp is not None else robot.kp, dtype=np.float64)
     kd = np.asarray(cfg.kd if cfg.kd is not None else robot.kd, dtype=np.float64)
     if cfg.interface == "position":
@@ -133,11 +160,13 @@ class SimRobot(Robot):
 
     def __init__(self, cfg: SimRobotConfig | None = None, *,
                  on_sample: Callable[[JointReading], None] | None = None,
-                 sample_every: int = 1):
+                 sample_every: int = 1, scene: TaskConfig | None = None):
         super().__init__()
         cfg, s = init_sim_arm(self, cfg)
         self.cfg, self.spec = cfg, s
-        self.model = build_model(cfg, s)
+        self.scene = scene
+        """The task whose scene the arm stands in (None: the arm on its table)."""
+        self.model = build_model(cfg, s, scene)
         self.data = mujoco.MjData(self.model)
         m = self.model
         self._qadr = np.array([m.joint(j).qposadr[0] for j in s.joint_names])
@@ -200,11 +229,22 @@ class SimRobot(Robot):
 
     # -- simulation ------------------------------------------------------------------------
 
-    def reset(self, q: tuple[float, ...] | np.ndarray | None = None) -> None:
-        """Put the arm at rest at ``q`` (default: home), holding there."""
+    def reset(self, q: tuple[float, ...] | np.ndarray | None = None,
+              scene: SceneState | None = None) -> None:
+        """Put the arm at rest at ``q`` (default: home), holding there; with ``scene``, the
+        scene's objects and markers where it says (its arm joints are overridden by ``q``)."""
         q = np.asarray(self.spec.home if q is None else q, dtype=np.float64)
+        if scene is not None:
+            m = self.model
+            if np.shape(scene.qpos) != (m.nq,) or np.shape(scene.mocap_pos) != (m.nmocap, 3):
+                raise ConfigError(f"a scene state of this model has qpos ({m.nq},) and "
+                                  f"mocap_pos ({m.nmocap}, 3); got {np.shape(scene.qpos)} "
+                                  f"and {np.shape(scene.mocap_pos)}")
         with self._lock:
             mujoco.mj_resetData(self.model, self.data)
+            if scene is not None:
+                self.data.qpos[:] = scene.qpos
+                self.data.mocap_pos[:] = scene.mocap_pos
             self.data.qpos[self._qadr] = q
             s = self.spec  # at rest at q: the hold law's command towards q
             hold = hold_command(self.interface, q, q, np.zeros_like(q), np.asarray(s.kp),
@@ -227,6 +267,11 @@ class SimRobot(Robot):
         """(n,) true joint positions now."""
         with self._lock:
             return self.data.qpos[self._qadr].copy()
+
+    def scene_state(self) -> SceneState:
+        """The whole scene now (ground truth: cameras render it, a judge scores it)."""
+        with self._lock:
+            return SceneState(self.data.qpos.copy(), self.data.mocap_pos.copy())
 
     def _record(self, stamp: float) -> JointReading | None:
         if not self.sensing:

@@ -12,31 +12,53 @@ held-out dynamics). After every physics step it publishes the reading ``observe`
 (latency applied) and the ground truth into shared memory, and picks up the newest command,
 so a command acts at the next physics step, as with the threaded arm. Readings carry the
 child's ``time.monotonic`` stamps, which is the same clock system-wide on Linux.
+
+With a task's ``scene`` the arm stands in that task's scene (``SimRobot``), and with
+``cameras`` the child also renders the scene's cameras (``SimArmCameras``: rate, latency,
+drops) and publishes each delivered frame into shared memory; ``camera(name)`` reads them
+here as a ``Camera``, as a camera driver's frames reach the policy's process:
+
+    with SimRobotProcess(SimRobotConfig(), scene=task_cfg, cameras=task_cfg.cameras) as robot:
+        robot.reset(None, scene); frame = robot.camera("front").poll()
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import threading
 import time
 from typing import Any
 
 import numpy as np
 
 from robot_rl.errors import ConfigError
+from robot_rl.hardware.cameras.base import Camera, CameraError, CameraFrame, Intrinsics
+from robot_rl.hardware.cameras.sim_camera import (
+    DEPTH_SCALE,
+    SimArmCameras,
+    SimCameraConfig,
+    intrinsics_of,
+)
 from robot_rl.hardware.robot import INTERFACES, JointCommand, JointReading, Robot
-from robot_rl.hardware.sim_robot import SimRobotConfig, init_sim_arm
-from robot_rl.robots import get_robot
+from robot_rl.hardware.sim_robot import SceneState, SimRobotConfig, build_model, init_sim_arm
+from robot_rl.sim.cameras import CameraConfig
+from robot_rl.sim.tasks.base import TaskConfig
+
+_CAMERA_FIELDS = ("seq", "host_time", "timestamp_ms", "frame_number")
 
 
 class _Layout:
-    """Offsets into the shared float64 block for an arm of n joints."""
+    """Offsets into the shared float64 block for an arm of n joints in a scene of nq joint
+    positions and nmocap markers, with ``cameras`` publishing frames."""
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, nq: int, nmocap: int, cameras: tuple[str, ...] = ()):
         self.n = n
         fields = [("reading_seq", 1), ("stamp", 1), ("q", n), ("qd", n), ("effort", n),
                   ("true_q", n), ("ee_pos", 3), ("steps", 1), ("late_steps", 1),
                   ("cmd_seq", 1), ("cmd_interface", 1), ("cmd_hold", 1), ("cmd_gripper", 1),
-                  ("cmd_values", n), ("sensing", 1)]
+                  ("cmd_values", n), ("sensing", 1), ("scene_qpos", nq),
+                  ("mocap_pos", 3 * nmocap)]
+        fields += [(f"{c}.{f}", 1) for c in cameras for f in _CAMERA_FIELDS]
         self.slices: dict[str, slice] = {}
         at = 0
         for name, width in fields:
@@ -52,15 +74,36 @@ class _Layout:
 class SimRobotProcess(Robot):
     """``SimRobot`` in a child process behind the same Robot interface (module docstring)."""
 
-    def __init__(self, cfg: SimRobotConfig | None = None, start_timeout: float = 60.0):
+    def __init__(self, cfg: SimRobotConfig | None = None, start_timeout: float = 60.0, *,
+                 scene: TaskConfig | None = None, cameras: CameraConfig | None = None,
+                 camera_cfg: SimCameraConfig | None = None):
         super().__init__()
         self.cfg, self.spec = init_sim_arm(self, cfg)
         self.start_timeout = start_timeout
-        self._layout = _Layout(self.spec.num_joints)
+        self.scene, self.cameras = scene, cameras
+        self.camera_cfg = camera_cfg or SimCameraConfig()
+        self.model = build_model(self.cfg, self.spec, scene)
+        """The child's model (its layout; rendering and physics happen in the child)."""
+        m = self.model
+        names = () if cameras is None else tuple(cameras.names)
+        if cameras is not None:
+            cameras.validate()
+            self.camera_cfg.validate()
+            unknown = [c for c in names if c not in [m.camera(i).name for i in range(m.ncam)]]
+            if unknown:
+                raise ConfigError(f"the simulated arm's scene has no camera(s) {unknown}")
+        self._layout = _Layout(self.spec.num_joints, m.nq, m.nmocap, names)
         ctx = mp.get_context("spawn")  # no fork of a process holding torch/ROS threads
         self._block = ctx.RawArray("d", self._layout.size)
         self._lock = ctx.Lock()
         self._v = self._layout.views(self._block)
+        self._images: dict[str, _SharedImages] = {}
+        self._cameras: dict[str, _SharedCamera] = {}
+        for c in names:
+            assert cameras is not None
+            self._images[c] = _SharedImages.allocate(ctx, cameras)
+            self._cameras[c] = _SharedCamera(c, self, intrinsics_of(m, c, cameras.width,
+                                                                    cameras.height))
         self._v["sensing"][0] = 1.0
         self._ctx = ctx
         self._proc: Any = None
@@ -75,9 +118,10 @@ class SimRobotProcess(Robot):
             return
         parent, child = self._ctx.Pipe()
         self._control = parent
-        self._proc = self._ctx.Process(target=_child, name="sim-robot",
-                                       args=(self.cfg, self._block, self._lock, child),
-                                       daemon=True)
+        self._proc = self._ctx.Process(
+            target=_child, name="sim-robot", daemon=True,
+            args=(self.cfg, self._block, self._lock, child, self.scene, self.cameras,
+                  self.camera_cfg, self._images))
         self._proc.start()
         deadline = time.monotonic() + self.start_timeout
         while not parent.poll(0.05):
@@ -146,9 +190,46 @@ class SimRobotProcess(Robot):
     def sensing(self, on: bool) -> None:
         self._v["sensing"][0] = float(on)
 
-    def reset(self, q: tuple[float, ...] | np.ndarray | None = None) -> None:
-        """Put the arm at rest at ``q`` (default: home), holding there."""
-        self._call("reset", None if q is None else np.asarray(q, dtype=np.float64))
+    def reset(self, q: tuple[float, ...] | np.ndarray | None = None,
+              scene: SceneState | None = None) -> None:
+        """Put the arm at rest at ``q`` (default: home), holding there; with ``scene``, the
+        scene's objects and markers where it says (``SimRobot.reset``)."""
+        self._call("reset", (None if q is None else np.asarray(q, dtype=np.float64), scene))
+
+    def scene_state(self) -> SceneState:
+        """The whole scene after the latest physics step (ground truth)."""
+        with self._lock:
+            return SceneState(self._v["scene_qpos"].copy(),
+                              self._v["mocap_pos"].copy().reshape(-1, 3))
+
+    def camera(self, name: str) -> Camera:
+        """The ``Camera`` of scene camera ``name``, rendered in the child (``cameras``)."""
+        if name not in self._cameras:
+            raise ConfigError(f"no simulated camera {name!r}; these render: "
+                              f"{', '.join(self._cameras) or 'none (pass cameras=)'}")
+        return self._cameras[name]
+
+    def camera_dict(self) -> dict[str, Camera]:
+        """{name: Camera} of every camera the child renders (what ``DeployRuntime`` takes)."""
+        return dict(self._cameras)
+
+    def _frame(self, name: str, last_seq: float) -> CameraFrame | None:
+        """The newest frame of camera ``name`` if newer than ``last_seq``, else None."""
+        v, images = self._v, self._images[name]
+        with self._lock:
+            seq = v[f"{name}.seq"][0]
+            if seq == last_seq or seq == 0:
+                return None
+            color, depth = images.read()
+            host_time = float(v[f"{name}.host_time"][0])
+            stamp = float(v[f"{name}.timestamp_ms"][0])
+            number = int(v[f"{name}.frame_number"][0])
+        cam = self._cameras[name]
+        return CameraFrame(color=color, depth=depth,
+                           depth_scale=DEPTH_SCALE if depth is not None else 0.0,
+                           frame_number=number, timestamp_ms=stamp,
+                           timestamp_domain="system_time", host_time=host_time,
+                           intrinsics=cam.intrinsics)
 
     def ee_pos(self) -> np.ndarray:
         """(3,) true end-effector position after the latest physics step."""
@@ -176,14 +257,99 @@ class SimRobotProcess(Robot):
             raise ConfigError(f"simulated arm: {what} failed: {reply}")
 
 
-def _child(cfg: SimRobotConfig, block: Any, lock: Any, control: Any) -> None:
-    """The child process: a threaded SimRobot whose physics steps publish to shared memory."""
+class _SharedImages:
+    """One camera's newest color (H, W, 3) uint8 and depth (H, W) uint16 in shared memory."""
+
+    def __init__(self, color: Any, depth: Any, shape: tuple[int, int]):
+        self.color, self.depth, self.shape = color, depth, shape
+
+    @staticmethod
+    def allocate(ctx: Any, cameras: CameraConfig) -> _SharedImages:
+        h, w = cameras.height, cameras.width
+        depth = ctx.RawArray("H", h * w) if cameras.depth else None
+        return _SharedImages(ctx.RawArray("B", h * w * 3), depth, (h, w))
+
+    def write(self, frame: CameraFrame) -> None:
+        assert frame.color is not None
+        np.frombuffer(self.color, dtype=np.uint8)[:] = frame.color.reshape(-1)
+        if self.depth is not None and frame.depth is not None:
+            np.frombuffer(self.depth, dtype=np.uint16)[:] = frame.depth.reshape(-1)
+
+    def read(self) -> tuple[np.ndarray, np.ndarray | None]:
+        h, w = self.shape
+        color = np.frombuffer(self.color, dtype=np.uint8).reshape(h, w, 3).copy()
+        depth = None if self.depth is None else \
+            np.frombuffer(self.depth, dtype=np.uint16).reshape(h, w).copy()
+        return color, depth
+
+
+class _SharedCamera(Camera):
+    """A camera rendered in the arm's process, read from shared memory."""
+
+    def __init__(self, name: str, robot: SimRobotProcess, intrinsics: Intrinsics):
+        self.name, self.robot, self.intrinsics = name, robot, intrinsics
+        self._seq = 0.0
+
+    def connect(self) -> None:
+        """The frames stream while the arm's process runs."""
+
+    def close(self) -> None:
+        """Closing the arm stops its cameras."""
+
+    def poll(self) -> CameraFrame | None:
+        if self.robot._proc is None:
+            raise CameraError(f"simulated camera {self.name}: the arm is not connected")
+        frame = self.robot._frame(self.name, self._seq)
+        if frame is not None:
+            self._seq = float(self.robot._v[f"{self.name}.seq"][0])
+        return frame
+
+    def read(self, timeout_s: float | None = None) -> CameraFrame | None:
+        timeout = 1.0 if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout
+        while (frame := self.poll()) is None:
+            if time.monotonic() > deadline:
+                raise CameraError(f"simulated camera {self.name}: no frame within "
+                                  f"{timeout:.2f} s")
+            time.sleep(0.001)
+        return frame
+
+
+def _forward_frames(camera: Camera, slot: str, v: dict[str, np.ndarray], lock: Any,
+                    images: _SharedImages, stop: threading.Event) -> None:
+    """In the child: publish one camera's frames into shared memory as they come due."""
+    while not stop.is_set():
+        try:
+            frame = camera.read(0.1)
+        except CameraError:  # none due within the wait, or the cameras closed
+            continue
+        if frame is None:
+            continue
+        with lock:
+            images.write(frame)
+            v[f"{slot}.host_time"][0] = frame.host_time
+            v[f"{slot}.timestamp_ms"][0] = frame.timestamp_ms
+            v[f"{slot}.frame_number"][0] = frame.frame_number
+            v[f"{slot}.seq"][0] += 1
+
+
+def _child(cfg: SimRobotConfig, block: Any, lock: Any, control: Any,
+           scene: TaskConfig | None = None, cameras: CameraConfig | None = None,
+           camera_cfg: SimCameraConfig | None = None,
+           images: dict[str, _SharedImages] | None = None) -> None:
+    """The child process: a threaded SimRobot whose physics steps publish to shared memory
+    (and, with cameras, a render thread whose frames do too)."""
     from robot_rl.hardware.sim_robot import SimRobot
 
+    cams: SimArmCameras | None = None
+    stop_frames = threading.Event()
+    forwarders: list[threading.Thread] = []
     try:
-        layout = _Layout(get_robot(cfg.robot).num_joints)
+        robot = SimRobot(cfg, scene=scene)
+        m = robot.model
+        names = () if cameras is None else tuple(cameras.names)
+        layout = _Layout(robot.spec.num_joints, m.nq, m.nmocap, names)
         v = layout.views(block)
-        robot = SimRobot(cfg)
         seen = [0.0]
         interface = INTERFACES
 
@@ -191,7 +357,10 @@ def _child(cfg: SimRobotConfig, block: Any, lock: Any, control: Any) -> None:
             robot.sensing = bool(v["sensing"][0])
             reading = robot.observe()  # latency applied
             true_q, ee_pos = robot.true_q(), robot.ee_pos()
+            qpos, mocap = robot.data.qpos, robot.data.mocap_pos  # the physics thread's own
             with lock:
+                v["scene_qpos"][:] = qpos
+                v["mocap_pos"][:] = mocap.reshape(-1)
                 if reading is not None and reading.stamp != v["stamp"][0]:
                     v["q"][:], v["qd"][:] = reading.q, reading.qd
                     if reading.effort is not None:
@@ -212,6 +381,15 @@ def _child(cfg: SimRobotConfig, block: Any, lock: Any, control: Any) -> None:
 
         robot.on_step = after_step
         robot.connect()
+        if cameras is not None:
+            assert images is not None
+            cams = SimArmCameras(robot, cameras, camera_cfg)
+            cams.connect()
+            for name, cam in cams.as_dict().items():
+                forwarders.append(threading.Thread(
+                    target=_forward_frames, name=f"sim-camera-{name}", daemon=True,
+                    args=(cam, name, v, lock, images[name], stop_frames)))
+                forwarders[-1].start()
     except Exception as e:  # noqa: BLE001 - reported to the parent, which raises it
         control.send(f"{type(e).__name__}: {e}")
         return
@@ -221,10 +399,19 @@ def _child(cfg: SimRobotConfig, block: Any, lock: Any, control: Any) -> None:
             what, arg = control.recv()
             if what == "stop":
                 break
+            reply = "ok"
             if what == "reset":
-                robot.reset(arg)  # the next physics step publishes the reset state
-            control.send("ok")
+                try:
+                    robot.reset(*arg)  # the next physics step publishes the reset state
+                except Exception as e:  # noqa: BLE001 - the parent raises it
+                    reply = f"{type(e).__name__}: {e}"
+            control.send(reply)
     except (EOFError, KeyboardInterrupt):
         pass  # the parent went away
     finally:
+        stop_frames.set()
+        for thread in forwarders:
+            thread.join()
+        if cams is not None:
+            cams.close()
         robot.close()

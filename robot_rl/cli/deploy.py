@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -13,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from robot_rl.errors import ConfigError
+from robot_rl.hardware.cameras.sim_camera import SimCameraConfig
 from robot_rl.hardware.runtime import DeployConfig
 from robot_rl.hardware.sim_robot import SimRobotConfig
 
@@ -23,6 +25,7 @@ class DeployCommandConfig:
 
     Examples:
       robot-rl deploy runs/demo/reach/artifact --robot sim --duration 10
+      robot-rl deploy runs/pixel_student --robot sim --episodes 20   (push through cameras)
       robot-rl deploy ARTIFACT --robot sim --ros            (sim_robot_node + policy_node)
       robot-rl deploy ARTIFACT --robot ros --ros-params-file launch/config/arm7.yaml
     """
@@ -37,7 +40,16 @@ class DeployCommandConfig:
     as ``ros2 launch robot_rl sim_deploy.launch.py`` would; their rates, topics and gate
     come from the parameters file (--ros-params-file), not from --deploy.*."""
     duration: float | None = None
-    """Seconds to run (default: until Ctrl-C)."""
+    """Seconds to run (default: until Ctrl-C); with --episodes, seconds per episode (default:
+    the task's episode length)."""
+    episodes: int | None = None
+    """Run this many episodes on the simulated arm, each in a new scene drawn as the task's
+    resets draw it (objects, goal), until the task's success test holds or the time is up;
+    prints the success rate. A policy that sees cameras (a pixel student) gets them rendered
+    from the simulated arm's scene (--camera.*)."""
+    camera: SimCameraConfig = dataclasses.field(default_factory=SimCameraConfig)
+    """The simulated cameras: frame rate, latency, dropped frames (policies that see
+    cameras)."""
     deploy: DeployConfig = dataclasses.field(default_factory=DeployConfig)
     """Loop rate, gate, watchdog and goal."""
     sim: SimRobotConfig = dataclasses.field(default_factory=SimRobotConfig)
@@ -60,6 +72,9 @@ def deploy_cmd(cfg: DeployCommandConfig) -> None:
     if cfg.duration is not None and not cfg.duration > 0:
         raise ConfigError("--duration must be positive")
     if cfg.ros or cfg.robot == "ros":
+        if cfg.episodes is not None:
+            raise ConfigError("--episodes runs on the simulated arm in this process (--robot "
+                              "sim without --ros)")
         from robot_rl.hardware.ros.launcher import launch_nodes
 
         code = launch_nodes(cfg.artifact, with_sim=cfg.robot == "sim", duration=cfg.duration,
@@ -69,29 +84,76 @@ def deploy_cmd(cfg: DeployCommandConfig) -> None:
             raise SystemExit(code)
         return
     from robot_rl.export import load_policy
-    from robot_rl.hardware.runtime import DeployRuntime
-    from robot_rl.hardware.sim_robot import SimRobot
-    from robot_rl.hardware.sim_robot_process import SimRobotProcess
 
     policy = load_policy(cfg.artifact, backend=cfg.backend, seed=cfg.deploy.seed)
-    sim = cfg.sim
-    with (SimRobotProcess(sim) if cfg.sim_process else SimRobot(sim)) as robot:
-        runtime = DeployRuntime(policy, robot, cfg.deploy, log=lambda m: console.print(
-            f"[yellow]deploy:[/] {m}"))
-        goal = runtime.goal
-        console.print(f"deploy {policy.meta['task']} on the simulated {sim.robot} "
-                      f"({sim.interface} interface): loop {cfg.deploy.rate_hz:g} Hz, policy "
-                      f"{cfg.deploy.rate_hz / runtime.decimation:g} Hz, gate "
-                      f"{'on' if runtime.use_gate else 'off'}"
-                      + ("" if goal is None else f", goal {_vec(goal)}")
-                      + (", until Ctrl-C" if cfg.duration is None else
-                         f", {cfg.duration:g} s"))
-        summary = runtime.run(cfg.duration)
-        if goal is not None:
-            summary["ee_goal_distance_m"] = float(math.dist(robot.ee_pos(), goal))
+    if cfg.episodes is not None and cfg.episodes < 1:
+        raise ConfigError("--episodes must be >= 1")
+    summary = _run_sim(cfg, policy, console)
     print_summary(console, summary)
     if cfg.summary_json is not None:
         cfg.summary_json.write_text(json.dumps(summary, indent=2, default=float) + "\n")
+
+
+def _run_sim(cfg: DeployCommandConfig, policy: Any, console: Console) -> dict[str, Any]:
+    """The policy on the simulated arm (in its task's scene, with cameras, for episodes or a
+    policy that sees cameras); returns the runtime's summary."""
+    from robot_rl.hardware.cameras.sim_camera import SimArmCameras
+    from robot_rl.hardware.observation import task_config_from_meta
+    from robot_rl.hardware.runtime import DeployRuntime
+    from robot_rl.hardware.sim_robot import SimRobot
+    from robot_rl.hardware.sim_robot_process import SimRobotProcess
+    from robot_rl.hardware.sim_task import SimTaskEpisodes, run_episodes
+
+    sim = cfg.sim
+    task_cfg = task_config_from_meta(policy.meta)
+    sees = task_cfg.cameras if policy.images else None
+    scene = task_cfg if sees is not None or cfg.episodes is not None else None
+    log = lambda m: console.print(f"[yellow]deploy:[/] {m}")  # noqa: E731
+    with contextlib.ExitStack() as stack:
+        cameras = None
+        if cfg.sim_process:
+            robot: Any = stack.enter_context(SimRobotProcess(
+                sim, scene=scene, cameras=sees, camera_cfg=cfg.camera))
+            if sees is not None:
+                cameras = robot.camera_dict()
+        else:
+            robot = stack.enter_context(SimRobot(sim, scene=scene))
+            if sees is not None:
+                cameras = stack.enter_context(SimArmCameras(robot, sees, cfg.camera)).as_dict()
+        runtime = DeployRuntime(policy, robot, cfg.deploy, log=log, cameras=cameras)
+        goal = runtime.goal
+        seen = "" if sees is None else (
+            f", cameras {', '.join(sees.names)} at {sees.width}x{sees.height} "
+            f"{cfg.camera.fps:g} fps (latency {cfg.camera.latency * 1e3:g} ms, drops "
+            f"{cfg.camera.drop_prob:.0%})")
+        console.print(f"deploy {policy.meta['task']} on the simulated {sim.robot} "
+                      f"({sim.interface} interface): loop {cfg.deploy.rate_hz:g} Hz, policy "
+                      f"{cfg.deploy.rate_hz / runtime.decimation:g} Hz, gate "
+                      f"{'on' if runtime.use_gate else 'off'}{seen}"
+                      + ("" if goal is None or cfg.episodes else f", goal {_vec(goal)}")
+                      + (f", {cfg.episodes} episodes" if cfg.episodes else
+                         ", until Ctrl-C" if cfg.duration is None else
+                         f", {cfg.duration:g} s"), highlight=False)
+        if cfg.episodes is None:
+            summary = runtime.run(cfg.duration)
+            if goal is not None:
+                summary["ee_goal_distance_m"] = float(math.dist(robot.ee_pos(), goal))
+            return summary
+
+        def report(i: int, r: Any) -> None:
+            console.print(f"episode {i + 1}/{cfg.episodes}: "
+                          + ("success" if r.success else "failure" if r.started else
+                             "never started (no fresh joint states or frames)")
+                          + f" after {r.seconds:.1f} s"
+                          + (f", {r.holds} hold(s)" if r.holds else ""), highlight=False)
+
+        results = run_episodes(runtime, robot, SimTaskEpisodes(task_cfg, cfg.deploy.seed),
+                               cfg.episodes, cfg.duration, seed=cfg.deploy.seed,
+                               on_episode=report)
+        summary = runtime.summary()
+        summary["episodes"] = [dataclasses.asdict(r) for r in results]
+        summary["episode_success_rate"] = sum(r.success for r in results) / len(results)
+        return summary
 
 
 def print_summary(console: Console, s: dict[str, Any]) -> None:
@@ -120,7 +182,16 @@ def print_summary(console: Console, s: dict[str, Any]) -> None:
     table.add_row("bad readings dropped", str(s["bad_readings"]))
     shield = ", ".join(f"{k} {v}" for k, v in s["shield"].items() if v) or "none"
     table.add_row("shield interventions", shield)
-    table.add_row("task success (last step)", str(s["success"]))
+    if s.get("frame_age_ms") and s["policy_steps"]:
+        p50, p99, mx = s["frame_age_ms"]
+        table.add_row("camera frame age", f"p50 {p50:.1f}  p99 {p99:.1f}  max {mx:.1f} ms; "
+                      f"holds for stale frames {s['camera_holds']}")
+    if "episodes" in s:
+        n = len(s["episodes"])
+        table.add_row("episode success", f"{round(s['episode_success_rate'] * n)}/{n} "
+                      f"({s['episode_success_rate']:.0%})")
+    else:
+        table.add_row("task success (last step)", str(s["success"]))
     if "ee_goal_distance_m" in s:
         table.add_row("end effector to goal", f"{s['ee_goal_distance_m'] * 100:.1f} cm")
     console.print(table)

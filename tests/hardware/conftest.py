@@ -58,3 +58,22 @@ class ScriptedRobot(Robot):
 @pytest.fixture
 def scripted_robot() -> ScriptedRobot:
     return ScriptedRobot()
+
+
+@pytest.fixture(scope="session")
+def pixel_artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An (untrained) push pixel student seeing front + wrist RGB-D at 24x24, exported."""
+    from rich.console import Console
+
+    from robot_rl.vision.dagger import PixelDistillConfig, distill_pixels
+    from robot_rl.vision.export import export_pixel_student
+    from robot_rl.vision.student import PixelPolicyConfig
+
+    out = tmp_path_factory.mktemp("pixel")
+    cfg = PixelDistillConfig(task="push", cameras=("front", "wrist"), size=24, depth=True,
+                             iterations=1, num_envs=2, rollout_steps=4, grad_steps=2,
+                             batch_size=8, action_steps=2, action_batch=8, eval_episodes=0,
+                             out=out / "s.pt", progress=False,
+                             policy=PixelPolicyConfig(features=8, hidden=(16,)))
+    distill_pixels(cfg, Console(quiet=True))
+    return export_pixel_student(out / "s.pt", out / "s")

@@ -138,6 +138,6 @@ def test_a_pixel_student_exports_with_image_inputs_and_evaluates_through_onnx(tm
         pol(obs[0].numpy(), {k: v[0, :, :12].numpy() for k, v in imgs.items()})
     # evaluated in the simulator through ONNX: the env renders the cameras it names
     main(["eval", str(art), "--episodes", "2", "--num-envs", "2"])
-    # the deploy runtime feeds no camera frames yet: it refuses the artifact, saying so
+    # the deploy runtime needs the cameras the artifact sees (tests/hardware/test_camera_deploy)
     with pytest.raises(ConfigError, match="sees cameras"):
         DeployRuntime(pol, ScriptedRobot())
