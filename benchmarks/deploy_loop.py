@@ -40,7 +40,7 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
-from robot_rl.controllers import EEDeltaConfig
+from robot_rl.controllers import EEDeltaConfig, OSCConfig
 from robot_rl.distill import DistillConfig, clone_expert
 from robot_rl.export import load_policy
 from robot_rl.export.artifact import artifact_meta, export_artifact
@@ -70,7 +70,8 @@ def _artifacts(folder: Path) -> tuple[Path, Path]:
     cfg = DistillConfig(run=Path("-"), iterations=4, grad_steps=300, num_envs=16, dr="off",
                         progress=False)
     osc_student, env = clone_expert("reach", cfg,
-                                    action=EEDeltaConfig(gripper=False, rotation=False))
+                                    action=EEDeltaConfig(gripper=False, rotation=False),
+                                    controller=OSCConfig())  # ee_delta's default is diff_ik
     critic = EnsembleCritic(2, env.obs_dim, env.act_dim, (256, 256))
     safety = {"mode": "gate", "threshold": 1e9, "candidates": 8, "candidate_noise": 0.3,
               "fallback": "least_cost", "pessimism": 1.0, "gamma": 0.9}

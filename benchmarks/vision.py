@@ -1,10 +1,11 @@
-"""Camera render rates for policies, pixel students against their state teachers, and the
-success classifier's precision and recall.
+"""Camera render rates for policies, pixel students against their state teachers, the
+success classifier's precision and recall, and a pixel student deployed through cameras.
 
     python benchmarks/vision.py                              # 64, 96, 128 px; push; 8 envs
     python benchmarks/vision.py --sizes 96 --warp-device cuda   # where a GPU is lent
     python benchmarks/vision.py --part students              # push: expert -> pixel student
     python benchmarks/vision.py --part reward                # lift: success classifier
+    python benchmarks/vision.py --part deploy                # push student on the sim arm
 
 Renderers (``sim.cameras.SimCameras``, one camera of every env per call, after a step):
 
@@ -26,6 +27,14 @@ success on push.
 three quarters with little action noise, the rest with much: failures and drops) on the
 ``--reward-cameras`` at 96x96, trains ``robot-rl reward train`` on them (``--reward``
 options) and reports precision and recall on the held-out episodes. Target: >= 0.95 / >= 0.9.
+
+``--part deploy``: the push pixel student (``--deploy-student``; default the one ``--part
+students`` saved, distilled first if missing) exported and run by the deploy runtime at
+``--deploy-rate`` Hz on the simulated arm in its own process, in push's scene, seeing the
+arm's simulated cameras (``--deploy-camera``: rate, latency, drops), for
+``--deploy-episodes`` episodes drawn as push's resets draw them: success on the arm's ground
+truth, the policy step's latency with the image encoder, the frames' age, the loop's period
+error, holds.
 """
 
 from __future__ import annotations
@@ -35,11 +44,13 @@ import json
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 import tyro
 from rich.console import Console
 from rich.table import Table
 
+from robot_rl.hardware.cameras.sim_camera import SimCameraConfig
 from robot_rl.vision.dagger import PixelDistillConfig
 from robot_rl.vision.reward_training import RewardTrainConfig
 
@@ -48,7 +59,7 @@ from robot_rl.vision.reward_training import RewardTrainConfig
 class Args:
     part: tuple[str, ...] = ("render",)
     """render: frames/s table; students: pixel students vs their teachers; reward: the
-    success classifier."""
+    success classifier; deploy: the push student on the simulated arm through cameras."""
     sizes: tuple[int, ...] = (64, 96, 128)
     """Square image sizes [px]."""
     task: str = "push"
@@ -71,6 +82,14 @@ class Args:
         default_factory=lambda: RewardTrainConfig(dataset=Path("runs/bench/reward_data"),
                                                   size=96))
     """Options of the classifier's training (its dataset is recorded here)."""
+    deploy_student: Path | None = None
+    """Saved pixel student to deploy (default: --part students' push student)."""
+    deploy_episodes: int = 20
+    deploy_rate: float = 500.0
+    """The deploy loop's rate [Hz]."""
+    deploy_camera: SimCameraConfig = dataclasses.field(
+        default_factory=lambda: SimCameraConfig(fps=30.0, latency=0.03, drop_prob=0.02))
+    """The simulated cameras (a RealSense streams 30 fps with tens of ms of latency)."""
 
 
 def frames_per_second(args: Args, renderer: str, size: int) -> float:
@@ -155,6 +174,87 @@ def reward(args: Args, console: Console) -> dict[str, float]:
     return {**r.row(), "record_s": recorded, "train_s": trained}
 
 
+def deploy(args: Args, console: Console) -> dict[str, float]:
+    from robot_rl.export import load_policy
+    from robot_rl.hardware.observation import task_config_from_meta
+    from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
+    from robot_rl.hardware.sim_robot import SimRobotConfig
+    from robot_rl.hardware.sim_robot_process import SimRobotProcess
+    from robot_rl.hardware.sim_task import SimTaskEpisodes, run_episodes
+    from robot_rl.vision.dagger import distill_pixels
+    from robot_rl.vision.export import export_pixel_student
+
+    path = args.deploy_student or args.out.parent / "pixel_student_push.pt"
+    if not path.is_file():
+        console.print(f"{path} missing: distilling the push pixel student first")
+        distill_pixels(dataclasses.replace(args.student, task="push", out=path), console)
+    art = export_pixel_student(path, path.with_suffix(""))
+    policy = load_policy(art)
+    task_cfg = task_config_from_meta(policy.meta)
+    cams, cam = task_cfg.cameras, args.deploy_camera
+    assert cams is not None
+    with SimRobotProcess(SimRobotConfig(), scene=task_cfg, cameras=cams,
+                         camera_cfg=cam) as robot:
+        runtime = DeployRuntime(policy, robot, DeployConfig(rate_hz=args.deploy_rate),
+                                cameras=robot.camera_dict(), log=lambda m: None)
+        results = run_episodes(
+            runtime, robot, SimTaskEpisodes(task_cfg, seed=1), args.deploy_episodes, seed=1,
+            restart=True, on_episode=lambda i, r: console.print(
+                f"episode {i + 1}/{args.deploy_episodes}: "
+                f"{'success' if r.success else 'failure'} after {r.seconds:.1f} s"
+                + (f", {r.holds} hold(s)" if r.holds else ""), highlight=False))
+        s = runtime.summary()
+    floor = _os_floor(policy, args.deploy_rate, 10.0)
+    n = len(results)
+    sim = policy.meta.get("provenance", {}).get("student_success")  # its eval in the env
+    out = {"episodes": n, "success": sum(r.success for r in results) / n,
+           "started": sum(r.started for r in results),
+           "sim_success": float("nan") if sim is None else float(sim),
+           "inference_p50_us": s["inference_us"][0], "inference_p99_us": s["inference_us"][1],
+           "frame_age_p50_ms": s["frame_age_ms"][0], "frame_age_p99_ms": s["frame_age_ms"][1],
+           "period_error_p99_us": s["period_error_us"][1], "overruns": s["overruns"],
+           "ticks": s["ticks"], "camera_holds": s["camera_holds"],
+           "watchdog_trips": s["watchdog_trips"], "policy_waits": s["policy_waits"],
+           "os_floor_p99_us": floor}
+    table = Table(title=f"push pixel student on the simulated arm through its cameras "
+                        f"({' '.join(cams.names)} at {cams.width}x{cams.height}, {cam.fps:g} "
+                        f"fps, latency {cam.latency * 1e3:g} ms, drops {cam.drop_prob:.0%}; "
+                        f"loop {args.deploy_rate:g} Hz)")
+    for col in ("episodes", "success (arm)", "success (sim eval)", "policy step p50 / p99",
+                "frame age p50 / p99", "period error p99 (host floor)", "overruns / ticks",
+                "holds (camera / watchdog)"):
+        table.add_column(col, justify="right")
+    table.add_row(f"{n}", f"{out['success']:.0%}", f"{out['sim_success']:.0%}",
+                  f"{out['inference_p50_us']:.0f} / {out['inference_p99_us']:.0f} µs",
+                  f"{out['frame_age_p50_ms']:.0f} / {out['frame_age_p99_ms']:.0f} ms",
+                  f"{out['period_error_p99_us']:.0f} µs ({floor:.0f})",
+                  f"{s['overruns']} / {s['ticks']}",
+                  f"{s['camera_holds']} / {s['watchdog_trips']}")
+    console.print(table)
+    return out
+
+
+def _os_floor(policy: Any, rate: float, seconds: float) -> float:
+    """Period error p99 [µs] of a bare deadline loop at ``rate`` doing one call of the policy
+    (on blank images) per tick: what this host's timer and caches allow right now (the
+    deploy loop benchmark's "OS floor" row)."""
+    import numpy as np
+
+    from robot_rl.hardware.timing import Rate
+
+    obs = np.zeros(policy.obs_dim, np.float32)
+    images = {k: np.zeros(shape, dtype) for k, shape, dtype in policy.images}
+    rate_ = Rate(rate)
+    err, prev, end = [], time.monotonic(), time.monotonic() + seconds
+    while time.monotonic() < end:
+        rate_.sleep()
+        now = time.monotonic()
+        err.append(abs(now - prev - 1.0 / rate))
+        prev = now
+        policy(obs, images)
+    return float(np.percentile(err[1:], 99) * 1e6)
+
+
 def main(args: Args) -> None:
     console = Console()
     results: dict[str, dict[str, float]] = {}
@@ -162,6 +262,8 @@ def main(args: Args) -> None:
         results["students"] = students(args, console)  # type: ignore[assignment]
     if "reward" in args.part:
         results["reward"] = reward(args, console)
+    if "deploy" in args.part:
+        results["deploy"] = deploy(args, console)
     if "render" not in args.part:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.with_name("vision_learning.json").write_text(json.dumps(results, indent=2))

@@ -3,11 +3,14 @@ wheels): ``robot-rl deploy ARTIFACT --ros [--robot sim]``.
 
 Both nodes get the same parameters file as ``sim_deploy.launch.py``; on Ctrl-C or at the
 end of ``duration`` the policy node is stopped first (it publishes its final hold), then the
-simulated arm.
+simulated arm. For an artifact that sees cameras, the simulated arm stands in the artifact's
+task scene and publishes the cameras it names at its resolution (``sim_robot_node``'s
+``task``, ``cameras``, ``camera_*``), where the policy node reads them by default.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -55,6 +58,18 @@ def stop_node(p: subprocess.Popen, timeout: float = 10.0) -> bool:
         return False
 
 
+def sim_camera_overrides(meta: dict) -> dict[str, object]:
+    """``sim_robot_node`` parameters that show a camera-seeing artifact its scene and cameras
+    (none for an artifact that sees no camera)."""
+    cams = meta.get("cameras") or []
+    if not cams:
+        return {}
+    first = cams[0]
+    return {"task": meta["task"], "cameras": "[" + ",".join(c["name"] for c in cams) + "]",
+            "camera_width": int(first["width"]), "camera_height": int(first["height"]),
+            "camera_depth": bool(first["depth"])}
+
+
 def launch_nodes(artifact: Path, *, with_sim: bool, duration: float | None,
                  params_file: Path | None, domain_id: int | None, rate_hz: float | None,
                  console: Console) -> int:
@@ -76,8 +91,9 @@ def launch_nodes(artifact: Path, *, with_sim: bool, duration: float | None,
         overrides["rate_hz"] = float(rate_hz)
     procs: list[tuple[str, subprocess.Popen]] = []
     if with_sim:
+        meta = json.loads((artifact / "policy.json").read_text())
         procs.append(("sim_robot_node", subprocess.Popen(
-            node_command("sim_robot_node", params, {}), env=env)))
+            node_command("sim_robot_node", params, sim_camera_overrides(meta)), env=env)))
     procs.append(("policy_node", subprocess.Popen(
         node_command("policy_node", params, overrides), env=env)))
     console.print(f"started {', '.join(n for n, _ in procs)} (params {params}); Ctrl-C stops")

@@ -8,6 +8,11 @@ when no data comes, which is how the watchdog's hold goes out. Bad JointStates a
 and logged (rate-limited). Services (std_srvs/Trigger): ``~/start``, ``~/stop``,
 ``~/estop``, ``~/reset``. The mode (idle, running, estop) is published on ``~/state``
 (std_msgs/String) whenever it changes. SIGINT/SIGTERM publish a final hold, then exit.
+
+A policy that sees cameras (a pixel student) reads each camera's images from the RealSense
+ROS wrapper's topics under ``camera_namespaces`` (``hardware/ros/images.py``; default
+``/camera/<name>``); a camera whose newest image is older than ``max_frame_age`` holds the
+arm, as a stale JointState does.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from robot_rl.errors import RobotRLError  # noqa: E402
 from robot_rl.export import load_policy  # noqa: E402
 from robot_rl.hardware.robot import HardLimits  # noqa: E402
 from robot_rl.hardware.ros.convert import JointStateParser  # noqa: E402
+from robot_rl.hardware.ros.images import RosImageCamera  # noqa: E402
 from robot_rl.hardware.ros.params import declare  # noqa: E402
 from robot_rl.hardware.ros.ros_robot import RosRobot  # noqa: E402
 from robot_rl.hardware.ros.spin import SENSOR_QOS, spin_node  # noqa: E402
@@ -80,6 +86,11 @@ class PolicyNodeParams:
     autostart: bool = False
     """Start once JointStates have arrived without a watchdog gap for AUTOSTART_SETTLE
     seconds (else wait for ~/start)."""
+    camera_namespaces: list[str] = dataclasses.field(default_factory=list)
+    """ROS namespaces of the cameras a policy that sees cameras reads, in the order of
+    policy.json's cameras (default: /camera/<name> each)."""
+    max_frame_age: float = 0.1
+    """Hold when a camera's newest image is older than this [s]."""
     backend: str = "onnx"
     seed: int = 0
     stats_file: str = ""
@@ -118,11 +129,13 @@ class PolicyNode(Node):
         cfg = DeployConfig(rate_hz=p.rate_hz, gate={"auto": None, "on": True, "off": False}[
             p.gate], watchdog_periods=p.watchdog_periods,
             goal=tuple(p.goal) if p.goal else None,  # type: ignore[arg-type]
-            autostart=False, seed=p.seed)
-        self.runtime = DeployRuntime(policy, self.robot, cfg, log=self.get_logger().warning)
+            autostart=False, seed=p.seed, max_frame_age=p.max_frame_age)
+        self._bad = Throttle(self.get_logger().warning)
+        self.cameras = self._cameras(policy, p)
+        self.runtime = DeployRuntime(policy, self.robot, cfg, log=self.get_logger().warning,
+                                     cameras=self.cameras or None)
         self.period = period
         self.parser = JointStateParser(names)
-        self._bad = Throttle(self.get_logger().warning)
         self.rejected = 0
         self.latency = Samples()
         """JointState receipt to command published [s]."""
@@ -150,7 +163,9 @@ class PolicyNode(Node):
             f"{policy.meta['task']} policy on {list(names)}: {p.rate_hz:g} Hz -> "
             f"{p.command_topic} ({p.command_type}, {p.interface}), gate "
             f"{'on' if self.runtime.use_gate else 'off'}, goal "
-            f"{None if goal is None else np.round(goal, 3).tolist()}; "
+            f"{None if goal is None else np.round(goal, 3).tolist()}"
+            + "".join(f", camera {c.name} on {' + '.join(c.topics)}"
+                      for c in self.cameras.values()) + "; "
             f"{'autostart' if self._autostart else 'call ~/start to run'}")
 
     def make_policy(self, p: Any) -> Any:
@@ -159,6 +174,19 @@ class PolicyNode(Node):
             raise RobotRLError(f"{self.node_name} needs the 'artifact' parameter "
                                "(-p artifact:=/path/to/artifact)")
         return load_policy(p.artifact, backend=p.backend, seed=p.seed)  # type: ignore[arg-type]
+
+    def _cameras(self, policy: Any, p: Any) -> dict[str, RosImageCamera]:
+        """The image subscriptions of a policy that sees cameras (none otherwise)."""
+        names = list(getattr(policy, "cameras", []))
+        if not names:
+            return {}
+        spaces = p.camera_namespaces or [f"/camera/{n}" for n in names]
+        if len(spaces) != len(names):
+            raise RobotRLError(f"camera_namespaces has {len(spaces)} entries; the policy sees "
+                               f"{len(names)} cameras ({', '.join(names)})")
+        depth = {k.rsplit(".", 1)[0] for k, _, _ in policy.images if k.endswith(".depth")}
+        return {n: RosImageCamera(self, n, ns, n in depth, self._bad)
+                for n, ns in zip(names, spaces, strict=True)}
 
     def before_tick(self) -> None:
         """Called at the start of every tick (teleop_node reads its device here)."""
@@ -216,12 +244,14 @@ class PolicyNode(Node):
 
     def _on_goal(self, msg: PoseStamped) -> None:
         pos = (msg.pose.position.x, msg.pose.position.y, msg.pose.position.z)
+        old = self.runtime.goal
         try:
             self.runtime.set_goal(pos)
         except RobotRLError as e:
             self._bad(f"rejected goal: {e}")
             return
-        self.get_logger().info(f"goal {np.round(pos, 3).tolist()}")
+        if old is None or not np.allclose(old, pos):  # a republished goal is not news
+            self.get_logger().info(f"goal {np.round(pos, 3).tolist()}")
 
     def _publish_mode(self) -> None:
         mode = self.runtime.mode

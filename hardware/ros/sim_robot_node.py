@@ -8,34 +8,59 @@ physics thread, right after the step that measured it) and takes commands on
 so the whole stack runs with no hardware. Commands with the wrong length or NaN are
 rejected and logged (rate-limited); the arm keeps its last command. ``~/reset``
 (std_srvs/Trigger) puts the arm back at home.
+
+With ``task`` (push, lift, ...) the arm stands in that task's scene, drawn as the task's
+resets draw it (``hardware/sim_task.py``; ``~/reset`` draws the next episode), and the
+episode's goal is published on ``goal_topic`` (PoseStamped, once a second, as a goal source
+would). With ``cameras`` the scene's cameras are published as the RealSense ROS wrapper
+publishes a camera's images (``hardware/ros/images.py``) under ``{camera_namespace}/{name}``:
+color rgb8, depth 16UC1 millimetres aligned to color, and camera_info, at ``camera_fps``
+with ``camera_latency`` and ``camera_drop_prob`` (``hardware/cameras/sim_camera.py``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from robot_rl.hardware.ros import require_rclpy
 
 require_rclpy()
 
+from geometry_msgs.msg import PoseStamped  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
+from sensor_msgs.msg import CameraInfo, Image, JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from robot_rl.errors import RobotRLError  # noqa: E402
+from robot_rl.hardware.cameras.base import Camera, CameraError  # noqa: E402
+from robot_rl.hardware.cameras.sim_camera import SimArmCameras, SimCameraConfig  # noqa: E402
 from robot_rl.hardware.robot import JointReading  # noqa: E402
 from robot_rl.hardware.ros.convert import COMMAND_TYPES, joint_state, parse_command  # noqa: E402
+from robot_rl.hardware.ros.images import (  # noqa: E402
+    IMAGE_QOS,
+    camera_info_msg,
+    color_topic,
+    depth_topic,
+    image_msg,
+    info_topic,
+)
 from robot_rl.hardware.ros.params import declare  # noqa: E402
 from robot_rl.hardware.ros.spin import SENSOR_QOS, spin_node  # noqa: E402
 from robot_rl.hardware.sim_robot import SimRobot, SimRobotConfig  # noqa: E402
+from robot_rl.hardware.sim_task import SimTaskEpisodes  # noqa: E402
 from robot_rl.hardware.timing import Throttle  # noqa: E402
+from robot_rl.sim import make_task_config  # noqa: E402
+from robot_rl.sim.cameras import CameraConfig  # noqa: E402
 
 
 @dataclasses.dataclass
@@ -59,6 +84,22 @@ class SimRobotNodeParams:
     damping_scale: float = 1.0
     frictionloss: float = 0.0
     seed: int = 0
+    task: str = ""
+    """Stand the arm in this task's scene (its objects; empty: the arm on its table)."""
+    goal_topic: str = "/goal_pose"
+    """Where the scene's goal is published (with ``task``)."""
+    cameras: list[str] = dataclasses.field(default_factory=list)
+    """Scene cameras to publish (e.g. [front, wrist])."""
+    camera_namespace: str = "/camera"
+    """Each camera's topics are under {camera_namespace}/{name}."""
+    camera_width: int = 96
+    camera_height: int = 96
+    camera_depth: bool = True
+    """Also publish aligned depth."""
+    camera_fps: float = 30.0
+    camera_latency: float = 0.0
+    """Capture to publication [s]."""
+    camera_drop_prob: float = 0.0
 
 
 class SimRobotNode(Node):
@@ -78,7 +119,17 @@ class SimRobotNode(Node):
                              damping_scale=p.damping_scale, frictionloss=p.frictionloss,
                              seed=p.seed)
         self.pub = self.create_publisher(JointState, p.joint_states_topic, SENSOR_QOS)
-        self.robot = SimRobot(cfg, on_sample=self._publish, sample_every=every)
+        scene = None
+        if p.task:
+            scene = dataclasses.replace(make_task_config(p.task), robot=p.robot)
+        elif p.cameras:
+            raise RobotRLError("cameras need a task's scene to see (the task parameter)")
+        self.robot = SimRobot(cfg, on_sample=self._publish, sample_every=every, scene=scene)
+        self.episodes = None if scene is None else SimTaskEpisodes(scene, seed=p.seed)
+        self.episode = 0
+        self.goal: np.ndarray | None = None
+        self.goal_pub = self.create_publisher(PoseStamped, p.goal_topic, 10)
+        self._new_episode()
         self.names = self.robot.joint_names
         self._bad = Throttle(self.get_logger().warning)
         self.rejected = 0
@@ -88,9 +139,80 @@ class SimRobotNode(Node):
                                  QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE))
         self.create_service(Trigger, "~/reset", self._reset)
         self.robot.connect()
+        self.sim_cameras: SimArmCameras | None = None
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        if p.cameras:
+            self._start_cameras(p)
+        if self.episodes is not None:
+            self.create_timer(1.0, self._publish_goal)
         self.get_logger().info(
             f"simulated {p.robot} ({p.interface}): {p.joint_states_topic} at "
-            f"{p.publish_rate_hz:g} Hz, commands on {p.command_topic}")
+            f"{p.publish_rate_hz:g} Hz, commands on {p.command_topic}"
+            + (f"; {p.task} scene, goal on {p.goal_topic}" if p.task else "")
+            + "".join(f"; camera {c} at {p.camera_width}x{p.camera_height} {p.camera_fps:g} "
+                      f"fps on {color_topic(self._ns(c))}" for c in p.cameras))
+
+    # -- the task's scene and cameras ------------------------------------------------------
+
+    def _ns(self, camera: str) -> str:
+        return f"{self.params.camera_namespace.rstrip('/')}/{camera}"
+
+    def _new_episode(self) -> None:
+        """Place the next episode's scene (with a task) and publish its goal."""
+        if self.episodes is None:
+            self.robot.reset()
+            return
+        scene, self.goal = self.episodes.draw(self.params.seed + self.episode)
+        self.episode += 1
+        self.robot.reset(None, scene)
+        self._publish_goal()
+
+    def _publish_goal(self) -> None:
+        if self.goal is None:
+            return
+        msg = PoseStamped()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.frame_id = "world"
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (
+            float(v) for v in self.goal)
+        msg.pose.orientation.w = 1.0
+        self.goal_pub.publish(msg)
+
+    def _start_cameras(self, p: SimRobotNodeParams) -> None:
+        cams = CameraConfig(names=tuple(p.cameras), height=p.camera_height,
+                            width=p.camera_width, depth=p.camera_depth)
+        self.sim_cameras = SimArmCameras(self.robot, cams, SimCameraConfig(
+            fps=p.camera_fps, latency=p.camera_latency, drop_prob=p.camera_drop_prob,
+            seed=p.seed))
+        self.sim_cameras.connect()
+        for name, cam in self.sim_cameras.as_dict().items():
+            pubs = (self.create_publisher(Image, color_topic(self._ns(name)), IMAGE_QOS),
+                    self.create_publisher(Image, depth_topic(self._ns(name)), IMAGE_QOS)
+                    if p.camera_depth else None,
+                    self.create_publisher(CameraInfo, info_topic(self._ns(name)), IMAGE_QOS))
+            self._threads.append(threading.Thread(target=self._publish_frames, daemon=True,
+                                                  args=(cam, pubs), name=f"publish-{name}"))
+            self._threads[-1].start()
+
+    def _publish_frames(self, cam: Camera, pubs: tuple[Any, Any, Any]) -> None:
+        """Publish each frame of ``cam`` when it is due (a thread per camera)."""
+        color_pub, depth_pub, info_pub = pubs
+        frame_id = f"{cam.name}_color_optical_frame"
+        while not self._stop.is_set():
+            try:
+                frame = cam.read(0.1)
+            except CameraError:
+                continue
+            if frame is None or frame.color is None:
+                continue
+            # stamped at capture, on the ROS clock, as the wrapper stamps its images
+            age_ns = int((time.monotonic() - frame.timestamp_ms * 1e-3) * 1e9)
+            stamp = self.get_clock().now().nanoseconds - age_ns
+            color_pub.publish(image_msg(frame.color, stamp, frame_id))
+            if depth_pub is not None and frame.depth is not None:
+                depth_pub.publish(image_msg(frame.depth, stamp, frame_id))
+            info_pub.publish(camera_info_msg(frame.intrinsics, stamp, frame_id))
 
     def _publish(self, reading: JointReading) -> None:
         if self.robot.cfg.sensing_latency > 0:
@@ -112,11 +234,18 @@ class SimRobotNode(Node):
         self.robot.send_action(cmd)
 
     def _reset(self, _req: Trigger.Request, res: Trigger.Response) -> Trigger.Response:
-        self.robot.reset()
-        res.success, res.message = True, "arm at home"
+        self._new_episode()
+        res.success, res.message = True, "arm at home" + (
+            "" if self.goal is None else
+            f"; episode {self.episode}, goal {np.round(self.goal, 3).tolist()}")
         return res
 
     def shutdown(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join()
+        if self.sim_cameras is not None:
+            self.sim_cameras.close()
         self.robot.close()
 
 

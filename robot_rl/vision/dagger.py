@@ -317,7 +317,9 @@ def load_pixel_student(path: str | Path) -> tuple[PixelPolicy, dict[str, Any]]:
         state = torch.load(Path(path), map_location="cpu", weights_only=False)
         if state.get("format") != PIXEL_STUDENT_FORMAT:
             raise ValueError(f"not a {PIXEL_STUDENT_FORMAT} file")
-        cfg = from_dict(PixelDistillConfig, state["config"])
+        config = state["config"]
+        config["policy"].setdefault("activation", "relu")  # students saved before the choice
+        cfg = from_dict(PixelDistillConfig, config)
         shapes = {k: tuple(v) for k, v in state["image_shapes"].items()}
         policy = PixelPolicy(cfg.policy, shapes, state["obs_dim"], state["act_dim"],
                              state_dim=state.get("state_dim", 0))

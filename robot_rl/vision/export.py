@@ -79,5 +79,8 @@ def export_pixel_student(path: str | Path, out: str | Path) -> Path:
                                     "teacher_success": state.get("teacher_success"),
                                     "student_success": state.get("student_success"),
                                     "policy": "pixel_student"})
-    return export_artifact(out, PixelGraph(student, list(student.image_shapes)), meta)
+    # convolutions over whole images accumulate more float32 rounding than an MLP: the ONNX
+    # and TorchScript graphs agree with torch to ~1e-5 in actions of size 1
+    return export_artifact(out, PixelGraph(student, list(student.image_shapes)), meta,
+                           tolerance=1e-4)
 
