@@ -175,6 +175,8 @@ def reward(args: Args, console: Console) -> dict[str, float]:
 
 
 def deploy(args: Args, console: Console) -> dict[str, float]:
+    import torch
+
     from robot_rl.export import load_policy
     from robot_rl.hardware.observation import task_config_from_meta
     from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
@@ -188,6 +190,9 @@ def deploy(args: Args, console: Console) -> dict[str, float]:
     if not path.is_file():
         console.print(f"{path} missing: distilling the push pixel student first")
         distill_pixels(dataclasses.replace(args.student, task="push", out=path), console)
+    # one sample per step: torch's worker threads would only spin beside the loop (the
+    # observer's and the judge's one-env terms run in torch)
+    torch.set_num_threads(1)
     art = export_pixel_student(path, path.with_suffix(""))
     policy = load_policy(art)
     task_cfg = task_config_from_meta(policy.meta)

@@ -88,10 +88,8 @@ class SimRobotProcess(Robot):
         names = () if cameras is None else tuple(cameras.names)
         if cameras is not None:
             cameras.validate()
+            cameras.check_scene(m)
             self.camera_cfg.validate()
-            unknown = [c for c in names if c not in [m.camera(i).name for i in range(m.ncam)]]
-            if unknown:
-                raise ConfigError(f"the simulated arm's scene has no camera(s) {unknown}")
         self._layout = _Layout(self.spec.num_joints, m.nq, m.nmocap, names)
         ctx = mp.get_context("spawn")  # no fork of a process holding torch/ROS threads
         self._block = ctx.RawArray("d", self._layout.size)

@@ -70,6 +70,14 @@ class CameraConfig:
         if self.height < 1 or self.width < 1:
             raise ConfigError(f"camera size must be positive, got {self.height}x{self.width}")
 
+    def check_scene(self, model: mujoco.MjModel) -> None:
+        """Refuse cameras ``model``'s scene does not have, naming the ones it has."""
+        names = [model.camera(i).name for i in range(model.ncam)]
+        unknown = [c for c in self.names if c not in names]
+        if unknown:
+            raise ConfigError(f"unknown camera(s) {unknown}; cameras of this scene: "
+                              f"{', '.join(names) or 'none'}")
+
 
 class CameraFrames(NamedTuple):
     rgb: torch.Tensor
@@ -85,11 +93,7 @@ class SimCameras:
         """``seed``: of the visual randomization's draws."""
         cfg.validate()
         model = env.model
-        names = [model.camera(i).name for i in range(model.ncam)]
-        unknown = [c for c in cfg.names if c not in names]
-        if unknown:
-            raise ConfigError(f"unknown camera(s) {unknown}; cameras of this scene: "
-                              f"{', '.join(names) or 'none'}")
+        cfg.check_scene(model)
         self.env, self.cfg = env, cfg
         self._ids = [model.camera(c).id for c in cfg.names]
         self.visual = VisualRandomizer(cfg.visual, model, self._ids, env.num_envs, seed)

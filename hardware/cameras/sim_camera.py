@@ -87,11 +87,7 @@ class SimArmCameras:
         self.cfg = cfg = cfg or SimCameraConfig()
         cfg.validate()
         model = source.model
-        names = [model.camera(i).name for i in range(model.ncam)]
-        unknown = [c for c in cameras.names if c not in names]
-        if unknown:
-            raise ConfigError(f"the simulated arm's scene has no camera(s) {unknown}; it has "
-                              f"{', '.join(names) or 'none'}")
+        cameras.check_scene(model)
         self.source, self.cameras = source, cameras
         self._views = {n: _SimCamera(n, intrinsics_of(model, n, cameras.width, cameras.height))
                        for n in cameras.names}

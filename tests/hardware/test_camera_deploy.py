@@ -125,7 +125,7 @@ def test_simulated_cameras_deliver_frames_as_a_realsense_does(pixel_artifact):
         while sim.captures < 40 and time.monotonic() < end:
             time.sleep(0.01)
     assert sim.captures >= 40 and 0 < sim.dropped < sim.captures
-    with pytest.raises(ConfigError, match="no camera"):
+    with pytest.raises(ConfigError, match="unknown camera"):
         SimArmCameras(robot, CameraConfig(names=("nope",)))
 
 
