@@ -38,13 +38,13 @@ def test_sim_info() -> None:
 def test_sim_rollout_with_video(tmp_path: Path) -> None:
     video = tmp_path / "lift.mp4"
     out = _cli("sim", "rollout", "--task", "lift", "--policy", "expert", "--num-envs", "2",
-               "--episodes", "2", "--video", str(video), "--video-envs", "0", "1",
-               "--width", "160", "--height", "120")
+               "--episodes", "2", "--video", str(video), "--video-envs", "1",
+               "--width", "96", "--height", "72")
     assert out.returncode == 0, out.stderr
     assert "success rate" in out.stdout and "100%" in out.stdout
     with av.open(str(video)) as container:
         stream = container.streams.video[0]
-        assert stream.width == 320 and stream.frames == 150
+        assert stream.width == 96 and stream.frames == 150
 
 
 def test_sim_rollout_random_policy_with_randomization() -> None:
