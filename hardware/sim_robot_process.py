@@ -211,8 +211,9 @@ class SimRobotProcess(Robot):
         """{name: Camera} of every camera the child renders (what ``DeployRuntime`` takes)."""
         return dict(self._cameras)
 
-    def _frame(self, name: str, last_seq: float) -> CameraFrame | None:
-        """The newest frame of camera ``name`` if newer than ``last_seq``, else None."""
+    def _frame(self, name: str, last_seq: float) -> tuple[CameraFrame, float] | None:
+        """The newest frame of camera ``name`` and its sequence number if newer than
+        ``last_seq``, else None."""
         v, images = self._v, self._images[name]
         with self._lock:
             seq = v[f"{name}.seq"][0]
@@ -227,7 +228,7 @@ class SimRobotProcess(Robot):
                            depth_scale=DEPTH_SCALE if depth is not None else 0.0,
                            frame_number=number, timestamp_ms=stamp,
                            timestamp_domain="system_time", host_time=host_time,
-                           intrinsics=cam.intrinsics)
+                           intrinsics=cam.intrinsics), float(seq)
 
     def ee_pos(self) -> np.ndarray:
         """(3,) true end-effector position after the latest physics step."""
@@ -297,20 +298,14 @@ class _SharedCamera(Camera):
     def poll(self) -> CameraFrame | None:
         if self.robot._proc is None:
             raise CameraError(f"simulated camera {self.name}: the arm is not connected")
-        frame = self.robot._frame(self.name, self._seq)
-        if frame is not None:
-            self._seq = float(self.robot._v[f"{self.name}.seq"][0])
+        got = self.robot._frame(self.name, self._seq)
+        if got is None:
+            return None
+        frame, self._seq = got
         return frame
 
     def read(self, timeout_s: float | None = None) -> CameraFrame | None:
-        timeout = 1.0 if timeout_s is None else timeout_s
-        deadline = time.monotonic() + timeout
-        while (frame := self.poll()) is None:
-            if time.monotonic() > deadline:
-                raise CameraError(f"simulated camera {self.name}: no frame within "
-                                  f"{timeout:.2f} s")
-            time.sleep(0.001)
-        return frame
+        return self._poll_until(timeout_s, "the simulated arm's process")
 
 
 def _forward_frames(camera: Camera, slot: str, v: dict[str, np.ndarray], lock: Any,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import time
 from typing import Self
 
 import numpy as np
@@ -100,6 +101,19 @@ class Camera(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _poll_until(self, timeout_s: float | None, source: str, nap: float = 0.001
+                    ) -> CameraFrame:
+        """``poll`` until a frame comes, for cameras whose frames another thread delivers;
+        CameraError naming ``source`` after ``timeout_s`` (default 1 s)."""
+        timeout = 1.0 if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout
+        while (frame := self.poll()) is None:
+            if time.monotonic() > deadline:
+                raise CameraError(f"{self.name}: no frame from {source} within "
+                                  f"{timeout:.2f} s")
+            time.sleep(nap)
+        return frame
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         """Frames until the end of a recording (a live camera never ends)."""

@@ -24,7 +24,7 @@ from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 
-from robot_rl.hardware.cameras.base import Camera, CameraError, CameraFrame, Intrinsics
+from robot_rl.hardware.cameras.base import Camera, CameraFrame, Intrinsics
 
 IMAGE_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=2,
                        reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -187,11 +187,4 @@ class RosImageCamera(Camera):
         return frame
 
     def read(self, timeout_s: float | None = None) -> CameraFrame | None:
-        timeout = 1.0 if timeout_s is None else timeout_s
-        end = time.monotonic() + timeout
-        while (frame := self.poll()) is None:
-            if time.monotonic() > end:
-                raise CameraError(f"{self.name}: no image on {', '.join(self.topics)} within "
-                                  f"{timeout:.2f} s")
-            time.sleep(0.002)
-        return frame
+        return self._poll_until(timeout_s, " + ".join(self.topics), nap=0.002)
