@@ -201,7 +201,8 @@ def test_push_through_the_cameras_of_the_arm_in_its_own_process(pixel_artifact, 
     # the CLI: episodes of push on the simulated arm, the student seeing its cameras
     out = tmp_path / "summary.json"
     main(["deploy", str(pixel_artifact), "--robot", "sim", "--episodes", "1", "--duration",
-          "1", "--deploy.rate-hz", "100", "--summary-json", str(out)])
+          "1", "--deploy.rate-hz", "100", "--deploy.max-frame-age", "0.5",  # a loaded host
+          "--summary-json", str(out)])
     s = json.loads(out.read_text())
     assert len(s["episodes"]) == 1 and s["policy_steps"] > 0
     assert s["frame_age_ms"][0] > 0 and 0.0 <= s["episode_success_rate"] <= 1.0
