@@ -24,8 +24,8 @@ here as a ``Camera``, as a camera driver's frames reach the policy's process:
 
 from __future__ import annotations
 
+import functools
 import multiprocessing as mp
-import threading
 import time
 from typing import Any
 
@@ -308,22 +308,15 @@ class _SharedCamera(Camera):
         return self._poll_until(timeout_s, "the simulated arm's process")
 
 
-def _forward_frames(camera: Camera, slot: str, v: dict[str, np.ndarray], lock: Any,
-                    images: _SharedImages, stop: threading.Event) -> None:
-    """In the child: publish one camera's frames into shared memory as they come due."""
-    while not stop.is_set():
-        try:
-            frame = camera.read(0.1)
-        except CameraError:  # none due within the wait, or the cameras closed
-            continue
-        if frame is None:
-            continue
-        with lock:
-            images.write(frame)
-            v[f"{slot}.host_time"][0] = frame.host_time
-            v[f"{slot}.timestamp_ms"][0] = frame.timestamp_ms
-            v[f"{slot}.frame_number"][0] = frame.frame_number
-            v[f"{slot}.seq"][0] += 1
+def _publish_frame(v: dict[str, np.ndarray], lock: Any, images: dict[str, _SharedImages],
+                   name: str, frame: CameraFrame) -> None:
+    """In the child: one camera's frame into shared memory, as it comes due."""
+    with lock:
+        images[name].write(frame)
+        v[f"{name}.host_time"][0] = frame.host_time
+        v[f"{name}.timestamp_ms"][0] = frame.timestamp_ms
+        v[f"{name}.frame_number"][0] = frame.frame_number
+        v[f"{name}.seq"][0] += 1
 
 
 def _child(cfg: SimRobotConfig, block: Any, lock: Any, control: Any,
@@ -335,8 +328,6 @@ def _child(cfg: SimRobotConfig, block: Any, lock: Any, control: Any,
     from robot_rl.hardware.sim_robot import SimRobot
 
     cams: SimArmCameras | None = None
-    stop_frames = threading.Event()
-    forwarders: list[threading.Thread] = []
     try:
         robot = SimRobot(cfg, scene=scene)
         m = robot.model
@@ -376,13 +367,9 @@ def _child(cfg: SimRobotConfig, block: Any, lock: Any, control: Any,
         robot.connect()
         if cameras is not None:
             assert images is not None
-            cams = SimArmCameras(robot, cameras, camera_cfg)
+            cams = SimArmCameras(robot, cameras, camera_cfg,
+                                 on_frame=functools.partial(_publish_frame, v, lock, images))
             cams.connect()
-            for name, cam in cams.as_dict().items():
-                forwarders.append(threading.Thread(
-                    target=_forward_frames, name=f"sim-camera-{name}", daemon=True,
-                    args=(cam, name, v, lock, images[name], stop_frames)))
-                forwarders[-1].start()
     except Exception as e:  # noqa: BLE001 - reported to the parent, which raises it
         control.send(f"{type(e).__name__}: {e}")
         return
@@ -402,9 +389,6 @@ def _child(cfg: SimRobotConfig, block: Any, lock: Any, control: Any,
     except (EOFError, KeyboardInterrupt):
         pass  # the parent went away
     finally:
-        stop_frames.set()
-        for thread in forwarders:
-            thread.join()
         if cams is not None:
             cams.close()
         robot.close()

@@ -15,7 +15,9 @@ the scene camera's field of view; ``host_time`` when the frame is delivered;
 ``timestamp_ms`` the capture time on the monotonic clock.
 
 The OpenGL context is made and used on the render thread only. The render thread shares the
-caller's GIL, as a RealSense driver's Python frames do.
+caller's GIL, as a RealSense driver's Python frames do. With ``on_frame(name, frame)``, a
+thread per camera hands each frame to it as the frame comes due (the arm's process writes
+them to shared memory, ``sim_robot_node`` publishes them); ``poll`` then has nothing to give.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import dataclasses
 import math
 import threading
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 import mujoco
@@ -82,7 +85,8 @@ class SimArmCameras:
     """The scene cameras of a simulated arm, rendered on a thread (module docstring)."""
 
     def __init__(self, source: SceneSource, cameras: CameraConfig,
-                 cfg: SimCameraConfig | None = None):
+                 cfg: SimCameraConfig | None = None,
+                 on_frame: Callable[[str, CameraFrame], None] | None = None):
         cameras.validate()
         self.cfg = cfg = cfg or SimCameraConfig()
         cfg.validate()
@@ -96,6 +100,8 @@ class SimArmCameras:
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
+        self.on_frame = on_frame
+        self._pumps: list[threading.Thread] = []
         self.captures = 0
         """Captures rendered."""
         self.dropped = 0
@@ -126,13 +132,31 @@ class SimArmCameras:
             self._thread.join()
             self._thread = None
             raise self._error
+        if self.on_frame is not None:
+            self._pumps = [threading.Thread(target=self._pump, args=(view,), daemon=True,
+                                            name=f"sim-camera-{name}")
+                           for name, view in self._views.items()]
+            for pump in self._pumps:
+                pump.start()
 
     def close(self) -> None:
         if self._thread is None:
             return
         self._stop.set()
-        self._thread.join()
-        self._thread = None
+        for thread in [*self._pumps, self._thread]:
+            thread.join()
+        self._pumps, self._thread = [], None
+
+    def _pump(self, view: _SimCamera) -> None:
+        """Hand ``view``'s frames to ``on_frame`` as they come due, until ``close``."""
+        assert self.on_frame is not None
+        while not self._stop.is_set():
+            try:
+                frame = view.read(0.1)
+            except CameraError:  # none due within the wait
+                continue
+            if frame is not None:
+                self.on_frame(view.name, frame)
 
     def __enter__(self) -> SimArmCameras:
         self.connect()

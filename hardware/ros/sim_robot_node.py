@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -42,7 +41,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from robot_rl.errors import RobotRLError  # noqa: E402
-from robot_rl.hardware.cameras.base import Camera, CameraError  # noqa: E402
+from robot_rl.hardware.cameras.base import CameraFrame  # noqa: E402
 from robot_rl.hardware.cameras.sim_camera import SimArmCameras, SimCameraConfig  # noqa: E402
 from robot_rl.hardware.robot import JointReading  # noqa: E402
 from robot_rl.hardware.ros.convert import COMMAND_TYPES, joint_state, parse_command  # noqa: E402
@@ -140,8 +139,6 @@ class SimRobotNode(Node):
         self.create_service(Trigger, "~/reset", self._reset)
         self.robot.connect()
         self.sim_cameras: SimArmCameras | None = None
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
         if p.cameras:
             self._start_cameras(p)
         if self.episodes is not None:
@@ -182,37 +179,30 @@ class SimRobotNode(Node):
     def _start_cameras(self, p: SimRobotNodeParams) -> None:
         cams = CameraConfig(names=tuple(p.cameras), height=p.camera_height,
                             width=p.camera_width, depth=p.camera_depth)
+        self._image_pubs = {
+            name: (self.create_publisher(Image, color_topic(self._ns(name)), IMAGE_QOS),
+                   self.create_publisher(Image, depth_topic(self._ns(name)), IMAGE_QOS)
+                   if p.camera_depth else None,
+                   self.create_publisher(CameraInfo, info_topic(self._ns(name)), IMAGE_QOS))
+            for name in p.cameras}
         self.sim_cameras = SimArmCameras(self.robot, cams, SimCameraConfig(
             fps=p.camera_fps, latency=p.camera_latency, drop_prob=p.camera_drop_prob,
-            seed=p.seed))
+            seed=p.seed), on_frame=self._publish_frame)
         self.sim_cameras.connect()
-        for name, cam in self.sim_cameras.as_dict().items():
-            pubs = (self.create_publisher(Image, color_topic(self._ns(name)), IMAGE_QOS),
-                    self.create_publisher(Image, depth_topic(self._ns(name)), IMAGE_QOS)
-                    if p.camera_depth else None,
-                    self.create_publisher(CameraInfo, info_topic(self._ns(name)), IMAGE_QOS))
-            self._threads.append(threading.Thread(target=self._publish_frames, daemon=True,
-                                                  args=(cam, pubs), name=f"publish-{name}"))
-            self._threads[-1].start()
 
-    def _publish_frames(self, cam: Camera, pubs: tuple[Any, Any, Any]) -> None:
-        """Publish each frame of ``cam`` when it is due (a thread per camera)."""
-        color_pub, depth_pub, info_pub = pubs
-        frame_id = f"{cam.name}_color_optical_frame"
-        while not self._stop.is_set():
-            try:
-                frame = cam.read(0.1)
-            except CameraError:
-                continue
-            if frame is None or frame.color is None:
-                continue
-            # stamped at capture, on the ROS clock, as the wrapper stamps its images
-            age_ns = int((time.monotonic() - frame.timestamp_ms * 1e-3) * 1e9)
-            stamp = self.get_clock().now().nanoseconds - age_ns
-            color_pub.publish(image_msg(frame.color, stamp, frame_id))
-            if depth_pub is not None and frame.depth is not None:
-                depth_pub.publish(image_msg(frame.depth, stamp, frame_id))
-            info_pub.publish(camera_info_msg(frame.intrinsics, stamp, frame_id))
+    def _publish_frame(self, name: str, frame: CameraFrame) -> None:
+        """Publish one camera's frame as it comes due (on that camera's delivery thread)."""
+        if frame.color is None:
+            return
+        color_pub, depth_pub, info_pub = self._image_pubs[name]
+        frame_id = f"{name}_color_optical_frame"
+        # stamped at capture, on the ROS clock, as the wrapper stamps its images
+        age_ns = int((time.monotonic() - frame.timestamp_ms * 1e-3) * 1e9)
+        stamp = self.get_clock().now().nanoseconds - age_ns
+        color_pub.publish(image_msg(frame.color, stamp, frame_id))
+        if depth_pub is not None and frame.depth is not None:
+            depth_pub.publish(image_msg(frame.depth, stamp, frame_id))
+        info_pub.publish(camera_info_msg(frame.intrinsics, stamp, frame_id))
 
     def _publish(self, reading: JointReading) -> None:
         if self.robot.cfg.sensing_latency > 0:
@@ -241,9 +231,6 @@ class SimRobotNode(Node):
         return res
 
     def shutdown(self) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join()
         if self.sim_cameras is not None:
             self.sim_cameras.close()
         self.robot.close()
