@@ -20,7 +20,7 @@ runtime feeds (``hardware.camera_feed``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mujoco
@@ -38,6 +38,11 @@ from robot_rl.sim.vec_env import layout_columns
 
 GOAL_BUFFERS = ("target", "goal")
 """The task buffers a goal sets, the first the task has (reach's target point, push's goal)."""
+
+
+def goal_buffer(buffers: Mapping[str, Any]) -> str | None:
+    """The name of the task buffer that holds its goal point (None: the task has none)."""
+    return next((b for b in GOAL_BUFFERS if b in buffers), None)
 
 
 def task_config_from_meta(meta: dict[str, Any]) -> TaskConfig:
@@ -81,26 +86,39 @@ class TaskObserver:
         self._dofs = np.asarray(s.joint_dofs)
         self._ids = torch.zeros(1, dtype=torch.long)
         full = list(self.env.obs_layout)
-        self._cols: list[int] | None = None
-        """Columns of the task's observation the policy sees (None: all of them)."""
+        # which terms depend on state the robot does not measure, probed away from symmetric
+        # poses, where a probe could miss a dependence
+        zeros = np.zeros(self.env.act_dim, dtype=np.float32)
+        q = self.state.limits.home.numpy() + 0.1
+        self._set(q, np.zeros(len(q)), zeros, zeros)
+        hidden = unmeasured_terms(self.env)
+        wanted = None if layout is None else [(str(n), int(w)) for n, w in layout]
+
+        def refuse_unmeasured(names: set[str]) -> None:
+            changed = [n for n in hidden if n in names]
+            if changed:
+                raise ConfigError(
+                    f"task {cfg.name!r} observes {changed}, which depend on state the robot "
+                    f"does not measure (objects, fingers, markers); deploy runs tasks whose "
+                    f"observation is the arm's joint state, the goal and the last actions")
+
         self.layout = full
         if sees_cameras:  # the measured terms, or those of them the artifact's layout names
-            self._probe_pose()
-            hidden = set(unmeasured_terms(self.env))
             self.layout = [t for t in full if t[0] not in hidden]
-            if layout is not None:
-                wanted = [tuple(x) for x in layout]
-                self.layout = [t for t in self.layout if t in wanted] \
-                    if set(wanted) <= set(self.layout) else wanted  # else refused below
-        if layout is not None and [tuple(x) for x in layout] != self.layout:
-            raise ConfigError(f"the artifact's observation layout {list(layout)} is not what "
+            if wanted is not None:
+                refuse_unmeasured({n for n, _ in wanted})
+                if set(wanted) <= set(self.layout):
+                    self.layout = [t for t in self.layout if t in wanted]
+        if wanted is not None and wanted != self.layout:
+            raise ConfigError(f"the artifact's observation layout {wanted} is not what "
                               f"task {cfg.name!r} builds here {self.layout} (different "
                               f"robot_rl version or task definition?)")
-        if sees_cameras:
-            self._cols = layout_columns(full, [n for n, _ in self.layout])
+        refuse_unmeasured({n for n, _ in self.layout})
+        self._cols: list[int] | None = \
+            layout_columns(full, [n for n, _ in self.layout]) if sees_cameras else None
+        """Columns of the task's observation the policy sees (None: all of them)."""
         self.obs_dim = sum(w for _, w in self.layout)
-        self._goal = next((b for b in GOAL_BUFFERS if b in s.buffers), None)
-        self._check_measurable()
+        self._goal = goal_buffer(s.buffers)
 
     # -- what the deploy side shares with the env ------------------------------------------
 
@@ -170,20 +188,3 @@ class TaskObserver:
         self.env.backend.forward(self._ids)
         self._action[:] = action
         self._prev_action[:] = prev_action
-
-    def _probe_pose(self) -> None:
-        """Set the arm away from symmetric poses, where a probe could miss a dependence."""
-        zeros = np.zeros(self.env.act_dim, dtype=np.float32)
-        q = self.state.limits.home.numpy() + 0.1
-        self._set(q, np.zeros(len(q)), zeros, zeros)
-
-    def _check_measurable(self) -> None:
-        """Refuse tasks whose observation reads state the robot does not measure."""
-        self._probe_pose()
-        seen = {n for n, _ in self.layout}
-        changed = [n for n in unmeasured_terms(self.env) if n in seen]
-        if changed:
-            raise ConfigError(
-                f"task {self.cfg.name!r} observes {changed}, which depend on state the robot "
-                f"does not measure (objects, fingers, markers); deploy runs tasks whose "
-                f"observation is the arm's joint state, the goal and the last actions")

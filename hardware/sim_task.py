@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from robot_rl.errors import ConfigError
-from robot_rl.hardware.observation import GOAL_BUFFERS
+from robot_rl.hardware.observation import goal_buffer
 from robot_rl.hardware.sim_robot import SceneState
 from robot_rl.sim import BatchedEnv
 from robot_rl.sim.randomization import dr_preset
@@ -54,8 +54,7 @@ class SimTaskEpisodes:
         self.cfg = cfg
         self.env = BatchedEnv(cfg, 1, seed=seed, nthread=1)
         self._ids = torch.zeros(1, dtype=torch.long)
-        buffers = self.env.state.buffers
-        self._goal = next((b for b in GOAL_BUFFERS if b in buffers), None)
+        self._goal = goal_buffer(self.env.state.buffers)
 
     def draw(self, seed: int | None = None) -> tuple[SceneState, np.ndarray | None]:
         """A new episode: the scene (objects and markers, the arm at home) and the goal point
