@@ -4,6 +4,11 @@
     buf.add(obs, action, reward, cost, info["final_obs"], terminated)   # (E, ...) per step
     batch = buf.sample(256, generator)                                    # Batch of (B, ...)
 
+    # more per-transition tensors, each stored in its own dtype (camera images as uint8):
+    buf = ReplayBuffer(50_000, 40, 7, extra={"front.rgb": ((3, 48, 48), torch.uint8)})
+    buf.add(..., extra={"front.rgb": rgb})        # (E, 3, 48, 48)
+    batch.extra["front.rgb"]                      # (B, 3, 48, 48) uint8
+
 ``next_obs`` must be the true next observation: for an env that finished this step, the
 batched env's ``info["final_obs"]`` (not the observation after its automatic reset).
 Only ``terminated`` stops bootstrapping; a time-out (truncated) still bootstraps from
@@ -29,13 +34,19 @@ class Batch:
     cost: torch.Tensor  # (B,)
     next_obs: torch.Tensor  # (B, O)
     terminated: torch.Tensor  # (B,) float: 1 where the episode really ended (no bootstrap)
+    extra: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)
+    """The buffer's extra tensors (``ReplayBuffer(extra=...)``), (B, *shape) each."""
+
+
+ExtraSpec = dict[str, tuple[tuple[int, ...], torch.dtype]]
+"""Extra per-transition tensors of a replay buffer: name -> (shape per transition, dtype)."""
 
 
 class ReplayBuffer:
     """Fixed-capacity ring buffer of transitions, stored as tensors on ``device``."""
 
     def __init__(self, capacity: int, obs_dim: int, act_dim: int,
-                 device: str | torch.device = "cpu"):
+                 device: str | torch.device = "cpu", extra: ExtraSpec | None = None):
         if capacity < 1:
             raise ConfigError(f"replay capacity must be >= 1, got {capacity}")
         self.capacity = capacity
@@ -47,6 +58,8 @@ class ReplayBuffer:
         self.cost = torch.zeros(capacity, dtype=f32, device=dev)
         self.next_obs = torch.zeros(capacity, obs_dim, dtype=f32, device=dev)
         self.terminated = torch.zeros(capacity, dtype=f32, device=dev)
+        self.extra = {k: torch.zeros(capacity, *shape, dtype=dtype, device=dev)
+                      for k, (shape, dtype) in (extra or {}).items()}
         self.pos = 0
         """Next slot to write."""
         self.size = 0
@@ -58,27 +71,30 @@ class ReplayBuffer:
     @torch.no_grad()
     def add(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor,
             cost: torch.Tensor, next_obs: torch.Tensor, terminated: torch.Tensor,
-            mask: torch.Tensor | None = None) -> None:
-        """Store E transitions (rows where ``mask`` (E,) bool is False are skipped)."""
+            mask: torch.Tensor | None = None, extra: dict[str, torch.Tensor] | None = None
+            ) -> None:
+        """Store E transitions (rows where ``mask`` (E,) bool is False are skipped);
+        ``extra`` gives every extra tensor of the buffer, (E, *shape) each."""
+        extra = extra or {}
+        if set(extra) != set(self.extra):
+            raise ConfigError(f"replay buffer stores extra tensors {sorted(self.extra)}, "
+                              f"got {sorted(extra)}")
+        rows = {"obs": obs, "action": action, "reward": reward, "cost": cost,
+                "next_obs": next_obs, "terminated": terminated,
+                **{f"extra/{k}": v for k, v in extra.items()}}
         if mask is not None:
             keep = mask.nonzero().squeeze(1)
-            obs, action, reward, cost = obs[keep], action[keep], reward[keep], cost[keep]
-            next_obs, terminated = next_obs[keep], terminated[keep]
-        n = obs.shape[0]
+            rows = {k: v[keep.to(v.device)] for k, v in rows.items()}
+        n = obs.shape[0] if mask is None else int(keep.numel())
         if n == 0:
             return
         if n > self.capacity:  # keep the newest
-            obs, action, reward, cost = obs[-self.capacity:], action[-self.capacity:], \
-                reward[-self.capacity:], cost[-self.capacity:]
-            next_obs, terminated = next_obs[-self.capacity:], terminated[-self.capacity:]
+            rows = {k: v[-self.capacity:] for k, v in rows.items()}
             n = self.capacity
         idx = (torch.arange(n, device=self.device) + self.pos) % self.capacity
-        self.obs[idx] = obs.to(self.device, torch.float32)
-        self.action[idx] = action.to(self.device, torch.float32)
-        self.reward[idx] = reward.to(self.device, torch.float32)
-        self.cost[idx] = cost.to(self.device, torch.float32)
-        self.next_obs[idx] = next_obs.to(self.device, torch.float32)
-        self.terminated[idx] = terminated.to(self.device, torch.float32)
+        for k, v in rows.items():
+            store = self.extra[k[6:]] if k.startswith("extra/") else getattr(self, k)
+            store[idx] = v.to(self.device, store.dtype)
         self.pos = (self.pos + n) % self.capacity
         self.size = min(self.size + n, self.capacity)
 
@@ -88,20 +104,25 @@ class ReplayBuffer:
             raise ConfigError("cannot sample from an empty replay buffer")
         idx = torch.randint(0, self.size, (batch_size,), device=self.device, generator=generator)
         return Batch(self.obs[idx], self.action[idx], self.reward[idx], self.cost[idx],
-                     self.next_obs[idx], self.terminated[idx])
+                     self.next_obs[idx], self.terminated[idx],
+                     {k: v[idx] for k, v in self.extra.items()})
 
     def state_dict(self) -> dict[str, object]:
         n = self.size
         return {"capacity": self.capacity, "pos": self.pos, "size": n,
                 "obs": self.obs[:n].cpu(), "action": self.action[:n].cpu(),
                 "reward": self.reward[:n].cpu(), "cost": self.cost[:n].cpu(),
-                "next_obs": self.next_obs[:n].cpu(), "terminated": self.terminated[:n].cpu()}
+                "next_obs": self.next_obs[:n].cpu(), "terminated": self.terminated[:n].cpu(),
+                "extra": {k: v[:n].cpu() for k, v in self.extra.items()}}
 
     def load_state_dict(self, state: dict) -> None:
         if state["capacity"] != self.capacity or state["obs"].shape[1:] != self.obs.shape[1:] \
-                or state["action"].shape[1:] != self.action.shape[1:]:
+                or state["action"].shape[1:] != self.action.shape[1:] \
+                or set(state.get("extra", {})) != set(self.extra):
             raise ConfigError("saved replay buffer does not match this run's capacity or sizes")
         n = int(state["size"])
         for name in ("obs", "action", "reward", "cost", "next_obs", "terminated"):
             getattr(self, name)[:n] = state[name].to(self.device)
+        for name, v in state.get("extra", {}).items():
+            self.extra[name][:n] = v.to(self.device)
         self.size, self.pos = n, int(state["pos"])

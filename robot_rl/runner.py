@@ -224,14 +224,12 @@ class Runner:
             check_vec_env(env)
             if eval_env is not None:
                 check_vec_env(eval_env)
-        self.env: VecEnv = env if env is not None else make_train_env(cfg, cfg.num_envs,
-                                                                      cfg.seed)
+        self.env: VecEnv = env if env is not None else self.make_env(cfg.num_envs, cfg.seed)
         self.eval_env: VecEnv | None = eval_env if eval_env is not None else env
         self._action_gen = torch.Generator().manual_seed(cfg.seed)
         """Draws the uniform actions before learning starts."""
-        self.agent = make_agent(cfg, self.env.obs_dim, self.env.act_dim)
-        self.buffer = ReplayBuffer(cfg.sac.buffer_size, self.env.obs_dim, self.env.act_dim,
-                                   cfg.device)
+        self.agent = self.build_agent()
+        self.buffer = self.make_buffer()
         self.env_steps = 0
         self.elapsed = 0.0
         self.train_cost = 0.0
@@ -255,7 +253,7 @@ class Runner:
         evaluation history (also in eval.csv)."""
         cfg, env, agent = self.cfg, self.env, self.agent
         self._writer = summary_writer(self.run_dir / "tb")
-        obs = env.reset(seed=cfg.seed + self.env_steps)
+        obs = self.reset_env(cfg.seed + self.env_steps)
         shared_eval = self.eval_env is self.env
         E = env.num_envs
         per_step = E * int(getattr(env, "steps_per_step", 1))  # control steps per env.step
@@ -281,16 +279,10 @@ class Runner:
             while self.env_steps < cfg.total_steps:
                 if stop.requested:  # Ctrl-C, handled here, between two steps
                     raise KeyboardInterrupt
-                if self.env_steps < cfg.sac.learning_starts:
-                    action, hold, rejected = self.warmup_action(obs)
-                else:
-                    act = agent.act(obs)
-                    action, hold, rejected = act.action, act.hold, act.rejected
+                action, hold, rejected = self.decide(obs)
                 next_obs, reward, cost, terminated, truncated, info = env.step(action, hold)
-                keep = None if hold is None else ~hold
-                self.buffer.add(obs, action, reward, cost, info["final_obs"], terminated,
-                                mask=keep)
-                agent.observe(obs)
+                self.store(obs, action, reward, cost, terminated, info,
+                           None if hold is None else ~hold)
                 obs = next_obs
                 self.env_steps += per_step
                 self.train_cost += float(cost.sum())
@@ -305,7 +297,7 @@ class Runner:
                         ep_costs.clear()
                 if self.ready_to_learn():
                     for _ in range(cfg.sac.updates_per_step):
-                        window.add_losses(agent.update(self.sample_batch()))
+                        window.add_losses(self.learn())
                 self.elapsed = time.perf_counter() - start
                 if self.env_steps >= next_log:
                     next_log += cfg.log_every
@@ -316,7 +308,7 @@ class Runner:
                 if self.env_steps >= self._next_eval:
                     result = self._evaluate()
                     if shared_eval:  # the training episodes were cut: start afresh
-                        obs = env.reset(seed=cfg.seed + self.env_steps)
+                        obs = self.reset_env(cfg.seed + self.env_steps)
                     if reason := rules.target_reached(result.success_rate):
                         stop_reason = reason
                         break
@@ -336,7 +328,43 @@ class Runner:
                            f"{self.train_cost:,.0f}. Checkpoint: {self.run_dir / CHECKPOINT}")
         return self.history
 
-    # -- what subclasses (offline-to-online fine-tuning) change --------------------------------
+    # -- what subclasses (offline-to-online fine-tuning, pixels) change -----------------------
+
+    def make_env(self, num_envs: int, seed: int) -> VecEnv:
+        """A training or evaluation env of the config."""
+        return make_train_env(self.cfg, num_envs, seed)
+
+    def build_agent(self) -> SAC:
+        return make_agent(self.cfg, self.env.obs_dim, self.env.act_dim)
+
+    def make_buffer(self) -> ReplayBuffer:
+        return ReplayBuffer(self.cfg.sac.buffer_size, self.env.obs_dim, self.env.act_dim,
+                            self.cfg.device)
+
+    def reset_env(self, seed: int) -> torch.Tensor:
+        """Reset the training env; its observation (E, O)."""
+        return self.env.reset(seed=seed)
+
+    def decide(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None,
+                                                 torch.Tensor | None]:
+        """(action, hold, rejected) of this step: ``warmup_action`` before
+        ``learning_starts``, then the agent's (gated) decision."""
+        if self.env_steps < self.cfg.sac.learning_starts:
+            return self.warmup_action(obs)
+        act = self.agent.act(obs)
+        return act.action, act.hold, act.rejected
+
+    def store(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor,
+              cost: torch.Tensor, terminated: torch.Tensor, info: dict[str, Any],
+              keep: torch.Tensor | None) -> None:
+        """Add a step's transitions (the envs in ``keep``, default all) to the replay
+        buffer and fold its observations into the agent's normalizer."""
+        self.buffer.add(obs, action, reward, cost, info["final_obs"], terminated, mask=keep)
+        self.agent.observe(obs)
+
+    def evaluate_policy(self, env: VecEnv, episodes: int, seed: int) -> EvalResult:
+        """Evaluate the agent's deterministic policy (gated where its mode gates)."""
+        return evaluate_agent(self.agent, env, episodes, seed=seed)
 
     def warmup_action(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None,
                                                         torch.Tensor | None]:
@@ -348,6 +376,10 @@ class Runner:
         return len(self.buffer) >= self.cfg.sac.batch_size and \
             self.env_steps >= self.cfg.sac.learning_starts
 
+    def learn(self) -> dict[str, float]:
+        """One gradient update of the agent; its metrics."""
+        return self.agent.update(self.sample_batch())
+
     def sample_batch(self) -> Batch:
         """The batch of one gradient step: uniform from the replay buffer."""
         return self.buffer.sample(self.cfg.sac.batch_size, self.agent.gen)
@@ -358,10 +390,9 @@ class Runner:
         cfg = self.cfg
         self._next_eval = self.env_steps + cfg.eval_every
         if self.eval_env is None:
-            self.eval_env = make_train_env(cfg, min(cfg.eval_episodes, 32), cfg.seed + 10_000)
+            self.eval_env = self.make_env(min(cfg.eval_episodes, 32), cfg.seed + 10_000)
         t0 = time.perf_counter()
-        result = evaluate_agent(self.agent, self.eval_env, cfg.eval_episodes,
-                                seed=cfg.seed + 10_000)
+        result = self.evaluate_policy(self.eval_env, cfg.eval_episodes, cfg.seed + 10_000)
         record = {"env_steps": float(self.env_steps), "seconds": self.elapsed,
                   "success_rate": result.success_rate, "return": result.return_mean,
                   "episode_cost": result.cost_mean, "train_cumulative_cost": self.train_cost,

@@ -117,7 +117,12 @@ class SAC(nn.Module):
     """The agent: actor, critic ensemble, temperature, normalizer, optional safety critic."""
 
     def __init__(self, obs_dim: int, act_dim: int, cfg: SACConfig, safety: SafetyConfig,
-                 device: str | torch.device = "cpu", seed: int = 0):
+                 device: str | torch.device = "cpu", seed: int = 0,
+                 actor: nn.Module | None = None):
+        """``actor``: the policy network, by default a ``TanhGaussianActor`` on the
+        normalized observation. Another actor (``robot_rl.vision.pixel_sac``'s, on camera
+        images) is called by ``actor_dist`` and ``actor_sample``, which a subclass
+        overrides to give it its own inputs; ``obs_dim`` is then the critics' input."""
         super().__init__()
         cfg.validate()
         safety.validate()
@@ -127,7 +132,8 @@ class SAC(nn.Module):
         self.target_entropy = (-act_dim / 2.0 if cfg.target_entropy is None
                                else cfg.target_entropy)
         self.normalizer = RunningNorm(obs_dim)
-        self.actor = TanhGaussianActor(obs_dim, act_dim, cfg.actor_hidden)
+        self.actor = actor if actor is not None else \
+            TanhGaussianActor(obs_dim, act_dim, cfg.actor_hidden)
         self.critic = EnsembleCritic(cfg.num_critics, obs_dim, act_dim, cfg.critic_hidden,
                                      cfg.layer_norm)
         self.critic_target = EnsembleCritic(cfg.num_critics, obs_dim, act_dim,
@@ -171,19 +177,42 @@ class SAC(nn.Module):
         Deterministic: the policy mean (evaluation, distillation); else a sample.
         """
         x = self.normalize(obs.to(self.device))
-        first = self.actor.mean_action(x) if deterministic else self.actor.sample(x)[0]
+        return self.decide(self.actor(x), x, deterministic, gate)
+
+    @torch.no_grad()
+    def decide(self, dist: tuple[torch.Tensor, torch.Tensor], x: torch.Tensor,
+               deterministic: bool = False, gate: bool | None = None) -> ActStep:
+        """The action decision from the actor's pre-tanh Gaussian ``dist`` (mean, log_std;
+        (E, A) each) and the critics' normalized input ``x`` (E, O).
+
+        With the gate, the candidates are the decision (mean or sample) and
+        ``candidates - 1`` more samples of the same Gaussian; the gate keeps the best
+        whose estimated cost is under the threshold.
+        """
+        mean, log_std = dist
+        u = mean if deterministic else mean + log_std.exp() * torch.randn_like(mean)
+        first = torch.tanh(u)
         use_gate = self.safety_cfg.gate if gate is None else gate
         no = torch.zeros(x.shape[0], dtype=torch.bool, device=self.device)
         if not use_gate or self.cost_critic is None:
             return ActStep(first, no, no)
         E, K, A = x.shape[0], self.safety_cfg.candidates, self.act_dim
-        rest = self.actor.sample(x.repeat_interleave(K - 1, dim=0))[0].view(E, K - 1, A)
+        noise = torch.randn(E, K - 1, A, device=self.device, dtype=mean.dtype)
+        rest = torch.tanh(mean[:, None] + log_std.exp()[:, None] * noise)
         cands = torch.cat([first[:, None], rest], dim=1)  # (E, K, A), the policy's own first
         flat_x, flat_a = x.repeat_interleave(K, dim=0), cands.reshape(E * K, A)
         cost = self.cost_critic.estimate(flat_x, flat_a).view(E, K)
         value = self.critic(flat_x, flat_a).mean(0).view(E, K)
         res = self.gate(cands, cost, value)
         return ActStep(res.action, res.hold, res.rejected)
+
+    def actor_sample(self, batch: Batch, x: torch.Tensor, next_obs: bool
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """(action (B, A), log pi (B,), auxiliary actor loss or None) sampled by the actor
+        at the batch's observations (``next_obs``: at its next observations); ``x`` is the
+        critics' normalized input there, which this actor also reads."""
+        a, logp = self.actor.sample(x)
+        return a, logp, None
 
     # -- learning ----------------------------------------------------------------------------
 
@@ -195,7 +224,7 @@ class SAC(nn.Module):
         obs, next_obs = self.normalize(batch.obs), self.normalize(batch.next_obs)
         alpha = self.alpha.detach()
         with torch.no_grad():
-            next_a, next_logp = self.actor.sample(next_obs)
+            next_a, next_logp, _ = self.actor_sample(batch, next_obs, next_obs=True)
             next_q = self.critic_target(next_obs, next_a)  # (N, B)
             subset = torch.randperm(cfg.num_critics, generator=self.gen,
                                     device=self.device)[:cfg.critic_subset]
@@ -223,13 +252,13 @@ class SAC(nn.Module):
 
         self.updates += 1
         if actor and self.updates % cfg.actor_update_every == 0:
-            metrics.update(self._update_actor(obs))
+            metrics.update(self._update_actor(batch, obs))
         self._polyak()
         return metrics
 
-    def _update_actor(self, obs: torch.Tensor) -> dict[str, float]:
+    def _update_actor(self, batch: Batch, obs: torch.Tensor) -> dict[str, float]:
         self.critic.requires_grad_(False)
-        a, logp = self.actor.sample(obs)
+        a, logp, aux = self.actor_sample(batch, obs, next_obs=False)
         alpha = self.alpha.detach()
         loss = alpha * logp - self.critic(obs, a).mean(0)  # (B,)
         lam = self.lagrange.value
@@ -238,8 +267,9 @@ class SAC(nn.Module):
             loss = (loss + lam * self.cost_critic.q(obs, a).mean(0)) / (1.0 + lam)
             self.cost_critic.q.requires_grad_(True)
         actor_loss = loss.mean()
+        total = actor_loss if aux is None else actor_loss + aux
         self.actor_opt.zero_grad()
-        actor_loss.backward()
+        total.backward()
         self.actor_opt.step()
         self.critic.requires_grad_(True)
 
@@ -247,9 +277,11 @@ class SAC(nn.Module):
         self.alpha_opt.zero_grad()
         a_loss.backward()
         self.alpha_opt.step()
-        return {"losses/actor": float(actor_loss.detach()), "losses/alpha": float(a_loss.detach()),
-                "charts/alpha": float(self.alpha.detach()),
-                "charts/entropy": float(-logp.detach().mean())}
+        out = {} if aux is None else {"losses/actor_aux": float(aux.detach())}
+        return out | {"losses/actor": float(actor_loss.detach()),
+                      "losses/alpha": float(a_loss.detach()),
+                      "charts/alpha": float(self.alpha.detach()),
+                      "charts/entropy": float(-logp.detach().mean())}
 
     @torch.no_grad()
     def _polyak(self) -> None:

@@ -185,5 +185,6 @@ def mixed_batch(demos: ReplayBuffer, online: ReplayBuffer, size: int, demo_ratio
         parts.append(demos.sample(n_demo, gen))
     if size - n_demo:
         parts.append(online.sample(size - n_demo, gen))
-    return Batch(*(torch.cat([getattr(p, f.name) for p in parts])
-                   for f in dataclasses.fields(Batch)))
+    fields = [f.name for f in dataclasses.fields(Batch) if f.name != "extra"]
+    return Batch(*(torch.cat([getattr(p, name) for p in parts]) for name in fields),
+                 extra={k: torch.cat([p.extra[k] for p in parts]) for k in parts[0].extra})

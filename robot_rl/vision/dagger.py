@@ -238,15 +238,25 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
                          cfg.eval_episodes, seed=cfg.seed)
     report = PixelDistillReport(t_res, s_res, loss, int(X.shape[0]),
                                 time.perf_counter() - t0, cfg.out)
+    save_pixel_student(cfg.out, student, cfg, task_cfg, env, state_terms, final_loss=loss,
+                       teacher_success=None if t_res is None else t_res.success_rate,
+                       student_success=None if s_res is None else s_res.success_rate)
+    return student, report
+
+
+def save_pixel_student(path: Path, student: PixelPolicy, cfg: PixelDistillConfig,
+                       task_cfg: Any, env: BatchedEnv, state_terms: list[str],
+                       **extra: Any) -> None:
+    """Write a pixel student file (what ``load_pixel_student`` reads and ``robot-rl
+    export`` exports): the policy, the config of its cameras and inputs, the task, and
+    ``extra`` entries (e.g. ``student_success``, ``trained_by``)."""
+    layout = [(n, w) for n, w in env.obs_layout if n not in cfg.drop_terms]
     save_atomic({"format": PIXEL_STUDENT_FORMAT, "config": to_dict(cfg),
                  "task": to_dict(task_cfg), "image_shapes": env.image_shapes,
                  "env_obs_layout": env.obs_layout, "obs_layout": layout,
-                 "obs_dim": len(cols), "act_dim": env.act_dim,
-                 "state_terms": state_terms, "state_dim": len(hidden),
-                 "state_dict": student.state_dict(), "final_loss": loss,
-                 "teacher_success": None if t_res is None else t_res.success_rate,
-                 "student_success": None if s_res is None else s_res.success_rate}, cfg.out)
-    return student, report
+                 "obs_dim": student.proprio_dim, "act_dim": env.act_dim,
+                 "state_terms": state_terms, "state_dim": student.state_dim,
+                 "state_dict": student.state_dict(), **extra}, path)
 
 
 def _fit(student: PixelPolicy, opt: torch.optim.Optimizer, cfg: PixelDistillConfig,

@@ -75,7 +75,10 @@ def export_pixel_student(path: str | Path, out: str | Path) -> Path:
                         "depth": cams.depth, "render_mode": cams.mode,
                         "visual_randomization": cfg.visual} for c in student.cameras]
     teacher = "scripted expert" if cfg.teacher is None else str(cfg.teacher)
-    meta = with_provenance(meta, None, {"pixel_student": str(path), "teacher": teacher,
+    trained_by = state.get("trained_by", "distill-pixels")
+    meta = with_provenance(meta, None, {"pixel_student": str(path), "trained_by": trained_by,
+                                    "teacher": teacher if trained_by == "distill-pixels"
+                                    else state.get("teacher"),
                                     "teacher_success": state.get("teacher_success"),
                                     "student_success": state.get("student_success"),
                                     "policy": "pixel_student"})

@@ -131,8 +131,20 @@ class PixelPolicy(nn.Module):
         while training the true state); only where ``acts_on_state``."""
         return torch.tanh(self.mlp(torch.cat([self.normalize_proprio(proprio), state], dim=1)))
 
+    def mlp_input(self, proprio: torch.Tensor, images: dict[str, torch.Tensor],
+                  gen: torch.Generator | None = None, with_estimate: bool = False
+                  ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(what the action MLP reads (B, width), the state estimate (B, S)); the estimate
+        is None without a state head, or where the MLP does not read it and
+        ``with_estimate`` is False."""
+        feats = self._features(proprio, images, gen)
+        est = None if self.state_head is None or not (self.acts_on_state or with_estimate) \
+            else self.state_head(feats)
+        if self.acts_on_state:
+            assert est is not None
+            return torch.cat([self.normalize_proprio(proprio), est], dim=1), est
+        return feats, est
+
     def forward(self, proprio: torch.Tensor, images: dict[str, torch.Tensor],
                 gen: torch.Generator | None = None) -> torch.Tensor:
-        if self.acts_on_state:
-            return self.act_on_state(proprio, self.estimate(proprio, images, gen))
-        return torch.tanh(self.mlp(self._features(proprio, images, gen)))
+        return torch.tanh(self.mlp(self.mlp_input(proprio, images, gen)[0]))

@@ -1,0 +1,301 @@
+"""Train a pixel policy with asymmetric SAC, from scratch or from a DAgger student.
+
+    robot-rl train-pixels --task push --cameras front wrist --time-budget 3600
+    robot-rl train-pixels --student runs/pixel_student.pt --time-budget 1800   # fine-tune
+
+    runner = PixelRunner(PixelTrainConfig(task="push"))
+    runner.train()      # run dir as robot-rl train's, plus pixel_policy.pt (a pixel student)
+
+The loop is ``Runner``'s (collect, learn, evaluate, checkpoint, resume); what differs is
+what the agent reads (``robot_rl.vision.pixel_sac``): the actor the student's
+proprioception columns and the env's camera images, the critics and the safety critic the
+``critic`` observation group. The replay buffer stores both, images as uint8 (depth as
+float16): 48x48 RGB from two cameras is ~28 kB per transition, 1.4 GB at the default
+50,000.
+
+From a student (``--student``, a ``robot-rl distill-pixels`` file), its cameras, image size,
+inputs and networks are taken, its weights start the actor, the first
+``learning_starts`` transitions are its own sampled actions, and the critics train alone for
+``critic_warmup`` updates before the actor moves: a random critic's gradient would undo
+the student before the critic knows anything.
+
+Every checkpoint also writes ``pixel_policy.pt``, the actor's deterministic policy as a
+pixel student file: ``robot-rl export RUN`` exports it, ``robot-rl deploy`` runs it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import torch
+from rich.console import Console
+
+from robot_rl.algos import SACConfig
+from robot_rl.checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint
+from robot_rl.config_io import from_dict
+from robot_rl.errors import ConfigError
+from robot_rl.evaluate import EvalResult, evaluate
+from robot_rl.replay import ReplayBuffer
+from robot_rl.runner import Runner, TrainConfig
+from robot_rl.sim import make_env
+from robot_rl.sim.cameras import CameraConfig
+from robot_rl.sim.env import BatchedEnv
+from robot_rl.sim.vec_env import CRITIC, VecEnv, layout_columns, uniform_actions
+from robot_rl.sim.visual_dr import VISUAL_PRESETS, VisualPreset
+from robot_rl.vision.dagger import (
+    PixelDistillConfig,
+    hidden_terms,
+    load_pixel_student,
+    save_pixel_student,
+    student_columns,
+)
+from robot_rl.vision.encoder import MIN_SIZE
+from robot_rl.vision.pixel_sac import PROPRIO, PixelActor, PixelSAC, image_key, replay_extra
+from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig
+
+PIXEL_POLICY = "pixel_policy.pt"
+"""The run directory's pixel student file (the actor's deterministic policy)."""
+
+
+def _pixel_sac() -> SACConfig:
+    return SACConfig(batch_size=128, buffer_size=50_000, learning_starts=2_000)
+
+
+@dataclasses.dataclass(kw_only=True)
+class PixelTrainConfig(TrainConfig):
+    """Train a policy that sees camera images and proprioception with asymmetric SAC: the
+    critics and the safety critic read the simulator's state.
+
+    Example: robot-rl train-pixels --student runs/pixel_student.pt --time-budget 1800
+    """
+
+    task: str = "push"
+    """Task (with --student: the student's)."""
+    algo: str = "pixel_sac"  # type: ignore[assignment]
+    """Learning algorithm (names the run)."""
+    student: Path | None = None
+    """A pixel student file (robot-rl distill-pixels) to start the actor from; its
+    cameras, size, depth, visual preset, dropped terms and networks replace the flags'."""
+    cameras: tuple[str, ...] = ("front", "wrist")
+    """Cameras the actor sees."""
+    size: int = 48
+    """Square image size [px]."""
+    depth: bool = False
+    """The actor also sees depth."""
+    visual: VisualPreset = "default"
+    """Visual randomization preset (``sim.visual_dr``)."""
+    drop_terms: tuple[str, ...] = ("last_action", "prev_action")
+    """Observation terms the actor does not see (as distill-pixels')."""
+    policy: PixelPolicyConfig = dataclasses.field(default_factory=PixelPolicyConfig)
+    """The actor's networks and augmentation (the DrQ shift is ``policy.shift``)."""
+    state_weight: float = 1.0
+    """Weight of the auxiliary loss of the actor's state head (the terms the cameras stand
+    in for, regressed on the critic group's values); 0: no state head."""
+    init_log_std: float = -1.5
+    """The actor's initial log std (state-independent at first)."""
+    critic_warmup: int = 2_000
+    """With --student: gradient updates of the critics alone before the actor learns."""
+    sac: SACConfig = dataclasses.field(default_factory=_pixel_sac)
+
+    def validate(self) -> None:
+        super().validate()
+        if self.size < MIN_SIZE:
+            raise ConfigError(f"--size must be >= {MIN_SIZE} px, got {self.size}")
+        if not self.cameras:
+            raise ConfigError("--cameras: give at least one camera")
+        if self.state_weight < 0 or self.critic_warmup < 0:
+            raise ConfigError("--state-weight and --critic-warmup must be >= 0")
+
+    def distill_config(self) -> PixelDistillConfig:
+        """The same inputs as a distill-pixels config (what a pixel student file holds)."""
+        return PixelDistillConfig(task=self.task, cameras=self.cameras, size=self.size,
+                                  depth=self.depth, visual=self.visual, dr=self.dr or "default",
+                                  policy=self.policy, drop_terms=self.drop_terms,
+                                  state_weight=self.state_weight, seed=self.seed)
+
+
+def with_student(cfg: PixelTrainConfig) -> tuple[PixelTrainConfig, PixelPolicy | None]:
+    """The config with the student's inputs and networks (where ``cfg.student`` is set) and
+    the student's policy."""
+    if cfg.student is None:
+        return cfg, None
+    policy, state = load_pixel_student(cfg.student)
+    scfg = from_dict(PixelDistillConfig, state["config"])
+    if scfg.task != cfg.task:
+        raise ConfigError(f"the student {cfg.student} was trained on {scfg.task!r}, "
+                          f"not {cfg.task!r}: give --task {scfg.task}")
+    return dataclasses.replace(cfg, cameras=scfg.cameras, size=scfg.size, depth=scfg.depth,
+                               visual=scfg.visual, drop_terms=scfg.drop_terms,
+                               policy=scfg.policy,
+                               state_weight=scfg.state_weight if policy.state_dim else 0.0
+                               ), policy
+
+
+class PixelRunner(Runner):
+    """Runner of asymmetric pixel SAC (see module docstring)."""
+
+    kind = "pixel_sac"
+
+    def __init__(self, cfg: PixelTrainConfig, console: Console | None = None):
+        self._student: PixelPolicy | None = None
+        if cfg.resume is None:
+            cfg, self._student = with_student(cfg)
+        self._critic = torch.zeros(0)
+        """The training env's current critic observations (E, C)."""
+        self._images: dict[str, torch.Tensor] = {}
+        """Its current camera images."""
+        super().__init__(cfg, console)
+        self.cfg: PixelTrainConfig
+        self._normalized = self._student is not None or cfg.resume is not None
+        """The policy's proprioception and state normalization is set."""
+
+    # -- what differs from the state runner ---------------------------------------------------
+
+    def make_env(self, num_envs: int, seed: int) -> BatchedEnv:
+        return pixel_train_env(self.cfg, num_envs, seed)
+
+    @property
+    def pixel_env(self) -> BatchedEnv:
+        assert isinstance(self.env, BatchedEnv)
+        return self.env
+
+    def build_agent(self) -> PixelSAC:
+        agent, self.proprio_cols, self.state_terms = pixel_agent(self.cfg, self.pixel_env,
+                                                                 self._student)
+        return agent
+
+    @property
+    def pixel_agent(self) -> PixelSAC:
+        assert isinstance(self.agent, PixelSAC)
+        return self.agent
+
+    def make_buffer(self) -> ReplayBuffer:
+        env = self.pixel_env
+        return ReplayBuffer(self.cfg.sac.buffer_size, env.obs_groups[CRITIC], env.act_dim,
+                            self.cfg.device,
+                            extra=replay_extra(len(self.proprio_cols), env.image_shapes))
+
+    def reset_env(self, seed: int) -> torch.Tensor:
+        obs = self.env.reset(seed=seed)
+        self._critic = self.env.group_obs()[CRITIC]
+        self._images = self.pixel_env.last_images
+        return obs
+
+    def decide(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None,
+                                                 torch.Tensor | None]:
+        if self.env_steps < self.cfg.sac.learning_starts and self._student is None:
+            return uniform_actions(self.env, self._action_gen), None, None
+        # from a student, its own sampled actions fill the buffer before learning starts
+        act = self.pixel_agent.act_pixels(obs[:, self.proprio_cols], self._images,
+                                          self._critic)
+        return act.action, act.hold, act.rejected
+
+    def store(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor,
+              cost: torch.Tensor, terminated: torch.Tensor, info: dict[str, Any],
+              keep: torch.Tensor | None) -> None:
+        cols = self.proprio_cols
+        extra = {PROPRIO: obs[:, cols], f"next_{PROPRIO}": info["final_obs"][:, cols]}
+        for k, v in self._images.items():
+            extra[image_key(k)] = v
+            extra[image_key(k, True)] = info["final_images"][k]
+        next_critic = info["final_obs_groups"][CRITIC]
+        self.buffer.add(self._critic, action, reward, cost, next_critic, terminated,
+                        mask=keep, extra=extra)
+        self.agent.observe(self._critic)
+        self._critic = info["obs_groups"][CRITIC]
+        self._images = info["images"]
+
+    def learn(self) -> dict[str, float]:
+        agent = self.pixel_agent
+        if not self._normalized:  # from scratch: the statistics of the warm-up data
+            n = len(self.buffer)
+            agent.fit_normalization(self.buffer.extra[PROPRIO][:n], self.buffer.obs[:n])
+            self._normalized = True
+        warm = self.cfg.student is not None and agent.updates < self.cfg.critic_warmup
+        return agent.update(self.sample_batch(), actor=not warm)
+
+    def evaluate_policy(self, env: VecEnv, episodes: int, seed: int) -> EvalResult:
+        return evaluate_pixel_agent(self.pixel_agent, env, episodes, self.proprio_cols,
+                                    seed=seed)
+
+    def save(self) -> Path:
+        path = super().save()
+        cfg = self.cfg
+        save_pixel_student(self.run_dir / PIXEL_POLICY, self.pixel_agent.policy,
+                           cfg.distill_config(), cfg.env, self.pixel_env, self.state_terms,
+                           trained_by="train-pixels", run=str(self.run_dir),
+                           teacher=None if cfg.student is None else str(cfg.student),
+                           student_success=self.history[-1]["success_rate"]
+                           if self.history else None)
+        return path
+
+
+def pixel_train_env(cfg: PixelTrainConfig, num_envs: int, seed: int) -> BatchedEnv:
+    """An env of the config's task with its cameras."""
+    cams = CameraConfig(names=cfg.cameras, height=cfg.size, width=cfg.size, depth=cfg.depth,
+                        visual=VISUAL_PRESETS[cfg.visual])
+    env = make_env(cfg.env, num_envs, backend=cfg.backend, device=cfg.device, seed=seed,
+                   warp=cfg.warp, cameras=cams)
+    if CRITIC not in env.obs_groups:
+        raise ConfigError(f"task {cfg.task!r} has no critic observation group")
+    return env
+
+
+def pixel_agent(cfg: PixelTrainConfig, env: BatchedEnv, student: PixelPolicy | None = None
+                ) -> tuple[PixelSAC, torch.Tensor, list[str]]:
+    """(the agent, the proprioception columns of the env's observation the actor reads,
+    the terms its state head estimates); its actor is ``student`` or a new PixelPolicy."""
+    cols = student_columns(env.obs_layout, cfg.drop_terms)
+    state_terms = hidden_terms(env) if cfg.state_weight > 0 else []
+    state_cols = torch.tensor(layout_columns(env.critic_layout, state_terms), dtype=torch.long)
+    policy = student or PixelPolicy(cfg.policy, env.image_shapes, len(cols), env.act_dim,
+                                    state_dim=len(state_cols))
+    if policy.proprio_dim != len(cols) or policy.image_shapes != env.image_shapes \
+            or policy.state_dim != len(state_cols):
+        raise ConfigError(f"the student's inputs ({policy.proprio_dim} proprioception "
+                          f"columns, images {policy.image_shapes}, {policy.state_dim} state "
+                          f"terms) are not this env's ({len(cols)}, {env.image_shapes}, "
+                          f"{len(state_cols)})")
+    safety = dataclasses.replace(cfg.safety_critic, mode=cfg.safety)
+    agent = PixelSAC(PixelActor(policy, cfg.init_log_std), env.obs_groups[CRITIC], env.act_dim,
+                     cfg.sac, safety, state_cols=state_cols if policy.state_dim else None,
+                     state_weight=cfg.state_weight, device=cfg.device, seed=cfg.seed)
+    return agent, cols, state_terms
+
+
+@torch.no_grad()
+def evaluate_pixel_agent(agent: PixelSAC, env: VecEnv, episodes: int, cols: torch.Tensor,
+                         seed: int = 0, **kwargs: Any) -> EvalResult:
+    """Evaluate a PixelSAC's deterministic policy (gated where its mode gates) in an env
+    with its cameras (a ``BatchedEnv``: the images of its current state)."""
+    if not isinstance(env, BatchedEnv):
+        raise ConfigError("a pixel policy is evaluated in a BatchedEnv with cameras")
+    last: dict[str, torch.Tensor] = {}
+
+    def policy(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        step = agent.act_pixels(obs[:, cols], env.last_images, env.group_obs()[CRITIC],
+                                deterministic=True)
+        last["rejected"] = step.rejected
+        return step.action, step.hold if bool(step.hold.any()) else None
+
+    return evaluate(policy, env, episodes, seed=seed, gate_rejected=lambda: last["rejected"],
+                    **kwargs)
+
+
+def load_pixel_run(path: str | Path, num_envs: int, seed: int
+                   ) -> tuple[PixelSAC, PixelTrainConfig, BatchedEnv, torch.Tensor]:
+    """A train-pixels run's agent, config, an env of ``num_envs`` with its cameras and the
+    proprioception columns (for ``robot-rl eval``)."""
+    state = load_checkpoint(resolve_checkpoint(Path(path)))
+    if state.get("kind") != PixelRunner.kind:
+        raise CheckpointError(f"{path} is not a train-pixels run")
+    cfg = PixelTrainConfig.from_saved(state["config"])
+    env = pixel_train_env(cfg, num_envs, seed)
+    agent, cols, _ = pixel_agent(cfg, env)
+    try:
+        agent.load_full_state(state["agent"])
+    except (RuntimeError, KeyError) as e:
+        raise CheckpointError(f"checkpoint of {path} does not match its config: {e}") from None
+    return agent, cfg, env, cols
