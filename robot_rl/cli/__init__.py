@@ -4,6 +4,7 @@
     robot-rl eval RUN --episodes 50 --video eval.mp4    evaluate a run, student or artifact
     robot-rl distill RUN                                DAgger a small student
     robot-rl distill-pixels --task push                 DAgger a student that sees cameras
+    robot-rl train-pixels --student STUDENT.pt          asymmetric SAC on cameras (fine-tune)
     robot-rl export RUN                                 ONNX + TorchScript + policy.json
     robot-rl deploy ARTIFACT --robot sim [--ros]        run a policy on the (simulated) arm
     robot-rl record --task push --teleop keyboard       record demonstrations into a dataset
@@ -48,11 +49,13 @@ def _top_level() -> dict[str, Command]:
     from robot_rl.finetune import DSRLConfig, FinetuneConfig
     from robot_rl.runner import TrainConfig
     from robot_rl.vision.dagger import PixelDistillConfig
+    from robot_rl.vision.pixel_runner import PixelTrainConfig
 
     return {"train": Command(TrainConfig, learn.train),
             "eval": Command(learn.EvalConfig, learn.eval_cmd),
             "distill": Command(DistillConfig, learn.distill_cmd),
             "distill-pixels": Command(PixelDistillConfig, learn.distill_pixels_cmd),
+            "train-pixels": Command(PixelTrainConfig, learn.train),
             "export": Command(learn.ExportConfig, learn.export_cmd),
             "deploy": Command(deploy.DeployCommandConfig, deploy.deploy_cmd),
             "record": Command(data.RecordConfig, data.record_cmd),
@@ -61,8 +64,8 @@ def _top_level() -> dict[str, Command]:
             "dsrl": Command(DSRLConfig, learn.train)}
 
 
-TOP_LEVEL = ("train", "eval", "distill", "distill-pixels", "export", "deploy", "record",
-             "finetune", "bc", "dsrl")
+TOP_LEVEL = ("train", "eval", "distill", "distill-pixels", "train-pixels", "export", "deploy",
+             "record", "finetune", "bc", "dsrl")
 
 
 def _commands() -> dict[str, dict[str, Command]]:

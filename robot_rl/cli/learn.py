@@ -80,14 +80,19 @@ class ExportConfig:
 
 
 def train(cfg: Any) -> None:
-    """``robot-rl train``, ``robot-rl finetune`` (a FinetuneConfig: from demonstrations) and
-    ``robot-rl dsrl`` (a DSRLConfig: a flow policy's noise)."""
+    """``robot-rl train``, ``robot-rl finetune`` (a FinetuneConfig: from demonstrations),
+    ``robot-rl dsrl`` (a DSRLConfig: a flow policy's noise) and ``robot-rl train-pixels``
+    (a PixelTrainConfig: asymmetric SAC on cameras)."""
     from robot_rl.finetune import DSRLConfig, DSRLRunner, FinetuneConfig, FinetuneRunner
     from robot_rl.plot import plot_curves
     from robot_rl.runner import Runner
+    from robot_rl.vision.pixel_runner import PIXEL_POLICY, PixelRunner, PixelTrainConfig
 
-    if isinstance(cfg, FinetuneConfig):
-        runner: Runner = FinetuneRunner(cfg)
+    if isinstance(cfg, PixelTrainConfig):
+        runner: Runner = PixelRunner(cfg)
+        label = f"{runner.cfg.task} / pixel sac" + (" from a student" if cfg.student else "")
+    elif isinstance(cfg, FinetuneConfig):
+        runner = FinetuneRunner(cfg)
         label = f"{cfg.task} / {cfg.method}"
     elif isinstance(cfg, DSRLConfig):
         runner = DSRLRunner(cfg)
@@ -99,6 +104,9 @@ def train(cfg: Any) -> None:
     png = plot_curves(runner.run_dir / "learning_curve.png", [(label, history)],
                       title=runner.run_dir.name)
     Console().print(f"learning curve: {png}")
+    if isinstance(runner, PixelRunner):
+        Console().print(f"pixel policy (export it with robot-rl export {runner.run_dir}): "
+                        f"{runner.run_dir / PIXEL_POLICY}")
 
 
 def bc_cmd(cfg: Any) -> None:
@@ -135,6 +143,14 @@ def eval_cmd(cfg: EvalConfig) -> None:
     bc_state = state if kind == "bc" else None
     if artifact:
         env, policy_fn, label, loaded = _artifact_policy(cfg)
+    elif kind == "pixel_sac":
+        from robot_rl.vision.pixel_runner import evaluate_pixel_agent, load_pixel_run
+
+        agent, pix_cfg, env, cols = load_pixel_run(cfg.path, min(cfg.num_envs, cfg.episodes),
+                                                   cfg.seed)
+        if cfg.dr is not None:
+            raise ConfigError("--dr: a train-pixels run is evaluated as trained")
+        label = f"{pix_cfg.task} / pixel sac (cameras {', '.join(pix_cfg.cameras)})"
     elif kind == "dsrl":
         from robot_rl.finetune.dsrl import load_dsrl
 
@@ -172,6 +188,12 @@ def eval_cmd(cfg: EvalConfig) -> None:
             result = evaluate_chunked(chunked, env, cfg.episodes, seed=cfg.seed,
                                       ensemble=bc_cfg.ensemble, video=writer,
                                       renderer=renderer)
+        elif kind == "pixel_sac":
+            if cfg.gate is not None and cfg.gate != agent.safety_cfg.gate:
+                agent.safety_cfg = dataclasses.replace(
+                    agent.safety_cfg, mode="gate" if cfg.gate else "off")
+            result = evaluate_pixel_agent(agent, env, cfg.episodes, cols, seed=cfg.seed,
+                                          video=writer, renderer=renderer)
         elif cfg.student:
             from robot_rl.checkpoint import resolve_checkpoint, run_dir_of
             from robot_rl.distill import load_student
@@ -326,6 +348,12 @@ def export_cmd(cfg: ExportConfig) -> None:
     if kind in ("bc", "dsrl"):
         _export_chunked(cfg, kind, ckpt, run)
         return
+    if kind == "pixel_sac":  # the pixel policy file its checkpoints write
+        from robot_rl.vision.pixel_runner import PIXEL_POLICY
+
+        _export_pixel_student(dataclasses.replace(cfg, run=run / PIXEL_POLICY,
+                                                  out=cfg.out or run / "export"))
+        return
     agent, train_cfg, state = load_agent(ckpt)
     teacher = teacher_policy(agent)
     which = cfg.policy or "student"
@@ -370,8 +398,8 @@ def _export_pixel_student(cfg: ExportConfig) -> None:
     from robot_rl.vision.export import export_pixel_student
 
     if cfg.policy == "teacher":
-        raise ConfigError(f"{cfg.run} is a pixel student; its teacher is exported from its "
-                          "own run")
+        raise ConfigError(f"{cfg.run} is a pixel policy; it has no teacher in it (a "
+                          "distill-pixels teacher is exported from its own run)")
     out = export_pixel_student(cfg.run, cfg.out or cfg.run.with_suffix(""))
     files = ", ".join(sorted(p.name for p in out.iterdir()))
     Console().print(f"exported pixel student {cfg.run} to {out}: {files}")
