@@ -332,7 +332,7 @@ def load_pixel_student(path: str | Path) -> tuple[PixelPolicy, dict[str, Any]]:
         cfg = from_dict(PixelDistillConfig, config)
         shapes = {k: tuple(v) for k, v in state["image_shapes"].items()}
         policy = PixelPolicy(cfg.policy, shapes, state["obs_dim"], state["act_dim"],
-                             state_dim=state.get("state_dim", 0))
+                             state_dim=state.get("state_dim", 0), load_pretrained=False)
         policy.load_state_dict(state["state_dict"])
     except Exception as e:
         raise CheckpointError(f"cannot read pixel student {path}: {type(e).__name__}: {e}"

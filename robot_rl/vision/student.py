@@ -8,7 +8,8 @@
 
 ``images`` are the env's (``BatchedEnv.images``): ``{camera}.rgb`` uint8 and, where the
 camera has depth, ``{camera}.depth`` metres; each camera's RGB and depth go through its own
-``ConvEncoder`` as one 3- or 4-channel image.
+encoder as one 3- or 4-channel image (``ConvEncoder``, or with ``encoder="resnet18"`` a
+ResNet-18 trunk, ``robot_rl.vision.resnet``).
 
 With ``state_dim > 0`` the policy has a *state head*: from the cameras' features and the
 normalized proprioception it estimates the observation terms the robot does not measure
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 from typing import Literal
 
 import torch
@@ -37,6 +39,18 @@ from torch import nn
 from robot_rl.export.modules import ObsNorm
 from robot_rl.nets import mlp
 from robot_rl.vision.encoder import ConvEncoder, Pool, image_input, random_shift
+
+
+def make_encoder(cfg: PixelPolicyConfig, channels: int, size: tuple[int, int],
+                 load_pretrained: bool = True) -> nn.Module:
+    """A camera's encoder as ``cfg`` says; ``load_pretrained=False`` skips reading the
+    pretrained weights (a saved policy about to load its own)."""
+    if cfg.encoder == "resnet18":
+        from robot_rl.vision.resnet import ResNetEncoder
+
+        return ResNetEncoder(channels, size, cfg.features, cfg.pool,
+                             cfg.pretrained if load_pretrained else None)
+    return ConvEncoder(channels, size, cfg.features, cfg.encoder_width, cfg.pool)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -64,6 +78,12 @@ class PixelPolicyConfig:
     each, docs/vision.md)."""
     shift: int = 4
     """DrQ random-shift padding [px] while training (0: none)."""
+    encoder: Literal["conv", "resnet18"] = "conv"
+    """Each camera's encoder: the small conv net trained from scratch, or torchvision's
+    ResNet-18 trunk (``robot_rl.vision.resnet``; the ``pretrained`` extra; for a GPU)."""
+    pretrained: Path | None = None
+    """With ``encoder resnet18``: a local file of pretrained ResNet-18 weights (a
+    torchvision state dict); without it the trunk starts from random weights."""
 
 
 def cameras_of(image_shapes: dict[str, tuple[int, int, int]]) -> list[str]:
@@ -77,15 +97,16 @@ class PixelPolicy(nn.Module):
     def __init__(self, cfg: PixelPolicyConfig, image_shapes: dict[str, tuple[int, int, int]],
                  proprio_dim: int, act_dim: int, proprio_mean: torch.Tensor | None = None,
                  proprio_std: torch.Tensor | None = None, state_dim: int = 0,
-                 state_mean: torch.Tensor | None = None, state_std: torch.Tensor | None = None):
+                 state_mean: torch.Tensor | None = None, state_std: torch.Tensor | None = None,
+                 load_pretrained: bool = True):
         super().__init__()
         self.cfg = cfg
         self.image_shapes = dict(image_shapes)
         self.cameras = cameras_of(image_shapes)
         self.depth = {c: f"{c}.depth" in image_shapes for c in self.cameras}
         self.encoders = nn.ModuleDict({
-            c: ConvEncoder(3 + int(self.depth[c]), image_shapes[f"{c}.rgb"][1:],
-                           cfg.features, cfg.encoder_width, cfg.pool) for c in self.cameras})
+            c: make_encoder(cfg, 3 + int(self.depth[c]), image_shapes[f"{c}.rgb"][1:],
+                            load_pretrained) for c in self.cameras})
         self.proprio_norm = ObsNorm.of(proprio_dim, proprio_mean, proprio_std, 10.0, 1e-2)
         self.state_norm = ObsNorm.of(state_dim, state_mean, state_std, math.inf, 1e-2)
         width = cfg.features * len(self.cameras) + proprio_dim

@@ -141,3 +141,59 @@ def test_a_pixel_student_exports_with_image_inputs_and_evaluates_through_onnx(tm
     # the deploy runtime needs the cameras the artifact sees (tests/hardware/test_camera_deploy)
     with pytest.raises(ConfigError, match="sees cameras"):
         DeployRuntime(pol, ScriptedRobot())
+
+
+def test_the_resnet18_encoder_loads_torchvision_weights_and_keeps_their_statistics(tmp_path):
+    from robot_rl.vision.resnet import ResNet18Trunk, ResNetEncoder
+
+    torch.manual_seed(0)
+    src = ResNet18Trunk()
+    for m in src.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.1, 0.1)
+    # a torchvision ResNet-18 file: the trunk's names plus the classifier, which is dropped
+    torch.save(src.state_dict() | {"fc.weight": torch.zeros(1000, 512),
+                                   "fc.bias": torch.zeros(1000)}, tmp_path / "r18.pth")
+    enc = ResNetEncoder(4, (32, 32), features=8, weights=tmp_path / "r18.pth")
+    assert torch.equal(enc.trunk.layer3[1].conv2.weight, src.layer3[1].conv2.weight)
+    rgb = src.conv1.weight
+    assert torch.equal(enc.trunk.conv1.weight[:, :3], rgb)  # depth: the mean RGB filter
+    assert torch.allclose(enc.trunk.conv1.weight[:, 3], rgb.mean(1))
+    enc.train()
+    stats = enc.trunk.layer2[0].bn1.running_mean.clone()
+    enc(torch.rand(4, 4, 32, 32)).sum().backward()
+    assert torch.equal(enc.trunk.layer2[0].bn1.running_mean, stats)  # ImageNet's, kept
+    assert enc.trunk.layer2[0].bn1.weight.grad is not None  # their affine parameters train
+    with pytest.raises(ConfigError, match="not found"):
+        ResNetEncoder(3, (32, 32), weights=tmp_path / "missing.pth")
+    torch.save({"w": torch.zeros(1)}, tmp_path / "bad.pth")
+    with pytest.raises(ConfigError, match="not a ResNet"):
+        ResNetEncoder(3, (32, 32), weights=tmp_path / "bad.pth")
+    with pytest.raises(ConfigError, match="too small"):
+        ResNetEncoder(3, (24, 24))
+
+
+def test_a_resnet_student_saves_without_its_weights_file_and_exports(tmp_path):
+    from robot_rl.vision.resnet import ResNet18Trunk
+
+    torch.save(ResNet18Trunk().state_dict(), tmp_path / "r18.pth")
+    cfg = PixelDistillConfig(task="push", cameras=("front",), size=32, iterations=1,
+                             num_envs=2, rollout_steps=4, grad_steps=2, batch_size=8,
+                             action_steps=2, action_batch=8, eval_episodes=0,
+                             out=tmp_path / "s.pt", progress=False,
+                             policy=PixelPolicyConfig(encoder="resnet18", features=8,
+                                                      hidden=(16,),
+                                                      pretrained=tmp_path / "r18.pth"))
+    student, _ = distill_pixels(cfg, Console(quiet=True))
+    (tmp_path / "r18.pth").unlink()  # the saved student carries its own weights
+    loaded, _ = load_pixel_student(tmp_path / "s.pt")
+    main(["export", str(tmp_path / "s.pt")])
+    pol = load_policy(tmp_path / "s", backend="onnx")
+    gen = torch.Generator().manual_seed(4)
+    obs = torch.randn(3, loaded.proprio_dim, generator=gen)
+    imgs = {"front.rgb": torch.randint(0, 256, (3, 3, 32, 32), generator=gen,
+                                       dtype=torch.uint8)}
+    with torch.no_grad():
+        ref = student(obs, imgs).numpy()
+        assert np.abs(loaded(obs, imgs).numpy() - ref).max() == 0
+    assert np.abs(pol(obs.numpy(), {"front.rgb": imgs["front.rgb"].numpy()}) - ref).max() < 1e-4
