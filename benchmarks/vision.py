@@ -6,6 +6,7 @@ success classifier's precision and recall, and a pixel student deployed through 
     python benchmarks/vision.py --part students              # push: expert -> pixel student
     python benchmarks/vision.py --part reward                # lift: success classifier
     python benchmarks/vision.py --part deploy                # push student on the sim arm
+    python benchmarks/vision.py --part rl                    # push student + asymmetric SAC
 
 Renderers (``sim.cameras.SimCameras``, one camera of every env per call, after a step):
 
@@ -35,6 +36,12 @@ arm's simulated cameras (``--deploy-camera``: rate, latency, drops), for
 ``--deploy-episodes`` episodes drawn as push's resets draw them: success on the arm's ground
 truth, the policy step's latency with the image encoder, the frames' age, the loop's period
 error, holds.
+
+``--part rl``: the push pixel student (``--rl-student``; default the one ``--part students``
+saved, distilled first if missing) fine-tuned by ``robot-rl train-pixels`` (asymmetric SAC:
+the actor on the cameras, the critics and the safety critic on the simulator's state;
+``--rl`` options, ``--rl.time-budget``): the learning curve, its first row the student
+before any update, evaluated as training evaluates (deterministic, ``--rl.eval-episodes``).
 """
 
 from __future__ import annotations
@@ -52,14 +59,22 @@ from rich.table import Table
 
 from robot_rl.hardware.cameras.sim_camera import SimCameraConfig
 from robot_rl.vision.dagger import PixelDistillConfig
+from robot_rl.vision.pixel_runner import PixelTrainConfig
 from robot_rl.vision.reward_training import RewardTrainConfig
+
+
+def _rl_defaults() -> PixelTrainConfig:
+    return PixelTrainConfig(task="push", num_envs=8, time_budget=1200.0, eval_every=5_000,
+                            eval_episodes=32, safety="lagrangian", runs_dir=Path("runs/bench"),
+                            run_name="pixel_sac_push", progress=False)
 
 
 @dataclasses.dataclass
 class Args:
     part: tuple[str, ...] = ("render",)
     """render: frames/s table; students: pixel students vs their teachers; reward: the
-    success classifier; deploy: the push student on the simulated arm through cameras."""
+    success classifier; deploy: the push student on the simulated arm through cameras; rl:
+    the push student fine-tuned by asymmetric SAC."""
     sizes: tuple[int, ...] = (64, 96, 128)
     """Square image sizes [px]."""
     task: str = "push"
@@ -90,6 +105,11 @@ class Args:
     deploy_camera: SimCameraConfig = dataclasses.field(
         default_factory=lambda: SimCameraConfig(fps=30.0, latency=0.03, drop_prob=0.02))
     """The simulated cameras (a RealSense streams 30 fps with tens of ms of latency)."""
+    rl_student: Path | None = None
+    """Saved pixel student to fine-tune (default: --part students' push student)."""
+    rl: PixelTrainConfig = dataclasses.field(default_factory=_rl_defaults)
+    """Options of the fine-tuning (its student is --rl-student; the run directory is
+    replaced)."""
 
 
 def frames_per_second(args: Args, renderer: str, size: int) -> float:
@@ -260,6 +280,43 @@ def _os_floor(policy: Any, rate: float, seconds: float) -> float:
     return float(np.percentile(err[1:], 99) * 1e6)
 
 
+def rl(args: Args, console: Console) -> dict[str, float]:
+    """Fine-tune the push pixel student with asymmetric SAC; its learning curve."""
+    import shutil
+
+    from robot_rl.vision.dagger import distill_pixels
+    from robot_rl.vision.pixel_runner import PixelRunner
+
+    path = args.rl_student or args.out.parent / "pixel_student_push.pt"
+    if not path.is_file():
+        console.print(f"{path} missing: distilling the push pixel student first")
+        distill_pixels(dataclasses.replace(args.student, task="push", out=path), console)
+    cfg = dataclasses.replace(args.rl, student=path)
+    assert cfg.run_name is not None
+    shutil.rmtree(cfg.runs_dir / cfg.run_name, ignore_errors=True)
+    runner = PixelRunner(cfg, console)
+    history = runner.train()
+    table = Table(title=f"push pixel student ({path.name}) fine-tuned by asymmetric SAC "
+                        f"({cfg.num_envs} envs, safety {cfg.safety}, critics alone for the "
+                        f"first {cfg.critic_warmup:,} updates; {cfg.eval_episodes} episodes "
+                        f"per row)")
+    for col in ("env steps", "wall clock", "success", "episode cost"):
+        table.add_column(col, justify="right")
+    for row in history:
+        table.add_row(f"{row['env_steps']:,.0f}", f"{row['seconds']:.0f} s",
+                      f"{row['success_rate']:.1%}", f"{row['episode_cost']:.2f}")
+    console.print(table)
+    first, last = history[0], history[-1]
+    best = max(history, key=lambda r: r["success_rate"])
+    console.print(f"student {first['success_rate']:.1%} -> {last['success_rate']:.1%} after "
+                  f"{last['env_steps']:,.0f} env steps and {runner.agent.updates:,} updates "
+                  f"({last['seconds']:.0f} s; best {best['success_rate']:.1%}); pixel policy: "
+                  f"{runner.run_dir / 'pixel_policy.pt'}", highlight=False)
+    return {"student": first["success_rate"], "final": last["success_rate"],
+            "best": best["success_rate"], "env_steps": last["env_steps"],
+            "updates": float(runner.agent.updates), "seconds": last["seconds"]}
+
+
 def main(args: Args) -> None:
     console = Console()
     results: dict[str, dict[str, float]] = {}
@@ -269,6 +326,8 @@ def main(args: Args) -> None:
         results["reward"] = reward(args, console)
     if "deploy" in args.part:
         results["deploy"] = deploy(args, console)
+    if "rl" in args.part:
+        results["rl"] = rl(args, console)
     if "render" not in args.part:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.with_name("vision_learning.json").write_text(json.dumps(results, indent=2))

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from rich.console import Console
@@ -73,7 +73,7 @@ class PixelTrainConfig(TrainConfig):
 
     task: str = "push"
     """Task (with --student: the student's)."""
-    algo: str = "pixel_sac"  # type: ignore[assignment]
+    algo: Literal["pixel_sac"] = "pixel_sac"  # type: ignore[assignment]
     """Learning algorithm (names the run)."""
     student: Path | None = None
     """A pixel student file (robot-rl distill-pixels) to start the actor from; its

@@ -79,8 +79,9 @@ class PixelPolicyConfig:
     shift: int = 4
     """DrQ random-shift padding [px] while training (0: none)."""
     encoder: Literal["conv", "resnet18"] = "conv"
-    """Each camera's encoder: the small conv net trained from scratch, or torchvision's
-    ResNet-18 trunk (``robot_rl.vision.resnet``; the ``pretrained`` extra; for a GPU)."""
+    """Each camera's encoder: the small conv net trained from scratch, or a ResNet-18 trunk
+    (``robot_rl.vision.resnet``: torchvision's weight files load; ~20x the conv net's cost
+    on a CPU, for a GPU)."""
     pretrained: Path | None = None
     """With ``encoder resnet18``: a local file of pretrained ResNet-18 weights (a
     torchvision state dict); without it the trunk starts from random weights."""

@@ -28,8 +28,18 @@ def _env() -> dict[str, str]:
 def test_help_lists_commands() -> None:
     out = _cli("--help")
     assert out.returncode == 0
-    for cmd in ("robot-rl sim info", "robot-rl sim rollout", "robot-rl bench sim"):
+    for cmd in ("robot-rl sim info", "robot-rl sim rollout", "robot-rl bench sim",
+                "robot-rl train-pixels"):
         assert cmd in out.stdout
+
+
+def test_the_help_summaries_name_exactly_the_commands() -> None:
+    from robot_rl.cli import GROUP_COMMANDS, SUMMARIES, TOP_LEVEL, _commands, _top_level
+
+    assert list(_top_level()) == list(TOP_LEVEL)
+    assert {g: list(c) for g, c in _commands().items()} == GROUP_COMMANDS
+    named = list(TOP_LEVEL) + [f"{g} {n}" for g, ns in GROUP_COMMANDS.items() for n in ns]
+    assert sorted(named) == sorted(SUMMARIES)
 
 
 def test_sim_info(cli) -> None:

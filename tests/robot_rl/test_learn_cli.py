@@ -67,10 +67,11 @@ def test_train_eval_distill_export_pipeline(tmp_path, capsys):
     assert (tmp_path / "teacher" / "policy.onnx").is_file()
 
 
-def test_help_lists_the_learning_commands():
+def test_help_lists_the_learning_commands(cli):
     out = run("--help")
     for name in ("train", "eval", "distill", "export"):
         assert f"robot-rl {name}" in out.stdout
-    out = run("train", "--help")
+    out = cli("train", "--help")
+    assert out.returncode == 0
     for option in ("--safety", "--resume", "--sac.num-critics", "--time-budget"):
         assert option in out.stdout
