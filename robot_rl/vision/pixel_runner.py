@@ -17,7 +17,8 @@ From a student (``--student``, a ``robot-rl distill-pixels`` file), its cameras,
 inputs and networks are taken, its weights start the actor, the first
 ``learning_starts`` transitions are its own sampled actions, and the critics train alone for
 ``critic_warmup`` updates before the actor moves: a random critic's gradient would undo
-the student before the critic knows anything.
+the student before the critic knows anything. The safety gate, where the mode has one,
+joins then too.
 
 Every checkpoint also writes ``pixel_policy.pt``, the actor's deterministic policy as a
 pixel student file: ``robot-rl export RUN`` exports it, ``robot-rl deploy`` runs it.
@@ -93,6 +94,13 @@ class PixelTrainConfig(TrainConfig):
     state_weight: float = 1.0
     """Weight of the auxiliary loss of the actor's state head (the terms the cameras stand
     in for, regressed on the critic group's values); 0: no state head."""
+    rl_trains_perception: bool = False
+    """Where the action MLP reads the state estimate: SAC's actor loss also trains the
+    encoders and state head through it (default: they learn from the state loss alone)."""
+    anchor_weight: float | None = None
+    """Weight of the pull of the actor's actions toward the initial action MLP's (TD3+BC's
+    regularizer, scaled by the critics' mean |Q|; robot_rl.vision.pixel_sac). Default: 0.4
+    (TD3+BC's 2.5) with --student, 0 without."""
     init_log_std: float = -1.5
     """The actor's initial log std (state-independent at first)."""
     critic_warmup: int = 2_000
@@ -105,8 +113,9 @@ class PixelTrainConfig(TrainConfig):
             raise ConfigError(f"--size must be >= {MIN_SIZE} px, got {self.size}")
         if not self.cameras:
             raise ConfigError("--cameras: give at least one camera")
-        if self.state_weight < 0 or self.critic_warmup < 0:
-            raise ConfigError("--state-weight and --critic-warmup must be >= 0")
+        if self.state_weight < 0 or self.critic_warmup < 0 or (self.anchor_weight or 0) < 0:
+            raise ConfigError("--state-weight, --critic-warmup and --anchor-weight must be "
+                              ">= 0")
 
     def distill_config(self) -> PixelDistillConfig:
         """The same inputs as a distill-pixels config (what a pixel student file holds)."""
@@ -189,8 +198,16 @@ class PixelRunner(Runner):
             return uniform_actions(self.env, self._action_gen), None, None
         # from a student, its own sampled actions fill the buffer before learning starts
         act = self.pixel_agent.act_pixels(obs[:, self.proprio_cols], self._images,
-                                          self._critic)
+                                          self._critic, gate=self._gate())
         return act.action, act.hold, act.rejected
+
+    def _gate(self) -> bool | None:
+        """Whether the safety gate acts (None: as the safety mode says). Starting from a
+        student, it waits for the critics' warm-up: an untrained cost critic's rejections
+        would replace the student's actions with arbitrary candidates."""
+        if self.cfg.student is not None and self.agent.updates < self.cfg.critic_warmup:
+            return False
+        return None
 
     def store(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor,
               cost: torch.Tensor, terminated: torch.Tensor, info: dict[str, Any],
@@ -218,7 +235,7 @@ class PixelRunner(Runner):
 
     def evaluate_policy(self, env: VecEnv, episodes: int, seed: int) -> EvalResult:
         return evaluate_pixel_agent(self.pixel_agent, env, episodes, self.proprio_cols,
-                                    seed=seed)
+                                    seed=seed, gate=self._gate())
 
     def save(self) -> Path:
         path = super().save()
@@ -261,22 +278,27 @@ def pixel_agent(cfg: PixelTrainConfig, env: BatchedEnv, student: PixelPolicy | N
     safety = dataclasses.replace(cfg.safety_critic, mode=cfg.safety)
     agent = PixelSAC(PixelActor(policy, cfg.init_log_std), env.obs_groups[CRITIC], env.act_dim,
                      cfg.sac, safety, state_cols=state_cols if policy.state_dim else None,
-                     state_weight=cfg.state_weight, device=cfg.device, seed=cfg.seed)
+                     state_weight=cfg.state_weight,
+                     rl_trains_perception=cfg.rl_trains_perception,
+                     anchor_weight=cfg.anchor_weight if cfg.anchor_weight is not None else
+                     0.4 if cfg.student is not None else 0.0,
+                     device=cfg.device, seed=cfg.seed)
     return agent, cols, state_terms
 
 
 @torch.no_grad()
 def evaluate_pixel_agent(agent: PixelSAC, env: VecEnv, episodes: int, cols: torch.Tensor,
-                         seed: int = 0, **kwargs: Any) -> EvalResult:
-    """Evaluate a PixelSAC's deterministic policy (gated where its mode gates) in an env
-    with its cameras (a ``BatchedEnv``: the images of its current state)."""
+                         seed: int = 0, gate: bool | None = None, **kwargs: Any) -> EvalResult:
+    """Evaluate a PixelSAC's deterministic policy (gated where its mode gates, or as
+    ``gate`` says) in an env with its cameras (a ``BatchedEnv``: the images of its current
+    state)."""
     if not isinstance(env, BatchedEnv):
         raise ConfigError("a pixel policy is evaluated in a BatchedEnv with cameras")
     last: dict[str, torch.Tensor] = {}
 
     def policy(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         step = agent.act_pixels(obs[:, cols], env.last_images, env.group_obs()[CRITIC],
-                                deterministic=True)
+                                deterministic=True, gate=gate)
         last["rejected"] = step.rejected
         return step.action, step.hold if bool(step.hold.any()) else None
 

@@ -14,12 +14,20 @@ critic read the ``critic`` observation group (every observation term without noi
 the task's privileged terms), as in Pinto et al. 2017's asymmetric actor-critic: value
 learning is as easy as from state, and only the policy has to see through the cameras.
 
-Since the critics read no images, the encoders are trained by the actor's loss and, with a
-state head, by an auxiliary regression of the terms the cameras stand in for (push's puck)
-from the same images (``state_weight``). DrQ's random shift augments the actor's images in
-every update. DrQ's rule for a critic that reads pixels (the encoder trained by the critic
-loss only, the actor reading detached features) has no object here: nothing is encoded for
-the critics.
+Since the critics read no images, nothing is encoded for them, and DrQ's rule for a critic
+that reads pixels (the encoder trained by the critic's loss only, the actor reading detached
+features) has no object here. Where the actor has a state head and its action MLP reads the
+estimate (a DAgger student's layout), the encoders and the head learn the estimate from an
+auxiliary regression on the critic group's values of the terms the cameras stand in for
+(push's puck; ``state_weight``) and SAC trains the action MLP on the detached estimate:
+perception stays supervised, which simulation can afford, and RL shapes only what the
+policy does with it (``rl_trains_perception=True`` lets SAC's gradient through). An actor
+acting on the features learns them from SAC's loss (plus the auxiliary regression where it
+has a state head). DrQ's random shift augments the actor's images in every update.
+
+Fine-tuning a student, ``anchor_weight`` keeps its action MLP near the student's own
+(TD3+BC's regularizer, scaled the same way) while the critics learn about actions the
+student never took.
 
 Replay rows (``replay_extra``) hold, next to the critic observations of ``Batch.obs`` and
 ``Batch.next_obs``: ``proprio`` / ``next_proprio`` (the student's proprioception columns)
@@ -28,6 +36,7 @@ and ``img/{key}`` / ``next_img/{key}`` for each image key (uint8 RGB, float16 de
 
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
@@ -78,15 +87,17 @@ class PixelActor(nn.Module):
         nn.init.constant_(self.log_std.bias, math.atanh(max(-0.999, min(0.999, unit))))
 
     def dist(self, proprio: torch.Tensor, images: dict[str, torch.Tensor],
-             gen: torch.Generator | None = None
-             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """(mean (B, A), log_std (B, A), state estimate (B, S) or None); ``gen``: randomly
-        shift the images (training)."""
-        x, est = self.policy.mlp_input(proprio, images, gen, with_estimate=True)
+             gen: torch.Generator | None = None, detach_estimate: bool = False
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor]:
+        """(mean (B, A), log_std (B, A), state estimate (B, S) or None, what the action MLP
+        read (B, width)); ``gen``: randomly shift the images (training);
+        ``detach_estimate``: as ``PixelPolicy.mlp_input``'s."""
+        x, est = self.policy.mlp_input(proprio, images, gen, with_estimate=True,
+                                       detach_estimate=detach_estimate)
         h = self.policy.mlp[:-1](x)
         log_std = torch.tanh(self.log_std(h))
         log_std = LOG_STD_MIN + 0.5 * (LOG_STD_MAX - LOG_STD_MIN) * (log_std + 1.0)
-        return self.policy.mlp[-1](h), log_std, est
+        return self.policy.mlp[-1](h), log_std, est, x
 
     def forward(self, proprio: torch.Tensor, images: dict[str, torch.Tensor]
                 ) -> torch.Tensor:
@@ -100,10 +111,21 @@ class PixelSAC(SAC):
 
     def __init__(self, actor: PixelActor, critic_dim: int, act_dim: int, cfg: SACConfig,
                  safety: SafetyConfig, state_cols: torch.Tensor | None = None,
-                 state_weight: float = 1.0, device: str | torch.device = "cpu",
+                 state_weight: float = 1.0, rl_trains_perception: bool = False,
+                 anchor_weight: float = 0.0, device: str | torch.device = "cpu",
                  seed: int = 0):
         """``state_cols``: the critic-group columns the actor's state head estimates (its
-        auxiliary loss's targets; needed where the policy has a state head)."""
+        auxiliary loss's targets; needed where the policy has a state head).
+
+        ``rl_trains_perception``: where the action MLP reads the state estimate, the actor's
+        SAC loss also trains the encoders and the state head through it; by default they
+        learn the estimate from the state loss alone and SAC trains the action MLP.
+
+        ``anchor_weight`` (beta): the actor's loss gains beta |Q| ||pi(x) - pi_0(x)||^2, the
+        squared distance of its deterministic action from the initial action MLP's on the
+        same input, scaled by the critics' running mean |Q| (TD3+BC's normalization, whose
+        2.5 is beta = 0.4). It keeps a fine-tuned student near what it was while the
+        critics are still wrong about actions it never took."""
         policy = actor.policy
         if policy.state_dim and (state_cols is None or len(state_cols) != policy.state_dim):
             raise ValueError(f"the pixel policy estimates {policy.state_dim} state columns; "
@@ -114,6 +136,13 @@ class PixelSAC(SAC):
         self.actor: PixelActor
         self.state_cols = None if state_cols is None else state_cols.to(self.device)
         self.state_weight = state_weight
+        self.detach_estimate = policy.acts_on_state and not rl_trains_perception
+        self.anchor_weight = anchor_weight
+        self.anchor = copy.deepcopy(policy.mlp).requires_grad_(False) if anchor_weight > 0 \
+            else None
+        """The initial action MLP (with ``anchor_weight``)."""
+        self.q_scale = 1.0
+        """Running mean of |Q| over the critics' batches (scales the anchor)."""
         self.image_keys = list(policy.image_shapes)
 
     @property
@@ -132,8 +161,8 @@ class PixelSAC(SAC):
         """Actions for E envs from proprioception (E, P) and images {key: (E, C, H, W)};
         ``critic`` (E, critic_dim) raw critic observations, read by the gate."""
         dev = self.device
-        mean, log_std, _ = self.actor.dist(proprio.to(dev),
-                                           {k: images[k].to(dev) for k in self.image_keys})
+        mean, log_std, *_ = self.actor.dist(proprio.to(dev),
+                                            {k: images[k].to(dev) for k in self.image_keys})
         return self.decide((mean, log_std), self.normalize(critic.to(dev)), deterministic,
                            gate)
 
@@ -142,15 +171,37 @@ class PixelSAC(SAC):
         pre = "next_" if next_obs else ""
         images = {k: batch.extra[image_key(k, next_obs)] for k in self.image_keys}
         shift = self.gen if self.policy.cfg.shift > 0 else None
-        mean, log_std, est = self.actor.dist(batch.extra[pre + PROPRIO], images, shift)
+        mean, log_std, est, read = self.actor.dist(batch.extra[pre + PROPRIO], images, shift,
+                                                   self.detach_estimate)
         u = mean + log_std.exp() * torch.randn(mean.shape, generator=self.gen,
                                                device=self.device)
         aux = None
-        if est is not None and not next_obs and self.state_weight > 0:
-            assert self.state_cols is not None
-            target = self.policy.normalize_state(batch.obs[:, self.state_cols])
-            aux = self.state_weight * ((est - target) ** 2).mean()
+        if not next_obs:
+            losses = []
+            if est is not None and self.state_weight > 0:
+                assert self.state_cols is not None
+                target = self.policy.normalize_state(batch.obs[:, self.state_cols])
+                losses.append(self.state_weight * ((est - target) ** 2).mean())
+            if self.anchor is not None:
+                with torch.no_grad():
+                    anchor = torch.tanh(self.anchor(read.detach()))
+                gap = ((torch.tanh(mean) - anchor) ** 2).sum(1).mean()
+                losses.append(self.anchor_weight * self.q_scale * gap)
+            aux = torch.stack(losses).sum() if losses else None
         return torch.tanh(u), tanh_gaussian_log_prob(u, mean, log_std), aux
+
+    def update(self, batch: Batch, actor: bool = True) -> dict[str, float]:
+        metrics = super().update(batch, actor)
+        self.q_scale = 0.99 * self.q_scale + 0.01 * abs(metrics["losses/q_mean"]) \
+            if self.updates > 1 else abs(metrics["losses/q_mean"])
+        return metrics
+
+    def full_state(self) -> dict:
+        return super().full_state() | {"q_scale": self.q_scale}
+
+    def load_full_state(self, state: dict) -> None:
+        super().load_full_state(state)
+        self.q_scale = float(state.get("q_scale", 1.0))
 
     @torch.no_grad()
     def fit_normalization(self, proprio: torch.Tensor, critic: torch.Tensor) -> None:

@@ -154,17 +154,19 @@ class PixelPolicy(nn.Module):
         return torch.tanh(self.mlp(torch.cat([self.normalize_proprio(proprio), state], dim=1)))
 
     def mlp_input(self, proprio: torch.Tensor, images: dict[str, torch.Tensor],
-                  gen: torch.Generator | None = None, with_estimate: bool = False
-                  ) -> tuple[torch.Tensor, torch.Tensor | None]:
+                  gen: torch.Generator | None = None, with_estimate: bool = False,
+                  detach_estimate: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(what the action MLP reads (B, width), the state estimate (B, S)); the estimate
         is None without a state head, or where the MLP does not read it and
-        ``with_estimate`` is False."""
+        ``with_estimate`` is False. ``detach_estimate``: the MLP reads the estimate without
+        a gradient path into the encoders (the estimate returned keeps its own)."""
         feats = self._features(proprio, images, gen)
         est = None if self.state_head is None or not (self.acts_on_state or with_estimate) \
             else self.state_head(feats)
         if self.acts_on_state:
             assert est is not None
-            return torch.cat([self.normalize_proprio(proprio), est], dim=1), est
+            read = est.detach() if detach_estimate else est
+            return torch.cat([self.normalize_proprio(proprio), read], dim=1), est
         return feats, est
 
     def forward(self, proprio: torch.Tensor, images: dict[str, torch.Tensor],

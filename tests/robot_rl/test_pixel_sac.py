@@ -70,7 +70,7 @@ def test_the_actor_mean_is_the_pixel_policy_and_its_spread_starts_as_configured(
     actor = PixelActor(policy, init_log_std=-1.5)
     gen = torch.Generator().manual_seed(1)
     proprio, images = torch.randn(4, 5, generator=gen), _images(4, gen)
-    mean, log_std, est = actor.dist(proprio, images)
+    mean, log_std, est, _ = actor.dist(proprio, images)
     assert torch.allclose(torch.tanh(mean), policy(proprio, images), atol=1e-6)
     assert torch.allclose(log_std, torch.full_like(log_std, -1.5), atol=1e-4)
     assert est is not None and est.shape == (4, 2)
@@ -108,7 +108,7 @@ def _changed(before: list[torch.Tensor], module: torch.nn.Module) -> bool:
     return any(not torch.equal(a, b) for a, b in zip(before, module.parameters(), strict=True))
 
 
-def test_critics_learn_from_state_and_the_encoder_only_from_the_actor_and_state_losses():
+def test_critics_learn_from_state_and_perception_from_the_state_loss():
     agent = _agent()
     buf = _filled(agent)
     policy = agent.policy
@@ -120,16 +120,47 @@ def test_critics_learn_from_state_and_the_encoder_only_from_the_actor_and_state_
     assert _changed(enc, policy.encoders) and _changed(head, policy.state_head)
     assert metrics["losses/actor_aux"] > 0  # the state head's regression of columns 4, 5
 
-    # without the auxiliary loss the state head is still trained, through the actor's loss
-    # (the action MLP reads the estimate); with act_on=features it is not touched
+    # without the state loss SAC trains the action MLP and leaves perception alone ...
+    quiet = _agent(state_weight=0.0)
+    buf = _filled(quiet)
+    enc, mlp = _params(quiet.policy.encoders), _params(quiet.policy.mlp)
+    quiet.update(buf.sample(8, quiet.gen))
+    assert _changed(mlp, quiet.policy.mlp) and not _changed(enc, quiet.policy.encoders)
+    # ... unless its gradient is let through the estimate
+    through = _agent(state_weight=0.0, rl_trains_perception=True)
+    buf = _filled(through)
+    enc = _params(through.policy.encoders)
+    through.update(buf.sample(8, through.gen))
+    assert _changed(enc, through.policy.encoders)
+
+    # an actor on the features learns them from SAC's loss; its state head, without the
+    # auxiliary loss, is not touched
     on_features = dataclasses.replace(SMALL, act_on="features")
     feats = PixelSAC(PixelActor(PixelPolicy(on_features, SHAPES, 5, 3, state_dim=2)), 6, 3,
                      SACConfig(batch_size=8), SafetyConfig(mode="off"),
                      state_cols=torch.tensor([4, 5]), state_weight=0.0)
     buf = _filled(feats)
-    head = _params(feats.policy.state_head)
+    enc, head = _params(feats.policy.encoders), _params(feats.policy.state_head)
     metrics = feats.update(buf.sample(8, feats.gen))
     assert "losses/actor_aux" not in metrics and not _changed(head, feats.policy.state_head)
+    assert _changed(enc, feats.policy.encoders)
+
+
+def test_the_anchor_pulls_toward_the_initial_action_mlp_and_stays_frozen():
+    agent = _agent(state_weight=0.0, anchor_weight=100.0)
+    buf = _filled(agent)
+    assert agent.anchor is not None
+    start = _params(agent.anchor)
+    assert not _changed(start, agent.policy.mlp)  # the initial action MLP
+    first = agent.update(buf.sample(8, agent.gen))
+    assert first["losses/actor_aux"] == 0.0  # nothing moved yet
+    second = agent.update(buf.sample(8, agent.gen))
+    assert second["losses/actor_aux"] > 0.0
+    assert not _changed(start, agent.anchor) and _changed(start, agent.policy.mlp)
+    assert agent.q_scale > 0
+    restored = _agent(state_weight=0.0, anchor_weight=100.0)
+    restored.load_full_state(agent.full_state())
+    assert restored.q_scale == agent.q_scale and not _changed(start, restored.anchor)
 
 
 def test_the_gate_scores_pixel_actions_with_the_critic_state():
@@ -206,5 +237,6 @@ def test_fine_tuning_a_student_starts_from_it_and_trains_the_critics_first(tmp_p
     for a, b in zip(student.state_dict().values(), runner.agent.policy.state_dict().values(),
                     strict=True):
         assert torch.equal(a, b)  # the actor waits for the critics
+    assert runner._gate() is False  # and so does the gate (safety "both")
     with pytest.raises(ConfigError, match="trained on 'push'"):
         PixelRunner(_tiny(tmp_path, task="lift", student=tmp_path / "s.pt", run_name="x"))
