@@ -110,6 +110,9 @@ class Args:
     rl: PixelTrainConfig = dataclasses.field(default_factory=_rl_defaults)
     """Options of the fine-tuning (its student is --rl-student; the run directory is
     replaced)."""
+    rl_final_episodes: int = 128
+    """Episodes on which the student and the fine-tuned policy are compared at the end (the
+    same episodes for both; training's evaluations are 32 episodes each: +-8 points)."""
 
 
 def frames_per_second(args: Args, renderer: str, size: int) -> float:
@@ -306,15 +309,46 @@ def rl(args: Args, console: Console) -> dict[str, float]:
         table.add_row(f"{row['env_steps']:,.0f}", f"{row['seconds']:.0f} s",
                       f"{row['success_rate']:.1%}", f"{row['episode_cost']:.2f}")
     console.print(table)
-    first, last = history[0], history[-1]
-    best = max(history, key=lambda r: r["success_rate"])
-    console.print(f"student {first['success_rate']:.1%} -> {last['success_rate']:.1%} after "
+    before, after = _compare(runner, path, args.rl_final_episodes, cfg.seed + 50_000)
+    table = Table(title=f"the same {args.rl_final_episodes} push episodes (dynamics and visual "
+                        f"randomization as trained), deterministic actions")
+    for col in ("policy", "success", "return", "episode cost"):
+        table.add_column(col, justify="right")
+    for name, r in (("student (distill-pixels)", before), ("fine-tuned (train-pixels)", after)):
+        table.add_row(name, f"{r.success_rate:.1%}", f"{r.return_mean:.1f}",
+                      f"{r.cost_mean:.2f}")
+    console.print(table)
+    last = history[-1]
+    console.print(f"student {before.success_rate:.1%} -> {after.success_rate:.1%} after "
                   f"{last['env_steps']:,.0f} env steps and {runner.agent.updates:,} updates "
-                  f"({last['seconds']:.0f} s; best {best['success_rate']:.1%}); pixel policy: "
+                  f"({last['seconds']:.0f} s of training); pixel policy: "
                   f"{runner.run_dir / 'pixel_policy.pt'}", highlight=False)
-    return {"student": first["success_rate"], "final": last["success_rate"],
-            "best": best["success_rate"], "env_steps": last["env_steps"],
+    return {"student": before.success_rate, "fine_tuned": after.success_rate,
+            "episodes": float(args.rl_final_episodes), "env_steps": last["env_steps"],
             "updates": float(runner.agent.updates), "seconds": last["seconds"]}
+
+
+def _compare(runner: Any, student_path: Path, episodes: int, seed: int) -> tuple[Any, Any]:
+    """The student and the fine-tuned policy evaluated on the same episodes (ungated: the
+    comparison is of the policies)."""
+    import torch
+
+    from robot_rl.evaluate import evaluate
+    from robot_rl.vision.dagger import load_pixel_student
+    from robot_rl.vision.pixel_runner import evaluate_pixel_agent, pixel_train_env
+
+    student, _ = load_pixel_student(student_path)
+    cols = runner.proprio_cols
+    env = pixel_train_env(runner.cfg, min(episodes, 32), seed)
+
+    @torch.no_grad()
+    def act(obs: Any) -> Any:
+        return student(obs[:, cols], env.last_images), None
+
+    before = evaluate(act, env, episodes, seed=seed)
+    after = evaluate_pixel_agent(runner.pixel_agent, env, episodes, cols, seed=seed,
+                                 gate=False)
+    return before, after
 
 
 def main(args: Args) -> None:
@@ -330,7 +364,9 @@ def main(args: Args) -> None:
         results["rl"] = rl(args, console)
     if "render" not in args.part:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.with_name("vision_learning.json").write_text(json.dumps(results, indent=2))
+        path = args.out.with_name("vision_learning.json")  # the parts run before are kept
+        saved = json.loads(path.read_text()) if path.is_file() else {}
+        path.write_text(json.dumps(saved | results, indent=2))
         return
     for size in args.sizes:
         for r in args.renderers:

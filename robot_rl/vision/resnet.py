@@ -19,9 +19,10 @@ initialization for RGB-D). The batch norms keep their pretrained statistics (the
 eval mode while training: a small RL or DAgger batch of one scene would overwrite ImageNet's
 with its own), their affine parameters train.
 
-The trunk downsamples by 32: 96x96 images give 3x3 feature maps, 48x48 give 2x2. It costs
-~25x the default ``ConvEncoder`` per image on a CPU; it is for a GPU, or for images where a
-pretrained trunk's features matter more than speed.
+The trunk downsamples by 32: 96x96 images give 3x3 feature maps, 48x48 give 2x2. A training
+step costs ~35x the default ``ConvEncoder``'s on a CPU (1.3 s for 128 images at 48x48 on 2
+cores; docs/vision.md): it is for a GPU, or for images where a pretrained trunk's features
+matter more than speed.
 """
 
 from __future__ import annotations

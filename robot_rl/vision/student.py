@@ -80,7 +80,7 @@ class PixelPolicyConfig:
     """DrQ random-shift padding [px] while training (0: none)."""
     encoder: Literal["conv", "resnet18"] = "conv"
     """Each camera's encoder: the small conv net trained from scratch, or a ResNet-18 trunk
-    (``robot_rl.vision.resnet``: torchvision's weight files load; ~20x the conv net's cost
+    (``robot_rl.vision.resnet``: torchvision's weight files load; ~35x the conv net's cost
     on a CPU, for a GPU)."""
     pretrained: Path | None = None
     """With ``encoder resnet18``: a local file of pretrained ResNet-18 weights (a
