@@ -157,8 +157,9 @@ class PixelRunner(Runner):
         """Its current camera images."""
         super().__init__(cfg, console)
         self.cfg: PixelTrainConfig
-        self._normalized = self._student is not None or cfg.resume is not None
-        """The policy's proprioception and state normalization is set."""
+        self._normalized = self._student is not None or self.agent.updates > 0
+        """The policy's proprioception and state normalization is set (a student's own, or
+        fitted before the first update; a resumed run's is in its checkpoint)."""
 
     # -- what differs from the state runner ---------------------------------------------------
 
