@@ -42,7 +42,8 @@ def copy_state(src: BatchedEnv, dst: BatchedEnv) -> None:
     dst.backend.forward(ids)
 
 
-@pytest.mark.parametrize("task", ALL_TASKS)
+# reach_hazard is reach's scene, terms and physics with a hazard added: it stands for reach
+@pytest.mark.parametrize("task", [t for t in ALL_TASKS if t != "reach"])
 def test_warp_matches_cpu_over_40_control_steps(task):
     n, tol = 4, TOLERANCE[task]
     cpu = make_env(task, n, seed=0, episode_length=STEPS + 10)
