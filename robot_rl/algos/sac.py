@@ -156,6 +156,13 @@ class SAC(nn.Module):
         self.gen.manual_seed(seed)
 
     @property
+    def gaussian_actor(self) -> TanhGaussianActor:
+        """The actor where it is the default one (a subclass with another overrides ``act``
+        and ``actor_sample``)."""
+        assert isinstance(self.actor, TanhGaussianActor), "this agent's actor is not SAC's own"
+        return self.actor
+
+    @property
     def alpha(self) -> torch.Tensor:
         return self.log_alpha.exp()
 
@@ -177,7 +184,7 @@ class SAC(nn.Module):
         Deterministic: the policy mean (evaluation, distillation); else a sample.
         """
         x = self.normalize(obs.to(self.device))
-        return self.decide(self.actor(x), x, deterministic, gate)
+        return self.decide(self.gaussian_actor(x), x, deterministic, gate)
 
     @torch.no_grad()
     def decide(self, dist: tuple[torch.Tensor, torch.Tensor], x: torch.Tensor,
@@ -211,7 +218,7 @@ class SAC(nn.Module):
         """(action (B, A), log pi (B,), auxiliary actor loss or None) sampled by the actor
         at the batch's observations (``next_obs``: at its next observations); ``x`` is the
         critics' normalized input there, which this actor also reads."""
-        a, logp = self.actor.sample(x)
+        a, logp = self.gaussian_actor.sample(x)
         return a, logp, None
 
     # -- learning ----------------------------------------------------------------------------

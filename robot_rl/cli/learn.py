@@ -146,8 +146,8 @@ def eval_cmd(cfg: EvalConfig) -> None:
     elif kind == "pixel_sac":
         from robot_rl.vision.pixel_runner import evaluate_pixel_agent, load_pixel_run
 
-        agent, pix_cfg, env, cols = load_pixel_run(cfg.path, min(cfg.num_envs, cfg.episodes),
-                                                   cfg.seed)
+        pix_agent, pix_cfg, env, cols = load_pixel_run(cfg.path, min(cfg.num_envs,
+                                                                     cfg.episodes), cfg.seed)
         if cfg.dr is not None:
             raise ConfigError("--dr: a train-pixels run is evaluated as trained")
         label = f"{pix_cfg.task} / pixel sac (cameras {', '.join(pix_cfg.cameras)})"
@@ -189,11 +189,8 @@ def eval_cmd(cfg: EvalConfig) -> None:
                                       ensemble=bc_cfg.ensemble, video=writer,
                                       renderer=renderer)
         elif kind == "pixel_sac":
-            if cfg.gate is not None and cfg.gate != agent.safety_cfg.gate:
-                agent.safety_cfg = dataclasses.replace(
-                    agent.safety_cfg, mode="gate" if cfg.gate else "off")
-            result = evaluate_pixel_agent(agent, env, cfg.episodes, cols, seed=cfg.seed,
-                                          video=writer, renderer=renderer)
+            result = evaluate_pixel_agent(pix_agent, env, cfg.episodes, cols, seed=cfg.seed,
+                                          gate=cfg.gate, video=writer, renderer=renderer)
         elif cfg.student:
             from robot_rl.checkpoint import resolve_checkpoint, run_dir_of
             from robot_rl.distill import load_student

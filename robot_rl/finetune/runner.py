@@ -135,7 +135,8 @@ class FinetuneRunner(Runner):
         loss = torch.zeros(())
         for _ in range(steps):
             b = self.demos.sample(bs, agent.gen)
-            loss = ((agent.actor.mean_action(agent.normalize(b.obs)) - b.action) ** 2).mean()
+            loss = ((agent.gaussian_actor.mean_action(agent.normalize(b.obs)) - b.action) ** 2
+                    ).mean()
             agent.actor_opt.zero_grad()
             loss.backward()
             agent.actor_opt.step()
@@ -185,6 +186,9 @@ def mixed_batch(demos: ReplayBuffer, online: ReplayBuffer, size: int, demo_ratio
         parts.append(demos.sample(n_demo, gen))
     if size - n_demo:
         parts.append(online.sample(size - n_demo, gen))
-    fields = [f.name for f in dataclasses.fields(Batch) if f.name != "extra"]
-    return Batch(*(torch.cat([getattr(p, name) for p in parts]) for name in fields),
+    def cat(name: str) -> torch.Tensor:
+        return torch.cat([getattr(p, name) for p in parts])
+
+    return Batch(cat("obs"), cat("action"), cat("reward"), cat("cost"), cat("next_obs"),
+                 cat("terminated"),
                  extra={k: torch.cat([p.extra[k] for p in parts]) for k in parts[0].extra})
