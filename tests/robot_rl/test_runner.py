@@ -78,7 +78,7 @@ def test_ctrl_c_leaves_a_resumable_checkpoint(tmp_path):
     cmd = [ROBOT_RL, "train", "--task", "reach", "--num-envs", "4", "--total-steps",
            "100000000", "--env.episode-length", "20", "--eval-every", "1000000000",
            "--eval-episodes", "2", "--runs-dir", str(tmp_path), "--run-name", "ctrlc",
-           "--checkpoint-every", "2", "--no-progress", "--sac.learning-starts", "100",
+           "--checkpoint-every", "0.5", "--no-progress", "--sac.learning-starts", "100",
            "--sac.batch-size", "32", "--sac.actor-hidden", "32", "32",
            "--sac.critic-hidden", "32", "32", "--safety", "off"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -87,7 +87,7 @@ def test_ctrl_c_leaves_a_resumable_checkpoint(tmp_path):
     while not ckpt.is_file() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
     assert ckpt.is_file(), proc.communicate()[1]
-    time.sleep(1.0)
+    time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
@@ -112,12 +112,12 @@ def test_short_training_run_on_the_warp_backend(tmp_path):
     """SAC with the safety critic trains on MuJoCo Warp (Warp's CPU device here; the same
     code runs with --device cuda): transitions reach the buffer in float32, updates run,
     evaluation and the checkpoint work, and the saved config names the backend."""
-    cfg = tiny_config(tmp_path, backend="warp", total_steps=160, eval_episodes=2)
+    cfg = tiny_config(tmp_path, backend="warp", total_steps=120, eval_episodes=2)
     runner = Runner(cfg)
     assert runner.env.backend.dtype == torch.float32
     history = runner.train()
-    assert history[-1]["env_steps"] == 160 and runner.agent.updates >= (160 - 80) // 4
-    assert runner.buffer.obs[:160].isfinite().all()
+    assert history[-1]["env_steps"] == 120 and runner.agent.updates >= (120 - 80) // 4
+    assert runner.buffer.obs[:120].isfinite().all()
     saved = json.loads((tmp_path / "tiny" / "config.json").read_text())
     assert saved["backend"] == "warp" and saved["warp"]["nconmax"] is None
     agent, loaded, _ = load_agent(tmp_path / "tiny")
