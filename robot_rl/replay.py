@@ -79,21 +79,20 @@ class ReplayBuffer:
         if set(extra) != set(self.extra):
             raise ConfigError(f"replay buffer stores extra tensors {sorted(self.extra)}, "
                               f"got {sorted(extra)}")
-        rows = {"obs": obs, "action": action, "reward": reward, "cost": cost,
-                "next_obs": next_obs, "terminated": terminated,
-                **{f"extra/{k}": v for k, v in extra.items()}}
+        stores = [self.obs, self.action, self.reward, self.cost, self.next_obs,
+                  self.terminated, *(self.extra[k] for k in extra)]
+        values = [obs, action, reward, cost, next_obs, terminated, *extra.values()]
         if mask is not None:
             keep = mask.nonzero().squeeze(1)
-            rows = {k: v[keep.to(v.device)] for k, v in rows.items()}
-        n = obs.shape[0] if mask is None else int(keep.numel())
+            values = [v[keep.to(v.device)] for v in values]
+        n = values[0].shape[0]
         if n == 0:
             return
         if n > self.capacity:  # keep the newest
-            rows = {k: v[-self.capacity:] for k, v in rows.items()}
+            values = [v[-self.capacity:] for v in values]
             n = self.capacity
         idx = (torch.arange(n, device=self.device) + self.pos) % self.capacity
-        for k, v in rows.items():
-            store = self.extra[k[6:]] if k.startswith("extra/") else getattr(self, k)
+        for store, v in zip(stores, values, strict=True):
             store[idx] = v.to(self.device, store.dtype)
         self.pos = (self.pos + n) % self.capacity
         self.size = min(self.size + n, self.capacity)

@@ -25,6 +25,7 @@ import csv
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -40,6 +41,7 @@ from rich.progress import (
 )
 
 from robot_rl.algos import SAC, SACConfig, SafetyConfig, SafetyMode
+from robot_rl.algos.sac import ActStep
 from robot_rl.checkpoint import (
     CHECKPOINT,
     FORMAT_VERSION,
@@ -467,10 +469,18 @@ class Runner:
 def evaluate_agent(agent: SAC, env: VecEnv, episodes: int, seed: int = 0,
                    **kwargs: Any) -> EvalResult:
     """Evaluate the agent's deterministic (mean) policy, gated when its safety mode gates."""
+    return evaluate_decisions(lambda obs: agent.act(obs, deterministic=True), env, episodes,
+                              seed=seed, **kwargs)
+
+
+def evaluate_decisions(decide: Callable[[torch.Tensor], ActStep], env: VecEnv, episodes: int,
+                       seed: int = 0, **kwargs: Any) -> EvalResult:
+    """Evaluate a policy that makes an agent's decisions (``ActStep``: actions, holds, gate
+    rejections) from each observation; the rejections are counted."""
     last: dict[str, torch.Tensor] = {}
 
     def policy(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        step = agent.act(obs, deterministic=True)
+        step = decide(obs)
         last["rejected"] = step.rejected
         return step.action, step.hold if bool(step.hold.any()) else None
 

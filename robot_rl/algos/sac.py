@@ -121,8 +121,8 @@ class SAC(nn.Module):
                  actor: nn.Module | None = None):
         """``actor``: the policy network, by default a ``TanhGaussianActor`` on the
         normalized observation. Another actor (``robot_rl.vision.pixel_sac``'s, on camera
-        images) is called by ``actor_dist`` and ``actor_sample``, which a subclass
-        overrides to give it its own inputs; ``obs_dim`` is then the critics' input."""
+        images) needs a subclass that overrides ``act`` and ``actor_sample`` to give it its
+        own inputs; ``obs_dim`` is then the critics' input."""
         super().__init__()
         cfg.validate()
         safety.validate()

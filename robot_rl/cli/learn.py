@@ -146,10 +146,10 @@ def eval_cmd(cfg: EvalConfig) -> None:
     elif kind == "pixel_sac":
         from robot_rl.vision.pixel_runner import evaluate_pixel_agent, load_pixel_run
 
-        pix_agent, pix_cfg, env, cols = load_pixel_run(cfg.path, min(cfg.num_envs,
-                                                                     cfg.episodes), cfg.seed)
         if cfg.dr is not None:
             raise ConfigError("--dr: a train-pixels run is evaluated as trained")
+        pix_agent, pix_cfg, env, cols = load_pixel_run(cfg.path, min(cfg.num_envs,
+                                                                     cfg.episodes), cfg.seed)
         label = f"{pix_cfg.task} / pixel sac (cameras {', '.join(pix_cfg.cameras)})"
     elif kind == "dsrl":
         from robot_rl.finetune.dsrl import load_dsrl

@@ -37,9 +37,9 @@ from robot_rl.algos import SACConfig
 from robot_rl.checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint
 from robot_rl.config_io import from_dict
 from robot_rl.errors import ConfigError
-from robot_rl.evaluate import EvalResult, evaluate
+from robot_rl.evaluate import EvalResult
 from robot_rl.replay import ReplayBuffer
-from robot_rl.runner import Runner, TrainConfig
+from robot_rl.runner import Runner, TrainConfig, evaluate_decisions
 from robot_rl.sim import make_env
 from robot_rl.sim.cameras import CameraConfig
 from robot_rl.sim.env import BatchedEnv
@@ -295,16 +295,10 @@ def evaluate_pixel_agent(agent: PixelSAC, env: VecEnv, episodes: int, cols: torc
     state)."""
     if not isinstance(env, BatchedEnv):
         raise ConfigError("a pixel policy is evaluated in a BatchedEnv with cameras")
-    last: dict[str, torch.Tensor] = {}
-
-    def policy(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        step = agent.act_pixels(obs[:, cols], env.last_images, env.group_obs()[CRITIC],
-                                deterministic=True, gate=gate)
-        last["rejected"] = step.rejected
-        return step.action, step.hold if bool(step.hold.any()) else None
-
-    return evaluate(policy, env, episodes, seed=seed, gate_rejected=lambda: last["rejected"],
-                    **kwargs)
+    return evaluate_decisions(
+        lambda obs: agent.act_pixels(obs[:, cols], env.last_images, env.group_obs()[CRITIC],
+                                     deterministic=True, gate=gate),
+        env, episodes, seed=seed, **kwargs)
 
 
 def load_pixel_run(path: str | Path, num_envs: int, seed: int
