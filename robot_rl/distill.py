@@ -14,7 +14,8 @@ its sizes and the teacher's observation normalization (the student shares it).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,6 +23,7 @@ import torch
 import tyro
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from torch import nn
 
 from robot_rl.checkpoint import CheckpointError, resolve_checkpoint, run_dir_of, save_atomic
 from robot_rl.errors import ConfigError
@@ -131,10 +133,14 @@ def distill(cfg: DistillConfig, console: Console | None = None, env: VecEnv | No
 
 
 def dagger(env: VecEnv, teacher: Callable[[torch.Tensor], torch.Tensor],
-           student: DeployPolicy, cfg: DistillConfig, console: Console) -> tuple[float, int]:
-    """Fit ``student`` to ``teacher`` (obs -> action labels, called at the env's current
-    state) with DAgger (see module docstring); returns (final loss, samples)."""
-    opt = torch.optim.Adam(student.net.parameters(), lr=cfg.lr)
+           student: nn.Module, cfg: DistillConfig, console: Console,
+           params: Iterable[nn.Parameter] | None = None) -> tuple[float, int]:
+    """Fit ``student`` (obs -> action) to ``teacher`` (obs -> action labels, called at the
+    env's current state) with DAgger (see module docstring), training ``params`` (default:
+    all of the student's); returns (final loss, samples). Where the console is not a
+    terminal (a log file, CI), each iteration prints a line."""
+    opt = torch.optim.Adam(student.parameters() if params is None else params, lr=cfg.lr)
+    t0 = time.perf_counter()
     steps = cfg.rollout_steps or env.max_episode_length
     gen = torch.Generator().manual_seed(cfg.seed)
     data_obs: list[torch.Tensor] = []
@@ -168,6 +174,10 @@ def dagger(env: VecEnv, teacher: Callable[[torch.Tensor], torch.Tensor],
                     loss.backward()
                     opt.step()
             progress.update(bar, advance=1, loss=f"{float(loss.detach()):.2e}")
+            if cfg.progress and not console.is_terminal:
+                console.print(f"[distill iteration {it + 1}/{cfg.iterations}, "
+                              f"{time.perf_counter() - t0:.0f} s]  beta {beta:.2f}  "
+                              f"loss {float(loss.detach()):.2e}", highlight=False, markup=False)
     student.eval()
     return float(loss.detach()), int(sum(o.shape[0] for o in data_obs))
 

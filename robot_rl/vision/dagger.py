@@ -6,14 +6,22 @@
 The teacher acts on privileged state: a trained run's actor on the env's noise-free
 observation terms (the head of the ``critic`` group), or the task's scripted expert. The
 student sees only what the robot has: the cameras' images and the observation terms a robot
-measures (``BatchedEnv`` with cameras). As in ``robot_rl.distill``: iteration 0 rolls out the
-teacher, iteration i executes the teacher's action with probability ``beta_decay ** i`` and
-the student's otherwise; every visited state is labelled with the teacher's action and
-with the hidden terms' true values (``hidden_terms``: what the cameras stand in for), the
-data aggregated, and the student fit by mean squared error (``_fit``): its encoder and state
-head on image batches with DrQ's random shift, and, for a student that acts on its state
-estimate (``PixelPolicyConfig.act_on``), its action MLP on vector batches of the true hidden
-state blurred by the estimate's current error. Rollouts and the evaluation run under the
+measures (``BatchedEnv`` with cameras).
+
+A student that acts on its state estimate (``PixelPolicyConfig.act_on``, the default) is
+trained in two stages. First its action MLP alone, as a state policy (``train_state_policy``,
+``--policy-iterations``): DAgger (``robot_rl.distill.dagger``) in an env without cameras,
+on the proprioception and the true hidden terms (``hidden_terms``: what the cameras stand in
+for) with noise on the latter, and evaluated there. Then the images: as in
+``robot_rl.distill``, iteration 0 rolls out the teacher, iteration i executes the teacher's
+action with probability ``beta_decay ** i`` and the student's otherwise; every visited state
+is labelled with the teacher's action and the hidden terms' true values, the data
+aggregated, and the student fit by mean squared error (``_fit``): its encoder and state head
+on image batches with DrQ's random shift (and, with ``--action-steps``, its action MLP on
+vector batches of the true hidden state blurred by the estimate's current error). A student
+on features (``act_on="features"``) learns end to end in the image stage. The two stages
+split the student's gap to its teacher in two measured parts: the action MLP's on the true
+state, and what the estimate's error costs. Rollouts and the evaluation run under the
 dynamics (``--dr``) and visual (``--visual``) randomization presets, so the student learns
 the looks and dynamics it will meet. The student is saved with its config, image shapes,
 observation layout and estimated terms (``--out``, ``runs/pixel_student.pt`` by default;
@@ -30,11 +38,12 @@ from typing import Any
 
 import torch
 from rich.console import Console
+from torch import nn
 
 from robot_rl.checkpoint import CheckpointError, save_atomic
 from robot_rl.config_io import from_dict, to_dict
 from robot_rl.errors import ConfigError
-from robot_rl.evaluate import EvalResult, evaluate
+from robot_rl.evaluate import EvalResult, evaluate, module_policy
 from robot_rl.sim import make_env
 from robot_rl.sim.cameras import CameraConfig
 from robot_rl.sim.env import BatchedEnv
@@ -71,8 +80,10 @@ class PixelDistillConfig:
     """Visual randomization preset (``sim.visual_dr``)."""
     dr: DRPreset = "default"
     """Dynamics randomization preset."""
-    policy: PixelPolicyConfig = dataclasses.field(default_factory=PixelPolicyConfig)
-    """The student's networks and augmentation."""
+    policy: PixelPolicyConfig = dataclasses.field(
+        default_factory=lambda: PixelPolicyConfig(activation="elu"))
+    """The student's networks and augmentation (here an ELU action MLP: it clones the push
+    expert as a state policy better than ReLU's, docs/vision.md)."""
     drop_terms: tuple[str, ...] = ("last_action", "prev_action")
     """Observation terms the student does not see. The last action predicts the teacher's
     next one so well that a cloned student copies it and ignores the cameras (the copycat
@@ -91,18 +102,32 @@ class PixelDistillConfig:
     labelled from the simulator's state. With ``--policy.act-on features`` this is the
     weight of that auxiliary loss; 0 gives the student no state head (then it acts on the
     features)."""
-    grad_steps: int = 600
+    grad_steps: int = 1500
     """Gradient steps on images per iteration (the encoder and the state head; with
     ``--policy.act-on features`` the whole student)."""
     batch_size: int = 128
     """Images per gradient step."""
-    action_steps: int = 2000
+    action_steps: int = 0
     """With a student that acts on its state estimate: gradient steps of the action MLP per
-    iteration, on vectors: the proprioception and the true hidden state blurred by the
-    estimator's current error (per term, measured on the last image batches)."""
+    image iteration, on vectors: the proprioception and the true hidden state blurred by the
+    estimator's current error (per term, measured on the last image batches). 0: the action
+    MLP ``--policy-iterations`` trained stays as it is."""
     action_batch: int = 512
+    policy_iterations: int = 16
+    """With a student that acts on its state estimate: DAgger iterations that first train its
+    action MLP alone, as a state policy in an env without cameras (nothing rendered), on the
+    proprioception and the true hidden state plus Gaussian noise of ``--state-noise``; then
+    the image iterations train the encoder and state head (and, with ``--action-steps`` > 0,
+    go on training the action MLP on the blurred state). 0: the action MLP learns only in the
+    image iterations (then give ``--action-steps``)."""
+    policy_steps: int = 3000
+    """Gradient steps of the action MLP per ``--policy-iterations`` iteration (batches of
+    ``--action-batch``)."""
+    state_noise: float = 0.1
+    """Standard deviation of the noise on the hidden state in ``--policy-iterations``
+    [normalized units]: the action MLP learns to act on an estimate, not the truth."""
     lr: float = 1e-3
-    eval_episodes: int = 32
+    eval_episodes: int = 64
     """Episodes to compare student and teacher (0: skip)."""
     seed: int = 0
     out: Path = Path("runs/pixel_student.pt")
@@ -111,9 +136,15 @@ class PixelDistillConfig:
 
     def validate(self) -> None:
         if min(self.iterations, self.grad_steps, self.num_envs, self.batch_size,
-               self.action_steps, self.action_batch) < 1:
-            raise ConfigError("iterations, grad_steps, num_envs, batch_size, action_steps "
-                              "and action_batch must be >= 1")
+               self.action_batch, self.policy_steps) < 1:
+            raise ConfigError("iterations, grad_steps, num_envs, batch_size, action_batch "
+                              "and policy_steps must be >= 1")
+        if self.action_steps < 0 or self.policy_iterations < 0 or self.state_noise < 0:
+            raise ConfigError("action_steps, policy_iterations and state_noise must be >= 0")
+        acts_on_state = self.policy.act_on == "state" and self.state_weight > 0
+        if acts_on_state and self.action_steps == 0 and self.policy_iterations == 0:
+            raise ConfigError("--policy-iterations 0 with --action-steps 0 leaves the action "
+                              "MLP untrained: give --action-steps (e.g. 2000)")
         if not 0.0 <= self.beta_decay <= 1.0:
             raise ConfigError(f"--beta-decay must be in [0, 1], got {self.beta_decay}")
         if self.state_weight < 0:
@@ -130,6 +161,9 @@ class PixelDistillReport:
     samples: int
     seconds: float
     path: Path
+    state_policy: EvalResult | None = None
+    """With ``--policy-iterations``: the action MLP's own success, fed the true hidden state
+    (what perception's error then costs is the gap to ``student``)."""
 
     @property
     def success_ratio(self) -> float:
@@ -191,13 +225,18 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
     student: PixelPolicy | None = None
     opt: torch.optim.Optimizer | None = None
     loss = float("nan")
-    obs = env.reset(seed=cfg.seed)
-    critic = env.group_obs()[CRITIC]  # then each step's, from its info
+    state_policy: EvalResult | None = None
     console.print(f"distilling {'the scripted expert' if cfg.teacher is None else cfg.teacher}"
                   f" of {task_cfg.name!r} into a pixel student: cameras "
                   f"{', '.join(cfg.cameras)} at {cfg.size}x{cfg.size}"
                   f"{' with depth' if cfg.depth else ''}, proprioception "
                   f"{[n for n, _ in layout]}", highlight=False)
+    if cfg.policy_iterations > 0 and cfg.policy.act_on == "state" and state_terms:
+        student, state_policy = train_state_policy(cfg, teacher, task_cfg, env.image_shapes,
+                                                   layout, state_terms, console)
+        opt = torch.optim.Adam(student.parameters(), lr=cfg.lr)
+    obs = env.reset(seed=cfg.seed)
+    critic = env.group_obs()[CRITIC]  # then each step's, from its info
     for it in range(cfg.iterations):
         beta = cfg.beta_decay ** it
         with torch.no_grad():
@@ -237,11 +276,92 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
         s_res = evaluate(lambda o: (_act(student, o[:, cols], ev.last_images), None), ev,
                          cfg.eval_episodes, seed=cfg.seed)
     report = PixelDistillReport(t_res, s_res, loss, int(X.shape[0]),
-                                time.perf_counter() - t0, cfg.out)
+                                time.perf_counter() - t0, cfg.out, state_policy)
     save_pixel_student(cfg.out, student, cfg, task_cfg, env, state_terms, final_loss=loss,
                        teacher_success=None if t_res is None else t_res.success_rate,
                        student_success=None if s_res is None else s_res.success_rate)
     return student, report
+
+
+class _StateView:
+    """A camera-less env as the student's action MLP sees it: observations (E, O + S), the
+    student's proprioception terms and the true hidden terms (from the ``critic`` group)."""
+
+    def __init__(self, env: BatchedEnv, layout: Layout, state_terms: list[str]):
+        self.env = env
+        self.cols = torch.tensor(layout_columns(env.obs_layout, [n for n, _ in layout]))
+        self.hidden = torch.tensor(layout_columns(env.critic_layout, state_terms))
+        self.num_envs, self.max_episode_length = env.num_envs, env.max_episode_length
+
+    def _view(self, obs: torch.Tensor, critic: torch.Tensor) -> torch.Tensor:
+        return torch.cat([obs[:, self.cols], critic[:, self.hidden]], dim=1)
+
+    def reset(self, seed: int | None = None) -> torch.Tensor:
+        return self._view(self.env.reset(seed=seed), self.env.group_obs()[CRITIC])
+
+    def step(self, action: torch.Tensor, **kw: Any) -> tuple[Any, ...]:
+        obs, *rest, info = self.env.step(action, **kw)
+        return (self._view(obs, info["obs_groups"][CRITIC]), *rest, info)
+
+
+class _ActionMLP(nn.Module):
+    """A pixel student's action MLP on ``_StateView`` rows, with Gaussian noise of ``noise``
+    on the normalized hidden state while training."""
+
+    def __init__(self, student: PixelPolicy, noise: float):
+        super().__init__()
+        self.student, self.noise = student, noise
+        self.net = student.mlp  # what ``distill.dagger`` optimizes
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        p = self.student.proprio_dim
+        state = self.student.normalize_state(x[:, p:])
+        if self.training and self.noise > 0:
+            state = state + self.noise * torch.randn_like(state)
+        return self.student.act_on_state(x[:, :p], state)
+
+
+def train_state_policy(cfg: PixelDistillConfig, teacher: Teacher, task_cfg: Any,
+                       image_shapes: dict[str, tuple[int, int, int]], layout: Layout,
+                       state_terms: list[str], console: Console
+                       ) -> tuple[PixelPolicy, EvalResult | None]:
+    """A new student whose action MLP is trained by DAgger (``robot_rl.distill.dagger``)
+    in an env without cameras, on the proprioception ``layout`` and the true
+    ``state_terms`` (``--policy-iterations``); the normalization comes from one teacher
+    episode there. Returns it and the action MLP's success on the true state (with
+    ``--eval-episodes``)."""
+    from robot_rl.distill import DistillConfig, dagger
+
+    t0 = time.perf_counter()
+    env = _StateView(make_env(task_cfg, cfg.num_envs, dr=cfg.dr, seed=cfg.seed + 40_000),
+                     layout, state_terms)
+    rows = [env.reset(seed=cfg.seed)]
+    for _ in range(env.max_episode_length):
+        rows.append(env.step(teacher(env.env))[0])
+    x, p = torch.cat(rows), len(env.cols)
+    student = PixelPolicy(cfg.policy, image_shapes, p, env.env.act_dim, x[:, :p].mean(0),
+                          x[:, :p].std(0), x.shape[1] - p, x[:, p:].mean(0), x[:, p:].std(0))
+    console.print(f"training the action MLP on the true {', '.join(state_terms)} "
+                  f"(noise {cfg.state_noise}) without cameras: {cfg.policy_iterations} DAgger "
+                  f"iterations x {cfg.policy_steps} steps", highlight=False)
+    dcfg = DistillConfig(run=Path("."), iterations=cfg.policy_iterations,
+                         rollout_steps=cfg.rollout_steps, num_envs=cfg.num_envs, dr=cfg.dr,
+                         beta_decay=cfg.beta_decay, grad_steps=cfg.policy_steps,
+                         batch_size=cfg.action_batch, lr=cfg.lr, seed=cfg.seed,
+                         progress=cfg.progress)
+    mlp = _ActionMLP(student, cfg.state_noise)
+    loss, _ = dagger(env, lambda _obs: teacher(env.env), mlp, dcfg, console,
+                     params=student.mlp.parameters())
+    result = None
+    if cfg.eval_episodes > 0:
+        ev = _StateView(make_env(task_cfg, min(cfg.eval_episodes, 16), dr=cfg.dr,
+                                 seed=cfg.seed + 30_000), layout, state_terms)
+        result = evaluate(module_policy(mlp.eval()), ev, cfg.eval_episodes, seed=cfg.seed)
+    console.print(f"action MLP: loss {loss:.4f}"
+                  + ("" if result is None else
+                     f", success on the true state {result.success_rate:.1%}")
+                  + f" ({time.perf_counter() - t0:.0f} s)", highlight=False)
+    return student, result
 
 
 def save_pixel_student(path: Path, student: PixelPolicy, cfg: PixelDistillConfig,
@@ -264,7 +384,9 @@ def _fit(student: PixelPolicy, opt: torch.optim.Optimizer, cfg: PixelDistillConf
          gen: torch.Generator) -> tuple[float, float]:
     """One DAgger iteration's training on the aggregate: proprioception X (N, O), images,
     teacher actions Y (N, A), hidden state S (N, S). Returns the last action and state
-    losses (mean squared error; the state's in normalized units)."""
+    losses (mean squared error; the state's in normalized units). The action loss is the
+    last vector batch's (``--action-steps``), else, for a student acting on its estimate,
+    the last image batch's with its actions on the estimate."""
     student.train()
     n = X.shape[0]
     err2 = torch.zeros(S.shape[1])  # squared error of the state estimate, per column
@@ -280,6 +402,10 @@ def _fit(student: PixelPolicy, opt: torch.optim.Optimizer, cfg: PixelDistillConf
             s_loss = float(sq.mean().detach())
             if step >= cfg.grad_steps - 50:
                 err2 += sq.detach().mean(0) / min(50, cfg.grad_steps)
+            if student.acts_on_state and step == cfg.grad_steps - 1:  # acting on the estimate
+                with torch.no_grad():
+                    act = student.act_on_state(X[idx], est)
+                    loss = float(((act - Y[idx]) ** 2).mean())
         if not student.acts_on_state:
             a_loss = ((student(X[idx], batch_imgs, gen) - Y[idx]) ** 2).mean()
             total = total + a_loss

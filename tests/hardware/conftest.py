@@ -72,7 +72,8 @@ def pixel_artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("pixel")
     cfg = PixelDistillConfig(task="push", cameras=("front", "wrist"), size=24, depth=True,
                              iterations=1, num_envs=2, rollout_steps=4, grad_steps=2,
-                             batch_size=8, action_steps=2, action_batch=8, eval_episodes=0,
+                             batch_size=8, action_steps=2, policy_iterations=0, action_batch=8,
+                             eval_episodes=0,
                              out=out / "s.pt", progress=False,
                              policy=PixelPolicyConfig(features=8, hidden=(16,)))
     distill_pixels(cfg, Console(quiet=True))

@@ -222,7 +222,8 @@ def test_train_pixels_trains_resumes_evaluates_and_exports(tmp_path, cli):
 def test_fine_tuning_a_student_starts_from_it_and_trains_the_critics_first(tmp_path):
     student_cfg = PixelDistillConfig(task="push", cameras=("front",), size=24, iterations=1,
                                      num_envs=2, rollout_steps=4, grad_steps=2, batch_size=8,
-                                     action_steps=2, action_batch=8, eval_episodes=0,
+                                     action_steps=2, policy_iterations=0, action_batch=8,
+                                     eval_episodes=0,
                                      out=tmp_path / "s.pt", progress=False, policy=SMALL)
     distill_pixels(student_cfg, Console(quiet=True))
     student, _ = load_pixel_student(tmp_path / "s.pt")

@@ -3,6 +3,7 @@ state teacher through the env's cameras."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -71,7 +72,7 @@ def test_pixel_policy_shapes_and_gradients(pool):
 def test_distilling_the_push_expert_into_a_pixel_student(tmp_path):
     cfg = PixelDistillConfig(task="push", cameras=("front",), size=24, iterations=2,
                              num_envs=2, rollout_steps=8, grad_steps=3, batch_size=8,
-                             action_steps=3, action_batch=8, eval_episodes=2,
+                             action_steps=3, policy_iterations=0, action_batch=8, eval_episodes=2,
                              out=tmp_path / "s.pt", progress=False,
                              policy=PixelPolicyConfig(features=8, hidden=(16,)))
     student, report = distill_pixels(cfg, Console(quiet=True))
@@ -94,6 +95,38 @@ def test_distilling_the_push_expert_into_a_pixel_student(tmp_path):
     assert torch.allclose(loaded(x, imgs), loaded.act_on_state(x, est))
 
 
+def test_the_action_mlp_can_learn_first_on_the_true_state_without_cameras(tmp_path,
+                                                                         monkeypatch):
+    import robot_rl.vision.dagger as dagger_mod
+
+    trained = {}
+    original = dagger_mod.train_state_policy
+
+    def spy(*args, **kwargs):
+        student, result = original(*args, **kwargs)
+        trained["mlp"] = {k: v.clone() for k, v in student.mlp.state_dict().items()}
+        trained["encoder"] = {k: v.clone() for k, v in student.encoders.state_dict().items()}
+        return student, result
+
+    monkeypatch.setattr(dagger_mod, "train_state_policy", spy)
+    cfg = PixelDistillConfig(task="push", cameras=("front",), size=24, iterations=1,
+                             num_envs=2, rollout_steps=8, grad_steps=3, batch_size=8,
+                             policy_iterations=2, policy_steps=4, action_steps=0,
+                             action_batch=8, eval_episodes=2, out=tmp_path / "s.pt",
+                             progress=False, policy=PixelPolicyConfig(features=8, hidden=(16,)))
+    student, report = distill_pixels(cfg, Console(quiet=True))
+    # the action MLP learned on the true state (and was evaluated there) before any image;
+    # with --action-steps 0 the image iterations trained the encoder and left it alone
+    assert report.state_policy is not None and report.state_policy.episodes == 2
+    assert all(torch.equal(v, student.mlp.state_dict()[k]) for k, v in trained["mlp"].items())
+    assert any(not torch.equal(v, student.encoders.state_dict()[k])
+               for k, v in trained["encoder"].items())
+    loaded, state = load_pixel_student(tmp_path / "s.pt")
+    assert loaded.state_dim == 8 and state["config"]["policy_iterations"] == 2
+    with pytest.raises(ConfigError, match="untrained"):
+        distill_pixels(dataclasses.replace(cfg, policy_iterations=0), Console(quiet=True))
+
+
 def test_bad_settings_are_refused(tmp_path):
     with pytest.raises(ConfigError, match="size"):
         distill_pixels(PixelDistillConfig(size=8, out=tmp_path / "x.pt"), Console(quiet=True))
@@ -105,7 +138,8 @@ def test_bad_settings_are_refused(tmp_path):
 def test_a_pixel_student_exports_with_image_inputs_and_evaluates_through_onnx(tmp_path):
     cfg = PixelDistillConfig(task="push", cameras=("front", "wrist"), size=24, depth=True,
                              iterations=1, num_envs=2, rollout_steps=6, grad_steps=2,
-                             batch_size=8, action_steps=2, action_batch=8, eval_episodes=0,
+                             batch_size=8, action_steps=2, policy_iterations=0, action_batch=8,
+                             eval_episodes=0,
                              out=tmp_path / "s.pt", progress=False,
                              policy=PixelPolicyConfig(features=8, hidden=(16,)))
     student, _ = distill_pixels(cfg, Console(quiet=True))
@@ -179,7 +213,7 @@ def test_a_resnet_student_saves_without_its_weights_file_and_exports(tmp_path):
     torch.save(ResNet18Trunk().state_dict(), tmp_path / "r18.pth")
     cfg = PixelDistillConfig(task="push", cameras=("front",), size=32, iterations=1,
                              num_envs=2, rollout_steps=4, grad_steps=2, batch_size=8,
-                             action_steps=2, action_batch=8, eval_episodes=0,
+                             action_steps=2, policy_iterations=0, action_batch=8, eval_episodes=0,
                              out=tmp_path / "s.pt", progress=False,
                              policy=PixelPolicyConfig(encoder="resnet18", features=8,
                                                       hidden=(16,),
