@@ -21,8 +21,8 @@ Each cell: the median of ``--repeats`` timings of ``--seconds`` each, after a wa
 
 ``--part students``: ``robot-rl distill-pixels`` on each of ``--student-tasks`` with the
 scripted expert as the state teacher (``--student`` options), then both evaluated under the
-same dynamics and visual randomization. Target: the student keeps >= 85% of the teacher's
-success on push.
+same dynamics and visual randomization, with the student's action MLP alone on the true
+state (its first stage). Target: the student keeps >= 85% of the teacher's success on push.
 
 ``--part reward``: records ``--reward-episodes`` of lift with the scripted expert (the first
 three quarters with little action noise, the rest with much: failures and drops) on the
@@ -141,8 +141,8 @@ def students(args: Args, console: Console) -> dict[str, dict[str, float]]:
     from robot_rl.vision.dagger import distill_pixels
 
     table = Table(title="pixel students vs their state teachers (scripted experts)")
-    for col in ("task", "cameras", "size", "teacher success", "student success",
-                "student / teacher", "samples", "wall clock"):
+    for col in ("task", "cameras", "size", "teacher success", "action MLP on the true state",
+                "student success", "student / teacher", "samples", "wall clock"):
         table.add_column(col)
     out = {}
     for task in args.student_tasks:
@@ -150,9 +150,13 @@ def students(args: Args, console: Console) -> dict[str, dict[str, float]]:
                                   out=args.out.parent / f"pixel_student_{task}.pt")
         _, r = distill_pixels(cfg, console)
         assert r.teacher is not None and r.student is not None
+        mlp = None if r.state_policy is None else r.state_policy.success_rate
         out[task] = {"teacher": r.teacher.success_rate, "student": r.student.success_rate,
                      "ratio": r.success_ratio, "seconds": r.seconds, "samples": r.samples}
+        if mlp is not None:
+            out[task]["action_mlp_true_state"] = mlp
         table.add_row(task, " ".join(cfg.cameras), f"{cfg.size}", f"{r.teacher.success_rate:.1%}",
+                      "-" if mlp is None else f"{mlp:.1%}",
                       f"{r.student.success_rate:.1%}", f"{r.success_ratio:.2f}",
                       f"{r.samples:,}", f"{r.seconds:.0f} s")
     console.print(table)
