@@ -89,6 +89,10 @@ class Args:
     out: Path = Path("runs/bench/vision.json")
     student_tasks: tuple[str, ...] = ("push",)
     student: PixelDistillConfig = dataclasses.field(default_factory=PixelDistillConfig)
+    reuse_students: bool = False
+    """--part students: evaluate the students a previous run saved (``pixel_student_{task}.pt``
+    beside ``--out``) instead of distilling them again; their action MLP's success, samples
+    and wall clock come from their files."""
     """Options of the distillation (its task and output are set per task)."""
     reward_task: str = "lift"
     reward_episodes: int = 40
@@ -138,28 +142,57 @@ def frames_per_second(args: Args, renderer: str, size: int) -> float:
 
 
 def students(args: Args, console: Console) -> dict[str, dict[str, float]]:
-    from robot_rl.vision.dagger import distill_pixels
+    from robot_rl.config_io import from_dict
+    from robot_rl.vision.dagger import (
+        PixelDistillConfig,
+        distill_pixels,
+        evaluate_student,
+        load_pixel_student,
+        make_teacher,
+    )
 
     table = Table(title="pixel students vs their state teachers (scripted experts)")
     for col in ("task", "cameras", "size", "teacher success", "action MLP on the true state",
-                "student success", "student / teacher", "samples", "wall clock"):
+                "student success", "student / teacher", "nominal: teacher / student",
+                "samples", "wall clock"):
         table.add_column(col)
     out = {}
     for task in args.student_tasks:
-        cfg = dataclasses.replace(args.student, task=task,
-                                  out=args.out.parent / f"pixel_student_{task}.pt")
-        _, r = distill_pixels(cfg, console)
-        assert r.teacher is not None and r.student is not None
-        mlp = None if r.state_policy is None else r.state_policy.success_rate
-        out[task] = {"teacher": r.teacher.success_rate, "student": r.student.success_rate,
-                     "ratio": r.success_ratio, "seconds": r.seconds, "samples": r.samples}
+        path = args.out.parent / f"pixel_student_{task}.pt"
+        if args.reuse_students:
+            student, saved = load_pixel_student(path)
+            cfg = from_dict(PixelDistillConfig, saved["config"])
+            teacher, task_cfg = make_teacher(cfg)
+            console.print(f"evaluating {path} ({saved.get('seconds', float('nan')):.0f} s of "
+                          f"distillation)", highlight=False)
+            t_res, s_res = evaluate_student(student, cfg, teacher, task_cfg)
+            mlp, samples, seconds = (saved.get("state_policy_success"), saved.get("samples", 0),
+                                     saved.get("seconds", float("nan")))
+        else:
+            cfg = dataclasses.replace(args.student, task=task, out=path)
+            student, r = distill_pixels(cfg, console)
+            assert r.teacher is not None and r.student is not None
+            teacher, task_cfg = make_teacher(cfg)
+            t_res, s_res = r.teacher, r.student
+            mlp = None if r.state_policy is None else r.state_policy.success_rate
+            samples, seconds = r.samples, r.seconds
+        t_nom, s_nom = evaluate_student(
+            student, dataclasses.replace(cfg, dr="off", visual="off"), teacher, task_cfg)
+        ratio = s_res.success_rate / max(t_res.success_rate, 1e-9)
+        out[task] = {"teacher": t_res.success_rate, "student": s_res.success_rate,
+                     "ratio": ratio, "seconds": seconds, "samples": samples,
+                     "teacher_nominal": t_nom.success_rate,
+                     "student_nominal": s_nom.success_rate, "episodes": s_res.episodes}
         if mlp is not None:
             out[task]["action_mlp_true_state"] = mlp
-        table.add_row(task, " ".join(cfg.cameras), f"{cfg.size}", f"{r.teacher.success_rate:.1%}",
-                      "-" if mlp is None else f"{mlp:.1%}",
-                      f"{r.student.success_rate:.1%}", f"{r.success_ratio:.2f}",
-                      f"{r.samples:,}", f"{r.seconds:.0f} s")
+        table.add_row(task, " ".join(cfg.cameras), f"{cfg.size}", f"{t_res.success_rate:.1%}",
+                      "-" if mlp is None else f"{mlp:.1%}", f"{s_res.success_rate:.1%}",
+                      f"{ratio:.2f}", f"{t_nom.success_rate:.1%} / {s_nom.success_rate:.1%}",
+                      f"{samples:,}", f"{seconds:.0f} s")
     console.print(table)
+    console.print(f"success under dynamics randomization {cfg.dr!r} and visual "
+                  f"{cfg.visual!r}, and nominal (both off), on the same episodes for "
+                  f"teacher and student", highlight=False)
     if "push" in out:
         met = out["push"]["ratio"] >= 0.85
         console.print(f"target (push student >= 85% of its teacher): {'met' if met else 'not met'}")
@@ -356,7 +389,7 @@ def _compare(runner: Any, student_path: Path, episodes: int, seed: int) -> tuple
 
 
 def main(args: Args) -> None:
-    console = Console()
+    console = Console(width=max(Console().width, 150))  # the tables, also in a log
     results: dict[str, dict[str, float]] = {}
     if "students" in args.part:
         results["students"] = students(args, console)  # type: ignore[assignment]

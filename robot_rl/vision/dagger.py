@@ -271,15 +271,15 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
     assert student is not None
     t_res = s_res = None
     if cfg.eval_episodes > 0:
-        ev = pixel_env(cfg, task_cfg, min(cfg.eval_episodes, 16), cfg.seed + 30_000)
-        t_res = evaluate(lambda _o: (teacher(ev), None), ev, cfg.eval_episodes, seed=cfg.seed)
-        s_res = evaluate(lambda o: (_act(student, o[:, cols], ev.last_images), None), ev,
-                         cfg.eval_episodes, seed=cfg.seed)
+        t_res, s_res = evaluate_student(student, cfg, teacher, task_cfg)
     report = PixelDistillReport(t_res, s_res, loss, int(X.shape[0]),
                                 time.perf_counter() - t0, cfg.out, state_policy)
     save_pixel_student(cfg.out, student, cfg, task_cfg, env, state_terms, final_loss=loss,
                        teacher_success=None if t_res is None else t_res.success_rate,
-                       student_success=None if s_res is None else s_res.success_rate)
+                       student_success=None if s_res is None else s_res.success_rate,
+                       state_policy_success=None if state_policy is None
+                       else state_policy.success_rate,
+                       samples=report.samples, seconds=report.seconds)
     return student, report
 
 
@@ -362,6 +362,19 @@ def train_state_policy(cfg: PixelDistillConfig, teacher: Teacher, task_cfg: Any,
                      f", success on the true state {result.success_rate:.1%}")
                   + f" ({time.perf_counter() - t0:.0f} s)", highlight=False)
     return student, result
+
+
+def evaluate_student(student: PixelPolicy, cfg: PixelDistillConfig, teacher: Teacher,
+                     task_cfg: Any) -> tuple[EvalResult, EvalResult]:
+    """The teacher's and the student's success on the same ``cfg.eval_episodes`` episodes,
+    under ``cfg``'s dynamics (``dr``) and visual (``visual``) randomization (pass a config
+    with other presets to evaluate a student under them, e.g. ``"off"``: nominal)."""
+    ev = pixel_env(cfg, task_cfg, min(cfg.eval_episodes, 16), cfg.seed + 30_000)
+    cols = student_columns(ev.obs_layout, cfg.drop_terms)
+    t_res = evaluate(lambda _o: (teacher(ev), None), ev, cfg.eval_episodes, seed=cfg.seed)
+    s_res = evaluate(lambda o: (_act(student, o[:, cols], ev.last_images), None), ev,
+                     cfg.eval_episodes, seed=cfg.seed)
+    return t_res, s_res
 
 
 def save_pixel_student(path: Path, student: PixelPolicy, cfg: PixelDistillConfig,
