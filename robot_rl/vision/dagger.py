@@ -123,9 +123,11 @@ class PixelDistillConfig:
     policy_steps: int = 3000
     """Gradient steps of the action MLP per ``--policy-iterations`` iteration (batches of
     ``--action-batch``)."""
-    state_noise: float = 0.1
-    """Standard deviation of the noise on the hidden state in ``--policy-iterations``
-    [normalized units]: the action MLP learns to act on an estimate, not the truth."""
+    state_noise: float = 0.0
+    """Standard deviation of Gaussian noise on the hidden state in ``--policy-iterations``
+    [normalized units], for an action MLP that must act on an estimate. 0.1 cost lift's
+    action MLP 59 points on the true state (26.6% against 85.9%) and push's none measurable
+    (docs/vision.md)."""
     lr: float = 1e-3
     eval_episodes: int = 64
     """Episodes to compare student and teacher (0: skip)."""
