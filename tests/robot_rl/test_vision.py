@@ -111,7 +111,7 @@ def test_the_action_mlp_can_learn_first_on_the_true_state_without_cameras(tmp_pa
     monkeypatch.setattr(dagger_mod, "train_state_policy", spy)
     cfg = PixelDistillConfig(task="push", cameras=("front",), size=24, iterations=1,
                              num_envs=2, rollout_steps=8, grad_steps=3, batch_size=8,
-                             policy_iterations=2, policy_steps=4, action_steps=0,
+                             policy_iterations=2, policy_steps=4, action_steps=0, state_noise=0.1,
                              action_batch=8, eval_episodes=2, out=tmp_path / "s.pt",
                              progress=False, policy=PixelPolicyConfig(features=8, hidden=(16,)))
     student, report = distill_pixels(cfg, Console(quiet=True))
