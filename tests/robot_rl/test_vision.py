@@ -3,7 +3,6 @@ state teacher through the env's cameras."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import numpy as np
@@ -69,18 +68,39 @@ def test_pixel_policy_shapes_and_gradients(pool):
     assert not ends.acts_on_state and ends(torch.randn(4, 5), imgs).shape == (4, 3)
 
 
-def test_distilling_the_push_expert_into_a_pixel_student(tmp_path):
+def test_distilling_the_push_expert_into_a_pixel_student_in_two_stages(tmp_path, monkeypatch):
+    import robot_rl.vision.dagger as dagger_mod
+
+    trained = {}
+    original = dagger_mod.train_state_policy
+
+    def spy(*args, **kwargs):
+        student, result = original(*args, **kwargs)
+        trained["mlp"] = {k: v.clone() for k, v in student.mlp.state_dict().items()}
+        trained["encoder"] = {k: v.clone() for k, v in student.encoders.state_dict().items()}
+        return student, result
+
+    monkeypatch.setattr(dagger_mod, "train_state_policy", spy)
     cfg = PixelDistillConfig(task="push", cameras=("front",), size=24, iterations=2,
                              num_envs=2, rollout_steps=8, grad_steps=3, batch_size=8,
-                             action_steps=3, policy_iterations=0, action_batch=8, eval_episodes=2,
+                             policy_iterations=2, policy_steps=4, action_steps=0,
+                             state_noise=0.1, action_batch=8, eval_episodes=2,
                              out=tmp_path / "s.pt", progress=False,
                              policy=PixelPolicyConfig(features=8, hidden=(16,)))
     student, report = distill_pixels(cfg, Console(quiet=True))
     assert report.samples == 2 * 2 * 8
     assert report.teacher is not None and report.teacher.success_rate > 0.4
     assert report.student is not None and np.isfinite(report.final_loss)
+    # the action MLP learned on the true state (and was evaluated there) before any image;
+    # with --action-steps 0 the image iterations trained the encoder and left it alone
+    assert report.state_policy is not None and report.state_policy.episodes == 2
+    assert all(torch.equal(v, student.mlp.state_dict()[k]) for k, v in trained["mlp"].items())
+    assert any(not torch.equal(v, student.encoders.state_dict()[k])
+               for k, v in trained["encoder"].items())
     # the student sees what a robot has: no puck terms in its proprioception
     loaded, state = load_pixel_student(tmp_path / "s.pt")
+    assert state["config"]["policy_iterations"] == 2
+    assert state["state_policy_success"] == report.state_policy.success_rate
     names = [n for n, _ in state["obs_layout"]]
     assert all("puck" not in n for n in names) and "last_action" not in names  # no copycat
     assert state["obs_dim"] == sum(w for _, w in state["obs_layout"])
@@ -95,39 +115,10 @@ def test_distilling_the_push_expert_into_a_pixel_student(tmp_path):
     assert torch.allclose(loaded(x, imgs), loaded.act_on_state(x, est))
 
 
-def test_the_action_mlp_can_learn_first_on_the_true_state_without_cameras(tmp_path,
-                                                                         monkeypatch):
-    import robot_rl.vision.dagger as dagger_mod
-
-    trained = {}
-    original = dagger_mod.train_state_policy
-
-    def spy(*args, **kwargs):
-        student, result = original(*args, **kwargs)
-        trained["mlp"] = {k: v.clone() for k, v in student.mlp.state_dict().items()}
-        trained["encoder"] = {k: v.clone() for k, v in student.encoders.state_dict().items()}
-        return student, result
-
-    monkeypatch.setattr(dagger_mod, "train_state_policy", spy)
-    cfg = PixelDistillConfig(task="push", cameras=("front",), size=24, iterations=1,
-                             num_envs=2, rollout_steps=8, grad_steps=3, batch_size=8,
-                             policy_iterations=2, policy_steps=4, action_steps=0, state_noise=0.1,
-                             action_batch=8, eval_episodes=2, out=tmp_path / "s.pt",
-                             progress=False, policy=PixelPolicyConfig(features=8, hidden=(16,)))
-    student, report = distill_pixels(cfg, Console(quiet=True))
-    # the action MLP learned on the true state (and was evaluated there) before any image;
-    # with --action-steps 0 the image iterations trained the encoder and left it alone
-    assert report.state_policy is not None and report.state_policy.episodes == 2
-    assert all(torch.equal(v, student.mlp.state_dict()[k]) for k, v in trained["mlp"].items())
-    assert any(not torch.equal(v, student.encoders.state_dict()[k])
-               for k, v in trained["encoder"].items())
-    loaded, state = load_pixel_student(tmp_path / "s.pt")
-    assert loaded.state_dim == 8 and state["config"]["policy_iterations"] == 2
-    with pytest.raises(ConfigError, match="untrained"):
-        distill_pixels(dataclasses.replace(cfg, policy_iterations=0), Console(quiet=True))
-
-
 def test_bad_settings_are_refused(tmp_path):
+    with pytest.raises(ConfigError, match="untrained"):  # no stage trains the action MLP
+        distill_pixels(PixelDistillConfig(policy_iterations=0, action_steps=0,
+                                          out=tmp_path / "z.pt"), Console(quiet=True))
     with pytest.raises(ConfigError, match="size"):
         distill_pixels(PixelDistillConfig(size=8, out=tmp_path / "x.pt"), Console(quiet=True))
     with pytest.raises(ConfigError, match="unknown camera"):
