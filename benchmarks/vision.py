@@ -89,11 +89,11 @@ class Args:
     out: Path = Path("runs/bench/vision.json")
     student_tasks: tuple[str, ...] = ("push",)
     student: PixelDistillConfig = dataclasses.field(default_factory=PixelDistillConfig)
+    """Options of the distillation (its task and output are set per task)."""
     reuse_students: bool = False
     """--part students: evaluate the students a previous run saved (``pixel_student_{task}.pt``
     beside ``--out``) instead of distilling them again; their action MLP's success, samples
     and wall clock come from their files."""
-    """Options of the distillation (its task and output are set per task)."""
     reward_task: str = "lift"
     reward_episodes: int = 40
     reward_cameras: tuple[str, ...] = ("front", "wrist")

@@ -313,7 +313,6 @@ class _ActionMLP(nn.Module):
     def __init__(self, student: PixelPolicy, noise: float):
         super().__init__()
         self.student, self.noise = student, noise
-        self.net = student.mlp  # what ``distill.dagger`` optimizes
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         p = self.student.proprio_dim
