@@ -92,8 +92,10 @@ class Args:
     """Options of the distillation (its task and output are set per task)."""
     reuse_students: bool = False
     """--part students: evaluate the students a previous run saved (``pixel_student_{task}.pt``
-    beside ``--out``) instead of distilling them again; their action MLP's success, samples
-    and wall clock come from their files."""
+    beside ``--out``) instead of distilling them again, under ``--student.dr``,
+    ``--student.visual`` and ``--student.eval-episodes`` (e.g. ``--student.dr off`` to see
+    what the visual randomization alone costs); their action MLP's success, samples and
+    wall clock come from their files."""
     reward_task: str = "lift"
     reward_episodes: int = 40
     reward_cameras: tuple[str, ...] = ("front", "wrist")
@@ -161,7 +163,9 @@ def students(args: Args, console: Console) -> dict[str, dict[str, float]]:
         path = args.out.parent / f"pixel_student_{task}.pt"
         if args.reuse_students:
             student, saved = load_pixel_student(path)
-            cfg = from_dict(PixelDistillConfig, saved["config"])
+            cfg = dataclasses.replace(from_dict(PixelDistillConfig, saved["config"]),
+                                      dr=args.student.dr, visual=args.student.visual,
+                                      eval_episodes=args.student.eval_episodes)
             teacher, task_cfg = make_teacher(cfg)
             console.print(f"evaluating {path} ({saved.get('seconds', float('nan')):.0f} s of "
                           f"distillation)", highlight=False)

@@ -80,10 +80,19 @@ def test_distilling_the_push_expert_into_a_pixel_student_in_two_stages(tmp_path,
         trained["encoder"] = {k: v.clone() for k, v in student.encoders.state_dict().items()}
         return student, result
 
+    import robot_rl.distill as distill_mod
+
+    vector_dagger = distill_mod.dagger
+
+    def dagger_spy(env, *args, **kwargs):
+        trained["envs"] = env.num_envs
+        return vector_dagger(env, *args, **kwargs)
+
     monkeypatch.setattr(dagger_mod, "train_state_policy", spy)
+    monkeypatch.setattr(distill_mod, "dagger", dagger_spy)
     cfg = PixelDistillConfig(task="push", cameras=("front",), size=24, iterations=2,
                              num_envs=2, rollout_steps=8, grad_steps=3, batch_size=8,
-                             policy_iterations=2, policy_steps=4, action_steps=0,
+                             policy_iterations=2, policy_steps=4, policy_envs=3, action_steps=0,
                              state_noise=0.1, action_batch=8, eval_episodes=2,
                              out=tmp_path / "s.pt", progress=False,
                              policy=PixelPolicyConfig(features=8, hidden=(16,)))
@@ -94,6 +103,7 @@ def test_distilling_the_push_expert_into_a_pixel_student_in_two_stages(tmp_path,
     # the action MLP learned on the true state (and was evaluated there) before any image;
     # with --action-steps 0 the image iterations trained the encoder and left it alone
     assert report.state_policy is not None and report.state_policy.episodes == 2
+    assert trained["envs"] == 3  # stage 1 rolls out its own (camera-less) envs
     assert all(torch.equal(v, student.mlp.state_dict()[k]) for k, v in trained["mlp"].items())
     assert any(not torch.equal(v, student.encoders.state_dict()[k])
                for k, v in trained["encoder"].items())
