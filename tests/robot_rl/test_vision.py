@@ -69,20 +69,17 @@ def test_pixel_policy_shapes_and_gradients(pool):
 
 
 def test_distilling_the_push_expert_into_a_pixel_student_in_two_stages(tmp_path, monkeypatch):
+    import robot_rl.distill as distill_mod
     import robot_rl.vision.dagger as dagger_mod
 
     trained = {}
-    original = dagger_mod.train_state_policy
+    original, vector_dagger = dagger_mod.train_state_policy, distill_mod.dagger
 
     def spy(*args, **kwargs):
         student, result = original(*args, **kwargs)
         trained["mlp"] = {k: v.clone() for k, v in student.mlp.state_dict().items()}
         trained["encoder"] = {k: v.clone() for k, v in student.encoders.state_dict().items()}
         return student, result
-
-    import robot_rl.distill as distill_mod
-
-    vector_dagger = distill_mod.dagger
 
     def dagger_spy(env, *args, **kwargs):
         trained["envs"] = env.num_envs
