@@ -158,6 +158,10 @@ def students(args: Args, console: Console) -> dict[str, dict[str, float]]:
                 "student success", "student / teacher", "nominal: teacher / student",
                 "samples", "wall clock"):
         table.add_column(col)
+    errors = Table(title="the students' state estimates in closed loop: RMS error per term (the "
+                         "terms' units: metres for positions)")
+    for col in ("task", "randomized", "nominal"):
+        errors.add_column(col)
     out = {}
     for task in args.student_tasks:
         path = args.out.parent / f"pixel_student_{task}.pt"
@@ -169,7 +173,8 @@ def students(args: Args, console: Console) -> dict[str, dict[str, float]]:
             teacher, task_cfg = make_teacher(cfg)
             console.print(f"evaluating {path} ({saved.get('seconds', float('nan')):.0f} s of "
                           f"distillation)", highlight=False)
-            t_res, s_res = evaluate_student(student, cfg, teacher, task_cfg)
+            ev = evaluate_student(student, cfg, teacher, task_cfg)
+            t_res, s_res, rmse = ev.teacher, ev.student, ev.estimate_rmse
             mlp, samples, seconds = (saved.get("state_policy_success"), saved.get("samples", 0),
                                      saved.get("seconds", float("nan")))
         else:
@@ -177,23 +182,27 @@ def students(args: Args, console: Console) -> dict[str, dict[str, float]]:
             student, r = distill_pixels(cfg, console)
             assert r.teacher is not None and r.student is not None
             teacher, task_cfg = make_teacher(cfg)
-            t_res, s_res = r.teacher, r.student
+            t_res, s_res, rmse = r.teacher, r.student, r.estimate_rmse
             mlp = None if r.state_policy is None else r.state_policy.success_rate
             samples, seconds = r.samples, r.seconds
-        t_nom, s_nom = evaluate_student(
+        nominal = evaluate_student(
             student, dataclasses.replace(cfg, dr="off", visual="off"), teacher, task_cfg)
+        t_nom, s_nom = nominal.teacher, nominal.student
         ratio = s_res.success_rate / max(t_res.success_rate, 1e-9)
         out[task] = {"teacher": t_res.success_rate, "student": s_res.success_rate,
                      "ratio": ratio, "seconds": seconds, "samples": samples,
                      "teacher_nominal": t_nom.success_rate,
-                     "student_nominal": s_nom.success_rate, "episodes": s_res.episodes}
+                     "student_nominal": s_nom.success_rate, "episodes": s_res.episodes,
+                     "estimate_rmse": rmse, "estimate_rmse_nominal": nominal.estimate_rmse}
         if mlp is not None:
             out[task]["action_mlp_true_state"] = mlp
         table.add_row(task, " ".join(cfg.cameras), f"{cfg.size}", f"{t_res.success_rate:.1%}",
                       "-" if mlp is None else f"{mlp:.1%}", f"{s_res.success_rate:.1%}",
                       f"{ratio:.2f}", f"{t_nom.success_rate:.1%} / {s_nom.success_rate:.1%}",
                       f"{samples:,}", f"{seconds:.0f} s")
+        errors.add_row(task, _rms(rmse), _rms(nominal.estimate_rmse))
     console.print(table)
+    console.print(errors)
     console.print(f"success under dynamics randomization {cfg.dr!r} and visual "
                   f"{cfg.visual!r}, and nominal (both off), on the same episodes for "
                   f"teacher and student", highlight=False)
@@ -201,6 +210,10 @@ def students(args: Args, console: Console) -> dict[str, dict[str, float]]:
         met = out["push"]["ratio"] >= 0.85
         console.print(f"target (push student >= 85% of its teacher): {'met' if met else 'not met'}")
     return out
+
+
+def _rms(rmse: dict[str, float]) -> str:
+    return ", ".join(f"{t} {v:.4f}" for t, v in rmse.items()) or "-"
 
 
 def reward(args: Args, console: Console) -> dict[str, float]:

@@ -307,9 +307,13 @@ def distill_pixels_cmd(cfg: Any) -> None:
 
     console = Console()
     _, report = distill_pixels(cfg, console)
+    rows = [("wall clock", f"{report.seconds:.0f} s")]
+    if report.state_policy is not None:
+        rows.append(("action MLP on the true state", f"{report.state_policy.success_rate:.1%}"))
+    rows += [(f"estimate RMS error: {t} (closed loop)", f"{v:.4f}")
+             for t, v in report.estimate_rmse.items()]
     console.print(_distill_table(f"pixel student: {report.path}", report,
-                                 f"dr {cfg.dr}, visual {cfg.visual}",
-                                 [("wall clock", f"{report.seconds:.0f} s")]))
+                                 f"dr {cfg.dr}, visual {cfg.visual}", rows))
 
 
 def _distill_table(title: str, report: Any, conditions: str,

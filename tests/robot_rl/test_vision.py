@@ -14,7 +14,12 @@ from robot_rl.cli import main
 from robot_rl.errors import ConfigError
 from robot_rl.export import ArtifactError, load_policy
 from robot_rl.hardware.runtime import DeployRuntime
-from robot_rl.vision.dagger import PixelDistillConfig, distill_pixels, load_pixel_student
+from robot_rl.vision.dagger import (
+    PixelDistillConfig,
+    distill_pixels,
+    load_pixel_student,
+    state_error,
+)
 from robot_rl.vision.encoder import DEPTH_RANGE, SpatialSoftmax, image_input, random_shift
 from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig
 from tests.hardware.conftest import ScriptedRobot
@@ -97,6 +102,9 @@ def test_distilling_the_push_expert_into_a_pixel_student_in_two_stages(tmp_path,
     assert report.samples == 2 * 2 * 8
     assert report.teacher is not None and report.teacher.success_rate > 0.4
     assert report.student is not None and np.isfinite(report.final_loss)
+    # the estimate's error per hidden term along the student's own evaluation rollouts
+    assert list(report.estimate_rmse) == ["puck_pos", "ee_to_puck", "puck_to_goal"]
+    assert all(0 < v < 1 for v in report.estimate_rmse.values())  # metres
     # the action MLP learned on the true state (and was evaluated there) before any image;
     # with --action-steps 0 the image iterations trained the encoder and left it alone
     assert report.state_policy is not None and report.state_policy.episodes == 2
@@ -120,6 +128,21 @@ def test_distilling_the_push_expert_into_a_pixel_student_in_two_stages(tmp_path,
     assert torch.allclose(loaded(x, imgs), student(x, imgs))
     est = loaded.estimate(x, imgs)
     assert torch.allclose(loaded(x, imgs), loaded.act_on_state(x, est))
+
+
+def test_state_error_is_the_estimates_normalized_squared_error_per_column():
+    shapes = {"front.rgb": (3, 24, 24)}
+    mean, std = torch.tensor([0.5, -1.0]), torch.tensor([0.1, 2.0])
+    pol = PixelPolicy(PixelPolicyConfig(features=8, hidden=(16,)), shapes, 3, 2,
+                      state_dim=2, state_mean=mean, state_std=std).eval()
+    last = pol.state_head[-1]
+    torch.nn.init.zeros_(last.weight)
+    torch.nn.init.zeros_(last.bias)  # the estimate is the state's mean, whatever the images
+    n = 600  # more than one chunk
+    state = mean + std * torch.randn(n, 2)
+    imgs = {"front.rgb": torch.randint(0, 255, (n, 3, 24, 24), dtype=torch.uint8)}
+    err = state_error(pol, torch.randn(n, 3), imgs, state, chunk=256)
+    assert torch.allclose(err, (((state - mean) / std) ** 2).mean(0), rtol=1e-5)
 
 
 def test_bad_settings_are_refused(tmp_path):
