@@ -148,10 +148,10 @@ def students(args: Args, console: Console) -> dict[str, dict[str, float]]:
     from robot_rl.vision.dagger import (
         PixelDistillConfig,
         distill_pixels,
-        evaluate_student,
         load_pixel_student,
         make_teacher,
     )
+    from robot_rl.vision.student_eval import evaluate_student
 
     table = Table(title="pixel students vs their state teachers (scripted experts)")
     for col in ("task", "cameras", "size", "teacher success", "action MLP on the true state",

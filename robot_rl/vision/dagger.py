@@ -175,7 +175,7 @@ class PixelDistillReport:
     (what perception's error then costs is the gap to ``student``)."""
     estimate_rmse: dict[str, float] = dataclasses.field(default_factory=dict)
     """The state estimate's error per hidden term in the student's evaluation
-    (``StudentEval.estimate_rmse``)."""
+    (``student_eval.StudentEval.estimate_rmse``)."""
 
     @property
     def success_ratio(self) -> float:
@@ -272,6 +272,8 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
         S = torch.cat(states)
         unseen = ""  # the estimate's error on this iteration's rollouts, before it fits them
         if student is not None and student.state_dim and it > 0:
+            from robot_rl.vision.student_eval import state_error
+
             new = slice(X.shape[0] - steps * env.num_envs, None)
             err = state_error(student, X[new], {k: v[new] for k, v in imgs.items()}, S[new])
             unseen = f" ({float(err.mean()):.3f} on the new rollouts before fitting them)"
@@ -286,6 +288,8 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
                       + (f"  state loss {s_loss:.3f}{unseen}" if len(hidden) else ""),
                       highlight=False, markup=False)
     assert student is not None
+    from robot_rl.vision.student_eval import evaluate_student
+
     result = evaluate_student(student, cfg, teacher, task_cfg) if cfg.eval_episodes > 0 \
         else None
     t_res, s_res = (None, None) if result is None else (result.teacher, result.student)
@@ -379,69 +383,6 @@ def train_state_policy(cfg: PixelDistillConfig, teacher: Teacher, task_cfg: Any,
                      f", success on the true state {result.success_rate:.1%}")
                   + f" ({time.perf_counter() - t0:.0f} s)", highlight=False)
     return student, result
-
-
-@dataclasses.dataclass
-class StudentEval:
-    """Teacher and student on the same episodes, and the student's state estimate in them."""
-
-    teacher: EvalResult
-    student: EvalResult
-    estimate_rmse: dict[str, float]
-    """Root mean squared error of the student's estimate of each hidden term in closed
-    loop (every step the student acted on), in the term's units (metres for positions);
-    empty for a student without a state head."""
-
-
-def evaluate_student(student: PixelPolicy, cfg: PixelDistillConfig, teacher: Teacher,
-                     task_cfg: Any) -> StudentEval:
-    """The teacher's and the student's success on the same ``cfg.eval_episodes`` episodes,
-    under ``cfg``'s dynamics (``dr``) and visual (``visual``) randomization (pass a config
-    with other presets to evaluate a student under them, e.g. ``"off"``: nominal), and the
-    error of the student's state estimate along its own rollouts."""
-    ev = pixel_env(cfg, task_cfg, min(cfg.eval_episodes, 16), cfg.seed + 30_000)
-    cols = student_columns(ev.obs_layout, cfg.drop_terms)
-    terms = hidden_terms(ev) if student.state_dim else []
-    hidden = torch.tensor(layout_columns(ev.critic_layout, terms), dtype=torch.long)
-    sq = torch.zeros(len(hidden))
-    calls = 0
-
-    @torch.no_grad()
-    def act(obs: torch.Tensor) -> tuple[torch.Tensor, None]:
-        nonlocal sq, calls
-        proprio = obs[:, cols]
-        if not len(hidden):
-            return student(proprio, ev.last_images), None
-        feats, est = student.mlp_input(proprio, ev.last_images, with_estimate=True)
-        assert est is not None
-        true = ev.group_obs()[CRITIC][:, hidden]
-        sq = sq + (((est - student.normalize_state(true)) * student.state_norm.std) ** 2
-                   ).sum(0).cpu()
-        calls += obs.shape[0]
-        return torch.tanh(student.mlp(feats)), None
-
-    t_res = evaluate(lambda _o: (teacher(ev), None), ev, cfg.eval_episodes, seed=cfg.seed)
-    s_res = evaluate(act, ev, cfg.eval_episodes, seed=cfg.seed)
-    rmse, start = {}, 0
-    widths = dict(ev.critic_layout)
-    for t in terms:
-        rmse[t] = float((sq[start:start + widths[t]].sum() / (max(calls, 1) * widths[t])).sqrt())
-        start += widths[t]
-    return StudentEval(t_res, s_res, rmse)
-
-
-@torch.no_grad()
-def state_error(student: PixelPolicy, proprio: torch.Tensor, images: dict[str, torch.Tensor],
-                state: torch.Tensor, chunk: int = 512) -> torch.Tensor:
-    """(S,) mean squared error of the student's state estimate per column, in normalized
-    units, on proprioception (N, O), images and the true hidden state (N, S), without
-    augmentation."""
-    sq = torch.zeros(student.state_dim)
-    for i in range(0, proprio.shape[0], chunk):
-        j = slice(i, i + chunk)
-        est = student.estimate(proprio[j], {k: v[j] for k, v in images.items()})
-        sq += ((est - student.normalize_state(state[j])) ** 2).sum(0).cpu()
-    return sq / max(proprio.shape[0], 1)
 
 
 def save_pixel_student(path: Path, student: PixelPolicy, cfg: PixelDistillConfig,

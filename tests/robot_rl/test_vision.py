@@ -14,14 +14,10 @@ from robot_rl.cli import main
 from robot_rl.errors import ConfigError
 from robot_rl.export import ArtifactError, load_policy
 from robot_rl.hardware.runtime import DeployRuntime
-from robot_rl.vision.dagger import (
-    PixelDistillConfig,
-    distill_pixels,
-    load_pixel_student,
-    state_error,
-)
+from robot_rl.vision.dagger import PixelDistillConfig, distill_pixels, load_pixel_student
 from robot_rl.vision.encoder import DEPTH_RANGE, SpatialSoftmax, image_input, random_shift
 from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig
+from robot_rl.vision.student_eval import state_error
 from tests.hardware.conftest import ScriptedRobot
 
 
