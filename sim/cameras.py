@@ -101,7 +101,8 @@ class SimCameras:
         if warp and cfg.visual.scene:
             raise ConfigError("camera pose, field of view, light and colour randomization "
                               "are drawn by the OpenGL renderer (cpu backend); with "
-                              "MuJoCo Warp's renderer only pixel and depth noise apply")
+                              "MuJoCo Warp's renderer only pixel and depth noise and frame "
+                              "timing apply")
         self._renderer: _GLRenderer | _WarpRenderer = (
             _WarpRenderer(env, cfg) if warp else _GLRenderer(env, cfg, self._ids, self.visual))
 

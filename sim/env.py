@@ -12,7 +12,9 @@ envs that finished. It is a ``robot_rl.sim.VecEnv`` (the protocol learners drive
 ``critic`` observation group: the noise-free observation plus the task's privileged terms.
 With cameras (``make_env(..., cameras=CameraConfig(...))``), ``info["images"]`` and
 ``info["final_images"]`` hold their images (E, C, H, W) after and before the resets, with
-the visual randomization redrawn at each env's reset, and the policy's observation vector
+the visual randomization redrawn at each env's reset and, where it times frames as a camera
+does (``VisualDR.frame_rate``, ``frame_latency``), each env's images a few control steps old
+(``sim.frame_age``; ``images()`` renders the current state), and the policy's observation vector
 keeps only the terms a robot measures (push: not the puck's, which the camera shows); the
 critic group keeps every term.
 
@@ -38,6 +40,7 @@ from robot_rl.robots import RobotSpec, compile_spec, get_robot
 from robot_rl.sim.backends import make_backend
 from robot_rl.sim.backends.warp import WarpOptions
 from robot_rl.sim.cameras import SimCameras
+from robot_rl.sim.frame_age import FrameAge
 from robot_rl.sim.measurable import unmeasured_terms
 from robot_rl.sim.randomization import DomainRandomizer
 from robot_rl.sim.state import Limits, SimState, slice_or_index
@@ -128,8 +131,15 @@ class BatchedEnv:
         self.last_images: dict[str, torch.Tensor] = {}
         """The images of the observation ``reset`` or ``step`` last returned (what a pixel
         policy acts on next); {} without cameras."""
+        self.frame_age: FrameAge | None = None
+        """Ages the images ``reset`` and ``step`` return (``VisualDR.frame_rate`` and
+        ``frame_latency``); None when every frame is shown as it is rendered."""
         if cfg.cameras is not None:
             self.cameras = SimCameras(self, cfg.cameras, seed=seed)
+            vis = cfg.cameras.visual
+            if vis.ages_frames:
+                self.frame_age = FrameAge(num_envs, cfg.control_dt, vis.frame_rate,
+                                          vis.frame_latency, seed=seed + 1, device=dev)
         self._reset_envs(self._arange)
         terms = [(n, int(f(self.state, cfg).shape[1])) for n, f in self.task.observations.items()]
         # with cameras the objects are in the pixels: the policy's vector holds what the
@@ -183,6 +193,8 @@ class BatchedEnv:
             self.gen.manual_seed(seed)
         self._reset_envs(self._arange)
         self.last_images = self.images()
+        if self.frame_age is not None and self.last_images:
+            self.frame_age.reset(self.last_images)
         return self.observe()
 
     def step(self, action: torch.Tensor, hold: torch.Tensor | None = None
@@ -254,6 +266,8 @@ class BatchedEnv:
             "final_obs_groups": {CRITIC: critic},
         }
         images = self.images()  # before the resets: the final images of envs that end
+        if images and self.frame_age is not None:
+            images = self.frame_age.step(images)
         if images:
             info["final_images"] = images
         done = terminated | truncated
@@ -271,9 +285,13 @@ class BatchedEnv:
             obs = torch.where(done[:, None], self._noisy(self._policy(terms)), obs)
             critic = torch.where(done[:, None], self._critic_obs(terms), critic)
             if images:  # the reset envs' first images
-                images = {k: v.clone() for k, v in images.items()}
-                for k, v in self.images(ids).items():
-                    images[k][ids] = v
+                first = self.images(ids)
+                if self.frame_age is not None:
+                    images = self.frame_age.restart(ids, first)
+                else:
+                    images = {k: v.clone() for k, v in images.items()}
+                    for k, v in first.items():
+                        images[k][ids] = v
         if images:
             info["images"] = images
         self.last_images = images

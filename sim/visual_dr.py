@@ -10,7 +10,9 @@ Scene terms (drawn per env, held until its next redraw): each camera's position 
 orientation jitter and field of view, the lights' brightness and position, every geom's
 colour. Image terms (fresh every frame): Gaussian pixel noise; depth noise that grows with
 the square of the distance, as a stereo depth camera's does; and holes, blocks of pixels
-with no depth (0), where a RealSense finds no stereo match.
+with no depth (0), where a RealSense finds no stereo match. Frame timing (``frame_rate``,
+``frame_latency``): the env shows each env the newest frame its camera would have delivered
+(``sim.frame_age``), older than the state as a real camera's are.
 """
 
 from __future__ import annotations
@@ -46,6 +48,16 @@ class VisualDR:
     """Depth noise std at 1 m [m]; at distance z it is this times z^2."""
     depth_holes: float = 0.0
     """Fraction of depth pixels missing (0), in 4x4 blocks."""
+    frame_rate: float = 0.0
+    """Camera frame rate [fps] (0: a frame every control step), with ``frame_latency``
+    making the images older than the state (``sim.frame_age``; applied by the env)."""
+    frame_latency: float = 0.0
+    """Camera latency, drawn per episode in [0, this] [s]."""
+
+    @property
+    def ages_frames(self) -> bool:
+        """Whether the env shows frames older than the state."""
+        return self.frame_rate > 0 or self.frame_latency > 0
 
     def validate(self) -> None:
         bad = [f.name for f in dataclasses.fields(self) if getattr(self, f.name) < 0]
@@ -64,12 +76,16 @@ VisualPreset = Literal["off", "default", "strong"]
 VISUAL_PRESETS: dict[str, VisualDR] = {
     "off": VisualDR(),
     "default": VisualDR(camera_pos=0.01, camera_rot=0.03, fovy=2.0, light=0.3, color=0.08,
-                        rgb_noise=3.0, depth_noise=0.002, depth_holes=0.02),
+                        rgb_noise=3.0, depth_noise=0.002, depth_holes=0.02, frame_rate=30.0,
+                        frame_latency=0.05),
     "strong": VisualDR(camera_pos=0.03, camera_rot=0.08, fovy=5.0, light=0.6, color=0.2,
-                       rgb_noise=8.0, depth_noise=0.005, depth_holes=0.08),
+                       rgb_noise=8.0, depth_noise=0.005, depth_holes=0.08, frame_rate=15.0,
+                       frame_latency=0.08),
 }
 """``default``: a camera mounted and calibrated by hand, room light, a D4xx's depth at
-arm's length (~2 mm at 1 m); ``strong``: for policies that must survive a remount."""
+arm's length (~2 mm at 1 m), a 30 fps stream with up to 50 ms of latency (a D4xx over USB
+at 30 fps delivers frames ~30 ms after capture); ``strong``: for policies that must survive
+a remount or a slower camera."""
 
 HOLE = 4
 """Side of a depth hole block [px]."""
