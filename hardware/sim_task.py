@@ -126,7 +126,11 @@ def _episode(runtime: DeployRuntime, robot: SceneArm, episodes: SimTaskEpisodes,
     holds_before = runtime.watchdog.trips + runtime.stats.camera_holds
 
     def on_tick(rt: DeployRuntime) -> None:
-        if rt.mode == "idle" and (restart or not began) and rt.start()[0] and not began:
+        if rt.mode == "idle" and (restart or not began):
+            rt.start()
+        # the clock and the judge begin with the first tick the policy acts on, whoever
+        # started it (the runtime's autostart starts the first episode by itself)
+        if rt.mode == "running" and not began:
             began.append(time.monotonic())
         if began and time.monotonic() - began[0] >= seconds:
             done.set()

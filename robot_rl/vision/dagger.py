@@ -77,7 +77,8 @@ class PixelDistillConfig:
     depth: bool = False
     """The student also sees depth."""
     visual: VisualPreset = "default"
-    """Visual randomization preset (``sim.visual_dr``)."""
+    """Visual randomization preset (``sim.visual_dr``: camera pose and field of view, lights,
+    colours, pixel and depth noise, and frames as old as a 30 fps camera's)."""
     dr: DRPreset = "default"
     """Dynamics randomization preset."""
     policy: PixelPolicyConfig = dataclasses.field(

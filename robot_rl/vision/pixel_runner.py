@@ -86,7 +86,8 @@ class PixelTrainConfig(TrainConfig):
     depth: bool = False
     """The actor also sees depth."""
     visual: VisualPreset = "default"
-    """Visual randomization preset (``sim.visual_dr``)."""
+    """Visual randomization preset (``sim.visual_dr``: camera pose and field of view, lights,
+    colours, pixel and depth noise, and frames as old as a 30 fps camera's)."""
     drop_terms: tuple[str, ...] = ("last_action", "prev_action")
     """Observation terms the actor does not see (as distill-pixels')."""
     policy: PixelPolicyConfig = dataclasses.field(default_factory=PixelPolicyConfig)
