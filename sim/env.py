@@ -193,7 +193,7 @@ class BatchedEnv:
             self.gen.manual_seed(seed)
         self._reset_envs(self._arange)
         self.last_images = self.images()
-        if self.frame_age is not None and self.last_images:
+        if self.frame_age is not None:  # (only with cameras)
             self.frame_age.reset(self.last_images)
         return self.observe()
 
@@ -266,7 +266,7 @@ class BatchedEnv:
             "final_obs_groups": {CRITIC: critic},
         }
         images = self.images()  # before the resets: the final images of envs that end
-        if images and self.frame_age is not None:
+        if self.frame_age is not None:
             images = self.frame_age.step(images)
         if images:
             info["final_images"] = images

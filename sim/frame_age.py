@@ -55,6 +55,7 @@ class FrameAge:
         """(E,) steps: each env's latency, and its first capture's time after its start."""
         self._shown = torch.zeros(num_envs, dtype=torch.long, device=dev)
         """(E,) index of the frame each env shows."""
+        self._envs = torch.arange(num_envs, device=dev)
 
     @property
     def ages(self) -> torch.Tensor:
@@ -66,7 +67,7 @@ class FrameAge:
         K = self.max_steps + 1
         self._ring = {k: v.unsqueeze(0).repeat(K, *([1] * v.dim())) for k, v in images.items()}
         self._t = 0
-        self._begin(torch.arange(self.num_envs, device=self.device))
+        self._begin(self._envs)
         return images
 
     def step(self, images: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -106,5 +107,4 @@ class FrameAge:
 
     def _gather(self) -> dict[str, torch.Tensor]:
         slot = self._shown % (self.max_steps + 1)
-        envs = torch.arange(self.num_envs, device=self.device)
-        return {k: ring[slot, envs] for k, ring in self._ring.items()}
+        return {k: ring[slot, self._envs] for k, ring in self._ring.items()}
