@@ -32,13 +32,6 @@ from typing import Annotated, Any, Literal, TypeVar
 import torch
 import tyro
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from robot_rl.algos import SAC, SACConfig, SafetyConfig, SafetyMode
 from robot_rl.algos.sac import ActStep
@@ -53,12 +46,13 @@ from robot_rl.checkpoint import (
 from robot_rl.config_io import from_dict, to_dict
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate
+from robot_rl.ray_options import RayOptions
 from robot_rl.replay import Batch, ReplayBuffer
 from robot_rl.sim import TaskConfig, WarpOptions, dr_preset, make_env, make_task_config
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.vec_env import VecEnv, check_vec_env, uniform_actions
-from robot_rl.training_loop import StopRules, saving_on_interrupt, summary_writer
+from robot_rl.train_session import TrainSession, rejected_count, step_sums
 
 _C = TypeVar("_C", bound="TrainConfig")
 
@@ -122,6 +116,14 @@ class TrainConfig:
     except total_steps, time_budget and target_success, taken from this command line."""
     progress: bool = True
     """Show the progress bar."""
+    ray: str | None = None
+    """Collect with env-runner actors on Ray and learn in a learner actor: auto (join the
+    running cluster, or start Ray here), local (always start one here), or a cluster's
+    address (host:6379, ray://host:10001). Default: one process (needs the dist extra)."""
+    env_runners: int = 2
+    """With --ray: env-runner actors, each stepping --num-envs envs."""
+    dist: RayOptions = dataclasses.field(default_factory=RayOptions)
+    """With --ray: env-runner batches and the actors' resources."""
     env: TaskConfig = dataclasses.field(default_factory=_default_env)
     """The task's config; every field is a flag (robot-rl train --task push --help lists
     push's): episode length, action space (env.action:ee-delta), controller
@@ -169,6 +171,8 @@ class TrainConfig:
             raise ConfigError("eval_episodes, eval_every and log_every must be >= 1")
         if self.time_budget is not None and self.time_budget <= 0:
             raise ConfigError(f"time_budget must be > 0 seconds, got {self.time_budget}")
+        if self.ray is not None:
+            self.dist.validate(self.env_runners)
 
 
 def make_train_env(cfg: TrainConfig, num_envs: int, seed: int,
@@ -253,84 +257,47 @@ class Runner:
     def train(self) -> list[dict[str, float]]:
         """Train until total_steps, the time budget or the target success; returns the
         evaluation history (also in eval.csv)."""
-        cfg, env, agent = self.cfg, self.env, self.agent
-        self._writer = summary_writer(self.run_dir / "tb")
-        obs = self.reset_env(cfg.seed + self.env_steps)
+        cfg, env = self.cfg, self.env
+        self.before_training()
         shared_eval = self.eval_env is self.env
-        E = env.num_envs
-        per_step = E * int(getattr(env, "steps_per_step", 1))  # control steps per env.step
-        ep_costs: list[float] = []
-        window = _Window()
-        start = time.perf_counter() - self.elapsed
-        rules = StopRules(cfg.target_success, cfg.time_budget, cfg.checkpoint_every)
-        next_log = self.env_steps + cfg.log_every
-        stop_reason = "total_steps reached"
-        columns = (TextColumn("[bold]{task.description}"), BarColumn(),
-                   TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"),
-                   TextColumn("{task.fields[sps]:>6,.0f} sps"),
-                   TextColumn("success {task.fields[success]}"),
-                   TextColumn("cost {task.fields[cost]}"),
-                   TimeElapsedColumn(), TimeRemainingColumn())
-        progress = Progress(*columns, console=self.console, disable=not cfg.progress)
-        self.console.print(f"run dir: {self.run_dir}\n{env}\nsafety: {cfg.safety}  "
-                           f"device: {cfg.device}  updates/step: {cfg.sac.updates_per_step}")
-        with saving_on_interrupt(self.save, self.console) as stop, progress:
-            bar = progress.add_task(f"{cfg.task} {cfg.algo}", total=cfg.total_steps,
-                                    completed=self.env_steps, sps=0.0, success="-",
-                                    cost="-")
+        per_step = env.num_envs * int(getattr(env, "steps_per_step", 1))  # control steps
+        with TrainSession(self, lagrange_batch=env.num_envs) as session:
+            self.console.print(f"run dir: {self.run_dir}\n{env}\nsafety: {cfg.safety}  "
+                               f"device: {cfg.device}  updates/step: "
+                               f"{cfg.sac.updates_per_step}")
+            obs = self.reset_env(cfg.seed + self.env_steps)
             while self.env_steps < cfg.total_steps:
-                if stop.requested:  # Ctrl-C, handled here, between two steps
-                    raise KeyboardInterrupt
+                session.check_interrupt()  # Ctrl-C, handled here, between two steps
                 action, hold, rejected = self.decide(obs)
                 next_obs, reward, cost, terminated, truncated, info = env.step(action, hold)
                 self.store(obs, action, reward, cost, terminated, info,
                            None if hold is None else ~hold)
                 obs = next_obs
                 self.env_steps += per_step
-                self.train_cost += float(cost.sum())
-                window.add_step(info, cost, rejected)
+                session.add_steps(int(cost.shape[0]), step_sums(info), rejected_count(rejected),
+                                  float(cost.sum()))
                 if "episode" in info:
-                    ep = info["episode"]
-                    done = ep["done"]
-                    window.add_episodes(ep, done)
-                    ep_costs.extend(ep["cost"][done].tolist())
-                    if cfg.safety in ("lagrangian", "both") and len(ep_costs) >= E:
-                        agent.lagrange.update(sum(ep_costs) / len(ep_costs))
-                        ep_costs.clear()
+                    ep, done = info["episode"], info["episode"]["done"]
+                    session.add_episodes(ep["return"][done].tolist(), ep["cost"][done].tolist(),
+                                         ep["success"][done].float().tolist())
                 if self.ready_to_learn():
                     for _ in range(cfg.sac.updates_per_step):
-                        window.add_losses(self.learn())
-                self.elapsed = time.perf_counter() - start
-                if self.env_steps >= next_log:
-                    next_log += cfg.log_every
-                    self._log(window.flush(self.elapsed, self.env_steps))
-                    progress.update(bar, sps=window.sps, success=window.success_text,
-                                    cost=window.cost_text)
-                progress.update(bar, completed=self.env_steps)
-                if self.env_steps >= self._next_eval:
-                    result = self._evaluate()
-                    if shared_eval:  # the training episodes were cut: start afresh
-                        obs = self.reset_env(cfg.seed + self.env_steps)
-                    if reason := rules.target_reached(result.success_rate):
-                        stop_reason = reason
-                        break
-                if reason := rules.out_of_time(self.elapsed):
-                    stop_reason = reason
+                        session.add_losses(self.learn())
+                if session.tick():
                     break
-                if rules.checkpoint_due():
-                    self.save()
-        if not self.history or self.history[-1]["env_steps"] != self.env_steps:
-            self._evaluate()
-        self.save()
-        self._writer.close()
-        last = self.history[-1]
-        self.console.print(f"stopped: {stop_reason}. {self.env_steps:,} env steps in "
-                           f"{self.elapsed:.0f} s; last eval success {last['success_rate']:.0%},"
-                           f" episode cost {last['episode_cost']:.2f}; training cost "
-                           f"{self.train_cost:,.0f}. Checkpoint: {self.run_dir / CHECKPOINT}")
+                if session.evaluated and shared_eval:  # training episodes were cut: afresh
+                    obs = self.reset_env(cfg.seed + self.env_steps)
         return self.history
 
     # -- what subclasses (offline-to-online fine-tuning, pixels) change -----------------------
+
+    def before_training(self) -> None:
+        """What runs once before the loop (fine-tuning's offline phases); nothing here."""
+
+    def warmup_is_uniform(self) -> bool:
+        """Whether ``warmup_action`` draws uniform random actions (env-runners on Ray draw
+        them without the learner)."""
+        return True
 
     def make_env(self, num_envs: int, seed: int) -> VecEnv:
         """A training or evaluation env of the config."""
@@ -486,66 +453,6 @@ def evaluate_decisions(decide: Callable[[torch.Tensor], ActStep], env: VecEnv, e
 
     return evaluate(policy, env, episodes, seed=seed,
                     gate_rejected=lambda: last["rejected"], **kwargs)
-
-
-class _Window:
-    """Training statistics since the last log line."""
-
-    def __init__(self) -> None:
-        self._t = time.perf_counter()
-        self._steps = 0
-        self.sps = 0.0
-        self.success_text = "-"
-        self.cost_text = "-"
-        self._reset()
-
-    def _reset(self) -> None:
-        self.returns: list[float] = []
-        self.costs: list[float] = []
-        self.success: list[float] = []
-        self.losses: dict[str, list[float]] = {}
-        self.terms: dict[str, float] = {}
-        self.n_steps = 0
-        self.rejected = 0.0
-
-    def add_step(self, info: dict, cost: torch.Tensor, rejected: torch.Tensor | None) -> None:
-        self.n_steps += cost.shape[0]
-        for name, v in info.get("reward_terms", {}).items():
-            self.terms[f"reward/{name}"] = self.terms.get(f"reward/{name}", 0.0) + float(v.sum())
-        for name, v in info.get("cost_terms", {}).items():
-            self.terms[f"cost/{name}"] = self.terms.get(f"cost/{name}", 0.0) + float(v.sum())
-        for name, v in info.get("safety", {}).items():
-            self.terms[f"safety/shield_{name}"] = \
-                self.terms.get(f"safety/shield_{name}", 0.0) + float(v.sum())
-        if rejected is not None:
-            self.rejected += float(rejected.sum())
-
-    def add_episodes(self, ep: dict, done: torch.Tensor) -> None:
-        self.returns.extend(ep["return"][done].tolist())
-        self.costs.extend(ep["cost"][done].tolist())
-        self.success.extend(ep["success"][done].float().tolist())
-
-    def add_losses(self, metrics: dict[str, float]) -> None:
-        for k, v in metrics.items():
-            self.losses.setdefault(k, []).append(v)
-
-    def flush(self, elapsed: float, env_steps: int) -> dict[str, float]:
-        now = time.perf_counter()
-        self.sps = self.n_steps / max(now - self._t, 1e-9)
-        self._t = now
-        out = {k: v / max(self.n_steps, 1) for k, v in self.terms.items()}
-        out.update({k: sum(v) / len(v) for k, v in self.losses.items()})
-        out["perf/sps"] = self.sps
-        out["safety/gate_rejected_rate"] = self.rejected / max(self.n_steps, 1)
-        if self.returns:
-            out["train/episode_return"] = sum(self.returns) / len(self.returns)
-            out["train/episode_cost"] = sum(self.costs) / len(self.costs)
-            out["train/success_rate"] = sum(self.success) / len(self.success)
-            self.success_text = f"{out['train/success_rate']:.0%}"
-            self.cost_text = f"{out['train/episode_cost']:.2f}"
-        out["charts/elapsed_seconds"] = elapsed
-        self._reset()
-        return out
 
 
 def read_curve(run_dir: Path) -> list[dict[str, float]]:

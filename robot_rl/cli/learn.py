@@ -88,6 +88,9 @@ def train(cfg: Any) -> None:
     from robot_rl.runner import Runner
     from robot_rl.vision.pixel_runner import PIXEL_POLICY, PixelRunner, PixelTrainConfig
 
+    if getattr(cfg, "ray", None) is not None:
+        train_on_ray_cmd(cfg)
+        return
     if isinstance(cfg, PixelTrainConfig):
         runner: Runner = PixelRunner(cfg)
         label = f"{runner.cfg.task} / pixel sac" + (" from a student" if cfg.student else "")
@@ -107,6 +110,27 @@ def train(cfg: Any) -> None:
     if isinstance(runner, PixelRunner):
         Console().print(f"pixel policy (export it with robot-rl export {runner.run_dir}): "
                         f"{runner.run_dir / PIXEL_POLICY}")
+
+
+def train_on_ray_cmd(cfg: Any) -> None:
+    """``robot-rl train --ray ...`` / ``robot-rl finetune --ray ...``: a learner actor and
+    env-runner actors on Ray."""
+    from robot_rl.finetune import FinetuneConfig
+    from robot_rl.plot import plot_curves
+    from robot_rl.runner import TrainConfig
+
+    if type(cfg) not in (TrainConfig, FinetuneConfig):
+        raise ConfigError("--ray trains robot-rl train and robot-rl finetune runs (state-based "
+                          "SAC, RLPD, WSRL); dsrl and train-pixels run in one process")
+    try:
+        from robot_rl.dist.cluster import train_on_ray
+    except ImportError as e:
+        raise ConfigError(f"--ray needs Ray: pip install -e '.[dist]' ({e})") from None
+    history, run_dir = train_on_ray(cfg)
+    label = f"{cfg.task} / " + (cfg.method if isinstance(cfg, FinetuneConfig) else
+                                f"safety {cfg.safety}") + f", {cfg.env_runners} env-runners"
+    png = plot_curves(run_dir / "learning_curve.png", [(label, history)], title=run_dir.name)
+    Console().print(f"learning curve: {png}")
 
 
 def bc_cmd(cfg: Any) -> None:

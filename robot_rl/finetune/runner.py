@@ -116,7 +116,7 @@ class FinetuneRunner(Runner):
 
     # -- the phases before online training -------------------------------------------------
 
-    def train(self) -> list[dict[str, float]]:
+    def before_training(self) -> None:
         if not self._pretrained:
             self.agent.observe(self.demos.obs[:len(self.demos)])
             if self.cfg.bc_steps:
@@ -126,7 +126,6 @@ class FinetuneRunner(Runner):
             if self.cfg.method == "wsrl" and self.cfg.offline_steps:
                 self.offline_pretraining(self.cfg.offline_steps)
             self._pretrained = True
-        return super().train()
 
     def behaviour_cloning(self, steps: int) -> float:
         """Fit the actor's mean action to the demonstrated actions (MSE); returns the last
@@ -163,6 +162,9 @@ class FinetuneRunner(Runner):
             act = self.agent.act(obs)
             return act.action, act.hold, act.rejected
         return super().warmup_action(obs)
+
+    def warmup_is_uniform(self) -> bool:
+        return self.cfg.method != "wsrl"
 
     def ready_to_learn(self) -> bool:
         if self.cfg.method == "rlpd":  # the demos fill the batch until online data arrives
