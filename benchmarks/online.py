@@ -90,11 +90,12 @@ def one_process(tmp: Path, args: Args, learn: bool) -> dict[str, float]:
             "updates_per_second": runner.agent.updates / runner.elapsed}
 
 
-def on_ray(tmp: Path, args: Args, n: int, learn: bool, address: str) -> dict[str, float]:
+def on_ray(tmp: Path, args: Args, n: int, learn: bool, where: str) -> dict[str, float]:
     from robot_rl.dist.cluster import train_on_ray
 
-    name = f"ray{n}_{learn}_{address.replace(':', '_')}"
-    cfg = _cfg(tmp, name, args, learn, ray=address, env_runners=n)
+    # a fresh run directory per row (one that holds a checkpoint would be resumed)
+    name = f"ray{n}_{learn}_{where.replace(' ', '_')}"
+    cfg = _cfg(tmp, name, args, learn, ray="auto", env_runners=n)
     _, run_dir = train_on_ray(cfg, Console(quiet=True))
     return json.loads((run_dir / DIST_STATS).read_text())
 
@@ -130,7 +131,7 @@ def scale(args: Args, console: Console) -> list[dict[str, Any]]:
                  include_dashboard=False, log_to_driver=False)
         for n in args.runners:
             for learn in (False, True):
-                add("ray local", n, learn, on_ray(tmp, args, n, learn, "auto"))
+                add("ray local", n, learn, on_ray(tmp, args, n, learn, "local"))
         ray.shutdown()
         # two Ray nodes (processes on this machine), the runners spread over them
         half = max(max(args.cluster_runners) // 2, 1) + 1
@@ -142,7 +143,7 @@ def scale(args: Args, console: Console) -> list[dict[str, Any]]:
         try:
             for n in args.cluster_runners:
                 for learn in (False, True):
-                    add("ray 2 nodes", n, learn, on_ray(tmp, args, n, learn, "auto"))
+                    add("ray 2 nodes", n, learn, on_ray(tmp, args, n, learn, "nodes"))
         finally:
             ray.shutdown()
             cluster.shutdown()
@@ -212,7 +213,7 @@ def reach(args: Args, console: Console) -> list[dict[str, Any]]:
 
 def main() -> None:
     args = tyro.cli(Args)
-    console = Console()
+    console = Console(width=max(Console().width, 130))
     rows = scale(args, console) if args.part == "scale" else reach(args, console)
     if args.out is not None:
         args.out.write_text(json.dumps(rows, indent=2) + "\n")

@@ -31,6 +31,10 @@ class RayOptions:
     """Stop the run once env-runners have died this many times together (each dead runner
     is restarted by Ray and its rollout asked again)."""
 
+    robot_resource: str | None = None
+    """Fine-tuning on a robot: the Ray custom resource of the robot's machine the robot actor
+    is placed on (``ray start --resources='{"robot": 1}'`` there); default: anywhere."""
+
     def validate(self, env_runners: int) -> None:
         if env_runners < 1:
             raise ConfigError(f"--env-runners must be >= 1, got {env_runners}")

@@ -396,6 +396,13 @@ class Runner:
 
     # -- checkpoints -------------------------------------------------------------------------
 
+    def extra_state(self) -> dict[str, Any]:
+        """What a subclass adds to the checkpoint (keys beside the runner's own)."""
+        return {}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        """Restore what ``extra_state`` added (``state``: the whole checkpoint)."""
+
     def save(self) -> Path:
         """Write the checkpoint (and replay buffer) atomically; returns its path."""
         state = {"format": FORMAT_VERSION, "kind": self.kind, "config": to_dict(self.cfg),
@@ -404,7 +411,7 @@ class Runner:
                  "agent": self.agent.full_state(),
                  "env_steps": self.env_steps, "elapsed": self.elapsed,
                  "train_cost": self.train_cost, "history": self.history,
-                 "torch_rng": torch.get_rng_state()}
+                 "torch_rng": torch.get_rng_state(), **self.extra_state()}
         if self.cfg.save_replay:
             save_atomic(self.buffer.state_dict(), self.run_dir / REPLAY)
         path = self.run_dir / CHECKPOINT
@@ -423,6 +430,7 @@ class Runner:
         self.history = list(state["history"])
         self._next_eval = self.env_steps + self.cfg.eval_every
         torch.set_rng_state(state["torch_rng"])
+        self.load_extra_state(state)
         replay = self.run_dir / REPLAY
         if self.cfg.save_replay and replay.is_file():
             try:

@@ -200,9 +200,18 @@ class SAC(nn.Module):
         u = mean if deterministic else mean + log_std.exp() * torch.randn_like(mean)
         first = torch.tanh(u)
         use_gate = self.safety_cfg.gate if gate is None else gate
-        no = torch.zeros(x.shape[0], dtype=torch.bool, device=self.device)
         if not use_gate or self.cost_critic is None:
+            no = torch.zeros(x.shape[0], dtype=torch.bool, device=self.device)
             return ActStep(first, no, no)
+        return self.gate_decision(first, dist, x)
+
+    @torch.no_grad()
+    def gate_decision(self, first: torch.Tensor, dist: tuple[torch.Tensor, torch.Tensor],
+                      x: torch.Tensor) -> ActStep:
+        """The safety gate's decision among ``first`` (E, A) (the policy's action) and
+        ``candidates - 1`` more samples of the Gaussian ``dist`` at the normalized ``x``."""
+        assert self.cost_critic is not None, "the gate needs the safety critic"
+        mean, log_std = dist
         E, K, A = x.shape[0], self.safety_cfg.candidates, self.act_dim
         noise = torch.randn(E, K - 1, A, device=self.device, dtype=mean.dtype)
         rest = torch.tanh(mean[:, None] + log_std.exp()[:, None] * noise)

@@ -11,6 +11,7 @@
     robot-rl data info | validate | replay PATH         inspect, check, replay a dataset
     robot-rl data import BAG... --task reach --out DIR  rosbag2/MCAP recordings into a dataset
     robot-rl finetune --demos data/push --method rlpd   offline-to-online from demos (RLPD/WSRL)
+    robot-rl finetune-robot --init RUN                  fine-tune on the robot (HIL-SERL, Ray)
     robot-rl bc --demos data/push --algo bc-flow        behaviour cloning of a chunked policy
     robot-rl dsrl RUN                                   fine-tune a flow policy: SAC on its noise
     robot-rl sim info                                   robots, tasks, model sizes
@@ -45,6 +46,7 @@ def _top_level() -> dict[str, Command]:
     # Imported here so ``robot-rl --help`` does not pay for torch and mujoco.
     from robot_rl.bc import BCConfig
     from robot_rl.cli import data, deploy, learn
+    from robot_rl.dist.robot_learner import RobotFinetuneConfig
     from robot_rl.distill import DistillConfig
     from robot_rl.finetune import DSRLConfig, FinetuneConfig
     from robot_rl.runner import TrainConfig
@@ -60,12 +62,13 @@ def _top_level() -> dict[str, Command]:
             "deploy": Command(deploy.DeployCommandConfig, deploy.deploy_cmd),
             "record": Command(data.RecordConfig, data.record_cmd),
             "finetune": Command(FinetuneConfig, learn.train),
+            "finetune-robot": Command(RobotFinetuneConfig, learn.finetune_robot_cmd),
             "bc": Command(BCConfig, learn.bc_cmd),
             "dsrl": Command(DSRLConfig, learn.train)}
 
 
 TOP_LEVEL = ("train", "eval", "distill", "distill-pixels", "train-pixels", "export", "deploy",
-             "record", "finetune", "bc", "dsrl")
+             "record", "finetune", "finetune-robot", "bc", "dsrl")
 
 
 def _commands() -> dict[str, dict[str, Command]]:
@@ -105,6 +108,7 @@ SUMMARIES = {
     "deploy": "Run an exported policy on a robot at a fixed rate, behind gate and shield",
     "record": "Record teleoperated (or scripted) demonstrations into a dataset",
     "finetune": "Fine-tune from demonstrations with RLPD or WSRL (and the safety critic)",
+    "finetune-robot": "Fine-tune a sim-trained policy on the robot: HIL-SERL on Ray",
     "bc": "Behaviour cloning of a chunked policy (flow matching or MLP) from a dataset",
     "dsrl": "Fine-tune a flow policy with DSRL: SAC chooses its noise",
     "sim info": "Show the robots, the tasks (sizes, rates, terms) and versions",

@@ -133,6 +133,30 @@ def train_on_ray_cmd(cfg: Any) -> None:
     Console().print(f"learning curve: {png}")
 
 
+def finetune_robot_cmd(cfg: Any) -> None:
+    """``robot-rl finetune-robot``: the learner and the robot actor on Ray; prints the
+    robot's episodes as they come, then the loop's timing."""
+    try:
+        from robot_rl.dist.cluster import RayTraining
+    except ImportError as e:
+        raise ConfigError(f"finetune-robot needs Ray: pip install -e '.[dist]' ({e})") from None
+    from robot_rl.cli.deploy import print_summary
+
+    training = RayTraining(cfg)
+    try:
+        training.start().run()
+        summary = training.robot_summary()
+    finally:
+        training.stop()
+    console = Console()
+    if summary.get("ticks"):
+        print_summary(console, summary)
+        console.print(f"robot episodes {summary['robot_episodes']}, intervention steps "
+                      f"{sum(summary['interventions'])}, weight swaps {summary['swaps']} "
+                      f"(policy v{summary['policy_version']})")
+    console.print(f"run: {training.run_dir}; robot dataset: {training.robot_dataset}")
+
+
 def bc_cmd(cfg: Any) -> None:
     """``robot-rl bc``: behaviour cloning, then the learning curve."""
     from robot_rl.bc import BCRunner

@@ -27,9 +27,10 @@ import ray
 from rich.console import Console
 
 from robot_rl.checkpoint import CHECKPOINT, load_checkpoint
-from robot_rl.dist.learner import make_learner
-from robot_rl.dist.ray_pool import RayPool, start_env_runners
-from robot_rl.runner import TrainConfig
+from robot_rl.dist.learner import DistributedTraining, make_learner
+from robot_rl.dist.ray_pool import RayPool, RobotPool, start_env_runners, start_robot_actor
+from robot_rl.dist.robot_learner import RobotFinetuneConfig, RobotFinetuneRunner, resolve_init
+from robot_rl.runner import Runner, TrainConfig
 
 
 def init_ray(address: str, num_cpus: int | None = None) -> None:
@@ -60,15 +61,23 @@ class LearnerActor:
         if cfg.resume is None and (run_dir / CHECKPOINT).is_file():
             cfg = dataclasses.replace(cfg, resume=run_dir)
         # no progress bar in an actor: its output goes to the driver's log line by line
-        self.learner = make_learner(dataclasses.replace(cfg, progress=False),
-                                    Console(force_terminal=False, width=120))
+        cfg = dataclasses.replace(cfg, progress=False)
+        console = Console(force_terminal=False, width=120)
+        self.learner: Runner
+        if isinstance(cfg, RobotFinetuneConfig):
+            self.learner = RobotFinetuneRunner(cfg, console)
+        else:
+            learner = make_learner(cfg, console)
+            assert isinstance(learner, Runner)
+            self.learner = learner
 
     def train(self, handles: list[Any]) -> list[dict[str, float]]:
-        from robot_rl.runner import Runner
-
-        assert isinstance(self.learner, Runner)
-        pool = RayPool(handles, self.learner.cfg.dist.max_runner_failures,
-                       log=self.learner.console.print)
+        """Train with the actors of ``handles`` (env-runners, or the one robot actor)."""
+        assert isinstance(self.learner, DistributedTraining)
+        log = self.learner.console.print
+        pool: RayPool | RobotPool = (
+            RobotPool(handles[0], log=log) if isinstance(self.learner, RobotFinetuneRunner)
+            else RayPool(handles, self.learner.cfg.dist.max_runner_failures, log=log))
         try:
             return self.learner.train_distributed(pool)
         finally:
@@ -105,6 +114,7 @@ class RayTraining:
 
     def __init__(self, cfg: TrainConfig, console: Console | None = None):
         self.console = console or Console()
+        self.robot = False
         assert cfg.ray is not None
         cfg.validate()
         if cfg.resume is not None:  # the learner resumes from the named run directory
@@ -114,7 +124,10 @@ class RayTraining:
                 target_success=cfg.target_success, ray=cfg.ray, env_runners=cfg.env_runners,
                 dist=cfg.dist, runs_dir=Path(cfg.resume).parent,
                 run_name=Path(cfg.resume).name, resume=None)
-        self.cfg = dataclasses.replace(cfg, run_name=run_name(cfg))
+        cfg = dataclasses.replace(cfg, run_name=run_name(cfg))
+        if isinstance(cfg, RobotFinetuneConfig):
+            cfg = resolve_init(cfg)
+        self.cfg = cfg
         self.run_dir = Path(self.cfg.runs_dir) / str(self.cfg.run_name)
         self.runners: list[Any] = []
         self.learner: Any = None
@@ -123,20 +136,23 @@ class RayTraining:
         cfg = self.cfg
         runner_cpus = cfg.dist.runner_cpus if cfg.dist.runner_cpus is not None else \
             float(cfg.dist.runner_threads)
-        need = int(cfg.env_runners * runner_cpus + cfg.dist.learner_cpus + 0.999)
+        robot = isinstance(cfg, RobotFinetuneConfig)
+        actors = 1 if robot else cfg.env_runners
+        need = int(actors * runner_cpus + cfg.dist.learner_cpus + 0.999)
         cores = os.cpu_count() or 1
         assert cfg.ray is not None
         init_ray(cfg.ray, num_cpus=max(cores, need))
         resources = ray.cluster_resources()
         if need > resources.get("CPU", 0):
-            self.console.print(f"note: {cfg.env_runners} env-runners and the learner reserve "
+            self.console.print(f"note: {actors} actors and the learner reserve "
                                f"{need} CPUs, the cluster has {resources.get('CPU', 0):g}: "
                                f"some wait for room (see --dist.runner-cpus)")
         self.console.print(f"ray: {resources.get('CPU', 0):g} CPUs, "
                            f"{resources.get('GPU', 0):g} GPUs on {len(ray.nodes())} node(s); "
-                           f"starting {cfg.env_runners} env-runners and the learner (run dir "
-                           f"{self.run_dir})")
-        self.runners = start_env_runners(cfg)
+                           f"starting {'the robot actor' if robot else f'{actors} env-runners'} "
+                           f"and the learner (run dir {self.run_dir})")
+        self.robot = robot
+        self.runners = [start_robot_actor(cfg)] if self.robot else start_env_runners(cfg)
         self.learner = start_learner(cfg)
         return self
 
@@ -145,8 +161,26 @@ class RayTraining:
         history: list[dict[str, float]] = ray.get(self.learner.train.remote(self.runners))
         return history
 
+    @property
+    def robot_dataset(self) -> Path | None:
+        """The robot's dataset (robot runs)."""
+        return Path(self.cfg.robot.dataset) if isinstance(self.cfg, RobotFinetuneConfig) \
+            else None
+
+    def robot_summary(self) -> dict[str, Any]:
+        """The robot actor's loop timing, swaps, episodes and interventions."""
+        assert self.robot, "not a robot run"
+        summary: dict[str, Any] = ray.get(self.runners[0].summary.remote(), timeout=20.0)
+        return summary
+
     def stop(self) -> None:
-        """Stop the learner and the env-runners."""
+        """Stop the learner and the actors (the robot's loop first holds the arm and closes
+        its dataset)."""
+        if self.robot and self.runners:
+            try:
+                ray.get(self.runners[0].close.remote(), timeout=20.0)
+            except Exception as e:  # noqa: BLE001 - a dead actor has nothing to close
+                self.console.print(f"the robot actor did not close cleanly: {e}")
         for h in [self.learner, *self.runners]:
             if h is not None:
                 ray.kill(h)

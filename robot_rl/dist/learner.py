@@ -82,6 +82,9 @@ class DistributedTraining:
                 t0 = time.perf_counter()
                 ro = pool.next()
                 waited = time.perf_counter() - t0
+                if not self.accepts(ro):
+                    pool.submit(ro.runner, cfg.dist.collect_steps, self._uniform())
+                    continue
                 self.store_rollout(ro)
                 self.env_steps += ro.env_steps
                 session.add_steps(ro.steps, ro.sums, ro.rejected, float(ro.cost.sum()))
@@ -109,6 +112,10 @@ class DistributedTraining:
                     break
         stats.write(self.run_dir / DIST_STATS, self.console)
         return self.history
+
+    def accepts(self, ro: Rollout) -> bool:
+        """Whether to learn from ``ro`` (a restarted robot learner skips what it has)."""
+        return True
 
     def store_rollout(self, ro: Rollout) -> None:
         """Add a rollout's transitions to the replay buffer and fold its observations into

@@ -96,3 +96,66 @@ class RayPool:
         """Forget the rollouts still being collected (at the end of a run): the runners
         finish them and Ray frees them."""
         self._pending.clear()
+
+
+def start_robot_actor(cfg: Any) -> Any:
+    """The robot actor of a ``RobotFinetuneConfig``: a threaded actor (the control loop on
+    one thread, the learner's calls on others), on the node with the ``robot_resource``
+    custom resource where one is named (``ray start --resources='{"robot": 1}'`` on the
+    robot's machine), restarted by Ray if it dies (the dataset is appended to)."""
+    from robot_rl.dist.robot_actor import RobotActor
+
+    opts = cfg.dist
+    cpus = opts.runner_cpus if opts.runner_cpus is not None else 1.0
+    resources = {opts.robot_resource: 1.0} if opts.robot_resource else None
+    actor = ray.remote(RobotActor).options(num_cpus=cpus, max_concurrency=4, max_restarts=-1,
+                                           max_task_retries=0, resources=resources)
+    return actor.remote(cfg, cfg.robot)
+
+
+class RobotPool:
+    """The learner's view of the robot actor (``learner.RunnerPool`` of size 1): each
+    ``next`` is the robot's next committed episode; new weights ride along with the request
+    (Ray resolves them on the robot's node) only when the robot lacks them."""
+
+    size = 1
+
+    def __init__(self, handle: Any, wait: float = 5.0, log: Any = print):
+        self.handle, self.wait, self._log = handle, wait, log
+        self._state: ray.ObjectRef | None = None
+        self._version, self._sent, self._sending = -1, -1, -1
+        self._ref: ray.ObjectRef | None = None
+        self.failures = 0
+
+    def publish(self, state: dict, version: int) -> None:
+        self._state, self._version = ray.put(state), version
+
+    def submit(self, index: int, steps: int, uniform: bool) -> None:
+        send = self._state if self._version > self._sent else None
+        self._sending = self._version if send is not None else self._sent
+        self._ref = self.handle.next_episode.remote(self._version, send, self.wait)
+
+    def next(self) -> Rollout:
+        while True:
+            assert self._ref is not None, "no episode was asked for"
+            try:
+                ro = ray.get(self._ref)
+            except RayActorError as e:
+                self.failures += 1
+                self._log(f"the robot actor died ({type(e).__name__}); Ray restarts it "
+                          f"({self.failures} deaths so far)")
+                self._sent = -1  # a restarted actor has no weights
+                self.submit(0, 0, False)
+                continue
+            self._sent = self._sending
+            if ro is None:  # no episode committed within the wait: ask again
+                self.submit(0, 0, False)
+                continue
+            return ro
+
+    def cancel(self) -> None:
+        self._ref = None
+
+    def summary(self) -> dict:
+        """The robot's loop timing, swaps and episodes."""
+        return ray.get(self.handle.summary.remote())

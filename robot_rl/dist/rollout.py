@@ -47,6 +47,10 @@ class Rollout:
     """Version of the weights that acted (-1: uniform random actions)."""
     seconds: float
     """Wall-clock seconds the collection took."""
+    intervention: np.ndarray | None = None
+    """(N,) bool: a person acted (robot episodes; HIL-SERL also learns them as demos)."""
+    episode_index: int = -1
+    """The robot episode's index in the robot's dataset (-1: simulation)."""
 
     def __len__(self) -> int:
         return int(self.obs.shape[0])

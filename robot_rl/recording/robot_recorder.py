@@ -195,10 +195,16 @@ class RobotRecorder:
         self._succeeded = self._succeeded or step.success
         if prev is None:
             return
-        self.writer.add_frame(obs=prev.obs, joint_pos=prev.reading.q, joint_vel=prev.reading.qd,
-                              action=prev.action, applied_action=prev.applied,
-                              next_obs=step.obs, reward=step.reward,
-                              cost=step.cost, terminated=False,
-                              truncated=self.writer.frames_in_episode + 1 >= self.episode_length,
-                              success=step.success, intervention=prev.intervention and
-                              self.with_policy)
+        add_step_frame(self.writer, prev, step, terminated=False,
+                       truncated=self.writer.frames_in_episode + 1 >= self.episode_length,
+                       intervention=prev.intervention and self.with_policy)
+
+
+def add_step_frame(writer: DatasetWriter, prev: PolicyStep, step: PolicyStep, *,
+                   terminated: bool, truncated: bool, intervention: bool) -> None:
+    """Write the frame of two consecutive policy steps: ``prev``'s observation and action,
+    and the outcome ``step`` observed (reward, cost, success, next observation)."""
+    writer.add_frame(obs=prev.obs, joint_pos=prev.reading.q, joint_vel=prev.reading.qd,
+                     action=prev.action, applied_action=prev.applied, next_obs=step.obs,
+                     reward=step.reward, cost=step.cost, terminated=terminated,
+                     truncated=truncated, success=step.success, intervention=intervention)

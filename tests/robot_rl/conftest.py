@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -27,3 +27,20 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
         return subprocess.CompletedProcess(list(args), code, got.out, got.err)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[object]:
+    """Two Ray nodes of one CPU each on this machine, this process connected to them; the
+    second has the custom resource "robot" (the robot's machine)."""
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
+                                                            "include_dashboard": False})
+    cluster.add_node(num_cpus=1, resources={"robot": 1})
+    ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
+    cluster.wait_for_nodes()
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()

@@ -8,9 +8,9 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -132,22 +132,6 @@ def test_ray_options_are_checked(tmp_path):
 
 # -- on Ray: a two-node cluster on this machine -----------------------------------------------
 
-@pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[object]:
-    """Two Ray nodes of one CPU each on this machine, this process connected to them."""
-    ray = pytest.importorskip("ray")
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
-                                                            "include_dashboard": False})
-    cluster.add_node(num_cpus=1)
-    ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
-    cluster.wait_for_nodes()
-    yield cluster
-    ray.shutdown()
-    cluster.shutdown()
-
-
 def _wait(cond, what: str, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
@@ -198,3 +182,114 @@ def test_training_on_two_nodes_survives_a_killed_runner_and_a_killed_learner(ray
         assert int(replay["size"]) == state["env_steps"]
     finally:
         training.stop()
+
+
+# -- fine-tuning on the robot -----------------------------------------------------------------
+
+def _init_run(tmp_path: Path) -> Path:
+    """A sim-trained reach run (untrained weights do: only their shapes matter here)."""
+    from robot_rl.runner import Runner
+
+    runner = Runner(_cfg(tmp_path, run_name="sim", num_envs=2))
+    runner.save()
+    return runner.run_dir
+
+
+def _robot_cfg(tmp_path: Path, **overrides: object):
+    from robot_rl.dist.robot_actor import RobotSetup
+    from robot_rl.dist.robot_learner import RobotFinetuneConfig, resolve_init
+    from robot_rl.dist.robot_loop import OnlineLoopConfig
+    from robot_rl.hardware.runtime import DeployConfig
+
+    fields: dict = dict(
+        init=_init_run(tmp_path), runs_dir=tmp_path, run_name="robot", progress=False,
+        total_steps=10**9, checkpoint_every=0.5, log_every=20,
+        sac=SACConfig(batch_size=32, learning_starts=20, updates_per_step=1),
+        robot=RobotSetup(dataset=Path("robot_data"), teleop="corrector",
+                         deploy=DeployConfig(rate_hz=100.0, autostart=False),
+                         loop=OnlineLoopConfig(episode_length=25)),
+        dist=RayOptions(runner_cpus=0.5, learner_cpus=0.5, robot_resource="robot"))
+    fields.update(overrides)
+    return resolve_init(RobotFinetuneConfig(**fields))
+
+
+def _write_episodes(root: Path, n: int, length: int, first: float = 0.0) -> None:
+    """``n`` episodes of reach frames (random values) into the robot dataset at ``root``."""
+    from robot_rl.data.writer import DatasetWriter
+    from robot_rl.recording.record import dataset_spec
+    from robot_rl.sim import make_env
+
+    env = make_env("reach", 1, dr="off")
+    rng = np.random.default_rng(int(first))
+    resume = (root / "meta" / "info.json").is_file()
+    with DatasetWriter(root, dataset_spec(env), resume=resume) as w:
+        for _ in range(n):
+            w.begin_episode(source="policy+corrector")
+            for _ in range(length):
+                w.add_frame(obs=rng.normal(size=env.obs_dim), joint_pos=rng.normal(size=7),
+                            joint_vel=rng.normal(size=7),
+                            action=rng.uniform(-1, 1, env.act_dim),
+                            next_obs=rng.normal(size=env.obs_dim), reward=first, cost=0.0,
+                            terminated=False, truncated=False, success=False)
+            w.save_episode(success=False)
+
+
+def test_a_restarted_robot_learner_takes_what_its_checkpoint_missed_from_the_dataset(tmp_path):
+    from robot_rl.dist.robot_learner import RobotFinetuneRunner
+
+    cfg = _robot_cfg(tmp_path)
+    assert cfg.robot.dataset == tmp_path / "robot" / "robot_data"
+    _write_episodes(cfg.robot.dataset, 3, 10)
+    learner = RobotFinetuneRunner(cfg)
+    assert learner.robot_episodes == 3 and len(learner.buffer) == 30
+    # the init run's weights are the learner's
+    init = load_checkpoint(cfg.init)["agent"]["modules"]
+    assert torch.equal(learner.agent.state_dict()["actor.mu.weight"], init["actor.mu.weight"])
+    learner.save()
+    _write_episodes(cfg.robot.dataset, 2, 7, first=1.0)  # the robot went on without it
+    resumed = RobotFinetuneRunner(dataclasses.replace(cfg, resume=learner.run_dir))
+    assert resumed.robot_episodes == 5 and len(resumed.buffer) == 30 + 14
+    assert resumed.env_steps == 44
+    # the robot hands over episodes 3 and 4 again (its queue): skipped; episode 5 is new
+    from robot_rl.dist.rollout import Rollout
+
+    def ro(index: int) -> Rollout:
+        D, A = learner.env.obs_dim, learner.env.act_dim
+
+        def z(*shape: int) -> np.ndarray:
+            return np.zeros(shape, np.float32)
+
+        return Rollout(z(4, D), z(4, A), z(4), z(4), z(4, D), z(4), env_steps=4, steps=4,
+                       sums={}, rejected=0.0, episode_return=[0.0], episode_cost=[0.0],
+                       episode_success=[0.0], runner=0, version=0, seconds=1.0,
+                       episode_index=index)
+
+    assert not resumed.accepts(ro(4)) and resumed.accepts(ro(5))
+
+
+def test_fine_tuning_on_the_simulated_arm_over_ray(ray_cluster, tmp_path):
+    import ray
+
+    from robot_rl.data.reader import Dataset
+    from robot_rl.dist.cluster import RayTraining
+
+    cfg = _robot_cfg(tmp_path, ray="auto", time_budget=6.0)
+    training = RayTraining(cfg).start()
+    try:
+        robot_node, _ = ray.get(training.runners[0].where.remote())
+        nodes = {n["NodeID"]: n for n in ray.nodes()}
+        assert nodes[robot_node]["Resources"].get("robot") == 1.0  # on the robot's machine
+        history = training.run()
+        summary = training.robot_summary()
+    finally:
+        training.stop()
+    assert history and summary["robot_episodes"] >= 2 and summary["swaps"] >= 1
+    assert summary["ticks"] > 0 and summary["estops"] == 0
+    state = load_checkpoint(training.run_dir / CHECKPOINT)
+    ds = Dataset(cfg.robot.dataset)
+    assert ds.validate() == [] and ds.num_episodes >= state["robot_episodes"] >= 2
+    # every robot transition the learner counted is in its replay and in the dataset
+    lengths = [int(r["length"]) for r in ds.episodes]
+    replay = torch.load(training.run_dir / REPLAY, weights_only=False)
+    assert int(replay["size"]) == state["env_steps"] == sum(lengths[:state["robot_episodes"]])
+    assert all(r["robot_rl/source"] == "policy+corrector" for r in ds.episodes)

@@ -1,0 +1,235 @@
+"""The robot actor: the deploy runtime and the online loop on the robot's machine, fed weights
+by the learner, feeding it committed episodes.
+
+    actor = RobotActor(cfg, setup)                     # connects the arm
+    rollout = actor.next_episode(0, acting_state(agent), timeout=5.0)  # first weights start
+    rollout = actor.next_episode(version, None)        # the loop; then the oldest unsent episode
+    actor.summary()                                                    # loop timing, swaps
+
+The control loop runs on its own thread (``DeployRuntime.run``, deadline-scheduled) from the
+first weights on; ``next_episode`` is called from another thread (Ray runs a threaded actor's
+calls on its own threads): it swaps in newer weights there (``LivePolicy.swap``: the loop
+picks them up at its next policy step and never waits) and hands back the oldest committed
+episode not yet handed out. Episodes queue while the learner is busy or gone; they are in the
+dataset anyway. Without a call for ``learner_timeout`` seconds, the arm keeps acting with the
+weights it has (``on_learner_loss="act"``) or holds until the learner is back (``"hold"``).
+
+``ray_pool.RobotPool`` wraps a Ray handle of it for the learner; nothing here imports Ray.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import queue
+import threading
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from robot_rl.data.writer import DatasetWriter
+from robot_rl.dist.live_policy import LivePolicy
+from robot_rl.dist.robot_loop import OnlineLoopConfig, OnlineRobotLoop, RobotEpisode
+from robot_rl.dist.rollout import Rollout
+from robot_rl.errors import ConfigError
+from robot_rl.export.artifact import task_meta
+from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
+from robot_rl.hardware.sim_robot import SimRobotConfig
+from robot_rl.hardware.teleop.base import Teleoperator
+from robot_rl.recording.robot_recorder import robot_dataset_spec
+from robot_rl.runner import TrainConfig
+from robot_rl.sim import make_env
+
+
+@dataclasses.dataclass(kw_only=True)
+class RobotSetup:
+    """What the robot actor builds on the robot's machine."""
+
+    dataset: Path
+    """The robot's dataset: every episode is committed here (appended to if it exists)."""
+    robot: Literal["sim"] = "sim"
+    """The arm: sim (the simulated arm in its own process, in real time)."""
+    sim: SimRobotConfig = dataclasses.field(default_factory=SimRobotConfig)
+    """The simulated arm (its held-out dynamics, latency and noise)."""
+    deploy: DeployConfig = dataclasses.field(
+        default_factory=lambda: DeployConfig(autostart=False))
+    """The deploy runtime (rate, gate, watchdog)."""
+    loop: OnlineLoopConfig = dataclasses.field(default_factory=OnlineLoopConfig)
+    """The episode cycle."""
+    teleop: str = "none"
+    """The person's device: none, keyboard, spacemouse, gamepad, or corrector (a scripted
+    person who steers the hand to the goal when the policy strays; the simulated arm)."""
+    stochastic: bool = True
+    """Sample the policy's actions (exploration) rather than act with its mean."""
+    learner_timeout: float = 30.0
+    """Seconds without the learner after which ``on_learner_loss`` applies."""
+    on_learner_loss: Literal["act", "hold"] = "act"
+    """Without the learner: keep acting with the current weights, or hold until it is back."""
+    seed: int = 0
+
+
+class RobotActor:
+    """See the module docstring."""
+
+    def __init__(self, cfg: TrainConfig, setup: RobotSetup, log: Any = None):
+        """Connects the arm; the loop starts with the first weights (``next_episode``)."""
+        if setup.robot != "sim":
+            raise ConfigError(f"robot {setup.robot!r}: the robot actor drives the simulated "
+                              f"arm (sim)")
+        from robot_rl.hardware.sim_robot_process import SimRobotProcess
+
+        self.cfg, self.setup = cfg, setup
+        self.log = log or _say
+        self.meta = task_meta(make_env(cfg.env, 1, dr="off"))
+        self.robot = SimRobotProcess(setup.sim)
+        self.robot.connect()
+        self.policy: LivePolicy | None = None
+        self.episodes: queue.Queue[RobotEpisode] = queue.Queue()
+        self._contact = time.monotonic()
+        self._lost = False
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def _start(self, state: dict[str, torch.Tensor], version: int) -> None:
+        """Build the policy, runtime and loop around the first weights; start the loop."""
+        setup = self.setup
+        self.policy = policy = LivePolicy(self.cfg, self.meta, state, version,
+                                          stochastic=setup.stochastic, seed=setup.seed)
+        try:
+            self.runtime = DeployRuntime(policy, self.robot, setup.deploy, log=self.log)
+            dataset = Path(setup.dataset)
+            resume = (dataset / "meta" / "info.json").is_file()
+            writer = DatasetWriter(dataset, robot_dataset_spec(self.runtime), resume=resume)
+            self.device = make_device(setup.teleop, self)
+            self.loop = OnlineRobotLoop(self.runtime, writer, self.device, self.episodes.put,
+                                        setup.loop, version=lambda: policy.version,
+                                        log=self.log)
+        except BaseException:
+            self.robot.close()
+            raise
+        self._thread = threading.Thread(target=self._run, name="robot-loop", daemon=True)
+        self._thread.start()
+
+    # -- the control loop's thread -------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self.runtime.run(stop=self._stop, on_tick=self._tick)
+        except BaseException as e:  # reported by the next call
+            self._error = e
+        finally:
+            self.loop.close()
+
+    def _tick(self, rt: DeployRuntime) -> None:
+        self.loop.tick(rt)
+        silent = time.monotonic() - self._contact > self.setup.learner_timeout
+        if silent and not self._lost:
+            self._lost = True
+            what = "holding" if self.setup.on_learner_loss == "hold" else \
+                "acting with the weights it has"
+            self.log(f"no learner for {self.setup.learner_timeout:g} s: {what}")
+        if self._lost and self.setup.on_learner_loss == "hold" and rt.mode == "running":
+            rt.stop("learner lost")
+        if self.loop.done:
+            self._stop.set()
+
+    # -- the learner's calls (another thread) --------------------------------------------------
+
+    def next_episode(self, version: int, state: dict[str, torch.Tensor] | None,
+                     timeout: float = 5.0) -> Rollout | None:
+        """Swap in ``state`` if ``version`` is newer than the policy's, then the oldest
+        committed episode not handed out yet as a Rollout (None if none within
+        ``timeout`` s)."""
+        self._check()
+        self._contact = time.monotonic()
+        with self._lock:
+            if self.policy is None:
+                if state is None:
+                    raise RuntimeError("the robot actor has no weights: send them first")
+                self._start(state, version)
+            elif state is not None and version > self.policy.version:
+                self.policy.swap(state, version)
+        if self._lost:
+            self._lost = False
+            self.log("learner back")
+            if self.setup.on_learner_loss == "hold" and self.loop.phase == "held":
+                self.runtime.start()
+        try:
+            ep = self.episodes.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        return episode_rollout(ep)
+
+    def where(self) -> tuple[str, int]:
+        """(Ray node id, process id) of the robot actor (inside a Ray actor)."""
+        import os
+
+        import ray
+
+        return ray.get_runtime_context().get_node_id(), os.getpid()
+
+    def version(self) -> int:
+        """The version of the weights acting (-1: none yet)."""
+        return -1 if self.policy is None else self.policy.version
+
+    def summary(self) -> dict[str, Any]:
+        """The loop's timing and fail-safe counters, swaps, episodes, interventions."""
+        if self.policy is None:
+            return {"robot_episodes": 0, "swaps": 0, "policy_version": -1}
+        out = self.runtime.summary()
+        out.update(swaps=self.policy.swaps, policy_version=self.policy.version,
+                   robot_episodes=self.loop.episodes,
+                   interventions=list(self.loop.interventions),
+                   queued=self.episodes.qsize())
+        return out
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10.0)
+        self.robot.close()
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise RuntimeError(f"the robot's control loop failed: {self._error!r}")
+
+
+def _say(message: str) -> None:
+    """The robot actor's log: its stdout (Ray forwards it to the driver's)."""
+    print(message, flush=True)
+
+
+def episode_rollout(ep: RobotEpisode) -> Rollout:
+    """A committed robot episode as a learner's rollout."""
+    n = len(ep)
+    return Rollout(ep.obs, ep.action, ep.reward, ep.cost, ep.next_obs, ep.terminated,
+                   env_steps=n, steps=n,
+                   sums={"hil/intervention_steps": float(ep.intervention.sum())},
+                   rejected=0.0, episode_return=[float(ep.reward.sum())],
+                   episode_cost=[float(ep.cost.sum())], episode_success=[float(ep.success)],
+                   runner=0, version=ep.policy_version, seconds=ep.seconds,
+                   intervention=ep.intervention.copy(), episode_index=ep.index)
+
+
+def make_device(name: str, actor: RobotActor) -> Teleoperator:
+    """The person's device of ``RobotSetup.teleop``."""
+    from robot_rl.hardware.teleop.base import ScriptedTeleop, TeleopCommand
+
+    if name == "none":
+        return ScriptedTeleop(lambda _k: TeleopCommand(np.zeros(6), None, frozenset()))
+    if name == "corrector":
+        from robot_rl.dist.corrector import GoalCorrector
+
+        return GoalCorrector(actor.runtime, actor.robot)
+    from robot_rl.recording.record import open_teleop
+
+    if name not in ("keyboard", "spacemouse", "gamepad"):
+        raise ConfigError(f"teleop must be none, keyboard, spacemouse, gamepad or corrector, "
+                          f"got {name!r}")
+    device: Teleoperator = open_teleop(name)  # type: ignore[arg-type]
+    device.connect()
+    return device

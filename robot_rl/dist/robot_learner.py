@@ -1,0 +1,146 @@
+"""Fine-tuning on the robot: the learner of ``robot-rl finetune-robot``.
+
+    robot-rl finetune-robot --init runs/reach_sim --robot.sim.mass-scale 1.5 --time-budget 900
+
+The learner starts from a policy trained in simulation (``--init``: its networks, normalizer,
+optimizers and temperature, and its task config: observation, action space, controller,
+shield) and learns from the robot's episodes as the robot actor commits them
+(``robot_actor.py``), at ``updates_per_step`` gradient steps per robot transition; there are
+no uniform random actions on a robot, and updates begin after ``learning_starts`` robot
+transitions (WSRL's warm-up: the critics first see what the pre-trained policy does).
+
+What the robot did is in its dataset before the learner sees it, so a learner that dies loses
+nothing: the restarted one resumes from its checkpoint, reads the dataset's episodes the
+checkpoint had not yet seen into its replay buffer, and skips them when the robot hands them
+over. The checkpoint records how many robot episodes it holds (``robot_episodes``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from robot_rl.algos import SACConfig
+from robot_rl.checkpoint import CHECKPOINT, CheckpointError, load_checkpoint
+from robot_rl.data.reader import Dataset
+from robot_rl.dist.learner import DistributedTraining
+from robot_rl.dist.robot_actor import RobotSetup
+from robot_rl.dist.rollout import Rollout
+from robot_rl.errors import ConfigError
+from robot_rl.finetune.demos import transitions
+from robot_rl.runner import Runner, TrainConfig
+
+
+def _robot_sac() -> SACConfig:
+    return SACConfig(updates_per_step=2, learning_starts=200)
+
+
+@dataclasses.dataclass(kw_only=True)
+class RobotFinetuneConfig(TrainConfig):
+    """Fine-tune a sim-trained policy on the robot (the HIL-SERL loop) with a learner and a
+    robot actor on Ray.
+
+    Example: robot-rl finetune-robot --init runs/reach__sac__0 --robot.teleop spacemouse
+    """
+
+    init: Path
+    """The sim-trained run (robot-rl train) or checkpoint the policy starts from; its task
+    config (observation, action space, controller, shield) is the robot's."""
+    robot: RobotSetup = dataclasses.field(
+        default_factory=lambda: RobotSetup(dataset=Path("robot_data")))
+    """The robot actor: the arm, the deploy runtime, the episode cycle, the person's device,
+    the dataset (relative paths are inside the run directory)."""
+    num_envs: int = 1
+    """One robot: the update-to-data ratio is updates_per_step per robot transition."""
+    ray: str | None = "local"
+    eval_every: int = 10**9
+    """Evaluations in simulation (the nominal task) every this many robot transitions; the
+    robot's own episodes are the measure that counts (train/success_rate)."""
+    eval_episodes: int = 16
+    sac: SACConfig = dataclasses.field(default_factory=_robot_sac)
+    """SAC hyper-parameters (the network sizes come from --init)."""
+
+    def validate(self) -> None:
+        super().validate()
+        if self.num_envs != 1:
+            raise ConfigError("one robot: --num-envs must be 1")
+
+
+def resolve_init(cfg: RobotFinetuneConfig) -> RobotFinetuneConfig:
+    """``cfg`` with the init run's task config, network sizes and safety critic (what its
+    weights need), the dataset path made absolute inside the run directory."""
+    path = Path(cfg.init)
+    ckpt = path / CHECKPOINT if path.is_dir() else path
+    if not ckpt.is_file():
+        raise CheckpointError(f"--init {path}: no checkpoint (a robot-rl train run directory "
+                              f"or its checkpoints/latest.pt)")
+    saved = TrainConfig.from_saved(load_checkpoint(ckpt)["config"])
+    nets = {k: getattr(saved.sac, k) for k in ("actor_hidden", "critic_hidden", "num_critics",
+                                               "critic_subset", "layer_norm", "normalize_obs")}
+    run_dir = Path(cfg.runs_dir) / str(cfg.run_name)
+    dataset = Path(cfg.robot.dataset)
+    robot = dataclasses.replace(cfg.robot, dataset=dataset if dataset.is_absolute()
+                                else run_dir / dataset)
+    return dataclasses.replace(cfg, init=ckpt, task=saved.task, env=saved.env,
+                               sac=dataclasses.replace(cfg.sac, **nets),
+                               safety=saved.safety, safety_critic=saved.safety_critic,
+                               robot=robot)
+
+
+class RobotFinetuneRunner(DistributedTraining, Runner):
+    """The learner of robot episodes (module docstring)."""
+
+    cfg: RobotFinetuneConfig
+
+    def __init__(self, cfg: RobotFinetuneConfig, console: Console | None = None):
+        super().__init__(cfg, console)
+        self.robot_episodes = getattr(self, "robot_episodes", 0)
+        if cfg.resume is None:
+            state = load_checkpoint(cfg.init)
+            try:
+                self.agent.load_full_state(state["agent"])
+            except (RuntimeError, KeyError) as e:
+                raise CheckpointError(f"--init {cfg.init} does not fit: {e}") from None
+            self.console.print(f"policy from {cfg.init} ({int(state['env_steps']):,} sim "
+                               f"steps)")
+        self._catch_up()
+
+    def warmup_is_uniform(self) -> bool:
+        return False  # a robot acts with the pre-trained policy from the first step
+
+    def extra_state(self) -> dict[str, Any]:
+        return {"robot_episodes": self.robot_episodes}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        self.robot_episodes = int(state.get("robot_episodes", 0))
+
+    def _catch_up(self) -> None:
+        """Read the robot dataset's episodes this learner has not seen into the replay."""
+        root = Path(self.cfg.robot.dataset)
+        if not (root / "meta" / "info.json").is_file():
+            return
+        ds = Dataset(root)
+        new = [i for i in range(ds.num_episodes) if i >= self.robot_episodes]
+        if not new:
+            return
+        tr = transitions(ds, self.cfg.device, new)
+        self.buffer.add(tr["obs"], tr["action"], tr["reward"], tr["cost"], tr["next_obs"],
+                        tr["terminated"])
+        self.agent.observe(tr["obs"])
+        self.env_steps += int(tr["obs"].shape[0])
+        self.robot_episodes = ds.num_episodes
+        self.console.print(f"robot dataset {root}: {len(new)} episodes "
+                           f"({int(tr['obs'].shape[0]):,} transitions) the checkpoint had "
+                           f"not seen, now in the replay buffer")
+
+    def accepts(self, ro: Rollout) -> bool:
+        # an episode the dataset already gave this learner (after a restart) is skipped
+        return ro.episode_index < 0 or ro.episode_index >= self.robot_episodes
+
+    def store_rollout(self, ro: Rollout) -> None:
+        super().store_rollout(ro)
+        if ro.episode_index >= 0:
+            self.robot_episodes = ro.episode_index + 1

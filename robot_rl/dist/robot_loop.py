@@ -1,0 +1,279 @@
+"""The fine-tuning loop on the robot (HIL-SERL): the live policy acts, a person may take over,
+every episode is committed to the dataset and handed to the learner.
+
+    loop = OnlineRobotLoop(runtime, DatasetWriter(out, robot_dataset_spec(runtime)), device,
+                           on_episode=queue.put)
+    runtime.run(on_tick=loop.tick)          # until loop.done (or the caller's stop)
+
+Per episode, driven by the runtime's ticks:
+
+    home      a scripted move of the end effector back to its home position (through the
+              action space, controller and shield like any action: a person's device mapped
+              by ``TeleopMapper``), then the task's next goal (``observer.sample_goal``, or the
+              fixed goal of the runtime's config) and ``scene_reset`` (the simulated arm puts
+              its objects back; on a robot, a person does)
+    confirm   (``confirm_episodes``) wait for the device's "next" event
+    episode   the policy acts; while the device moves, the person acts instead (the step is
+              an intervention: the gate is skipped, the shield is not). It ends at the task's
+              success (terminal where the task terminates on success), after
+              ``episode_length`` policy steps (a time-out: the last step bootstraps), or when
+              the runtime stops acting (watchdog, e-stop): then it is kept, since everything in
+              it happened, and the loop waits for a restart (``runtime.start``).
+
+Frames are written as ``robot-rl record`` writes them (``add_step_frame``); an episode is
+committed (crash-safe: a crash loses at most the open one) before ``on_episode`` receives it,
+so the learner never holds a transition the dataset lacks. Device events: "quit" ends (the
+open episode dropped), "rerecord" drops the open episode, "next" confirms.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+import numpy as np
+
+from robot_rl.data.writer import DatasetWriter
+from robot_rl.errors import ConfigError
+from robot_rl.hardware.runtime import DeployRuntime
+from robot_rl.hardware.runtime_hooks import PolicyStep
+from robot_rl.hardware.teleop.base import TeleopCommand
+from robot_rl.hardware.teleop.mapping import TeleopMapper
+from robot_rl.recording.robot_recorder import add_step_frame
+
+Phase = Literal["home", "confirm", "episode", "held", "done"]
+
+
+@dataclasses.dataclass(kw_only=True)
+class OnlineLoopConfig:
+    """The episode cycle on the robot."""
+
+    episode_length: int | None = None
+    """Policy steps per episode (default: the task's episode length)."""
+    end_on_success: bool = True
+    """End an episode at the task's success."""
+    confirm_episodes: bool = False
+    """Wait for the device's "next" before each episode (a person resets the scene)."""
+    home_tolerance: float = 0.02
+    """The move home ends within this distance of the home position [m]..."""
+    home_timeout: float = 6.0
+    """...or after this long [s]."""
+    home_speed: float = 0.6
+    """Fraction of the device's full speed the move home goes at."""
+
+
+@dataclasses.dataclass
+class RobotEpisode:
+    """A committed episode, as the learner receives it. N transitions, O and A the widths."""
+
+    index: int
+    """The episode's index in the dataset."""
+    obs: np.ndarray  # (N, O) float32
+    action: np.ndarray  # (N, A) float32: what was executed (policy, gate or person)
+    reward: np.ndarray  # (N,) float32
+    cost: np.ndarray  # (N,) float32
+    next_obs: np.ndarray  # (N, O) float32
+    terminated: np.ndarray  # (N,) float32
+    intervention: np.ndarray  # (N,) bool: the person acted
+    success: bool
+    policy_version: int
+    """The weights' version when the episode began (-1: unknown)."""
+    seconds: float
+    """From its first policy step to its end [s]."""
+
+    def __len__(self) -> int:
+        return int(self.obs.shape[0])
+
+
+class OnlineRobotLoop:
+    """See the module docstring. ``version``: returns the policy's weights version (for the
+    episode rows); ``scene_reset``: called after the move home with the runtime."""
+
+    def __init__(self, runtime: DeployRuntime, writer: DatasetWriter, device: Any,
+                 on_episode: Callable[[RobotEpisode], None],
+                 cfg: OnlineLoopConfig | None = None, *,
+                 scene_reset: Callable[[DeployRuntime], None] | None = None,
+                 version: Callable[[], int] = lambda: -1, log: Callable[[str], None] = print):
+        self.cfg = cfg = cfg or OnlineLoopConfig()
+        env = runtime.observer.env
+        self.runtime, self.writer, self.device = runtime, writer, device
+        self.on_episode, self.scene_reset, self.version = on_episode, scene_reset, version
+        self.log = log
+        self.episode_length = cfg.episode_length or env.cfg.episode_length
+        if self.episode_length < 1:
+            raise ConfigError(f"episode_length must be >= 1, got {self.episode_length}")
+        self.terminate_on_success = bool(env.cfg.terminate_on_success)
+        self.mapper = TeleopMapper(env.cfg.action, env.act_dim,
+                                   env.pipeline.action_space.has_gripper, env.robot,
+                                   env.control_dt)
+        home = np.asarray(env.robot.home, dtype=np.float64)
+        self.home_ee = runtime.arm.state(home, np.zeros_like(home)).ee_pos[0].copy()
+        self.source = "policy+" + getattr(device, "name", "teleop")
+        self.phase: Phase = "home"
+        self.cmd = TeleopCommand()
+        self.episodes = 0
+        self.interventions: list[int] = []
+        """Intervention steps of each committed episode."""
+        self._frames: list[tuple[PolicyStep, PolicyStep, bool]] = []
+        self._prev: PolicyStep | None = None
+        self._ended: str | None = None
+        self._phase_t = time.monotonic()
+        self._begun_t = 0.0
+        self._ep_version = -1
+        self._near_home = False
+        runtime.override = self._override
+        runtime.on_step = self._on_step
+
+    @property
+    def done(self) -> bool:
+        return self.phase == "done"
+
+    # -- called by the loop, once per tick ---------------------------------------------------
+
+    def tick(self, _runtime: Any = None) -> None:
+        if self.done:
+            return
+        rt = self.runtime
+        self.cmd = self.device.read()
+        ev = self.cmd.events
+        if "quit" in ev:
+            if self.writer.recording:
+                self.writer.discard_episode()
+            rt.stop("quit")
+            self.phase = "done"
+            return
+        if self.phase == "episode":
+            if "rerecord" in ev:
+                self._end(save=False, why="dropped by the person")
+            elif self._ended is not None:
+                self._end(save=True, why=self._ended)
+            elif rt.mode != "running":
+                self._end(save=True, why=f"the runtime stopped acting ({rt.mode})",
+                          then="held")
+        elif self.phase == "held":  # after a watchdog hold or e-stop: a person restarts
+            if rt.mode == "running":
+                self._go("home")
+        elif self.phase == "home":
+            if rt.mode == "idle":
+                rt.start()
+            elif rt.mode == "estop":
+                self._go("held")
+            elif self._near_home or time.monotonic() - self._phase_t > self.cfg.home_timeout:
+                self._after_home()
+        elif self.phase == "confirm" and "next" in ev:
+            self._begin()
+
+    def close(self) -> None:
+        """Drop an open episode and close the dataset."""
+        if self.writer.recording:
+            self.writer.discard_episode()
+        self.writer.close()
+
+    # -- the cycle ---------------------------------------------------------------------------
+
+    def _go(self, phase: Phase) -> None:
+        self.phase, self._phase_t = phase, time.monotonic()
+        self._near_home = False
+
+    def _after_home(self) -> None:
+        rt = self.runtime
+        rt.stop("at home")
+        if rt.cfg.goal is None:
+            rt.observer.sample_goal()
+        if self.scene_reset is not None:
+            self.scene_reset(rt)
+        if self.cfg.confirm_episodes:
+            self._go("confirm")
+            self.log("at home: the device's next starts the episode")
+        else:
+            self._begin()
+
+    def _begin(self) -> None:
+        started, why = self.runtime.start()
+        if not started:
+            self.log(f"cannot start an episode: {why}")
+            self._go("held")
+            return
+        self.mapper.reset()
+        self.writer.begin_episode(seed=None, source=self.source)
+        self._frames, self._prev, self._ended = [], None, None
+        self._ep_version = self.version()
+        self._begun_t = time.monotonic()
+        self._go("episode")
+
+    def _end(self, save: bool, why: str, then: Phase = "home") -> None:
+        frames = self._frames
+        n = self.writer.frames_in_episode
+        self._frames, self._prev, self._ended = [], None, None
+        if not save or n == 0:
+            self.writer.discard_episode()
+            self.log(f"episode dropped ({why})")
+        else:
+            success = any(step.success for _, step, _ in frames)
+            index = self.writer.num_episodes
+            self.writer.save_episode(success=success)
+            ep = _episode(index, frames, success, self._ep_version,
+                          time.monotonic() - self._begun_t)
+            self.episodes += 1
+            self.interventions.append(int(ep.intervention.sum()))
+            self.log(f"episode {index}: {n} steps, {'success' if success else 'failure'} "
+                     f"({why}), {self.interventions[-1]} intervention steps, policy "
+                     f"v{self._ep_version}")
+            self.on_episode(ep)
+        if then == "home" and self.runtime.mode == "running":
+            self.mapper.reset()
+        self._go(then)
+
+    # -- the runtime's hooks -------------------------------------------------------------------
+
+    def _override(self, _obs: np.ndarray, _reading: Any, arm: Any) -> np.ndarray | None:
+        if self.phase == "home":
+            return self._home_action(arm)
+        if self.phase == "episode" and self.cmd.moving:
+            return self.mapper(self.cmd, arm)
+        return None
+
+    def _home_action(self, arm: Any) -> np.ndarray:
+        err = self.home_ee - np.asarray(arm.ee_pos, dtype=np.float64)[0]
+        dist = float(np.linalg.norm(err))
+        slow = np.max(np.abs(np.asarray(arm.qd)[0])) < 0.2
+        self._near_home = dist < self.cfg.home_tolerance and slow
+        # proportional within 5 cm, at home_speed beyond
+        lin = self.cfg.home_speed * err / max(dist, 0.05)
+        twist = np.concatenate([lin, np.zeros(3)])
+        return self.mapper(TeleopCommand(twist, -1.0), arm)
+
+    def _on_step(self, step: PolicyStep) -> None:
+        if self.phase != "episode" or self._ended is not None:
+            return
+        prev, self._prev = self._prev, step
+        if prev is None:
+            return
+        n = self.writer.frames_in_episode + 1
+        terminal = step.success and self.terminate_on_success
+        truncated = not terminal and n >= self.episode_length
+        add_step_frame(self.writer, prev, step, terminated=terminal, truncated=truncated,
+                       intervention=prev.intervention)
+        self._frames.append((prev, step, terminal))
+        if step.success and self.cfg.end_on_success:
+            self._ended = "success"
+        elif truncated:
+            self._ended = f"{self.episode_length} steps"
+
+
+def _episode(index: int, frames: list[tuple[PolicyStep, PolicyStep, bool]], success: bool,
+             version: int, seconds: float) -> RobotEpisode:
+    def stack(values: list, dtype: Any) -> np.ndarray:
+        return np.asarray(values, dtype=dtype)
+
+    return RobotEpisode(
+        index=index, obs=stack([p.obs for p, _, _ in frames], np.float32),
+        action=stack([p.action for p, _, _ in frames], np.float32),
+        reward=stack([s.reward for _, s, _ in frames], np.float32),
+        cost=stack([s.cost for _, s, _ in frames], np.float32),
+        next_obs=stack([s.obs for _, s, _ in frames], np.float32),
+        terminated=stack([t for _, _, t in frames], np.float32),
+        intervention=stack([p.intervention for p, _, _ in frames], bool),
+        success=success, policy_version=version, seconds=seconds)

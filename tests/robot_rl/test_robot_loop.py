@@ -1,0 +1,135 @@
+"""Fine-tuning on the robot: the live policy whose weights change while the runtime runs it,
+and the episode cycle (move home, act, a person's interventions, commit, hand over) on the
+simulated arm on its own thread."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from robot_rl.algos import SACConfig, SafetyConfig
+from robot_rl.data.reader import Dataset
+from robot_rl.data.writer import DatasetWriter
+from robot_rl.dist.live_policy import LivePolicy
+from robot_rl.dist.robot_loop import OnlineLoopConfig, OnlineRobotLoop, RobotEpisode
+from robot_rl.dist.weights import acting_state
+from robot_rl.export.artifact import task_meta
+from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
+from robot_rl.hardware.sim_robot import SimRobot, SimRobotConfig
+from robot_rl.hardware.teleop.base import ScriptedTeleop, TeleopCommand
+from robot_rl.recording.robot_recorder import robot_dataset_spec
+from robot_rl.runner import TrainConfig, make_agent
+from robot_rl.sim import make_env, make_task_config
+
+
+def _cfg(tmp_path: Path) -> TrainConfig:
+    return TrainConfig(task="reach", env=make_task_config("reach"), runs_dir=tmp_path,
+                       sac=SACConfig(actor_hidden=(32, 32), critic_hidden=(32, 32)),
+                       safety_critic=SafetyConfig(hidden=(32, 32)), safety="both")
+
+
+def _live(cfg: TrainConfig, seed: int = 0) -> tuple[LivePolicy, dict]:
+    env = make_env(cfg.env, 1, dr="off")
+    torch.manual_seed(seed)
+    agent = make_agent(cfg, env.obs_dim, env.act_dim)
+    state = acting_state(agent)
+    return LivePolicy(cfg, task_meta(env), state, version=0), state
+
+
+def test_a_swap_changes_the_policy_at_the_next_step_and_the_gate_follows_its_call(tmp_path):
+    cfg = _cfg(tmp_path)
+    live, _ = _live(cfg)
+    live.stochastic = False
+    obs = np.random.default_rng(0).normal(size=live.obs_dim).astype(np.float32)
+    before = live(obs)
+    env = make_env(cfg.env, 1, dr="off")
+    torch.manual_seed(5)
+    other = make_agent(cfg, env.obs_dim, env.act_dim)
+    live.swap(acting_state(other), version=1)
+    after = live(obs)
+    assert live.version == 1 and live.swaps == 1 and not np.allclose(before, after)
+    expected = other.act(torch.from_numpy(obs)[None], deterministic=True, gate=False)
+    np.testing.assert_allclose(after, expected.action[0].numpy(), atol=1e-6)
+    # the gate screens with the agent that made the call, even if a swap came in between
+    acting = live._acting
+    live.swap(acting_state(make_agent(cfg, env.obs_dim, env.act_dim)), version=2)
+    assert live._acting is acting
+    a, hold, rejected = live.gate(obs, after)
+    assert a.shape == (live.act_dim,) and isinstance(hold, bool) and isinstance(rejected, bool)
+    assert live.has_cost_critic  # safety both: the runtime gates
+
+
+def test_episodes_on_the_arm_go_home_record_interventions_and_reach_the_learner(tmp_path):
+    cfg = _cfg(tmp_path)
+    live, state = _live(cfg)
+    episodes: list[RobotEpisode] = []
+    loop: OnlineRobotLoop | None = None
+    push = np.eye(6)[1] * 0.8
+
+    def person(_k: int) -> TeleopCommand:  # pushes sideways for steps 5..14 of each episode
+        assert loop is not None
+        n = loop.writer.frames_in_episode
+        moving = loop.phase == "episode" and 5 <= n < 15
+        return TeleopCommand(push if moving else np.zeros(6), None, frozenset())
+
+    stop = threading.Event()
+    swapping = threading.Event()
+
+    def learner() -> None:  # new weights every 20 ms while the arm runs
+        v = 0
+        while not stop.wait(0.02):
+            v += 1
+            live.swap(state, v)
+        swapping.set()
+
+    with SimRobot(SimRobotConfig()) as robot:
+        rt = DeployRuntime(live, robot, DeployConfig(rate_hz=100.0, autostart=False))
+        writer = DatasetWriter(tmp_path / "online", robot_dataset_spec(rt))
+        loop = OnlineRobotLoop(rt, writer, ScriptedTeleop(person), episodes.append,
+                               OnlineLoopConfig(episode_length=30, end_on_success=False),
+                               version=lambda: live.version, log=lambda _m: None)
+
+        def on_tick(r: DeployRuntime) -> None:
+            assert loop is not None
+            loop.tick(r)
+            if len(episodes) >= 3:
+                stop.set()
+
+        thread = threading.Thread(target=learner, daemon=True)
+        thread.start()
+        rt.run(duration=60.0, stop=stop, on_tick=on_tick)
+        stop.set()
+        thread.join(timeout=5)
+        loop.close()
+        home_ee = loop.home_ee
+    assert len(episodes) >= 3 and live.swaps > 0
+    ds = Dataset(tmp_path / "online")
+    assert ds.validate() == [] and ds.num_episodes == len(episodes)
+    for ep in episodes[:3]:
+        frames = ds.episode(ep.index)
+        assert len(ep) == len(frames["action"]) == 30  # 30 steps, all committed
+        np.testing.assert_allclose(frames["observation.state"], ep.obs, atol=1e-6)
+        np.testing.assert_array_equal(frames["intervention"], ep.intervention)
+        assert 9 <= ep.intervention.sum() <= 11 and not ep.intervention[:4].any()
+        np.testing.assert_array_equal(ep.next_obs[:-1], ep.obs[1:])
+        assert not ep.terminated.any()  # time-outs bootstrap
+        assert ds.episodes[ep.index]["robot_rl/source"] == "policy+scripted"
+        # each episode began after the move home: the hand within a few cm of home
+        assert np.linalg.norm(ep.obs[0, 14:17] - home_ee) < 0.04
+    assert all(0 <= ep.policy_version for ep in episodes)
+
+
+def test_an_episode_length_must_be_positive(tmp_path):
+    cfg = _cfg(tmp_path)
+    live, _ = _live(cfg)
+    with SimRobot(SimRobotConfig()) as robot:
+        rt = DeployRuntime(live, robot, DeployConfig(rate_hz=100.0, autostart=False))
+        writer = DatasetWriter(tmp_path / "x", robot_dataset_spec(rt))
+        with pytest.raises(Exception, match="episode_length"):
+            OnlineRobotLoop(rt, writer, ScriptedTeleop([]), lambda _e: None,
+                            OnlineLoopConfig(episode_length=-1))
+        writer.close()
