@@ -71,10 +71,10 @@ def _cfg(tmp: Path, name: str, args: Args, learn: bool, **kw: Any) -> TrainConfi
 def learner_alone(tmp: Path, args: Args, updates: int = 300) -> float:
     """Updates/s of the learner on a filled buffer, nothing else running."""
     runner = Runner(_cfg(tmp, "alone", args, learn=True), console=Console(quiet=True))
-    n, O, A = 20_000, runner.env.obs_dim, runner.env.act_dim
-    runner.buffer.add(torch.randn(n, O), torch.rand(n, A) * 2 - 1, torch.randn(n),
-                      torch.zeros(n), torch.randn(n, O), torch.zeros(n))
-    runner.agent.observe(torch.randn(n, O))
+    n, D, A = 20_000, runner.env.obs_dim, runner.env.act_dim
+    runner.buffer.add(torch.randn(n, D), torch.rand(n, A) * 2 - 1, torch.randn(n),
+                      torch.zeros(n), torch.randn(n, D), torch.zeros(n))
+    runner.agent.observe(torch.randn(n, D))
     for _ in range(20):
         runner.learn()
     t0 = time.perf_counter()
