@@ -2,6 +2,7 @@
 
     python benchmarks/online.py --part scale         # about 12 minutes here
     python benchmarks/online.py --part reach         # reach to 95%: one process vs 2 runners
+    python benchmarks/online.py --part robot --init RUN   # fine-tuning on the perturbed arm
 
 Scale (reach, 16 envs per runner, the default SAC with its safety critic; each row trains
 for ``--seconds`` of wall clock and reads the learner's totals, ``dist_stats.json``):
@@ -18,6 +19,16 @@ vector step of 16 envs, the config's update-to-data ratio). The learner's update
 
 Reach: wall clock until an evaluation reaches 95% success, in one process and with 2
 env-runners (same config, seed and update-to-data ratio).
+
+Robot: ``robot-rl finetune-robot`` from a sim-trained reach policy (``--init``) on the
+simulated arm in real time with held-out dynamics (``--sim.*``: heavier links, weaker servo
+gains, actuation delay), the scripted corrector as the person. Evaluation blocks of
+``--eval-episodes`` episodes (the policy's mean, nobody intervening) at 0 (zero-shot) and
+every ``--eval-every`` minutes of robot time, up to ``--robot-minutes``; robot time counts
+everything the arm does (training and evaluation episodes, moves home), and the learner
+learns from every episode. Also: the same policy zero-shot on the nominal arm (the gap's
+reference), interventions per training episode over time, the loop's period error and
+watchdog trips near weight swaps.
 """
 
 from __future__ import annotations
@@ -37,13 +48,15 @@ from rich.console import Console
 from rich.table import Table
 
 from robot_rl.dist.learner import DIST_STATS
+from robot_rl.hardware.sim_robot import SimRobotConfig
 from robot_rl.ray_options import RayOptions
+from robot_rl.robots import get_robot
 from robot_rl.runner import Runner, TrainConfig
 
 
 @dataclasses.dataclass
 class Args:
-    part: Literal["scale", "reach"] = "scale"
+    part: Literal["scale", "reach", "robot"] = "scale"
     seconds: float = 40.0
     """Scale: wall clock of each row's training [s]."""
     runners: tuple[int, ...] = (1, 2, 4)
@@ -52,10 +65,31 @@ class Args:
     """Scale: env-runner counts on the two-node cluster."""
     num_envs: int = 16
     """Envs per runner (and of the single process)."""
+    where: tuple[Literal["one process", "ray local", "ray 2 nodes"], ...] = (
+        "one process", "ray local", "ray 2 nodes")
+    """Scale: which groups of rows to run."""
     reach_budget: float = 900.0
     """Reach: wall-clock budget of each run [s]."""
     out: Path | None = None
     """Also write the rows as JSON here."""
+    init: Path | None = None
+    """Robot: the sim-trained reach run to start from."""
+    sim: SimRobotConfig = dataclasses.field(default_factory=lambda: SimRobotConfig(
+        mass_scale=1.6, kp=tuple(0.35 * k for k in get_robot("arm7").kp),
+        actuation_delay=0.01))
+    """Robot: the held-out arm."""
+    robot_minutes: float = 15.0
+    """Robot: minutes of robot time."""
+    eval_every: float = 5.0
+    """Robot: minutes of robot time between evaluation blocks."""
+    eval_episodes: int = 20
+    """Robot: episodes per evaluation block."""
+    rate_hz: float = 250.0
+    """Robot: the deploy loop's rate."""
+    updates_per_step: int = 2
+    """Robot: gradient updates per robot transition."""
+    nominal: bool = True
+    """Robot: also evaluate the init policy zero-shot on the nominal arm."""
 
 
 def _cfg(tmp: Path, name: str, args: Args, learn: bool, **kw: Any) -> TrainConfig:
@@ -120,19 +154,23 @@ def scale(args: Args, console: Console) -> list[dict[str, Any]]:
                       f"{row['updates_per_second']:6.1f} updates/s", highlight=False)
 
     try:
-        alone = learner_alone(tmp, args)
-        rows.append({"where": "learner alone", "updates_per_second": alone})
-        console.print(f"learner alone: {alone:.1f} updates/s", highlight=False)
-        for learn in (False, True):
-            add("one process", "-", learn, one_process(tmp, args, learn))
-        # Ray on this machine: logical CPUs as many as the actors reserve (they share cores)
-        need = max(args.runners) + 1
-        ray.init(address="local", num_cpus=max(need, os.cpu_count() or 1),
-                 include_dashboard=False, log_to_driver=False)
-        for n in args.runners:
+        if "one process" in args.where:
+            alone = learner_alone(tmp, args)
+            rows.append({"where": "learner alone", "updates_per_second": alone})
+            console.print(f"learner alone: {alone:.1f} updates/s", highlight=False)
             for learn in (False, True):
-                add("ray local", n, learn, on_ray(tmp, args, n, learn, "local"))
-        ray.shutdown()
+                add("one process", "-", learn, one_process(tmp, args, learn))
+        if "ray local" in args.where:
+            # Ray on this machine: as many logical CPUs as the actors reserve (sharing cores)
+            need = max(args.runners) + 1
+            ray.init(address="local", num_cpus=max(need, os.cpu_count() or 1),
+                     include_dashboard=False, log_to_driver=False)
+            for n in args.runners:
+                for learn in (False, True):
+                    add("ray local", n, learn, on_ray(tmp, args, n, learn, "local"))
+            ray.shutdown()
+        if "ray 2 nodes" not in args.where:
+            return _table(rows, args, console)
         # two Ray nodes (processes on this machine), the runners spread over them
         half = max(max(args.cluster_runners) // 2, 1) + 1
         cluster = Cluster(initialize_head=True, head_node_args={
@@ -149,7 +187,10 @@ def scale(args: Args, console: Console) -> list[dict[str, Any]]:
             cluster.shutdown()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    return _table(rows, args, console)
 
+
+def _table(rows: list[dict[str, Any]], args: Args, console: Console) -> list[dict[str, Any]]:
     t = Table(title=f"scale-out on Ray: reach, {args.num_envs} envs per runner, "
                     f"{args.seconds:g} s per row, {os.cpu_count()} cores")
     for c in ("where", "runners", "learning", "env steps/s", "per runner while collecting",
@@ -211,10 +252,137 @@ def reach(args: Args, console: Console) -> list[dict[str, Any]]:
     return rows
 
 
+def _robot_run(args: Args, tmp: Path, name: str, sim: SimRobotConfig, learn: bool,
+               console: Console) -> dict[str, Any]:
+    """One robot run: evaluation blocks at 0 and every eval_every minutes of robot time
+    (``learn=False``: the init policy, one block, no updates)."""
+    import ray
+
+    from robot_rl.dist.cluster import RayTraining
+    from robot_rl.dist.robot_actor import RobotSetup
+    from robot_rl.dist.robot_learner import RobotFinetuneConfig
+    from robot_rl.dist.robot_loop import OnlineLoopConfig
+    from robot_rl.hardware.runtime import DeployConfig
+
+    assert args.init is not None
+    sac = dataclasses.replace(RobotFinetuneConfig.__dataclass_fields__["sac"]  # type: ignore
+                              .default_factory(), updates_per_step=args.updates_per_step,
+                              learning_starts=200 if learn else 10**9)
+    cfg = RobotFinetuneConfig(
+        init=args.init, runs_dir=tmp, run_name=name, progress=False, total_steps=10**9,
+        checkpoint_every=60.0, sac=sac, ray="local",
+        robot=RobotSetup(dataset=Path("robot_data"), sim=sim,
+                         teleop="corrector" if learn else "none",
+                         deploy=DeployConfig(rate_hz=args.rate_hz, autostart=False),
+                         loop=OnlineLoopConfig()),
+        dist=RayOptions(runner_cpus=1.0, learner_cpus=1.0))
+    marks = [0.0] + ([m * 60 for m in _marks(args)] if learn else [])
+    training = RayTraining(cfg, Console(quiet=True)).start()
+    robot = training.runners[0]
+    blocks: list[dict[str, Any]] = []
+    try:
+        ray.get(robot.set_evaluation.remote(True))
+        run = training.learner.train.remote(training.runners)
+        block_start, evaluating, mark = 0, True, 0
+        while True:
+            ready, _ = ray.wait([run], timeout=1.0)
+            if ready:
+                ray.get(run)  # the learner stopped by itself: an error
+                raise RuntimeError("the learner stopped before the benchmark's end")
+            log = ray.get(robot.episode_log.remote())
+            now = ray.get(robot.robot_time.remote())
+            if evaluating:
+                done = [e for e in log[block_start:] if e["evaluation"]]
+                if len(done) >= args.eval_episodes:
+                    done = done[:args.eval_episodes]
+                    blocks.append({"minutes": marks[mark] / 60, "robot_time": now,
+                                   "success": sum(e["success"] for e in done) / len(done),
+                                   "episodes": len(done),
+                                   "version": max(e["version"] for e in done)})
+                    console.print(f"{name}: evaluation at {marks[mark] / 60:g} min of robot "
+                                  f"time: {blocks[-1]['success']:.0%} of {len(done)}",
+                                  highlight=False)
+                    mark += 1
+                    if mark >= len(marks):
+                        break
+                    ray.get(robot.set_evaluation.remote(False))
+                    evaluating = False
+            elif now >= marks[mark]:
+                ray.get(robot.set_evaluation.remote(True))
+                block_start, evaluating = len(log), True
+        summary = ray.get(robot.summary.remote())
+        swaps, trips, near = ray.get(robot.swap_trips.remote())
+        log = ray.get(robot.episode_log.remote())
+    finally:
+        training.stop()
+    return {"name": name, "blocks": blocks, "episodes": log, "swaps": swaps, "trips": trips,
+            "trips_after_swaps": near, "period_error_us": summary.get("period_error_us"),
+            "overruns": summary.get("overruns"), "robot_time": now}
+
+
+def _marks(args: Args) -> list[float]:
+    n = int(round(args.robot_minutes / args.eval_every))
+    return [args.eval_every * (i + 1) for i in range(n)]
+
+
+def robot(args: Args, console: Console) -> dict[str, Any]:
+    if args.init is None:
+        raise SystemExit("--part robot needs --init RUN (a robot-rl train reach run)")
+    tmp = Path(tempfile.mkdtemp(prefix="online_robot_"))
+    out: dict[str, Any] = {}
+    try:
+        if args.nominal:
+            out["nominal"] = _robot_run(args, tmp, "nominal", SimRobotConfig(), False, console)
+        out["perturbed"] = _robot_run(args, tmp, "perturbed", args.sim, True, console)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    run = out["perturbed"]
+    t = Table(title="fine-tuning on the simulated arm with held-out dynamics "
+                    f"(mass x{args.sim.mass_scale:g}, servo gains "
+                    f"{_gain_text(args.sim)}, actuation delay "
+                    f"{args.sim.actuation_delay * 1e3:g} ms)")
+    for c in ("robot time", "success (mean action, nobody intervening)", "weights"):
+        t.add_column(c, justify="right")
+    if "nominal" in out:
+        b = out["nominal"]["blocks"][0]
+        t.add_row("nominal arm, zero-shot", f"{b['success']:.0%} of {b['episodes']}", "init")
+    for b in run["blocks"]:
+        t.add_row(f"{b['minutes']:g} min", f"{b['success']:.0%} of {b['episodes']}",
+                  f"v{b['version']}")
+    console.print(t)
+    train = [e for e in run["episodes"] if not e["evaluation"]]
+    bins: dict[int, list[int]] = {}
+    for e in train:
+        bins.setdefault(int(e["ended"] // 300), []).append(e["interventions"])
+    t2 = Table(title="interventions per training episode (the corrector)")
+    for c in ("robot time", "episodes", "intervention steps per episode", "success"):
+        t2.add_column(c, justify="right")
+    for k in sorted(bins):
+        eps = [e for e in train if int(e["ended"] // 300) == k]
+        t2.add_row(f"{5 * k}-{5 * k + 5} min", str(len(eps)),
+                   f"{sum(bins[k]) / len(bins[k]):.1f}",
+                   f"{sum(e['success'] for e in eps) / len(eps):.0%}")
+    console.print(t2)
+    p = run["period_error_us"] or (float("nan"),) * 3
+    console.print(f"loop at {args.rate_hz:g} Hz: period error p50 {p[0]:.0f} / p99 {p[1]:.0f} "
+                  f"/ max {p[2]:.0f} µs; {run['swaps']} weight swaps; watchdog trips "
+                  f"{run['trips']}, of them within 100 ms after a swap: "
+                  f"{run['trips_after_swaps']}", highlight=False)
+    return out
+
+
+def _gain_text(sim: SimRobotConfig) -> str:
+    if sim.kp is None:
+        return "nominal"
+    nominal = get_robot(sim.robot).kp
+    return f"x{sim.kp[0] / nominal[0]:.2f}"
+
+
 def main() -> None:
     args = tyro.cli(Args)
     console = Console(width=max(Console().width, 130))
-    rows = scale(args, console) if args.part == "scale" else reach(args, console)
+    rows: Any = scale(args, console) if args.part == "scale" else \
+        reach(args, console) if args.part == "reach" else robot(args, console)
     if args.out is not None:
         args.out.write_text(json.dumps(rows, indent=2) + "\n")
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import time
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,8 @@ class LivePolicy:
         self._acting = self._agent
         self.version = version
         self.swaps = 0
+        self.swap_times: list[float] = []
+        """time.monotonic() of each swap."""
 
     @property
     def joint_names(self) -> list[str]:
@@ -70,6 +73,7 @@ class LivePolicy:
         agent = self._build(state)
         self._agent, self.version = agent, version  # one reference: the loop sees old or new
         self.swaps += 1
+        self.swap_times.append(time.monotonic())
 
     @torch.no_grad()
     def __call__(self, obs: np.ndarray) -> np.ndarray:

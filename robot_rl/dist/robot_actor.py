@@ -93,6 +93,14 @@ class RobotActor:
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._trips = 0
+        self.trip_times: list[float] = []
+        """time.monotonic() of each watchdog trip."""
+        self.log_rows: list[dict[str, Any]] = []
+        """One row per committed episode: when it ended, success, interventions, evaluation."""
+        self._t0 = time.monotonic()
+        """When the loop started (robot time counts from here)."""
+        self._evaluation = False
 
     def _start(self, state: dict[str, torch.Tensor], version: int) -> None:
         """Build the policy, runtime and loop around the first weights; start the loop."""
@@ -105,16 +113,25 @@ class RobotActor:
             resume = (dataset / "meta" / "info.json").is_file()
             writer = DatasetWriter(dataset, robot_dataset_spec(self.runtime), resume=resume)
             self.device = make_device(setup.teleop, self)
-            self.loop = OnlineRobotLoop(self.runtime, writer, self.device, self.episodes.put,
+            self.loop = OnlineRobotLoop(self.runtime, writer, self.device, self._committed,
                                         setup.loop, version=lambda: policy.version,
                                         log=self.log)
         except BaseException:
             self.robot.close()
             raise
+        self.loop.evaluation = self._evaluation
+        self._t0 = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="robot-loop", daemon=True)
         self._thread.start()
 
     # -- the control loop's thread -------------------------------------------------------------
+
+    def _committed(self, ep: RobotEpisode) -> None:
+        self.log_rows.append({"index": ep.index, "ended": ep.ended - self._t0,
+                              "steps": len(ep), "success": ep.success,
+                              "interventions": int(ep.intervention.sum()),
+                              "evaluation": ep.evaluation, "version": ep.policy_version})
+        self.episodes.put(ep)
 
     def _run(self) -> None:
         try:
@@ -126,6 +143,9 @@ class RobotActor:
 
     def _tick(self, rt: DeployRuntime) -> None:
         self.loop.tick(rt)
+        if rt.watchdog.trips != self._trips:
+            self._trips = rt.watchdog.trips
+            self.trip_times.append(time.monotonic())
         silent = time.monotonic() - self._contact > self.setup.learner_timeout
         if silent and not self._lost:
             self._lost = True
@@ -171,6 +191,27 @@ class RobotActor:
         import ray
 
         return ray.get_runtime_context().get_node_id(), os.getpid()
+
+    def set_evaluation(self, on: bool) -> None:
+        """Episodes begun from now on are evaluations (the mean action, no person) or not."""
+        self._evaluation = on
+        if self.policy is not None:
+            self.loop.evaluation = on
+
+    def episode_log(self) -> list[dict[str, Any]]:
+        """The committed episodes so far: ``ended`` in seconds of robot time."""
+        return list(self.log_rows)
+
+    def robot_time(self) -> float:
+        """Seconds since the loop started (0 before the first weights)."""
+        return 0.0 if self.policy is None else time.monotonic() - self._t0
+
+    def swap_trips(self, window: float = 0.1) -> tuple[int, int, int]:
+        """(swaps, watchdog trips, trips within ``window`` seconds after a swap)."""
+        swaps = [] if self.policy is None else list(self.policy.swap_times)
+        trips = list(self.trip_times)
+        near = sum(any(0.0 <= t - s <= window for s in swaps) for t in trips)
+        return len(swaps), len(trips), near
 
     def version(self) -> int:
         """The version of the weights acting (-1: none yet)."""

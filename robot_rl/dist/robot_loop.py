@@ -14,8 +14,10 @@ Per episode, driven by the runtime's ticks:
               its objects back; on a robot, a person does)
     confirm   (``confirm_episodes``) wait for the device's "next" event
     episode   the policy acts; while the device moves, the person acts instead (the step is
-              an intervention: the gate is skipped, the shield is not). It ends at the task's
-              success (terminal where the task terminates on success), after
+              an intervention: the gate is skipped, the shield is not). With ``evaluation``
+              set, episodes begun are evaluations: the policy's mean action, no person.
+              It ends at the task's success (terminal where the task terminates on
+              success), after
               ``episode_length`` policy steps (a time-out: the last step bootstraps), or when
               the runtime stops acting (watchdog, e-stop): then it is kept, since everything in
               it happened, and the loop waits for a restart (``runtime.start``).
@@ -82,6 +84,10 @@ class RobotEpisode:
     """The weights' version when the episode began (-1: unknown)."""
     seconds: float
     """From its first policy step to its end [s]."""
+    evaluation: bool = False
+    """An evaluation episode: the policy's mean action, no person acting."""
+    ended: float = 0.0
+    """When it ended (time.monotonic() on the robot's machine)."""
 
     def __len__(self) -> int:
         return int(self.obs.shape[0])
@@ -112,6 +118,9 @@ class OnlineRobotLoop:
         self.home_ee = runtime.arm.state(home, np.zeros_like(home)).ee_pos[0].copy()
         self.source = "policy+" + getattr(device, "name", "teleop")
         self.phase: Phase = "home"
+        self.evaluation = False
+        """Episodes begun from now on are evaluations: the policy's mean, the device ignored."""
+        self._eval = False
         self.cmd = TeleopCommand()
         self.episodes = 0
         self.interventions: list[int] = []
@@ -197,7 +206,11 @@ class OnlineRobotLoop:
             self._go("held")
             return
         self.mapper.reset()
-        self.writer.begin_episode(seed=None, source=self.source)
+        self._eval = self.evaluation
+        if hasattr(self.runtime.policy, "stochastic"):  # the live policy: explore or not
+            self.runtime.policy.stochastic = not self._eval  # type: ignore[union-attr]
+        self.writer.begin_episode(seed=None, source="policy-eval" if self._eval
+                                  else self.source)
         self._frames, self._prev, self._ended = [], None, None
         self._ep_version = self.version()
         self._begun_t = time.monotonic()
@@ -216,6 +229,7 @@ class OnlineRobotLoop:
             self.writer.save_episode(success=success)
             ep = _episode(index, frames, success, self._ep_version,
                           time.monotonic() - self._begun_t)
+            ep.evaluation, ep.ended = self._eval, time.monotonic()
             self.episodes += 1
             self.interventions.append(int(ep.intervention.sum()))
             self.log(f"episode {index}: {n} steps, {'success' if success else 'failure'} "
@@ -231,7 +245,7 @@ class OnlineRobotLoop:
     def _override(self, _obs: np.ndarray, _reading: Any, arm: Any) -> np.ndarray | None:
         if self.phase == "home":
             return self._home_action(arm)
-        if self.phase == "episode" and self.cmd.moving:
+        if self.phase == "episode" and self.cmd.moving and not self._eval:
             return self.mapper(self.cmd, arm)
         return None
 
