@@ -75,8 +75,8 @@ class Args:
     init: Path | None = None
     """Robot: the sim-trained reach run to start from."""
     sim: SimRobotConfig = dataclasses.field(default_factory=lambda: SimRobotConfig(
-        mass_scale=1.6, kp=tuple(0.35 * k for k in get_robot("arm7").kp),
-        actuation_delay=0.01))
+        mass_scale=1.8, kp=tuple(0.3 * k for k in get_robot("arm7").kp),
+        actuation_delay=0.015))
     """Robot: the held-out arm."""
     robot_minutes: float = 15.0
     """Robot: minutes of robot time."""

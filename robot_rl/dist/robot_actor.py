@@ -223,6 +223,7 @@ class RobotActor:
             return {"robot_episodes": 0, "swaps": 0, "policy_version": -1}
         out = self.runtime.summary()
         out.update(swaps=self.policy.swaps, policy_version=self.policy.version,
+                   phase=self.loop.phase,
                    robot_episodes=self.loop.episodes,
                    interventions=list(self.loop.interventions),
                    queued=self.episodes.qsize())

@@ -7,7 +7,10 @@ optimizers and temperature, and its task config: observation, action space, cont
 shield) and learns from the robot's episodes as the robot actor commits them
 (``robot_actor.py``), at ``updates_per_step`` gradient steps per robot transition; there are
 no uniform random actions on a robot, and updates begin after ``learning_starts`` robot
-transitions (WSRL's warm-up: the critics first see what the pre-trained policy does).
+transitions (WSRL's warm-up: the critics first see what the pre-trained policy does), and the
+actor only after ``actor_warmup`` transitions: until then the critics alone adapt to the
+robot's dynamics (a critic fitted to a few hundred transitions at a high update ratio
+otherwise leads the actor astray: the policy got worse in its first minute on the arm).
 
 What the robot did is in its dataset before the learner sees it, so a learner that dies loses
 nothing: the restarted one resumes from its checkpoint, reads the dataset's episodes the
@@ -62,6 +65,9 @@ class RobotFinetuneConfig(TrainConfig):
     eval_episodes: int = 16
     sac: SACConfig = dataclasses.field(default_factory=_robot_sac)
     """SAC hyper-parameters (the network sizes come from --init)."""
+    actor_warmup: int = 2000
+    """Robot transitions during which only the critics learn (the actor keeps the sim
+    policy while the critics adapt to the robot's dynamics)."""
 
     def validate(self) -> None:
         super().validate()
@@ -110,6 +116,10 @@ class RobotFinetuneRunner(DistributedTraining, Runner):
 
     def warmup_is_uniform(self) -> bool:
         return False  # a robot acts with the pre-trained policy from the first step
+
+    def learn(self) -> dict[str, float]:
+        actor = self.env_steps >= self.cfg.actor_warmup
+        return self.agent.update(self.sample_batch(), actor=actor)
 
     def extra_state(self) -> dict[str, Any]:
         return {"robot_episodes": self.robot_episodes}

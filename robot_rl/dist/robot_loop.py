@@ -24,12 +24,14 @@ Per episode, driven by the runtime's ticks:
 
 Frames are written as ``robot-rl record`` writes them (``add_step_frame``); an episode is
 committed (crash-safe: a crash loses at most the open one) before ``on_episode`` receives it,
-so the learner never holds a transition the dataset lacks. Device events: "quit" ends (the
-open episode dropped), "rerecord" drops the open episode, "next" confirms.
+so the learner never holds a transition the dataset lacks. Commits run on a thread of their
+own while the arm moves home, so the control loop never waits for the disk. Device events:
+"quit" ends (the open episode dropped), "rerecord" drops the open episode, "next" confirms.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import time
 from collections.abc import Callable
@@ -132,6 +134,8 @@ class OnlineRobotLoop:
         self._begun_t = 0.0
         self._ep_version = -1
         self._near_home = False
+        self._saver = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="commit")
+        self._saving: concurrent.futures.Future[None] | None = None
         runtime.override = self._override
         runtime.on_step = self._on_step
 
@@ -148,6 +152,7 @@ class OnlineRobotLoop:
         self.cmd = self.device.read()
         ev = self.cmd.events
         if "quit" in ev:
+            self._wait_saved()
             if self.writer.recording:
                 self.writer.discard_episode()
             rt.stop("quit")
@@ -175,7 +180,9 @@ class OnlineRobotLoop:
             self._begin()
 
     def close(self) -> None:
-        """Drop an open episode and close the dataset."""
+        """Finish a save in progress, drop an open episode and close the dataset."""
+        self._wait_saved()
+        self._saver.shutdown()
         if self.writer.recording:
             self.writer.discard_episode()
         self.writer.close()
@@ -199,7 +206,17 @@ class OnlineRobotLoop:
         else:
             self._begin()
 
+    def _commit(self, ep: RobotEpisode) -> None:
+        self.writer.save_episode(success=ep.success)
+        self.on_episode(ep)
+
+    def _wait_saved(self) -> None:
+        if self._saving is not None:
+            self._saving.result()  # re-raises a failed save
+            self._saving = None
+
     def _begin(self) -> None:
+        self._wait_saved()
         started, why = self.runtime.start()
         if not started:
             self.log(f"cannot start an episode: {why}")
@@ -225,17 +242,17 @@ class OnlineRobotLoop:
             self.log(f"episode dropped ({why})")
         else:
             success = any(step.success for _, step, _ in frames)
-            index = self.writer.num_episodes
-            self.writer.save_episode(success=success)
-            ep = _episode(index, frames, success, self._ep_version,
+            ep = _episode(self.writer.num_episodes, frames, success, self._ep_version,
                           time.monotonic() - self._begun_t)
             ep.evaluation, ep.ended = self._eval, time.monotonic()
             self.episodes += 1
             self.interventions.append(int(ep.intervention.sum()))
-            self.log(f"episode {index}: {n} steps, {'success' if success else 'failure'} "
+            self.log(f"episode {ep.index}: {n} steps, {'success' if success else 'failure'} "
                      f"({why}), {self.interventions[-1]} intervention steps, policy "
                      f"v{self._ep_version}")
-            self.on_episode(ep)
+            # committed off the loop's thread (a save takes tens of ms, more on a busy
+            # host); the next episode begins only after it (``_begin`` waits)
+            self._saving = self._saver.submit(self._commit, ep)
         if then == "home" and self.runtime.mode == "running":
             self.mapper.reset()
         self._go(then)
