@@ -3,6 +3,7 @@
     python benchmarks/online.py --part scale         # about 12 minutes here
     python benchmarks/online.py --part reach         # reach to 95%: one process vs 2 runners
     python benchmarks/online.py --part robot --init RUN   # fine-tuning on the perturbed arm
+    python benchmarks/online.py --part faults --init RUN  # SIGKILLs mid-run (about 3 minutes)
 
 Scale (reach, 16 envs per runner, the default SAC with its safety critic; each row trains
 for ``--seconds`` of wall clock and reads the learner's totals, ``dist_stats.json``):
@@ -29,6 +30,11 @@ everything the arm does (training and evaluation episodes, moves home), and the 
 learns from every episode. Also: the same policy zero-shot on the nominal arm (the gap's
 reference), interventions per training episode over time, the loop's period error and
 watchdog trips near weight swaps.
+
+Faults: SIGKILL an env-runner, then the learner, in the middle of a simulation run (2
+runners), and the learner of a robot run; after each run: the restarts, whether the last
+checkpoint loads, and whether the replay buffer holds exactly the transitions the checkpoint
+counted (for the robot: exactly the dataset's first ``robot_episodes`` episodes).
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ from robot_rl.runner import Runner, TrainConfig
 
 @dataclasses.dataclass
 class Args:
-    part: Literal["scale", "reach", "robot"] = "scale"
+    part: Literal["scale", "reach", "robot", "faults"] = "scale"
     seconds: float = 40.0
     """Scale: wall clock of each row's training [s]."""
     runners: tuple[int, ...] = (1, 2, 4)
@@ -86,8 +92,14 @@ class Args:
     """Robot: episodes per evaluation block."""
     rate_hz: float = 250.0
     """Robot: the deploy loop's rate."""
-    updates_per_step: int = 2
+    updates_per_step: int = 1
     """Robot: gradient updates per robot transition."""
+    prior_ratio: float = 0.3
+    """Robot: share of each batch from the init run's simulation transitions."""
+    actor_warmup: int = 3000
+    """Robot: robot transitions before the actor updates (the critics adapt first)."""
+    alpha_lr: float = 0.0
+    """Robot: the temperature's learning rate (0: kept at the sim policy's)."""
     nominal: bool = True
     """Robot: also evaluate the init policy zero-shot on the nominal arm."""
 
@@ -267,14 +279,16 @@ def _robot_run(args: Args, tmp: Path, name: str, sim: SimRobotConfig, learn: boo
     assert args.init is not None
     sac = dataclasses.replace(RobotFinetuneConfig.__dataclass_fields__["sac"]  # type: ignore
                               .default_factory(), updates_per_step=args.updates_per_step,
-                              learning_starts=200 if learn else 10**9)
+                              learning_starts=200 if learn else 10**9,
+                              alpha_lr=args.alpha_lr)
     cfg = RobotFinetuneConfig(
         init=args.init, runs_dir=tmp, run_name=name, progress=False, total_steps=10**9,
-        checkpoint_every=60.0, sac=sac, ray="local",
+        checkpoint_every=60.0, sac=sac, ray="local", prior_ratio=args.prior_ratio,
+        actor_warmup=args.actor_warmup,
         robot=RobotSetup(dataset=Path("robot_data"), sim=sim,
                          teleop="corrector" if learn else "none",
                          deploy=DeployConfig(rate_hz=args.rate_hz, autostart=False),
-                         loop=OnlineLoopConfig()),
+                         loop=OnlineLoopConfig(restart_after_hold=1.0)),
         dist=RayOptions(runner_cpus=1.0, learner_cpus=1.0))
     marks = [0.0] + ([m * 60 for m in _marks(args)] if learn else [])
     training = RayTraining(cfg, Console(quiet=True)).start()
@@ -378,11 +392,126 @@ def _gain_text(sim: SimRobotConfig) -> str:
     return f"x{sim.kp[0] / nominal[0]:.2f}"
 
 
+def _kill_when(cond: Any, pid: int, what: str, timeout: float = 120.0) -> float:
+    """SIGKILL ``pid`` once ``cond()`` holds; returns when (perf_counter)."""
+    import os
+    import signal
+
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting to kill the {what}")
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    return time.perf_counter()
+
+
+def faults(args: Args, console: Console) -> list[dict[str, Any]]:
+    import threading
+
+    import ray
+
+    from robot_rl.checkpoint import CHECKPOINT, REPLAY, load_checkpoint
+    from robot_rl.data.reader import Dataset
+    from robot_rl.dist.cluster import RayTraining
+    from robot_rl.dist.robot_actor import RobotSetup
+    from robot_rl.dist.robot_learner import RobotFinetuneConfig
+    from robot_rl.dist.robot_loop import OnlineLoopConfig
+    from robot_rl.hardware.runtime import DeployConfig
+
+    tmp = Path(tempfile.mkdtemp(prefix="online_faults_"))
+    rows: list[dict[str, Any]] = []
+    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False)
+    try:
+        # simulation: 2 env-runners; kill runner 0 after the first checkpoint, the learner
+        # after the next one
+        cfg = dataclasses.replace(_cfg(tmp, "sim", args, learn=True), ray="auto",
+                                  env_runners=2, time_budget=60.0, checkpoint_every=5.0,
+                                  save_replay=True)
+        tr = RayTraining(cfg, Console(quiet=True)).start()
+        ckpt = tr.run_dir / CHECKPOINT
+        try:
+            runner_pid = ray.get(tr.runners[0].where.remote())[1]
+            learner_pid = ray.get(tr.learner.where.remote())[1]
+
+            def kills() -> None:
+                _kill_when(ckpt.is_file, runner_pid, "env-runner")
+                first = ckpt.stat().st_mtime_ns
+                _kill_when(lambda: ckpt.stat().st_mtime_ns != first, learner_pid, "learner")
+
+            thread = threading.Thread(target=kills, daemon=True)
+            thread.start()
+            tr.run()
+            thread.join(timeout=5)
+            new_runner = ray.get(tr.runners[0].where.remote())[1]
+            new_learner = ray.get(tr.learner.where.remote())[1]
+        finally:
+            tr.stop()
+        state = load_checkpoint(ckpt)
+        replay = torch.load(tr.run_dir / REPLAY, weights_only=False)
+        rows.append({"run": "simulation, 2 env-runners", "killed": "env-runner, then learner",
+                     "restarted": new_runner != runner_pid and new_learner != learner_pid,
+                     "checkpoint_loads": True, "counted": int(state["env_steps"]),
+                     "in_replay": int(replay["size"]), "in_dataset": None})
+        # the robot: kill the learner once it has checkpointed robot episodes; the robot
+        # goes on, the restarted learner reads what its checkpoint missed from the dataset
+        assert args.init is not None, "--part faults needs --init RUN (a reach run)"
+        rcfg = RobotFinetuneConfig(
+            init=args.init, runs_dir=tmp, run_name="robot", progress=False,
+            total_steps=10**9, time_budget=60.0, checkpoint_every=5.0, ray="auto",
+            robot=RobotSetup(dataset=Path("robot_data"), sim=args.sim, teleop="corrector",
+                             deploy=DeployConfig(rate_hz=args.rate_hz, autostart=False),
+                             loop=OnlineLoopConfig(restart_after_hold=1.0)),
+            dist=RayOptions(runner_cpus=1.0, learner_cpus=1.0))
+        tr = RayTraining(rcfg, Console(quiet=True)).start()
+        ckpt = tr.run_dir / CHECKPOINT
+        try:
+            learner_pid = ray.get(tr.learner.where.remote())[1]
+
+            def has_episodes() -> bool:
+                return ckpt.is_file() and load_checkpoint(ckpt).get("robot_episodes", 0) > 0
+
+            thread = threading.Thread(target=_kill_when, daemon=True,
+                                      args=(has_episodes, learner_pid, "robot learner"))
+            thread.start()
+            tr.run()
+            thread.join(timeout=5)
+            new_learner = ray.get(tr.learner.where.remote())[1]
+            summary = tr.robot_summary()
+        finally:
+            tr.stop()
+        state = load_checkpoint(ckpt)
+        replay = torch.load(tr.run_dir / REPLAY, weights_only=False)
+        ds = Dataset(tr.robot_dataset)  # type: ignore[arg-type]
+        lengths = [int(r["length"]) for r in ds.episodes]
+        rows.append({"run": "robot", "killed": "learner",
+                     "restarted": new_learner != learner_pid, "checkpoint_loads": True,
+                     "counted": int(state["env_steps"]), "in_replay": int(replay["size"]),
+                     "in_dataset": sum(lengths[:int(state["robot_episodes"])]),
+                     "robot_episodes": f"{state['robot_episodes']} of {ds.num_episodes}",
+                     "robot_policy_steps": summary.get("policy_steps")})
+    finally:
+        ray.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
+    t = Table(title="SIGKILL mid-run")
+    for c in ("run", "killed", "restarted", "last checkpoint loads", "transitions counted",
+              "in the replay buffer", "in the robot's dataset"):
+        t.add_column(c, justify="right")
+    for r in rows:
+        t.add_row(r["run"], r["killed"], "yes" if r["restarted"] else "no",
+                  "yes" if r["checkpoint_loads"] else "no", f"{r['counted']:,}",
+                  f"{r['in_replay']:,}",
+                  "-" if r["in_dataset"] is None else f"{r['in_dataset']:,} (episodes "
+                  f"{r['robot_episodes']})")
+    console.print(t)
+    return rows
+
+
 def main() -> None:
     args = tyro.cli(Args)
     console = Console(width=max(Console().width, 130))
-    rows: Any = scale(args, console) if args.part == "scale" else \
-        reach(args, console) if args.part == "reach" else robot(args, console)
+    parts = {"scale": scale, "reach": reach, "robot": robot, "faults": faults}
+    rows: Any = parts[args.part](args, console)
     if args.out is not None:
         args.out.write_text(json.dumps(rows, indent=2) + "\n")
 

@@ -49,8 +49,10 @@ class RobotSetup:
 
     dataset: Path
     """The robot's dataset: every episode is committed here (appended to if it exists)."""
-    robot: Literal["sim"] = "sim"
-    """The arm: sim (the simulated arm in its own process, in real time)."""
+    robot: Literal["sim", "ros"] = "sim"
+    """The arm: sim (the simulated arm in its own process, in real time), or ros (an arm
+    behind ros2_control topics: policy_node's subscription, schedule and services, with the
+    live policy; --robot.ros-* set its parameters, and --robot.deploy is not used)."""
     sim: SimRobotConfig = dataclasses.field(default_factory=SimRobotConfig)
     """The simulated arm (its held-out dynamics, latency and noise)."""
     deploy: DeployConfig = dataclasses.field(
@@ -58,6 +60,12 @@ class RobotSetup:
     """The deploy runtime (rate, gate, watchdog)."""
     loop: OnlineLoopConfig = dataclasses.field(default_factory=OnlineLoopConfig)
     """The episode cycle."""
+    ros_params_file: Path | None = None
+    """ros: policy_node's parameters YAML (default: the built-in arm's)."""
+    ros_overrides: dict[str, str] = dataclasses.field(default_factory=dict)
+    """ros: parameters set on top of the file (rate_hz, command_topic, interface, ...)."""
+    ros_domain_id: int | None = None
+    """ros: the DDS domain (default: ROS_DOMAIN_ID)."""
     teleop: str = "none"
     """The person's device: none, keyboard, spacemouse, gamepad, or corrector (a scripted
     person who steers the hand to the goal when the policy strays; the simulated arm)."""
@@ -75,16 +83,21 @@ class RobotActor:
 
     def __init__(self, cfg: TrainConfig, setup: RobotSetup, log: Any = None):
         """Connects the arm; the loop starts with the first weights (``next_episode``)."""
-        if setup.robot != "sim":
-            raise ConfigError(f"robot {setup.robot!r}: the robot actor drives the simulated "
-                              f"arm (sim)")
-        from robot_rl.hardware.sim_robot_process import SimRobotProcess
-
+        if setup.robot not in ("sim", "ros"):
+            raise ConfigError(f"robot must be sim or ros, got {setup.robot!r}")
+        if setup.teleop == "corrector" and setup.robot != "sim":
+            raise ConfigError("the corrector watches the simulated arm's true hand: "
+                              "--robot.teleop corrector needs --robot.robot sim")
         self.cfg, self.setup = cfg, setup
         self.log = log or _say
         self.meta = task_meta(make_env(cfg.env, 1, dr="off"))
-        self.robot = SimRobotProcess(setup.sim)
-        self.robot.connect()
+        self.robot: Any = None
+        self._spin: Any = None
+        if setup.robot == "sim":
+            from robot_rl.hardware.sim_robot_process import SimRobotProcess
+
+            self.robot = SimRobotProcess(setup.sim)
+            self.robot.connect()
         self.policy: LivePolicy | None = None
         self.episodes: queue.Queue[RobotEpisode] = queue.Queue()
         self._contact = time.monotonic()
@@ -108,7 +121,17 @@ class RobotActor:
         self.policy = policy = LivePolicy(self.cfg, self.meta, state, version,
                                           stochastic=setup.stochastic, seed=setup.seed)
         try:
-            self.runtime = DeployRuntime(policy, self.robot, setup.deploy, log=self.log)
+            node = None
+            if setup.robot == "ros":
+                from robot_rl.dist.ros_node import start_finetune_node
+                from robot_rl.hardware.ros.launcher import default_params_file
+
+                node, self._spin = start_finetune_node(
+                    policy, setup.ros_params_file or default_params_file(),
+                    dict(setup.ros_overrides), setup.ros_domain_id)
+                self.runtime = node.runtime
+            else:
+                self.runtime = DeployRuntime(policy, self.robot, setup.deploy, log=self.log)
             dataset = Path(setup.dataset)
             resume = (dataset / "meta" / "info.json").is_file()
             writer = DatasetWriter(dataset, robot_dataset_spec(self.runtime), resume=resume)
@@ -117,8 +140,10 @@ class RobotActor:
                                         setup.loop, version=lambda: policy.version,
                                         log=self.log)
         except BaseException:
-            self.robot.close()
+            self._close_robot()
             raise
+        if node is not None:
+            node.on_tick = self._tick
         self.loop.evaluation = self._evaluation
         self._t0 = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="robot-loop", daemon=True)
@@ -135,7 +160,10 @@ class RobotActor:
 
     def _run(self) -> None:
         try:
-            self.runtime.run(stop=self._stop, on_tick=self._tick)
+            if self._spin is not None:  # ROS: JointStates drive the ticks (policy_node)
+                self._spin(self._stop)
+            else:
+                self.runtime.run(stop=self._stop, on_tick=self._tick)
         except BaseException as e:  # reported by the next call
             self._error = e
         finally:
@@ -233,7 +261,11 @@ class RobotActor:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10.0)
-        self.robot.close()
+        self._close_robot()
+
+    def _close_robot(self) -> None:
+        if self.robot is not None:
+            self.robot.close()
 
     def _check(self) -> None:
         if self._error is not None:

@@ -24,16 +24,19 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import torch
 from rich.console import Console
 
 from robot_rl.algos import SACConfig
-from robot_rl.checkpoint import CHECKPOINT, CheckpointError, load_checkpoint
+from robot_rl.checkpoint import CHECKPOINT, REPLAY, CheckpointError, load_checkpoint
 from robot_rl.data.reader import Dataset
 from robot_rl.dist.learner import DistributedTraining
 from robot_rl.dist.robot_actor import RobotSetup
 from robot_rl.dist.rollout import Rollout
 from robot_rl.errors import ConfigError
 from robot_rl.finetune.demos import transitions
+from robot_rl.finetune.runner import concat_batches
+from robot_rl.replay import Batch, ReplayBuffer
 from robot_rl.runner import Runner, TrainConfig
 
 
@@ -65,6 +68,13 @@ class RobotFinetuneConfig(TrainConfig):
     eval_episodes: int = 16
     sac: SACConfig = dataclasses.field(default_factory=_robot_sac)
     """SAC hyper-parameters (the network sizes come from --init)."""
+    prior_ratio: float = 0.0
+    """Share of each batch drawn from the init run's replay buffer (its simulation
+    transitions: prior data, as RLPD uses offline data); 0: none."""
+    intervention_ratio: float = 0.0
+    """Share of each batch drawn from the person's intervention steps (HIL-SERL routes them
+    to a demonstration buffer sampled 50/50 with the online one: 0.5); every step is also
+    online experience. 0: one buffer."""
     actor_warmup: int = 2000
     """Robot transitions during which only the critics learn (the actor keeps the sim
     policy while the critics adapt to the robot's dynamics)."""
@@ -73,6 +83,11 @@ class RobotFinetuneConfig(TrainConfig):
         super().validate()
         if self.num_envs != 1:
             raise ConfigError("one robot: --num-envs must be 1")
+        if not 0.0 <= self.intervention_ratio <= 1.0 or not 0.0 <= self.prior_ratio <= 1.0 \
+                or self.intervention_ratio + self.prior_ratio > 1.0:
+            raise ConfigError(f"--intervention-ratio and --prior-ratio must be in [0, 1] and "
+                              f"sum to at most 1, got {self.intervention_ratio} and "
+                              f"{self.prior_ratio}")
 
 
 def resolve_init(cfg: RobotFinetuneConfig) -> RobotFinetuneConfig:
@@ -104,6 +119,10 @@ class RobotFinetuneRunner(DistributedTraining, Runner):
     def __init__(self, cfg: RobotFinetuneConfig, console: Console | None = None):
         super().__init__(cfg, console)
         self.robot_episodes = getattr(self, "robot_episodes", 0)
+        self.interventions = ReplayBuffer(self.cfg.sac.buffer_size, self.env.obs_dim,
+                                          self.env.act_dim, self.cfg.device)
+        """The person's intervention steps (HIL-SERL's demonstration buffer)."""
+        self.prior = self._prior_data() if cfg.prior_ratio > 0 else None
         if cfg.resume is None:
             state = load_checkpoint(cfg.init)
             try:
@@ -121,6 +140,32 @@ class RobotFinetuneRunner(DistributedTraining, Runner):
         actor = self.env_steps >= self.cfg.actor_warmup
         return self.agent.update(self.sample_batch(), actor=actor)
 
+    def sample_batch(self) -> Batch:
+        """The batch of one update: ``prior_ratio`` from the simulation's transitions,
+        ``intervention_ratio`` from the person's steps (when there are any), the rest from
+        the robot's transitions."""
+        bs, gen = self.cfg.sac.batch_size, self.agent.gen
+        parts: list[tuple[ReplayBuffer, int]] = []
+        for buf, ratio in ((self.prior, self.cfg.prior_ratio),
+                           (self.interventions, self.cfg.intervention_ratio)):
+            if buf is not None and len(buf) and round(bs * ratio):
+                parts.append((buf, round(bs * ratio)))
+        parts.append((self.buffer, bs - sum(n for _, n in parts)))
+        return concat_batches([b.sample(n, gen) for b, n in parts if n > 0])
+
+    def _prior_data(self) -> ReplayBuffer:
+        """The init run's replay buffer (checkpoints/replay.pt beside its checkpoint)."""
+        path = Path(self.cfg.init).parent / REPLAY.name
+        if not path.is_file():
+            raise CheckpointError(f"--prior-ratio needs the init run's replay buffer; "
+                                  f"{path} is missing (train it with --save-replay)")
+        state = torch.load(path, weights_only=False)
+        buf = ReplayBuffer(int(state["capacity"]), self.env.obs_dim, self.env.act_dim,
+                           self.cfg.device)
+        buf.load_state_dict(state)
+        self.console.print(f"prior data: {len(buf):,} simulation transitions from {path}")
+        return buf
+
     def extra_state(self) -> dict[str, Any]:
         return {"robot_episodes": self.robot_episodes}
 
@@ -128,17 +173,23 @@ class RobotFinetuneRunner(DistributedTraining, Runner):
         self.robot_episodes = int(state.get("robot_episodes", 0))
 
     def _catch_up(self) -> None:
-        """Read the robot dataset's episodes this learner has not seen into the replay."""
+        """Read the robot dataset's episodes this learner has not seen into the replay, and
+        the intervention steps of those it has (not in the checkpoint) into their buffer."""
         root = Path(self.cfg.robot.dataset)
         if not (root / "meta" / "info.json").is_file():
             return
         ds = Dataset(root)
-        new = [i for i in range(ds.num_episodes) if i >= self.robot_episodes]
+        seen = list(range(min(self.robot_episodes, ds.num_episodes)))
+        if seen:
+            old = transitions(ds, self.cfg.device, seen)
+            self._add_interventions(old, old["intervention"])
+        new = list(range(len(seen), ds.num_episodes))
         if not new:
             return
         tr = transitions(ds, self.cfg.device, new)
         self.buffer.add(tr["obs"], tr["action"], tr["reward"], tr["cost"], tr["next_obs"],
                         tr["terminated"])
+        self._add_interventions(tr, tr["intervention"])
         self.agent.observe(tr["obs"])
         self.env_steps += int(tr["obs"].shape[0])
         self.robot_episodes = ds.num_episodes
@@ -152,5 +203,13 @@ class RobotFinetuneRunner(DistributedTraining, Runner):
 
     def store_rollout(self, ro: Rollout) -> None:
         super().store_rollout(ro)
+        if ro.intervention is not None and len(ro):
+            tr = ro.tensors(self.cfg.device)
+            self._add_interventions(tr, torch.from_numpy(ro.intervention).to(self.cfg.device))
         if ro.episode_index >= 0:
             self.robot_episodes = ro.episode_index + 1
+
+    def _add_interventions(self, tr: dict[str, torch.Tensor], mask: torch.Tensor) -> None:
+        if bool(mask.any()):
+            self.interventions.add(tr["obs"], tr["action"], tr["reward"], tr["cost"],
+                                   tr["next_obs"], tr["terminated"], mask=mask)

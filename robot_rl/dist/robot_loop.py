@@ -66,6 +66,10 @@ class OnlineLoopConfig:
     """...or after this long [s]."""
     home_speed: float = 0.6
     """Fraction of the device's full speed the move home goes at."""
+    restart_after_hold: float | None = None
+    """After a hold (watchdog, stale camera), restart by itself this many seconds later
+    (the simulated arm, unattended runs); default: wait for a person (``~/start``, or the
+    robot actor's ``start``). An e-stop always waits for its reset."""
 
 
 @dataclasses.dataclass
@@ -169,6 +173,11 @@ class OnlineRobotLoop:
         elif self.phase == "held":  # after a watchdog hold or e-stop: a person restarts
             if rt.mode == "running":
                 self._go("home")
+            elif rt.mode == "idle" and self.cfg.restart_after_hold is not None and \
+                    time.monotonic() - self._phase_t >= self.cfg.restart_after_hold:
+                if rt.start()[0]:
+                    self.log("restarted after a hold")
+                    self._go("home")
         elif self.phase == "home":
             if rt.mode == "idle":
                 rt.start()

@@ -188,6 +188,11 @@ def mixed_batch(demos: ReplayBuffer, online: ReplayBuffer, size: int, demo_ratio
         parts.append(demos.sample(n_demo, gen))
     if size - n_demo:
         parts.append(online.sample(size - n_demo, gen))
+    return concat_batches(parts)
+
+
+def concat_batches(parts: list[Batch]) -> Batch:
+    """The batches of ``parts`` as one, in order."""
     def cat(name: str) -> torch.Tensor:
         return torch.cat([getattr(p, name) for p in parts])
 

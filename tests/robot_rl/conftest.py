@@ -36,9 +36,10 @@ def ray_cluster() -> Iterator[object]:
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
-                                                            "include_dashboard": False})
-    cluster.add_node(num_cpus=1, resources={"robot": 1})
+    store = 256 * 1024**2  # small object stores: a CI container's /dev/shm may be small
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 1, "include_dashboard": False, "object_store_memory": store})
+    cluster.add_node(num_cpus=1, resources={"robot": 1}, object_store_memory=store)
     ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
     cluster.wait_for_nodes()
     yield cluster

@@ -207,14 +207,16 @@ def _robot_cfg(tmp_path: Path, **overrides: object):
         sac=SACConfig(batch_size=32, learning_starts=20, updates_per_step=1),
         robot=RobotSetup(dataset=Path("robot_data"), teleop="corrector",
                          deploy=DeployConfig(rate_hz=100.0, autostart=False),
-                         loop=OnlineLoopConfig(episode_length=25)),
+                         loop=OnlineLoopConfig(episode_length=25, restart_after_hold=0.5)),
         dist=RayOptions(runner_cpus=0.5, learner_cpus=0.5, robot_resource="robot"))
     fields.update(overrides)
     return resolve_init(RobotFinetuneConfig(**fields))
 
 
-def _write_episodes(root: Path, n: int, length: int, first: float = 0.0) -> None:
-    """``n`` episodes of reach frames (random values) into the robot dataset at ``root``."""
+def _write_episodes(root: Path, n: int, length: int, first: float = 0.0,
+                    intervened: int = 0) -> None:
+    """``n`` episodes of reach frames (random values) into the robot dataset at ``root``,
+    the first ``intervened`` steps of each a person's."""
     from robot_rl.data.writer import DatasetWriter
     from robot_rl.recording.record import dataset_spec
     from robot_rl.sim import make_env
@@ -225,9 +227,9 @@ def _write_episodes(root: Path, n: int, length: int, first: float = 0.0) -> None
     with DatasetWriter(root, dataset_spec(env), resume=resume) as w:
         for _ in range(n):
             w.begin_episode(source="policy+corrector")
-            for _ in range(length):
-                w.add_frame(obs=rng.normal(size=env.obs_dim), joint_pos=rng.normal(size=7),
-                            joint_vel=rng.normal(size=7),
+            for k in range(length):
+                w.add_frame(intervention=k < intervened, obs=rng.normal(size=env.obs_dim),
+                            joint_pos=rng.normal(size=7), joint_vel=rng.normal(size=7),
                             action=rng.uniform(-1, 1, env.act_dim),
                             next_obs=rng.normal(size=env.obs_dim), reward=first, cost=0.0,
                             terminated=False, truncated=False, success=False)
@@ -239,9 +241,15 @@ def test_a_restarted_robot_learner_takes_what_its_checkpoint_missed_from_the_dat
 
     cfg = _robot_cfg(tmp_path)
     assert cfg.robot.dataset == tmp_path / "robot" / "robot_data"
-    _write_episodes(cfg.robot.dataset, 3, 10)
-    learner = RobotFinetuneRunner(cfg)
+    _write_episodes(cfg.robot.dataset, 3, 10, intervened=2)
+    learner = RobotFinetuneRunner(dataclasses.replace(cfg, intervention_ratio=0.5,
+                                                      prior_ratio=0.25))
     assert learner.robot_episodes == 3 and len(learner.buffer) == 30
+    assert len(learner.interventions) == 6  # HIL-SERL: also in the demonstration buffer
+    assert learner.prior is not None  # the init run's replay (empty: it never trained)
+    assert learner.sample_batch().obs.shape[0] == cfg.sac.batch_size
+    with pytest.raises(ConfigError, match="sum to at most 1"):
+        dataclasses.replace(cfg, intervention_ratio=0.6, prior_ratio=0.6).validate()
     # the init run's weights are the learner's
     init = load_checkpoint(cfg.init)["agent"]["modules"]
     assert torch.equal(learner.agent.state_dict()["actor.mu.weight"], init["actor.mu.weight"])
@@ -249,6 +257,7 @@ def test_a_restarted_robot_learner_takes_what_its_checkpoint_missed_from_the_dat
     _write_episodes(cfg.robot.dataset, 2, 7, first=1.0)  # the robot went on without it
     resumed = RobotFinetuneRunner(dataclasses.replace(cfg, resume=learner.run_dir))
     assert resumed.robot_episodes == 5 and len(resumed.buffer) == 30 + 14
+    assert len(resumed.interventions) == 6  # rebuilt from the dataset
     assert resumed.env_steps == 44
     # the robot hands over episodes 3 and 4 again (its queue): skipped; episode 5 is new
     from robot_rl.dist.rollout import Rollout

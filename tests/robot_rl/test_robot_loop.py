@@ -5,6 +5,7 @@ simulated arm on its own thread."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -133,3 +134,42 @@ def test_an_episode_length_must_be_positive(tmp_path):
             OnlineRobotLoop(rt, writer, ScriptedTeleop([]), lambda _e: None,
                             OnlineLoopConfig(episode_length=-1))
         writer.close()
+
+
+def test_the_robot_actor_runs_its_episodes_on_a_ros_arm(tmp_path):
+    """The robot actor's ROS path: policy_node's subscription and schedule with the live
+    policy, against sim_robot_node in its own process over loopback DDS."""
+    pytest.importorskip("rclpy")
+    from robot_rl.dist.robot_actor import RobotActor, RobotSetup
+    from robot_rl.hardware.ros.launcher import stop_node
+    from tests.hardware.test_ros_nodes import _domain_id
+    from tests.hardware.test_teleop_node import Node
+
+    domain = _domain_id()
+    cfg = _cfg(tmp_path)
+    _, state = _live(cfg)
+    sim = Node("sim_robot_node", {}, domain)
+    # a loaded 2-core host can starve /joint_states: a generous watchdog, and a restart
+    # after a hold, so that the episodes go on unattended
+    setup = RobotSetup(dataset=tmp_path / "ros_data", robot="ros", ros_domain_id=domain,
+                       ros_overrides={"watchdog_periods": "20"},
+                       loop=OnlineLoopConfig(episode_length=20, end_on_success=False,
+                                             restart_after_hold=0.5))
+    actor = RobotActor(cfg, setup, log=lambda _m: None)
+    episodes = []
+    try:
+        assert actor.next_episode(0, state, timeout=0.01) is None  # starts the loop
+        deadline = time.monotonic() + 90.0
+        while len(episodes) < 2 and time.monotonic() < deadline:
+            ro = actor.next_episode(0, None, timeout=1.0)
+            if ro is not None:
+                episodes.append(ro)
+        summary = actor.summary()
+    finally:
+        actor.close()
+        stop_node(sim.p, timeout=15)
+    assert len(episodes) == 2, "".join(sim.log)
+    assert [len(ro) for ro in episodes] == [20, 20] and summary["ticks"] > 0
+    ds = Dataset(tmp_path / "ros_data")
+    assert ds.validate() == [] and ds.num_episodes == 2
+    np.testing.assert_array_equal(ds.episode(1)["observation.state"], episodes[1].obs)
