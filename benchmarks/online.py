@@ -406,6 +406,16 @@ def _kill_when(cond: Any, pid: int, what: str, timeout: float = 120.0) -> float:
     return time.perf_counter()
 
 
+def _load(path: Path) -> dict[str, Any] | None:
+    """The checkpoint at ``path``, or None if it does not load."""
+    from robot_rl.checkpoint import CheckpointError, load_checkpoint
+
+    try:
+        return load_checkpoint(path)
+    except CheckpointError:
+        return None
+
+
 def faults(args: Args, console: Console) -> list[dict[str, Any]]:
     import threading
 
@@ -447,11 +457,12 @@ def faults(args: Args, console: Console) -> list[dict[str, Any]]:
             new_learner = ray.get(tr.learner.where.remote())[1]
         finally:
             tr.stop()
-        state = load_checkpoint(ckpt)
+        state = _load(ckpt)
         replay = torch.load(tr.run_dir / REPLAY, weights_only=False)
         rows.append({"run": "simulation, 2 env-runners", "killed": "env-runner, then learner",
                      "restarted": new_runner != runner_pid and new_learner != learner_pid,
-                     "checkpoint_loads": True, "counted": int(state["env_steps"]),
+                     "checkpoint_loads": state is not None,
+                     "counted": -1 if state is None else int(state["env_steps"]),
                      "in_replay": int(replay["size"]), "in_dataset": None})
         # the robot: kill the learner once it has checkpointed robot episodes; the robot
         # goes on, the restarted learner reads what its checkpoint missed from the dataset
@@ -480,12 +491,13 @@ def faults(args: Args, console: Console) -> list[dict[str, Any]]:
             summary = tr.robot_summary()
         finally:
             tr.stop()
-        state = load_checkpoint(ckpt)
+        state = _load(ckpt) or {"env_steps": -1, "robot_episodes": 0}
         replay = torch.load(tr.run_dir / REPLAY, weights_only=False)
         ds = Dataset(tr.robot_dataset)  # type: ignore[arg-type]
         lengths = [int(r["length"]) for r in ds.episodes]
         rows.append({"run": "robot", "killed": "learner",
-                     "restarted": new_learner != learner_pid, "checkpoint_loads": True,
+                     "restarted": new_learner != learner_pid,
+                     "checkpoint_loads": state["env_steps"] >= 0,
                      "counted": int(state["env_steps"]), "in_replay": int(replay["size"]),
                      "in_dataset": sum(lengths[:int(state["robot_episodes"])]),
                      "robot_episodes": f"{state['robot_episodes']} of {ds.num_episodes}",

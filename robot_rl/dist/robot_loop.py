@@ -138,6 +138,8 @@ class OnlineRobotLoop:
         self._begun_t = 0.0
         self._ep_version = -1
         self._near_home = False
+        self._homing = False
+        """The move home is under way (the runtime started for it)."""
         self._saver = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="commit")
         self._saving: concurrent.futures.Future[None] | None = None
         runtime.override = self._override
@@ -179,9 +181,12 @@ class OnlineRobotLoop:
                     self.log("restarted after a hold")
                     self._go("home")
         elif self.phase == "home":
-            if rt.mode == "idle":
-                rt.start()
-            elif rt.mode == "estop":
+            if not self._homing:  # the move home begins (the first one: on fresh data)
+                if rt.mode == "estop":
+                    self._go("held")
+                elif rt.mode == "idle" and rt.start()[0]:
+                    self._homing, self._phase_t = True, time.monotonic()
+            elif rt.mode != "running":  # a hold on the way home: as after any hold
                 self._go("held")
             elif self._near_home or time.monotonic() - self._phase_t > self.cfg.home_timeout:
                 self._after_home()
@@ -201,6 +206,7 @@ class OnlineRobotLoop:
     def _go(self, phase: Phase) -> None:
         self.phase, self._phase_t = phase, time.monotonic()
         self._near_home = False
+        self._homing = phase == "home" and self.runtime.mode == "running"
 
     def _after_home(self) -> None:
         rt = self.runtime
