@@ -100,6 +100,8 @@ class Args:
     """Robot: robot transitions before the actor updates (the critics adapt first)."""
     alpha_lr: float = 0.0
     """Robot: the temperature's learning rate (0: kept at the sim policy's)."""
+    anchor: float = 0.0
+    """Robot: weight of the behaviour-cloning term towards the init policy (0: none)."""
     nominal: bool = True
     """Robot: also evaluate the init policy zero-shot on the nominal arm."""
 
@@ -284,7 +286,7 @@ def _robot_run(args: Args, tmp: Path, name: str, sim: SimRobotConfig, learn: boo
     cfg = RobotFinetuneConfig(
         init=args.init, runs_dir=tmp, run_name=name, progress=False, total_steps=10**9,
         checkpoint_every=60.0, sac=sac, ray="local", prior_ratio=args.prior_ratio,
-        actor_warmup=args.actor_warmup,
+        actor_warmup=args.actor_warmup, anchor=args.anchor,
         robot=RobotSetup(dataset=Path("robot_data"), sim=sim,
                          teleop="corrector" if learn else "none",
                          deploy=DeployConfig(rate_hz=args.rate_hz, autostart=False),

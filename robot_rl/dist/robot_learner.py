@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from rich.console import Console
 
-from robot_rl.algos import SACConfig
+from robot_rl.algos import SAC, SACConfig
 from robot_rl.checkpoint import CHECKPOINT, REPLAY, CheckpointError, load_checkpoint
 from robot_rl.data.reader import Dataset
 from robot_rl.dist.learner import DistributedTraining
@@ -36,6 +36,7 @@ from robot_rl.dist.rollout import Rollout
 from robot_rl.errors import ConfigError
 from robot_rl.finetune.demos import transitions
 from robot_rl.finetune.runner import concat_batches
+from robot_rl.nets import TanhGaussianActor
 from robot_rl.replay import Batch, ReplayBuffer
 from robot_rl.runner import Runner, TrainConfig
 
@@ -75,6 +76,10 @@ class RobotFinetuneConfig(TrainConfig):
     """Share of each batch drawn from the person's intervention steps (HIL-SERL routes them
     to a demonstration buffer sampled 50/50 with the online one: 0.5); every step is also
     online experience. 0: one buffer."""
+    anchor: float = 0.0
+    """Weight of a behaviour-cloning term that keeps the actor's mean near the init policy's
+    (TD3+BC's form, sum of squares over the action; 0: none). Sized against the critic's
+    values: TD3+BC's 2.5 / mean|Q| on -Q is a weight of mean|Q| / 2.5 here."""
     actor_warmup: int = 2000
     """Robot transitions during which only the critics learn (the actor keeps the sim
     policy while the critics adapt to the robot's dynamics)."""
@@ -111,6 +116,33 @@ def resolve_init(cfg: RobotFinetuneConfig) -> RobotFinetuneConfig:
                                robot=robot)
 
 
+class AnchoredSAC(SAC):
+    """SAC whose actor loss also pulls its mean action towards a frozen ``anchor`` policy's:
+    ``anchor_weight * |tanh(mu(s)) - tanh(mu_anchor(s))|^2`` on the batch's states."""
+
+    anchor_weight = 0.0
+    _anchor: tuple[TanhGaussianActor, ...] = ()  # a tuple: not a submodule (not saved)
+
+    @property
+    def anchor(self) -> TanhGaussianActor | None:
+        return self._anchor[0] if self._anchor else None
+
+    def set_anchor(self, actor: TanhGaussianActor, weight: float) -> None:
+        """Pull towards ``actor`` (frozen; kept out of the agent's state) with ``weight``."""
+        self._anchor, self.anchor_weight = (actor.requires_grad_(False),), weight
+
+    def actor_sample(self, batch: Batch, x: torch.Tensor, next_obs: bool
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        a, logp, aux = super().actor_sample(batch, x, next_obs)
+        if next_obs or self.anchor is None or self.anchor_weight <= 0:
+            return a, logp, aux
+        with torch.no_grad():
+            target = self.anchor.mean_action(x)
+        bc = ((self.gaussian_actor.mean_action(x) - target) ** 2).sum(-1).mean()
+        bc = self.anchor_weight * bc
+        return a, logp, bc if aux is None else aux + bc
+
+
 class RobotFinetuneRunner(DistributedTraining, Runner):
     """The learner of robot episodes (module docstring)."""
 
@@ -132,6 +164,20 @@ class RobotFinetuneRunner(DistributedTraining, Runner):
             self.console.print(f"policy from {cfg.init} ({int(state['env_steps']):,} sim "
                                f"steps)")
         self._catch_up()
+
+    def build_agent(self) -> SAC:
+        cfg = self.cfg
+        safety = dataclasses.replace(cfg.safety_critic, mode=cfg.safety)
+        agent = AnchoredSAC(self.env.obs_dim, self.env.act_dim, cfg.sac, safety,
+                            device=cfg.device, seed=cfg.seed)
+        if cfg.anchor > 0:  # the init policy's actor, frozen
+            anchor = TanhGaussianActor(self.env.obs_dim, self.env.act_dim,
+                                       cfg.sac.actor_hidden).to(cfg.device)
+            modules = load_checkpoint(cfg.init)["agent"]["modules"]
+            anchor.load_state_dict({k[len("actor."):]: v for k, v in modules.items()
+                                    if k.startswith("actor.")})
+            agent.set_anchor(anchor, cfg.anchor)
+        return agent
 
     def warmup_is_uniform(self) -> bool:
         return False  # a robot acts with the pre-trained policy from the first step

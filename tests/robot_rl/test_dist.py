@@ -274,6 +274,13 @@ def test_a_restarted_robot_learner_takes_what_its_checkpoint_missed_from_the_dat
                        episode_index=index)
 
     assert not resumed.accepts(ro(4)) and resumed.accepts(ro(5))
+    # the anchor: a frozen copy of the init policy's actor, pulling the actor's mean to it
+    anchored = RobotFinetuneRunner(dataclasses.replace(cfg, run_name="anchored", anchor=5.0,
+                                                       actor_warmup=0))
+    anchor = anchored.agent.anchor
+    assert anchor is not None and not any(p.requires_grad for p in anchor.parameters())
+    assert torch.equal(anchor.mu.weight, init["actor.mu.weight"])
+    assert "losses/actor_aux" in anchored.learn() | anchored.learn()
 
 
 def test_fine_tuning_on_the_simulated_arm_over_ray(ray_cluster, tmp_path):
