@@ -207,9 +207,12 @@ class SAC(nn.Module):
 
     @torch.no_grad()
     def gate_decision(self, first: torch.Tensor, dist: tuple[torch.Tensor, torch.Tensor],
-                      x: torch.Tensor) -> ActStep:
+                      x: torch.Tensor, by_value: bool = True) -> ActStep:
         """The safety gate's decision among ``first`` (E, A) (the policy's action) and
-        ``candidates - 1`` more samples of the Gaussian ``dist`` at the normalized ``x``."""
+        ``candidates - 1`` more samples of the Gaussian ``dist`` at the normalized ``x``:
+        the best by the critics' value among those under the cost threshold, or with
+        ``by_value=False`` the first of them (the policy's own action when it is safe; the
+        exported artifact's gate, which has no value critic)."""
         assert self.cost_critic is not None, "the gate needs the safety critic"
         mean, log_std = dist
         E, K, A = x.shape[0], self.safety_cfg.candidates, self.act_dim
@@ -218,7 +221,7 @@ class SAC(nn.Module):
         cands = torch.cat([first[:, None], rest], dim=1)  # (E, K, A), the policy's own first
         flat_x, flat_a = x.repeat_interleave(K, dim=0), cands.reshape(E * K, A)
         cost = self.cost_critic.estimate(flat_x, flat_a).view(E, K)
-        value = self.critic(flat_x, flat_a).mean(0).view(E, K)
+        value = self.critic(flat_x, flat_a).mean(0).view(E, K) if by_value else None
         res = self.gate(cands, cost, value)
         return ActStep(res.action, res.hold, res.rejected)
 

@@ -7,7 +7,8 @@
 It has the members the runtime reads from an exported ``Policy``: ``meta`` (the task half of
 policy.json: robot, observation layout, action space, control, shield), the dims,
 ``__call__(obs) -> action`` and ``gate(obs, action)`` (the safety critic's screening, with
-the learner's own candidates and threshold). Acting samples the SAC policy (exploration, as
+the learner's candidates and threshold; like the artifact's gate, it keeps the policy's own
+action whenever that is under the threshold). Acting samples the SAC policy (exploration, as
 online training in sim does) unless ``stochastic=False``.
 
 A swap never waits for the control loop and the loop never waits for a swap: the caller's
@@ -90,5 +91,8 @@ class LivePolicy:
         agent = self._acting
         x = agent.normalize(torch.as_tensor(obs, dtype=torch.float32)[None])
         dist = agent.gaussian_actor(x)
-        step = agent.gate_decision(torch.as_tensor(a, dtype=torch.float32)[None], dist, x)
+        # as the exported artifact's gate: the policy's own action whenever it is safe (a
+        # critic still fitting the robot's first transitions must not pick among candidates)
+        step = agent.gate_decision(torch.as_tensor(a, dtype=torch.float32)[None], dist, x,
+                                   by_value=False)
         return step.action[0].numpy(), bool(step.hold[0]), bool(step.rejected[0])

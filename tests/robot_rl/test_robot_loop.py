@@ -61,6 +61,9 @@ def test_a_swap_changes_the_policy_at_the_next_step_and_the_gate_follows_its_cal
     assert live._acting is acting
     a, hold, rejected = live.gate(obs, after)
     assert a.shape == (live.act_dim,) and isinstance(hold, bool) and isinstance(rejected, bool)
+    # as the artifact's gate: a safe action is the policy's own (the critics do not choose)
+    live._acting.gate.threshold = float("inf")
+    np.testing.assert_array_equal(live.gate(obs, after)[0], after)
     assert live.has_cost_critic  # safety both: the runtime gates
 
 
