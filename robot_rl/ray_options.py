@@ -35,6 +35,13 @@ class RayOptions:
     """Fine-tuning on a robot: the Ray custom resource of the robot's machine the robot actor
     is placed on (``ray start --resources='{"robot": 1}'`` there); default: anywhere."""
 
+    def actor_cpus(self, robot: bool = False) -> float:
+        """CPUs one env-runner (or, ``robot``, the robot actor) reserves: ``runner_cpus``,
+        else ``runner_threads`` (the robot actor: 1)."""
+        if self.runner_cpus is not None:
+            return self.runner_cpus
+        return 1.0 if robot else float(self.runner_threads)
+
     def validate(self, env_runners: int) -> None:
         if env_runners < 1:
             raise ConfigError(f"--env-runners must be >= 1, got {env_runners}")

@@ -7,7 +7,7 @@ round of collection and learning:
         while runner.env_steps < cfg.total_steps:
             session.check_interrupt()
             ...collect, store, learn; runner.env_steps += n...
-            session.add_steps(n, term_sums, rejected)
+            session.add_steps(n, term_sums, rejected, cost)
             session.add_episodes(returns, costs, successes)
             if session.tick():                       # log, evaluate, stop rules, checkpoint
                 break

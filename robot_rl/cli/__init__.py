@@ -45,7 +45,7 @@ class Command:
 def _top_level() -> dict[str, Command]:
     # Imported here so ``robot-rl --help`` does not pay for torch and mujoco.
     from robot_rl.bc import BCConfig
-    from robot_rl.cli import data, deploy, learn
+    from robot_rl.cli import data, deploy, dist, learn
     from robot_rl.dist.robot_learner import RobotFinetuneConfig
     from robot_rl.distill import DistillConfig
     from robot_rl.finetune import DSRLConfig, FinetuneConfig
@@ -62,7 +62,7 @@ def _top_level() -> dict[str, Command]:
             "deploy": Command(deploy.DeployCommandConfig, deploy.deploy_cmd),
             "record": Command(data.RecordConfig, data.record_cmd),
             "finetune": Command(FinetuneConfig, learn.train),
-            "finetune-robot": Command(RobotFinetuneConfig, learn.finetune_robot_cmd),
+            "finetune-robot": Command(RobotFinetuneConfig, dist.finetune_robot_cmd),
             "bc": Command(BCConfig, learn.bc_cmd),
             "dsrl": Command(DSRLConfig, learn.train)}
 

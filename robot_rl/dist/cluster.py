@@ -28,7 +28,13 @@ from rich.console import Console
 
 from robot_rl.checkpoint import CHECKPOINT, load_checkpoint
 from robot_rl.dist.learner import DistributedTraining, make_learner
-from robot_rl.dist.ray_pool import RayPool, RobotPool, start_env_runners, start_robot_actor
+from robot_rl.dist.ray_pool import (
+    RayPool,
+    RobotPool,
+    start_env_runners,
+    start_robot_actor,
+    where,
+)
 from robot_rl.dist.robot_learner import RobotFinetuneConfig, RobotFinetuneRunner, resolve_init
 from robot_rl.runner import Runner, TrainConfig
 
@@ -85,7 +91,7 @@ class LearnerActor:
 
     def where(self) -> tuple[str, int]:
         """(Ray node id, process id) of the learner."""
-        return ray.get_runtime_context().get_node_id(), os.getpid()
+        return where()
 
 
 def run_name(cfg: TrainConfig) -> str:
@@ -134,11 +140,9 @@ class RayTraining:
 
     def start(self) -> RayTraining:
         cfg = self.cfg
-        runner_cpus = cfg.dist.runner_cpus if cfg.dist.runner_cpus is not None else \
-            float(cfg.dist.runner_threads)
         robot = isinstance(cfg, RobotFinetuneConfig)
         actors = 1 if robot else cfg.env_runners
-        need = int(actors * runner_cpus + cfg.dist.learner_cpus + 0.999)
+        need = int(actors * cfg.dist.actor_cpus(robot) + cfg.dist.learner_cpus + 0.999)
         cores = os.cpu_count() or 1
         assert cfg.ray is not None
         init_ray(cfg.ray, num_cpus=max(cores, need))

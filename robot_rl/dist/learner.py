@@ -26,12 +26,14 @@ import time
 from pathlib import Path
 from typing import Protocol
 
+import torch
 from rich.console import Console
 
 from robot_rl.algos import SAC
 from robot_rl.dist.rollout import Rollout
 from robot_rl.dist.weights import acting_state
 from robot_rl.finetune import FinetuneConfig, FinetuneRunner
+from robot_rl.finetune.demos import add_transitions
 from robot_rl.runner import Runner, TrainConfig
 from robot_rl.train_session import TrainSession
 
@@ -121,12 +123,15 @@ class DistributedTraining:
         """Add a rollout's transitions to the replay buffer and fold its observations into
         the normalizer."""
         assert isinstance(self, Runner)
-        if not len(ro):
-            return
-        t = ro.tensors(self.cfg.device)
-        self.buffer.add(t["obs"], t["action"], t["reward"], t["cost"], t["next_obs"],
-                        t["terminated"])
-        self.agent.observe(t["obs"])
+        if len(ro):
+            self.store_transitions(ro.tensors(self.cfg.device))
+
+    def store_transitions(self, tr: dict[str, torch.Tensor]) -> None:
+        """Add transitions (``finetune.demos`` keys: obs, action, reward, cost, next_obs,
+        terminated) to the replay buffer and their observations to the normalizer."""
+        assert isinstance(self, Runner)
+        add_transitions(self.buffer, tr)
+        self.agent.observe(tr["obs"])
 
     def _uniform(self) -> bool:
         assert isinstance(self, Runner)

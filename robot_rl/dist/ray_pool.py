@@ -28,6 +28,11 @@ from robot_rl.dist.rollout import Rollout
 from robot_rl.runner import TrainConfig
 
 
+def where() -> tuple[str, int]:
+    """(Ray node id, process id) of the calling actor: where Ray placed it."""
+    return ray.get_runtime_context().get_node_id(), os.getpid()
+
+
 class EnvRunnerActor:
     """The Ray actor around an ``EnvRunner``."""
 
@@ -43,13 +48,13 @@ class EnvRunnerActor:
 
     def where(self) -> tuple[str, int]:
         """(Ray node id, process id) of this runner."""
-        return ray.get_runtime_context().get_node_id(), os.getpid()
+        return where()
 
 
 def start_env_runners(cfg: TrainConfig) -> list[Any]:
     """``cfg.env_runners`` env-runner actors, each reserving ``runner_cpus`` CPUs."""
     opts = cfg.dist
-    cpus = opts.runner_cpus if opts.runner_cpus is not None else float(opts.runner_threads)
+    cpus = opts.actor_cpus()
     # SPREAD: runners go to different nodes where there are several (their cores add up)
     actor = ray.remote(EnvRunnerActor).options(num_cpus=cpus, max_restarts=-1,
                                                max_task_retries=0, scheduling_strategy="SPREAD")
@@ -106,7 +111,7 @@ def start_robot_actor(cfg: Any) -> Any:
     from robot_rl.dist.robot_actor import RobotActor
 
     opts = cfg.dist
-    cpus = opts.runner_cpus if opts.runner_cpus is not None else 1.0
+    cpus = opts.actor_cpus(robot=True)
     resources = {opts.robot_resource: 1.0} if opts.robot_resource else None
     actor = ray.remote(RobotActor).options(num_cpus=cpus, max_concurrency=4, max_restarts=-1,
                                            max_task_retries=0, resources=resources)

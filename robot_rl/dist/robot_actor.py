@@ -214,11 +214,9 @@ class RobotActor:
 
     def where(self) -> tuple[str, int]:
         """(Ray node id, process id) of the robot actor (inside a Ray actor)."""
-        import os
+        from robot_rl.dist.ray_pool import where
 
-        import ray
-
-        return ray.get_runtime_context().get_node_id(), os.getpid()
+        return where()
 
     def set_evaluation(self, on: bool) -> None:
         """Episodes begun from now on are evaluations (the mean action, no person) or not."""

@@ -233,10 +233,8 @@ class RobotFinetuneRunner(DistributedTraining, Runner):
         if not new:
             return
         tr = transitions(ds, self.cfg.device, new)
-        self.buffer.add(tr["obs"], tr["action"], tr["reward"], tr["cost"], tr["next_obs"],
-                        tr["terminated"])
+        self.store_transitions(tr)
         self._add_interventions(tr, tr["intervention"])
-        self.agent.observe(tr["obs"])
         self.env_steps += int(tr["obs"].shape[0])
         self.robot_episodes = ds.num_episodes
         self.console.print(f"robot dataset {root}: {len(new)} episodes "
