@@ -23,7 +23,9 @@ env-runners (same config, seed and update-to-data ratio).
 
 Robot: ``robot-rl finetune-robot`` from a sim-trained reach policy (``--init``) on the
 simulated arm in real time with held-out dynamics (``--sim.*``: heavier links, weaker servo
-gains, actuation delay), the scripted corrector as the person. Evaluation blocks of
+stiffness, actuation delay by default; joint friction, damping and the rest can be set),
+the scripted corrector as the person. ``benchmarks/online_rehearsal.py`` runs the same
+learner on a batched copy of that arm in minutes. Evaluation blocks of
 ``--eval-episodes`` episodes (the policy's mean, nobody intervening) at 0 (zero-shot) and
 every ``--eval-every`` minutes of robot time, up to ``--robot-minutes``; robot time counts
 everything the arm does (training and evaluation episodes, moves home), and the learner
@@ -83,7 +85,9 @@ class Args:
     sim: SimRobotConfig = dataclasses.field(default_factory=lambda: SimRobotConfig(
         mass_scale=1.8, kp=tuple(0.3 * k for k in get_robot("arm7").kp),
         actuation_delay=0.015))
-    """Robot: the held-out arm."""
+    """Robot: the held-out arm: links 1.8x heavier, servo stiffness 0.3x (damping as
+    nominal: a slow, overdamped arm), a 15 ms actuation delay; --sim.frictionloss,
+    --sim.kd and the rest set other gaps."""
     robot_minutes: float = 15.0
     """Robot: minutes of robot time."""
     eval_every: float = 5.0
@@ -354,8 +358,9 @@ def robot(args: Args, console: Console) -> dict[str, Any]:
         shutil.rmtree(tmp, ignore_errors=True)
     run = out["perturbed"]
     t = Table(title="fine-tuning on the simulated arm with held-out dynamics "
-                    f"(mass x{args.sim.mass_scale:g}, servo gains "
-                    f"{_gain_text(args.sim)}, actuation delay "
+                    f"(mass x{args.sim.mass_scale:g}, servo stiffness "
+                    f"{_gain_text(args.sim, 'kp')}, damping {_gain_text(args.sim, 'kd')}, "
+                    f"joint friction {args.sim.frictionloss:g} Nm, actuation delay "
                     f"{args.sim.actuation_delay * 1e3:g} ms)")
     for c in ("robot time", "success (mean action, nobody intervening)", "weights"):
         t.add_column(c, justify="right")
@@ -387,11 +392,11 @@ def robot(args: Args, console: Console) -> dict[str, Any]:
     return out
 
 
-def _gain_text(sim: SimRobotConfig) -> str:
-    if sim.kp is None:
+def _gain_text(sim: SimRobotConfig, name: Literal["kp", "kd"]) -> str:
+    value = getattr(sim, name)
+    if value is None:
         return "nominal"
-    nominal = get_robot(sim.robot).kp
-    return f"x{sim.kp[0] / nominal[0]:.2f}"
+    return f"x{value[0] / getattr(get_robot(sim.robot), name)[0]:.2f}"
 
 
 def _kill_when(cond: Any, pid: int, what: str, timeout: float = 120.0) -> float:

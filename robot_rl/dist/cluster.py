@@ -178,16 +178,18 @@ class RayTraining:
         return summary
 
     def stop(self) -> None:
-        """Stop the learner and the actors (the robot's loop first holds the arm and closes
-        its dataset)."""
+        """Stop the learner, then the actors (the robot's loop holds the arm and closes its
+        dataset before its actor goes: the learner, gone first, no longer asks it for
+        episodes, so a closed robot is not taken for a dead one)."""
+        if self.learner is not None:
+            ray.kill(self.learner)
         if self.robot and self.runners:
             try:
                 ray.get(self.runners[0].close.remote(), timeout=20.0)
             except Exception as e:  # noqa: BLE001 - a dead actor has nothing to close
                 self.console.print(f"the robot actor did not close cleanly: {e}")
-        for h in [self.learner, *self.runners]:
-            if h is not None:
-                ray.kill(h)
+        for h in self.runners:
+            ray.kill(h)
 
 
 def train_on_ray(cfg: TrainConfig, console: Console | None = None

@@ -39,6 +39,7 @@ from robot_rl.finetune.runner import concat_batches
 from robot_rl.nets import TanhGaussianActor
 from robot_rl.replay import Batch, ReplayBuffer
 from robot_rl.runner import Runner, TrainConfig
+from robot_rl.sim.vec_env import VecEnv
 
 
 def _robot_sac() -> SACConfig:
@@ -148,8 +149,10 @@ class RobotFinetuneRunner(DistributedTraining, Runner):
 
     cfg: RobotFinetuneConfig
 
-    def __init__(self, cfg: RobotFinetuneConfig, console: Console | None = None):
-        super().__init__(cfg, console)
+    def __init__(self, cfg: RobotFinetuneConfig, console: Console | None = None,
+                 eval_env: VecEnv | None = None):
+        """``eval_env``: where ``eval_every`` evaluates (default: the nominal task)."""
+        super().__init__(cfg, console, eval_env=eval_env)
         self.robot_episodes = getattr(self, "robot_episodes", 0)
         self.interventions = ReplayBuffer(self.cfg.sac.buffer_size, self.env.obs_dim,
                                           self.env.act_dim, self.cfg.device)
