@@ -64,6 +64,7 @@ class Args:
     actor_warmup: int = 3000
     alpha_lr: float = 0.0
     anchor: float = 0.0
+    awac: float = 0.0
     lengths: tuple[int, ...] = (100, 150, 300)
     """Episode lengths of the zero-shot check (the task's own first)."""
 
@@ -149,7 +150,7 @@ def _cfg(args: Args, tmp: Path) -> RobotFinetuneConfig:
         total_steps=args.transitions, eval_every=args.eval_every,
         eval_episodes=args.eval_episodes, checkpoint_every=10**9, save_replay=False, sac=sac,
         ray=None, prior_ratio=args.prior_ratio, actor_warmup=args.actor_warmup,
-        anchor=args.anchor)
+        anchor=args.anchor, awac=args.awac)
 
 
 def main() -> None:
@@ -171,7 +172,8 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
     t = Table(title=f"fine-tuning rehearsal on the batched held-out env (prior "
                     f"{args.prior_ratio:g}, actor warm-up {args.actor_warmup}, UTD "
-                    f"{args.updates_per_step}, anchor {args.anchor:g}); {wall:.0f} s")
+                    f"{args.updates_per_step}, anchor {args.anchor:g}, awac {args.awac:g}); "
+                    f"{wall:.0f} s")
     for c in ("robot-like transitions", "updates", "success (mean action)"):
         t.add_column(c, justify="right")
     start = runner.updates_at_eval[0] if runner.updates_at_eval else 0

@@ -36,7 +36,7 @@ from robot_rl.dist.rollout import Rollout
 from robot_rl.errors import ConfigError
 from robot_rl.finetune.demos import transitions
 from robot_rl.finetune.runner import concat_batches
-from robot_rl.nets import TanhGaussianActor
+from robot_rl.nets import TanhGaussianActor, tanh_gaussian_log_prob
 from robot_rl.replay import Batch, ReplayBuffer
 from robot_rl.runner import Runner, TrainConfig
 from robot_rl.sim.vec_env import VecEnv
@@ -81,6 +81,10 @@ class RobotFinetuneConfig(TrainConfig):
     """Weight of a behaviour-cloning term that keeps the actor's mean near the init policy's
     (TD3+BC's form, sum of squares over the action; 0: none). Sized against the critic's
     values: TD3+BC's 2.5 / mean|Q| on -Q is a weight of mean|Q| / 2.5 here."""
+    awac: float = 0.0
+    """With > 0, the actor learns by AWAC's advantage-weighted regression onto the robot's
+    (and the prior data's) own actions, at this temperature, instead of following the
+    critics' action gradient (0: SAC's update)."""
     actor_warmup: int = 2000
     """Robot transitions during which only the critics learn (the actor keeps the sim
     policy while the critics adapt to the robot's dynamics)."""
@@ -132,6 +136,27 @@ class AnchoredSAC(SAC):
         """Pull towards ``actor`` (frozen; kept out of the agent's state) with ``weight``."""
         self._anchor, self.anchor_weight = (actor.requires_grad_(False),), weight
 
+    awac_beta = 0.0
+    """With > 0: the actor update is AWAC's (advantage-weighted regression onto the batch's
+    own actions, temperature ``awac_beta``) instead of SAC's reparameterized one."""
+
+    def _update_actor(self, batch: Batch, obs: torch.Tensor) -> dict[str, float]:
+        if self.awac_beta <= 0:
+            return super()._update_actor(batch, obs)
+        actor = self.gaussian_actor
+        with torch.no_grad():
+            q = self.critic(obs, batch.action).mean(0)
+            v = self.critic(obs, actor.sample(obs)[0]).mean(0)
+            w = torch.exp((q - v) / self.awac_beta).clamp(max=20.0)
+        mean, log_std = actor(obs)
+        u = torch.atanh(batch.action.clamp(-0.999, 0.999))
+        logp = tanh_gaussian_log_prob(u, mean, log_std)
+        loss = -(w * logp).mean()
+        self.actor_opt.zero_grad()
+        loss.backward()
+        self.actor_opt.step()
+        return {"losses/actor": float(loss.detach()), "charts/awac_weight": float(w.mean())}
+
     def actor_sample(self, batch: Batch, x: torch.Tensor, next_obs: bool
                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         a, logp, aux = super().actor_sample(batch, x, next_obs)
@@ -173,6 +198,7 @@ class RobotFinetuneRunner(DistributedTraining, Runner):
         safety = dataclasses.replace(cfg.safety_critic, mode=cfg.safety)
         agent = AnchoredSAC(self.env.obs_dim, self.env.act_dim, cfg.sac, safety,
                             device=cfg.device, seed=cfg.seed)
+        agent.awac_beta = cfg.awac
         if cfg.anchor > 0:  # the init policy's actor, frozen
             anchor = TanhGaussianActor(self.env.obs_dim, self.env.act_dim,
                                        cfg.sac.actor_hidden).to(cfg.device)

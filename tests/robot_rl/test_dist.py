@@ -281,6 +281,13 @@ def test_a_restarted_robot_learner_takes_what_its_checkpoint_missed_from_the_dat
     assert anchor is not None and not any(p.requires_grad for p in anchor.parameters())
     assert torch.equal(anchor.mu.weight, init["actor.mu.weight"])
     assert "losses/actor_aux" in anchored.learn() | anchored.learn()
+    # AWAC: the actor regresses onto the batch's own actions, weighted by their advantage
+    awac = RobotFinetuneRunner(dataclasses.replace(cfg, run_name="awac", awac=1.0,
+                                                   actor_warmup=0))
+    before = awac.agent.actor.mu.weight.detach().clone()
+    metrics = awac.learn()
+    assert metrics["charts/awac_weight"] > 0 and "charts/entropy" not in metrics
+    assert not torch.equal(awac.agent.actor.mu.weight, before)
 
 
 def test_fine_tuning_on_the_simulated_arm_over_ray(ray_cluster, tmp_path):
