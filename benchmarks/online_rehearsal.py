@@ -9,8 +9,10 @@ init run's networks, prior data, critics-only warm-up, anchor, update-to-data ra
 env of the batched simulator made to match the held-out arm (``held_out_env``), so one run
 of ``--transitions`` robot-like transitions takes minutes, and it evaluates the policy's mean
 every ``--eval-every`` transitions on 32 envs of the same held-out dynamics. It also reports
-the init policy's zero-shot success on the held-out env at longer episode lengths: whether
-the arm is too slow for the task's time limit, which no fine-tuning fixes.
+the init policy's zero-shot success on the held-out env at longer episode lengths, and the
+share of its episodes whose joint travel the held-out arm cannot cover within the time limit
+even at full speed (``travel_time``): whether the arm is too slow for the task, which no
+fine-tuning fixes. ``--transitions 0`` stops after those two.
 
 The match is close, not exact: the batched env applies the action once per control step as
 the deploy runtime does, but draws its delay per episode in whole control steps (0 or 1 for
@@ -21,6 +23,7 @@ the init policy's zero-shot success was 67% here and 60-70% on the real-time arm
 from __future__ import annotations
 
 import dataclasses
+import math
 import shutil
 import tempfile
 import time
@@ -32,6 +35,7 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
+from robot_rl.controllers import JointDeltaConfig
 from robot_rl.dist.env_runner import EnvRunner
 from robot_rl.dist.robot_learner import RobotFinetuneConfig, RobotFinetuneRunner, resolve_init
 from robot_rl.dist.rollout import Rollout
@@ -141,6 +145,34 @@ def zero_shot(args: Args) -> dict[int, float]:
             for n in args.lengths}
 
 
+def travel_time(args: Args, episodes: int = 256) -> tuple[float, float]:
+    """(share of episodes, median seconds): the init policy's episodes on the nominal arm
+    whose joint travel (start to first success, per joint) the held-out arm could not cover
+    within the task's time limit even at its steady speed under a saturated joint_delta
+    command, kp * scale / kd per joint (no acceleration, delay or gravity counted), and the
+    median of that least time. Other arm configurations at the goal are not searched."""
+    agent, cfg, _ = load_agent(resolve_init(_cfg(args, Path("."))).init)
+    action = cfg.env.action
+    if not isinstance(action, JointDeltaConfig):
+        raise SystemExit("the travel time is defined for the joint_delta action space")
+    robot = get_robot(args.sim.robot)
+    env = make_env(dataclasses.replace(cfg.env, episode_length=3 * cfg.env.episode_length),
+                   episodes, dr="off", seed=5)
+    obs = env.reset(seed=5)
+    start = env.state.joint_pos.clone()
+    at_goal = torch.full_like(start, math.nan)
+    for _ in range(env.cfg.episode_length):
+        obs = env.step(agent.act(obs, deterministic=True, gate=False).action)[0]
+        new = env.task.success(env.state, env.cfg) & at_goal[:, 0].isnan()
+        at_goal[new] = env.state.joint_pos[new]
+    reached = ~at_goal[:, 0].isnan()
+    kp = torch.tensor(args.sim.kp or robot.kp, dtype=start.dtype)
+    kd = torch.tensor(args.sim.kd or robot.kd, dtype=start.dtype)
+    least = ((at_goal[reached] - start[reached]).abs() / (kp * action.scale / kd)).max(1).values
+    limit = cfg.env.episode_length * cfg.env.control_dt
+    return float((least > limit).float().mean()), float(least.median())
+
+
 def _cfg(args: Args, tmp: Path) -> RobotFinetuneConfig:
     sac = dataclasses.replace(RobotFinetuneConfig.__dataclass_fields__["sac"]  # type: ignore
                               .default_factory(), updates_per_step=args.updates_per_step,
@@ -159,6 +191,12 @@ def main() -> None:
     shots = zero_shot(args)
     console.print("init policy on the held-out env, zero-shot: " + ", ".join(
         f"{s:.0%} in {n} steps" for n, s in shots.items()), highlight=False)
+    share, median = travel_time(args)
+    console.print(f"its episodes on the nominal arm whose joint travel the held-out arm cannot "
+                  f"cover within the time limit at full speed: {share:.0%} (least time: median "
+                  f"{median:.2f} s)", highlight=False)
+    if args.transitions <= 0:
+        return
     tmp = Path(tempfile.mkdtemp(prefix="online_rehearsal_"))
     try:
         cfg = resolve_init(_cfg(args, tmp))
