@@ -325,12 +325,19 @@ class SAC(nn.Module):
         return state
 
     def load_full_state(self, state: dict) -> None:
+        """Networks, optimizer moments, temperature and multiplier from ``state``; the
+        learning rates stay this agent's own (its config's: a run that starts from another
+        run's checkpoint with ``--sac.alpha-lr 0`` keeps the temperature fixed)."""
         self.load_state_dict(state["modules"])
-        self.actor_opt.load_state_dict(state["actor_opt"])
-        self.critic_opt.load_state_dict(state["critic_opt"])
-        self.alpha_opt.load_state_dict(state["alpha_opt"])
+        opts = {"actor_opt": self.actor_opt, "critic_opt": self.critic_opt,
+                "alpha_opt": self.alpha_opt}
         if self.cost_opt is not None and "cost_opt" in state:
-            self.cost_opt.load_state_dict(state["cost_opt"])
+            opts["cost_opt"] = self.cost_opt
+        for key, opt in opts.items():
+            lrs = [g["lr"] for g in opt.param_groups]
+            opt.load_state_dict(state[key])
+            for g, lr in zip(opt.param_groups, lrs, strict=True):
+                g["lr"] = lr
         self.lagrange.load_state_dict(state["lagrange"])
         self.updates = int(state["updates"])
         self.gen.set_state(state["gen"])

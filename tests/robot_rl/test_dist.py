@@ -250,7 +250,11 @@ def test_a_restarted_robot_learner_takes_what_its_checkpoint_missed_from_the_dat
     assert learner.sample_batch().obs.shape[0] == cfg.sac.batch_size
     with pytest.raises(ConfigError, match="sum to at most 1"):
         dataclasses.replace(cfg, intervention_ratio=0.6, prior_ratio=0.6).validate()
-    # the init run's weights are the learner's
+    # the init run's weights are the learner's; its learning rates are this config's
+    fixed = RobotFinetuneRunner(dataclasses.replace(
+        cfg, run_name="fixed", sac=dataclasses.replace(cfg.sac, alpha_lr=0.0)))
+    assert fixed.agent.alpha_opt.param_groups[0]["lr"] == 0.0
+    assert load_checkpoint(cfg.init)["agent"]["alpha_opt"]["param_groups"][0]["lr"] > 0
     init = load_checkpoint(cfg.init)["agent"]["modules"]
     assert torch.equal(learner.agent.state_dict()["actor.mu.weight"], init["actor.mu.weight"])
     learner.save()
