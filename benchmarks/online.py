@@ -278,13 +278,12 @@ def _robot_run(args: Args, tmp: Path, name: str, sim: SimRobotConfig, learn: boo
 
     from robot_rl.dist.cluster import RayTraining
     from robot_rl.dist.robot_actor import RobotSetup
-    from robot_rl.dist.robot_learner import RobotFinetuneConfig
+    from robot_rl.dist.robot_learner import RobotFinetuneConfig, robot_sac
     from robot_rl.dist.robot_loop import OnlineLoopConfig
     from robot_rl.hardware.runtime import DeployConfig
 
     assert args.init is not None
-    sac = dataclasses.replace(RobotFinetuneConfig.__dataclass_fields__["sac"]  # type: ignore
-                              .default_factory(), updates_per_step=args.updates_per_step,
+    sac = dataclasses.replace(robot_sac(), updates_per_step=args.updates_per_step,
                               learning_starts=200 if learn else 10**9,
                               alpha_lr=args.alpha_lr)
     cfg = RobotFinetuneConfig(

@@ -35,14 +35,20 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
+from robot_rl.algos import SAC
 from robot_rl.controllers import JointDeltaConfig
-from robot_rl.dist.env_runner import EnvRunner
-from robot_rl.dist.robot_learner import RobotFinetuneConfig, RobotFinetuneRunner, resolve_init
+from robot_rl.dist.env_runner import EnvRunner, runner_seed
+from robot_rl.dist.robot_learner import (
+    RobotFinetuneConfig,
+    RobotFinetuneRunner,
+    resolve_init,
+    robot_sac,
+)
 from robot_rl.dist.rollout import Rollout
 from robot_rl.evaluate import EvalResult, evaluate
 from robot_rl.hardware.sim_robot import SimRobotConfig
 from robot_rl.robots import get_robot
-from robot_rl.runner import load_agent
+from robot_rl.runner import TrainConfig, load_agent
 from robot_rl.sim import make_env
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.randomization import DRConfig
@@ -87,8 +93,7 @@ def held_out_env(task: TaskConfig, num_envs: int, sim: SimRobotConfig, seed: int
     dofs = [int(model.joint(n).dofadr[0]) for n in robot.joint_names]
     if sim.kp is not None or sim.kd is not None:
         gain, bias = be.model_field("actuator_gainprm"), be.model_field("actuator_biasprm")
-        kp = torch.tensor(sim.kp or robot.kp, dtype=gain.dtype)
-        kd = torch.tensor(sim.kd or robot.kd, dtype=gain.dtype)
+        kp, kd = (torch.as_tensor(g, dtype=gain.dtype) for g in sim.servo_gains(robot))
         gain[:, acts, 0] = kp
         bias[:, acts, 1], bias[:, acts, 2] = -kp, -kd
     if sim.frictionloss:
@@ -106,12 +111,16 @@ def _mean_action(agent: Any) -> Any:
 
 
 class _Rehearsal(RobotFinetuneRunner):
+    """The robot learner, evaluating the policy's mean and noting its update count then."""
+
+    def __init__(self, cfg: RobotFinetuneConfig, eval_env: VecEnv):
+        self.updates_at_eval: list[int] = []
+        super().__init__(cfg, Console(quiet=True), eval_env=eval_env)
+
     def evaluate_policy(self, env: VecEnv, episodes: int, seed: int) -> EvalResult:
         result = evaluate(_mean_action(self.agent), env, episodes, seed=seed)
         self.updates_at_eval.append(self.agent.updates)
         return result
-
-    updates_at_eval: list[int] = []
 
 
 class _ReplicaPool:
@@ -120,9 +129,8 @@ class _ReplicaPool:
     size = 1
 
     def __init__(self, cfg: RobotFinetuneConfig, sim: SimRobotConfig):
-        self.runner = EnvRunner(cfg)
-        self.runner.env = held_out_env(cfg.env, 1, sim, seed=cfg.seed + 1)
-        self.runner._obs = self.runner.env.reset(seed=cfg.seed + 1)
+        self.runner = EnvRunner(cfg, env=held_out_env(cfg.env, 1, sim,
+                                                      seed=runner_seed(cfg, 0)))
         self.pending: list[tuple[int, bool]] = []
 
     def publish(self, state: dict, version: int) -> None:
@@ -136,26 +144,25 @@ class _ReplicaPool:
         return self.runner.collect(steps, uniform)
 
 
-def zero_shot(args: Args) -> dict[int, float]:
-    """The init policy's success on the held-out env at each of ``args.lengths``."""
-    agent, cfg, _ = load_agent(resolve_init(_cfg(args, Path("."))).init)
+def zero_shot(args: Args, agent: SAC, cfg: TrainConfig) -> dict[int, float]:
+    """The init policy (``agent``, its run's ``cfg``) on the held-out env: its success at
+    each of ``args.lengths``."""
     return {n: evaluate(_mean_action(agent), held_out_env(cfg.env, 32, args.sim, seed=2,
                                                           episode_length=n),
                         args.eval_episodes, seed=cfg.seed + 10_000).success_rate
             for n in args.lengths}
 
 
-def travel_time(args: Args, episodes: int = 256) -> tuple[float, float]:
+def travel_time(args: Args, agent: SAC, cfg: TrainConfig,
+                episodes: int = 256) -> tuple[float, float]:
     """(share of episodes, median seconds): the init policy's episodes on the nominal arm
     whose joint travel (start to first success, per joint) the held-out arm could not cover
     within the task's time limit even at its steady speed under a saturated joint_delta
     command, kp * scale / kd per joint (no acceleration, delay or gravity counted), and the
     median of that least time. Other arm configurations at the goal are not searched."""
-    agent, cfg, _ = load_agent(resolve_init(_cfg(args, Path("."))).init)
     action = cfg.env.action
     if not isinstance(action, JointDeltaConfig):
         raise SystemExit("the travel time is defined for the joint_delta action space")
-    robot = get_robot(args.sim.robot)
     env = make_env(dataclasses.replace(cfg.env, episode_length=3 * cfg.env.episode_length),
                    episodes, dr="off", seed=5)
     obs = env.reset(seed=5)
@@ -166,16 +173,15 @@ def travel_time(args: Args, episodes: int = 256) -> tuple[float, float]:
         new = env.task.success(env.state, env.cfg) & at_goal[:, 0].isnan()
         at_goal[new] = env.state.joint_pos[new]
     reached = ~at_goal[:, 0].isnan()
-    kp = torch.tensor(args.sim.kp or robot.kp, dtype=start.dtype)
-    kd = torch.tensor(args.sim.kd or robot.kd, dtype=start.dtype)
+    kp, kd = (torch.as_tensor(g, dtype=start.dtype)
+              for g in args.sim.servo_gains(get_robot(args.sim.robot)))
     least = ((at_goal[reached] - start[reached]).abs() / (kp * action.scale / kd)).max(1).values
     limit = cfg.env.episode_length * cfg.env.control_dt
     return float((least > limit).float().mean()), float(least.median())
 
 
 def _cfg(args: Args, tmp: Path) -> RobotFinetuneConfig:
-    sac = dataclasses.replace(RobotFinetuneConfig.__dataclass_fields__["sac"]  # type: ignore
-                              .default_factory(), updates_per_step=args.updates_per_step,
+    sac = dataclasses.replace(robot_sac(), updates_per_step=args.updates_per_step,
                               learning_starts=200, alpha_lr=args.alpha_lr)
     return RobotFinetuneConfig(
         init=args.init, runs_dir=tmp, run_name="rehearsal", progress=False,
@@ -188,21 +194,20 @@ def _cfg(args: Args, tmp: Path) -> RobotFinetuneConfig:
 def main() -> None:
     args = tyro.cli(Args)
     console = Console(width=max(Console().width, 110))
-    shots = zero_shot(args)
-    console.print("init policy on the held-out env, zero-shot: " + ", ".join(
-        f"{s:.0%} in {n} steps" for n, s in shots.items()), highlight=False)
-    share, median = travel_time(args)
-    console.print(f"its episodes on the nominal arm whose joint travel the held-out arm cannot "
-                  f"cover within the time limit at full speed: {share:.0%} (least time: median "
-                  f"{median:.2f} s)", highlight=False)
-    if args.transitions <= 0:
-        return
     tmp = Path(tempfile.mkdtemp(prefix="online_rehearsal_"))
     try:
         cfg = resolve_init(_cfg(args, tmp))
-        runner = _Rehearsal(cfg, Console(quiet=True),
-                            eval_env=held_out_env(cfg.env, 32, args.sim, seed=2))
-        runner.updates_at_eval = []
+        agent, init_cfg, _ = load_agent(cfg.init)
+        shots = zero_shot(args, agent, init_cfg)
+        console.print("init policy on the held-out env, zero-shot: " + ", ".join(
+            f"{s:.0%} in {n} steps" for n, s in shots.items()), highlight=False)
+        share, median = travel_time(args, agent, init_cfg)
+        console.print(f"its episodes on the nominal arm whose joint travel the held-out arm "
+                      f"cannot cover within the time limit at full speed: {share:.0%} (least "
+                      f"time: median {median:.2f} s)", highlight=False)
+        if args.transitions <= 0:
+            return
+        runner = _Rehearsal(cfg, eval_env=held_out_env(cfg.env, 32, args.sim, seed=2))
         t0 = time.perf_counter()
         history = runner.train_distributed(_ReplicaPool(cfg, args.sim))
         wall = time.perf_counter() - t0

@@ -89,6 +89,13 @@ class SimRobotConfig:
     seed: int = 0
     """Seed of the measurement noise."""
 
+    def servo_gains(self, robot: RobotSpec) -> tuple[np.ndarray, np.ndarray]:
+        """(kp, kd) per joint: this arm's servo stiffness and damping, the robot's own
+        where not set."""
+        kp = self.kp if self.kp is not None else robot.kp
+        kd = self.kd if self.kd is not None else robot.kd
+        return np.asarray(kp, dtype=np.float64), np.asarray(kd, dtype=np.float64)
+
     def validate(self, robot: RobotSpec) -> None:
         n = robot.num_joints
         if self.interface not in ("position", "velocity", "effort"):
@@ -120,8 +127,7 @@ def build_model(cfg: SimRobotConfig, robot: RobotSpec,
                               f"the simulated arm is {robot.name!r}")
         scene = dataclasses.replace(scene, physics_dt=cfg.physics_dt)
         spec = get_task(scene.name).build_scene(robot, scene)
-    kp = np.asarray(cfg.kp if cfg.kp is not None else robot.kp, dtype=np.float64)
-    kd = np.asarray(cfg.kd if cfg.kd is not None else robot.kd, dtype=np.float64)
+    kp, kd = cfg.servo_gains(robot)
     if cfg.interface == "position":
         realize_pd_in_model(spec, robot.actuator_names, kp, kd, robot.q_min, robot.q_max,
                             robot.tau_max)

@@ -25,7 +25,7 @@ from robot_rl.dist.weights import load_acting_state
 from robot_rl.errors import ConfigError
 from robot_rl.runner import TrainConfig, make_agent
 from robot_rl.sim import make_env
-from robot_rl.sim.vec_env import uniform_actions
+from robot_rl.sim.vec_env import VecEnv, uniform_actions
 from robot_rl.train_session import rejected_count, step_sums
 
 
@@ -37,7 +37,10 @@ def runner_seed(cfg: TrainConfig, index: int) -> int:
 class EnvRunner:
     """Collects transitions with the latest weights it was given (see module docstring)."""
 
-    def __init__(self, cfg: TrainConfig, index: int = 0, threads: int = 1):
+    def __init__(self, cfg: TrainConfig, index: int = 0, threads: int = 1,
+                 env: VecEnv | None = None):
+        """``env``: step this env (of ``cfg.env``'s task and ``cfg.num_envs`` envs) instead
+        of one made from the config (e.g. a batched copy of a held-out arm)."""
         if cfg.backend != "cpu":
             raise ConfigError("env-runners step the cpu backend (MuJoCo threads); a warp "
                               "learner on a GPU steps its own batch without runners")
@@ -48,8 +51,8 @@ class EnvRunner:
         cfg = dataclasses.replace(cfg, device="cpu", resume=None)
         self.cfg = cfg
         seed = runner_seed(cfg, index)
-        self.env = make_env(cfg.env, cfg.num_envs, seed=seed,
-                            nthread=min(threads, cfg.num_envs))
+        self.env = env if env is not None else make_env(
+            cfg.env, cfg.num_envs, seed=seed, nthread=min(threads, cfg.num_envs))
         self.agent: SAC = make_agent(cfg, self.env.obs_dim, self.env.act_dim)
         self.agent.eval()
         self.version = -1

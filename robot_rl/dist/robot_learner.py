@@ -42,7 +42,8 @@ from robot_rl.runner import Runner, TrainConfig
 from robot_rl.sim.vec_env import VecEnv
 
 
-def _robot_sac() -> SACConfig:
+def robot_sac() -> SACConfig:
+    """The SAC hyper-parameters ``RobotFinetuneConfig`` starts from."""
     return SACConfig(updates_per_step=2, learning_starts=200)
 
 
@@ -68,7 +69,7 @@ class RobotFinetuneConfig(TrainConfig):
     """Evaluations in simulation (the nominal task) every this many robot transitions; the
     robot's own episodes are the measure that counts (train/success_rate)."""
     eval_episodes: int = 16
-    sac: SACConfig = dataclasses.field(default_factory=_robot_sac)
+    sac: SACConfig = dataclasses.field(default_factory=robot_sac)
     """SAC hyper-parameters (the network sizes come from --init)."""
     prior_ratio: float = 0.0
     """Share of each batch drawn from the init run's replay buffer (its simulation
@@ -127,6 +128,9 @@ class AnchoredSAC(SAC):
 
     anchor_weight = 0.0
     _anchor: tuple[TanhGaussianActor, ...] = ()  # a tuple: not a submodule (not saved)
+    awac_beta = 0.0
+    """With > 0: the actor update is AWAC's (advantage-weighted regression onto the batch's
+    own actions, temperature ``awac_beta``) instead of SAC's reparameterized one."""
 
     @property
     def anchor(self) -> TanhGaussianActor | None:
@@ -135,10 +139,6 @@ class AnchoredSAC(SAC):
     def set_anchor(self, actor: TanhGaussianActor, weight: float) -> None:
         """Pull towards ``actor`` (frozen; kept out of the agent's state) with ``weight``."""
         self._anchor, self.anchor_weight = (actor.requires_grad_(False),), weight
-
-    awac_beta = 0.0
-    """With > 0: the actor update is AWAC's (advantage-weighted regression onto the batch's
-    own actions, temperature ``awac_beta``) instead of SAC's reparameterized one."""
 
     def _update_actor(self, batch: Batch, obs: torch.Tensor) -> dict[str, float]:
         if self.awac_beta <= 0:
