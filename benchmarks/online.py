@@ -359,7 +359,7 @@ def robot(args: Args, console: Console) -> dict[str, Any]:
     t = Table(title="fine-tuning on the simulated arm with held-out dynamics "
                     f"(mass x{args.sim.mass_scale:g}, servo stiffness "
                     f"{_gain_text(args.sim, 'kp')}, damping {_gain_text(args.sim, 'kd')}, "
-                    f"joint friction {args.sim.frictionloss:g} Nm, actuation delay "
+                    f"joint friction {_friction_text(args.sim)} Nm, actuation delay "
                     f"{args.sim.actuation_delay * 1e3:g} ms)")
     for c in ("robot time", "success (mean action, nobody intervening)", "weights"):
         t.add_column(c, justify="right")
@@ -389,6 +389,11 @@ def robot(args: Args, console: Console) -> dict[str, Any]:
                   f"{run['trips']}, of them within 100 ms after a swap: "
                   f"{run['trips_after_swaps']}", highlight=False)
     return out
+
+
+def _friction_text(sim: SimRobotConfig) -> str:
+    f = sim.joint_friction(get_robot(sim.robot))
+    return f"{f[0]:g}" if (f == f[0]).all() else " ".join(f"{x:g}" for x in f)
 
 
 def _gain_text(sim: SimRobotConfig, name: Literal["kp", "kd"]) -> str:

@@ -11,8 +11,9 @@ of ``--transitions`` robot-like transitions takes minutes, and it evaluates the 
 every ``--eval-every`` transitions on 32 envs of the same held-out dynamics. It also reports
 the init policy's zero-shot success on the held-out env at longer episode lengths, and the
 share of its episodes whose joint travel the held-out arm cannot cover within the time limit
-even at full speed (``travel_time``): whether the arm is too slow for the task, which no
-fine-tuning fixes. ``--transitions 0`` stops after those two.
+even at full speed (``travel_time``), and of their goal poses the arm cannot even hold against
+gravity within its actuators' torque limits (``holding_torque``): whether the arm is too slow
+or too weak for the task, which no fine-tuning fixes. ``--transitions 0`` stops after these.
 
 The match is close, not exact: the batched env applies the action once per control step as
 the deploy runtime does, but draws its delay per episode in whole control steps (0 or 1 for
@@ -30,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import mujoco
+import numpy as np
 import torch
 import tyro
 from rich.console import Console
@@ -46,7 +49,7 @@ from robot_rl.dist.robot_learner import (
 )
 from robot_rl.dist.rollout import Rollout
 from robot_rl.evaluate import EvalResult, evaluate
-from robot_rl.hardware.sim_robot import SimRobotConfig
+from robot_rl.hardware.sim_robot import SimRobotConfig, build_model
 from robot_rl.robots import get_robot
 from robot_rl.runner import TrainConfig, load_agent
 from robot_rl.sim import make_env
@@ -96,8 +99,10 @@ def held_out_env(task: TaskConfig, num_envs: int, sim: SimRobotConfig, seed: int
         kp, kd = (torch.as_tensor(g, dtype=gain.dtype) for g in sim.servo_gains(robot))
         gain[:, acts, 0] = kp
         bias[:, acts, 1], bias[:, acts, 2] = -kp, -kd
-    if sim.frictionloss:
-        be.model_field("dof_frictionloss")[:, dofs] += sim.frictionloss
+    friction = sim.joint_friction(robot)
+    if friction.any():
+        field = be.model_field("dof_frictionloss")
+        field[:, dofs] += torch.as_tensor(friction, dtype=field.dtype)
     if sim.damping_scale != 1.0:
         be.model_field("dof_damping")[:, dofs] *= sim.damping_scale
     be.commit_model(torch.arange(num_envs))
@@ -153,16 +158,14 @@ def zero_shot(args: Args, agent: SAC, cfg: TrainConfig) -> dict[int, float]:
             for n in args.lengths}
 
 
-def travel_time(args: Args, agent: SAC, cfg: TrainConfig,
-                episodes: int = 256) -> tuple[float, float]:
-    """(share of episodes, median seconds): the init policy's episodes on the nominal arm
-    whose joint travel (start to first success, per joint) the held-out arm could not cover
-    within the task's time limit even at its steady speed under a saturated joint_delta
-    command, kp * scale / kd per joint (no acceleration, delay or gravity counted), and the
-    median of that least time. Other arm configurations at the goal are not searched."""
-    action = cfg.env.action
-    if not isinstance(action, JointDeltaConfig):
-        raise SystemExit("the travel time is defined for the joint_delta action space")
+def goal_configurations(agent: SAC, cfg: TrainConfig, episodes: int = 256
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(start, goal), each (N, n): the joint positions at the start and at the first success
+    of the init policy's episodes on the nominal arm that succeed within three times the
+    task's episode length (``agent`` and its run's ``cfg``)."""
+    if not isinstance(cfg.env.action, JointDeltaConfig):
+        raise SystemExit("the travel and holding checks are defined for the joint_delta "
+                         "action space")
     env = make_env(dataclasses.replace(cfg.env, episode_length=3 * cfg.env.episode_length),
                    episodes, dr="off", seed=5)
     obs = env.reset(seed=5)
@@ -173,11 +176,73 @@ def travel_time(args: Args, agent: SAC, cfg: TrainConfig,
         new = env.task.success(env.state, env.cfg) & at_goal[:, 0].isnan()
         at_goal[new] = env.state.joint_pos[new]
     reached = ~at_goal[:, 0].isnan()
-    kp, kd = (torch.as_tensor(g, dtype=start.dtype)
-              for g in args.sim.servo_gains(get_robot(args.sim.robot)))
-    least = ((at_goal[reached] - start[reached]).abs() / (kp * action.scale / kd)).max(1).values
+    return start[reached], at_goal[reached]
+
+
+def travel_time(args: Args, cfg: TrainConfig, start: torch.Tensor,
+                goal: torch.Tensor) -> tuple[float, float]:
+    """(share of episodes, median seconds): the episodes (``goal_configurations``) whose
+    joint travel the held-out arm could not cover within the task's time limit even at its
+    steady speed under a saturated joint_delta command, (kp * scale - friction) / kd per
+    joint (the servo's torque at full command, within the actuator's limit, less the joint's
+    added dry friction, over its damping; no acceleration or delay counted, and gravity taken
+    as compensated, as the servos do), and the median of that least time. A joint whose
+    friction the full command cannot overcome never moves. Only joints whose travel moves the
+    end effector by at least the task's success radius count (the lever of their Jacobian
+    column at the goal times the travel): the others need not finish. Other arm
+    configurations at the goal are not searched."""
+    robot = get_robot(args.sim.robot)
+    kp, kd = args.sim.servo_gains(robot)
+    scale = cfg.env.action.scale  # type: ignore[union-attr]  # joint_delta (checked)
+    torque = np.minimum(kp * scale, robot.tau_max) - args.sim.joint_friction(robot)
+    speed = torch.as_tensor(np.clip(torque, 0.0, None) / kd, dtype=start.dtype)
+    travel = (goal - start).abs()
+    moves_ee = travel * _levers(args.sim, cfg, goal) >= getattr(cfg.env, "success_radius", 0.0)
+    least = (travel / speed).nan_to_num(0.0, posinf=math.inf).where(moves_ee, 0.0)
+    least = least.max(1).values
     limit = cfg.env.episode_length * cfg.env.control_dt
     return float((least > limit).float().mean()), float(least.median())
+
+
+def _levers(sim: SimRobotConfig, cfg: TrainConfig, q: torch.Tensor) -> torch.Tensor:
+    """(N, n) per configuration and joint, the end effector's speed per unit joint speed
+    (the norm of the position Jacobian's column) [m/rad]."""
+    robot = get_robot(sim.robot)
+    model = build_model(sim, robot, scene=cfg.env)
+    data = mujoco.MjData(model)
+    qadr = [int(model.joint(n).qposadr[0]) for n in robot.joint_names]
+    dofs = [int(model.joint(n).dofadr[0]) for n in robot.joint_names]
+    site = model.site(robot.ee_site).id
+    jac = np.zeros((3, model.nv))
+    out = np.zeros(tuple(q.shape))
+    for i, qi in enumerate(q.double().numpy()):
+        data.qpos[qadr] = qi
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_comPos(model, data)
+        mujoco.mj_jacSite(model, data, jac, None, site)
+        out[i] = np.linalg.norm(jac[:, dofs], axis=0)
+    return torch.as_tensor(out, dtype=q.dtype)
+
+
+def holding_torque(args: Args, cfg: TrainConfig, goal: torch.Tensor) -> tuple[float, float]:
+    """(share of episodes, largest ratio): the goal configurations (``goal_configurations``)
+    where the held-out arm's gravity at some joint needs more torque than the joint's
+    actuator has (the arm's servos compensate gravity within their torque limit, so beyond
+    it the arm sags whatever the policy commands); and the largest ratio of the two over all
+    goals and joints (the simulated arm's own model, ``build_model``, standing still)."""
+    robot = get_robot(args.sim.robot)
+    model = build_model(args.sim, robot, scene=cfg.env)
+    data = mujoco.MjData(model)
+    qadr = [int(model.joint(n).qposadr[0]) for n in robot.joint_names]
+    dofs = [int(model.joint(n).dofadr[0]) for n in robot.joint_names]
+    tau_max = np.asarray(robot.tau_max)
+    ratios = []
+    for q in goal.double().numpy():
+        data.qpos[qadr] = q
+        mujoco.mj_forward(model, data)  # qvel = 0: qfrc_bias is gravity alone
+        ratios.append(np.abs(data.qfrc_bias[dofs]) / tau_max)
+    r = np.asarray(ratios)
+    return float((r > 1.0).any(1).mean()), float(r.max())
 
 
 def _cfg(args: Args, tmp: Path) -> RobotFinetuneConfig:
@@ -201,10 +266,15 @@ def main() -> None:
         shots = zero_shot(args, agent, init_cfg)
         console.print("init policy on the held-out env, zero-shot: " + ", ".join(
             f"{s:.0%} in {n} steps" for n, s in shots.items()), highlight=False)
-        share, median = travel_time(args, agent, init_cfg)
+        start, goal = goal_configurations(agent, init_cfg)
+        share, median = travel_time(args, init_cfg, start, goal)
         console.print(f"its episodes on the nominal arm whose joint travel the held-out arm "
                       f"cannot cover within the time limit at full speed: {share:.0%} (least "
                       f"time: median {median:.2f} s)", highlight=False)
+        share, worst = holding_torque(args, init_cfg, goal)
+        console.print(f"their goal poses where the held-out arm's gravity needs more torque "
+                      f"than its actuators have: {share:.0%} (the largest need: {worst:.2f}x "
+                      f"the limit)", highlight=False)
         if args.transitions <= 0:
             return
         runner = _Rehearsal(cfg, eval_env=held_out_env(cfg.env, 32, args.sim, seed=2))

@@ -82,8 +82,9 @@ class SimRobotConfig:
     """Scale of every arm link's mass and inertia (held-out dynamics)."""
     damping_scale: float = 1.0
     """Scale of the arm joints' damping."""
-    frictionloss: float = 0.0
-    """Dry friction added to every arm joint [Nm]."""
+    frictionloss: float | tuple[float, ...] = 0.0
+    """Dry friction added to the arm joints: one value for every joint, or one per joint
+    [Nm]."""
     init_q: tuple[float, ...] | None = None
     """Initial joint positions (default: the robot's home pose) [rad]."""
     seed: int = 0
@@ -96,6 +97,11 @@ class SimRobotConfig:
         kd = self.kd if self.kd is not None else robot.kd
         return np.asarray(kp, dtype=np.float64), np.asarray(kd, dtype=np.float64)
 
+    def joint_friction(self, robot: RobotSpec) -> np.ndarray:
+        """The dry friction added to each joint [Nm]."""
+        return np.broadcast_to(np.asarray(self.frictionloss, dtype=np.float64),
+                               (robot.num_joints,)).copy()
+
     def validate(self, robot: RobotSpec) -> None:
         n = robot.num_joints
         if self.interface not in ("position", "velocity", "effort"):
@@ -103,13 +109,14 @@ class SimRobotConfig:
                               f"{self.interface!r}")
         if self.physics_dt <= 0:
             raise ConfigError("physics_dt must be positive")
-        for name in ("kp", "kd", "init_q"):
-            v = getattr(self, name)
+        friction = None if isinstance(self.frictionloss, (int, float)) else self.frictionloss
+        for name, v in (("kp", self.kp), ("kd", self.kd), ("init_q", self.init_q),
+                        ("frictionloss", friction)):
             if v is not None and len(v) != n:
                 raise ConfigError(f"{name} has {len(v)} entries; robot {robot.name!r} has {n} "
                                   f"joints")
         if min(self.sensing_latency, self.actuation_delay, self.q_noise_std,
-               self.qd_noise_std, self.frictionloss) < 0:
+               self.qd_noise_std, float(np.min(self.frictionloss))) < 0:
             raise ConfigError("latency, delay, noise and frictionloss must be >= 0")
         if self.mass_scale <= 0 or self.damping_scale < 0:
             raise ConfigError("mass_scale must be > 0 and damping_scale >= 0")
@@ -139,10 +146,10 @@ def build_model(cfg: SimRobotConfig, robot: RobotSpec,
     for b in robot_bodies(model, robot):
         model.body_mass[b] *= cfg.mass_scale
         model.body_inertia[b] *= cfg.mass_scale
-    for name in robot.joint_names:
+    for name, friction in zip(robot.joint_names, cfg.joint_friction(robot), strict=True):
         dof = int(model.joint(name).dofadr[0])
         model.dof_damping[dof] *= cfg.damping_scale
-        model.dof_frictionloss[dof] += cfg.frictionloss
+        model.dof_frictionloss[dof] += friction
     return model
 
 

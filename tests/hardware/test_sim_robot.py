@@ -110,3 +110,25 @@ def test_steps_in_real_time():
         r1, steps = robot.observe(), robot.steps - s0
     assert 0.7 < (r1.stamp - r0.stamp) < 1.5
     assert 300 < steps < 700
+
+
+def test_friction_is_added_per_joint_or_to_every_joint():
+    from robot_rl.errors import ConfigError
+    from robot_rl.hardware.sim_robot import build_model
+    from robot_rl.robots import get_robot
+
+    robot = get_robot("arm7")
+    dofs = [int(build_model(SimRobotConfig(), robot).joint(n).dofadr[0])
+            for n in robot.joint_names]
+    nominal = build_model(SimRobotConfig(), robot).dof_frictionloss[dofs]
+    per_joint = (8.0, 8.0, 6.0, 6.0, 0.0, 0.0, 1.0)
+    np.testing.assert_allclose(
+        build_model(SimRobotConfig(frictionloss=per_joint), robot).dof_frictionloss[dofs],
+        nominal + per_joint)
+    np.testing.assert_allclose(
+        build_model(SimRobotConfig(frictionloss=2.0), robot).dof_frictionloss[dofs],
+        nominal + 2.0)
+    with pytest.raises(ConfigError, match="frictionloss has 3 entries"):
+        SimRobotConfig(frictionloss=(1.0, 1.0, 1.0)).validate(robot)
+    with pytest.raises(ConfigError, match="must be >= 0"):
+        SimRobotConfig(frictionloss=(1.0, -1.0, 0, 0, 0, 0, 0)).validate(robot)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 from benchmarks.online_rehearsal import held_out_env
 from robot_rl.hardware.sim_robot import SimRobotConfig, build_model
@@ -14,7 +17,8 @@ from robot_rl.sim.tasks import make_task_config
 def test_the_batched_copy_has_the_held_out_arms_dynamics_in_every_env() -> None:
     robot = get_robot("arm7")
     sim = SimRobotConfig(mass_scale=1.6, kp=tuple(0.4 * k for k in robot.kp),
-                         kd=tuple(0.7 * k for k in robot.kd), frictionloss=2.5,
+                         kd=tuple(0.7 * k for k in robot.kd),
+                         frictionloss=(3.0, 3.0, 2.0, 2.0, 1.0, 0.5, 0.5),
                          damping_scale=1.3, actuation_delay=0.015)
     task = make_task_config("reach")
     env = held_out_env(task, 3, sim)
@@ -37,3 +41,40 @@ def test_the_batched_copy_has_the_held_out_arms_dynamics_in_every_env() -> None:
         np.testing.assert_allclose(field("dof_damping")[e, dofs], arm.dof_damping[dofs])
         np.testing.assert_allclose(field("body_mass")[e, bodies], arm.body_mass[bodies])
     assert env.cfg.dr.action_delay_max == 1  # 15 ms at 50 Hz: 0 or 1 control step
+
+
+def _checks(sim: SimRobotConfig, joint: int = 0
+            ) -> tuple[tuple[float, float], tuple[float, float]]:
+    """travel_time and holding_torque for one episode: the home pose to the home pose with
+    ``joint`` turned 0.3 rad."""
+    import torch
+
+    from benchmarks.online_rehearsal import Args, holding_torque, travel_time
+    from robot_rl.runner import TrainConfig
+
+    cfg = TrainConfig(task="reach")
+    cfg.validate()
+    start = torch.tensor([get_robot("arm7").home], dtype=torch.float64)
+    goal = start.clone()
+    goal[0, joint] += 0.3
+    args = Args(init=Path("unused"), sim=sim)
+    return travel_time(args, cfg, start, goal), holding_torque(args, cfg, goal)
+
+
+def test_the_travel_and_holding_checks_count_the_arms_authority() -> None:
+    (share, least), (weak, worst) = _checks(SimRobotConfig())
+    # nominal: kp * 0.1 / kd = 1.5 rad/s on every joint; the home pose is held easily
+    assert share == 0.0 and least == pytest.approx(0.3 / 1.5)
+    assert weak == 0.0 and 0.0 < worst < 0.5
+    friction = (6.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)  # the first joint: (60 - 6) / 40 rad/s
+    (share, least), _ = _checks(SimRobotConfig(frictionloss=friction))
+    assert share == 0.0 and least == pytest.approx(0.3 / (54.0 / 40.0))
+    # friction the full command cannot overcome: the joint never moves
+    (share, least), _ = _checks(SimRobotConfig(frictionloss=(60.5,) + (0.0,) * 6))
+    assert share == 1.0 and least == float("inf")
+    # ... unless it is the flange's roll, which barely moves the tool point: it need not finish
+    (share, least), _ = _checks(SimRobotConfig(frictionloss=(0.0,) * 6 + (60.0,)), joint=6)
+    assert share == 0.0 and least == 0.0
+    # links so heavy that gravity at the home pose is beyond the actuators' torque limits
+    _, (weak, worst) = _checks(SimRobotConfig(mass_scale=10.0))
+    assert weak == 1.0 and worst > 1.0
