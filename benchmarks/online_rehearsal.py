@@ -31,7 +31,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import mujoco
 import numpy as np
 import torch
 import tyro
@@ -40,6 +39,7 @@ from rich.table import Table
 
 from robot_rl.algos import SAC
 from robot_rl.controllers import JointDeltaConfig
+from robot_rl.controllers.arm_model import ArmModel
 from robot_rl.dist.env_runner import EnvRunner, runner_seed
 from robot_rl.dist.robot_learner import (
     RobotFinetuneConfig,
@@ -179,8 +179,23 @@ def goal_configurations(agent: SAC, cfg: TrainConfig, episodes: int = 256
     return start[reached], at_goal[reached]
 
 
-def travel_time(args: Args, cfg: TrainConfig, start: torch.Tensor,
-                goal: torch.Tensor) -> tuple[float, float]:
+def goal_statics(sim: SimRobotConfig, cfg: TrainConfig, goal: torch.Tensor
+                 ) -> tuple[torch.Tensor, np.ndarray]:
+    """(levers, gravity), each (N, n), at the goal configurations (``goal_configurations``)
+    of the held-out arm standing still (its own model, ``build_model``, through
+    ``ArmModel``): the end effector's speed per unit joint speed (the norm of the position
+    Jacobian's column) [m/rad], and the gravity torque its servos compensate [Nm]."""
+    robot = get_robot(sim.robot)
+    arm = ArmModel(build_model(sim, robot, scene=cfg.env), robot)
+    still = np.zeros(arm.n)
+    states = [arm.state(q, still) for q in goal.double().numpy()]
+    levers = np.stack([np.linalg.norm(st.jac[0, :3], axis=0) for st in states])
+    gravity = np.stack([np.asarray(st.gravity)[0] for st in states])
+    return torch.as_tensor(levers, dtype=goal.dtype), gravity
+
+
+def travel_time(args: Args, cfg: TrainConfig, start: torch.Tensor, goal: torch.Tensor,
+                levers: torch.Tensor) -> tuple[float, float]:
     """(share of episodes, median seconds): the episodes (``goal_configurations``) whose
     joint travel the held-out arm could not cover within the task's time limit even at its
     steady speed under a saturated joint_delta command, (kp * scale - friction) / kd per
@@ -188,8 +203,8 @@ def travel_time(args: Args, cfg: TrainConfig, start: torch.Tensor,
     added dry friction, over its damping; no acceleration or delay counted, and gravity taken
     as compensated, as the servos do), and the median of that least time. A joint whose
     friction the full command cannot overcome never moves. Only joints whose travel moves the
-    end effector by at least the task's success radius count (the lever of their Jacobian
-    column at the goal times the travel): the others need not finish. Other arm
+    end effector by at least the task's success radius count (``levers``, from
+    ``goal_statics``, times the travel): the others need not finish. Other arm
     configurations at the goal are not searched."""
     robot = get_robot(args.sim.robot)
     kp, kd = args.sim.servo_gains(robot)
@@ -197,51 +212,20 @@ def travel_time(args: Args, cfg: TrainConfig, start: torch.Tensor,
     torque = np.minimum(kp * scale, robot.tau_max) - args.sim.joint_friction(robot)
     speed = torch.as_tensor(np.clip(torque, 0.0, None) / kd, dtype=start.dtype)
     travel = (goal - start).abs()
-    moves_ee = travel * _levers(args.sim, cfg, goal) >= getattr(cfg.env, "success_radius", 0.0)
+    moves_ee = travel * levers >= getattr(cfg.env, "success_radius", 0.0)
     least = (travel / speed).nan_to_num(0.0, posinf=math.inf).where(moves_ee, 0.0)
     least = least.max(1).values
     limit = cfg.env.episode_length * cfg.env.control_dt
     return float((least > limit).float().mean()), float(least.median())
 
 
-def _levers(sim: SimRobotConfig, cfg: TrainConfig, q: torch.Tensor) -> torch.Tensor:
-    """(N, n) per configuration and joint, the end effector's speed per unit joint speed
-    (the norm of the position Jacobian's column) [m/rad]."""
-    robot = get_robot(sim.robot)
-    model = build_model(sim, robot, scene=cfg.env)
-    data = mujoco.MjData(model)
-    qadr = [int(model.joint(n).qposadr[0]) for n in robot.joint_names]
-    dofs = [int(model.joint(n).dofadr[0]) for n in robot.joint_names]
-    site = model.site(robot.ee_site).id
-    jac = np.zeros((3, model.nv))
-    out = np.zeros(tuple(q.shape))
-    for i, qi in enumerate(q.double().numpy()):
-        data.qpos[qadr] = qi
-        mujoco.mj_kinematics(model, data)
-        mujoco.mj_comPos(model, data)
-        mujoco.mj_jacSite(model, data, jac, None, site)
-        out[i] = np.linalg.norm(jac[:, dofs], axis=0)
-    return torch.as_tensor(out, dtype=q.dtype)
-
-
-def holding_torque(args: Args, cfg: TrainConfig, goal: torch.Tensor) -> tuple[float, float]:
-    """(share of episodes, largest ratio): the goal configurations (``goal_configurations``)
-    where the held-out arm's gravity at some joint needs more torque than the joint's
-    actuator has (the arm's servos compensate gravity within their torque limit, so beyond
-    it the arm sags whatever the policy commands); and the largest ratio of the two over all
-    goals and joints (the simulated arm's own model, ``build_model``, standing still)."""
-    robot = get_robot(args.sim.robot)
-    model = build_model(args.sim, robot, scene=cfg.env)
-    data = mujoco.MjData(model)
-    qadr = [int(model.joint(n).qposadr[0]) for n in robot.joint_names]
-    dofs = [int(model.joint(n).dofadr[0]) for n in robot.joint_names]
-    tau_max = np.asarray(robot.tau_max)
-    ratios = []
-    for q in goal.double().numpy():
-        data.qpos[qadr] = q
-        mujoco.mj_forward(model, data)  # qvel = 0: qfrc_bias is gravity alone
-        ratios.append(np.abs(data.qfrc_bias[dofs]) / tau_max)
-    r = np.asarray(ratios)
+def holding_torque(sim: SimRobotConfig, gravity: np.ndarray) -> tuple[float, float]:
+    """(share of episodes, largest ratio): the goal configurations whose ``gravity`` (from
+    ``goal_statics``) at some joint needs more torque than the joint's actuator has (the
+    arm's servos compensate gravity within their torque limit, so beyond it the arm sags
+    whatever the policy commands); and the largest ratio of the two over all goals and
+    joints."""
+    r = np.abs(gravity) / np.asarray(get_robot(sim.robot).tau_max)
     return float((r > 1.0).any(1).mean()), float(r.max())
 
 
@@ -267,11 +251,12 @@ def main() -> None:
         console.print("init policy on the held-out env, zero-shot: " + ", ".join(
             f"{s:.0%} in {n} steps" for n, s in shots.items()), highlight=False)
         start, goal = goal_configurations(agent, init_cfg)
-        share, median = travel_time(args, init_cfg, start, goal)
+        levers, gravity = goal_statics(args.sim, init_cfg, goal)
+        share, median = travel_time(args, init_cfg, start, goal, levers)
         console.print(f"its episodes on the nominal arm whose joint travel the held-out arm "
                       f"cannot cover within the time limit at full speed: {share:.0%} (least "
                       f"time: median {median:.2f} s)", highlight=False)
-        share, worst = holding_torque(args, init_cfg, goal)
+        share, worst = holding_torque(args.sim, gravity)
         console.print(f"their goal poses where the held-out arm's gravity needs more torque "
                       f"than its actuators have: {share:.0%} (the largest need: {worst:.2f}x "
                       f"the limit)", highlight=False)

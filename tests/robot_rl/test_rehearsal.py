@@ -49,7 +49,7 @@ def _checks(sim: SimRobotConfig, joint: int = 0
     ``joint`` turned 0.3 rad."""
     import torch
 
-    from benchmarks.online_rehearsal import Args, holding_torque, travel_time
+    from benchmarks.online_rehearsal import Args, goal_statics, holding_torque, travel_time
     from robot_rl.runner import TrainConfig
 
     cfg = TrainConfig(task="reach")
@@ -58,7 +58,8 @@ def _checks(sim: SimRobotConfig, joint: int = 0
     goal = start.clone()
     goal[0, joint] += 0.3
     args = Args(init=Path("unused"), sim=sim)
-    return travel_time(args, cfg, start, goal), holding_torque(args, cfg, goal)
+    levers, gravity = goal_statics(sim, cfg, goal)
+    return travel_time(args, cfg, start, goal, levers), holding_torque(sim, gravity)
 
 
 def test_the_travel_and_holding_checks_count_the_arms_authority() -> None:
