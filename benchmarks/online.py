@@ -111,6 +111,9 @@ class Args:
     """Robot: also evaluate the init policy zero-shot on the nominal arm."""
     teleop: Literal["corrector", "none"] = "corrector"
     """Robot: the person in training episodes: the scripted corrector, or nobody."""
+    keep: Path | None = None
+    """Robot: keep the runs' directories (robot dataset, checkpoints, TensorBoard) under
+    this directory (default: a temporary one, removed at the end)."""
 
 
 def _cfg(tmp: Path, name: str, args: Args, learn: bool, **kw: Any) -> TrainConfig:
@@ -317,13 +320,17 @@ def _robot_run(args: Args, tmp: Path, name: str, sim: SimRobotConfig, learn: boo
                 done = [e for e in log[block_start:] if e["evaluation"]]
                 if len(done) >= args.eval_episodes:
                     done = done[:args.eval_episodes]
+                    gate = ray.get(robot.summary.remote())
                     blocks.append({"minutes": marks[mark] / 60, "robot_time": now,
                                    "success": sum(e["success"] for e in done) / len(done),
                                    "episodes": len(done),
-                                   "version": max(e["version"] for e in done)})
+                                   "version": max(e["version"] for e in done),
+                                   "gate_rejections": gate.get("gate_rejections", 0),
+                                   "gate_holds": gate.get("gate_holds", 0)})
                     console.print(f"{name}: evaluation at {marks[mark] / 60:g} min of robot "
-                                  f"time: {blocks[-1]['success']:.0%} of {len(done)}",
-                                  highlight=False)
+                                  f"time: {blocks[-1]['success']:.0%} of {len(done)} (gate "
+                                  f"so far: {blocks[-1]['gate_rejections']} rejections, "
+                                  f"{blocks[-1]['gate_holds']} holds)", highlight=False)
                     mark += 1
                     if mark >= len(marks):
                         break
@@ -350,14 +357,15 @@ def _marks(args: Args) -> list[float]:
 def robot(args: Args, console: Console) -> dict[str, Any]:
     if args.init is None:
         raise SystemExit("--part robot needs --init RUN (a robot-rl train reach run)")
-    tmp = Path(tempfile.mkdtemp(prefix="online_robot_"))
+    tmp = args.keep or Path(tempfile.mkdtemp(prefix="online_robot_"))
     out: dict[str, Any] = {}
     try:
         if args.nominal:
             out["nominal"] = _robot_run(args, tmp, "nominal", SimRobotConfig(), False, console)
         out["perturbed"] = _robot_run(args, tmp, "perturbed", args.sim, True, console)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if args.keep is None:
+            shutil.rmtree(tmp, ignore_errors=True)
     run = out["perturbed"]
     t = Table(title="fine-tuning on the simulated arm with held-out dynamics "
                     f"(mass x{args.sim.mass_scale:g}, servo stiffness "

@@ -78,6 +78,8 @@ class Args:
     alpha_lr: float = 0.0
     anchor: float = 0.0
     awac: float = 0.0
+    gate: bool = False
+    """Evaluate through the safety critic's gate, as the robot's runtime acts."""
     lengths: tuple[int, ...] = (100, 150, 300)
     """Episode lengths of the zero-shot check (the task's own first)."""
 
@@ -109,21 +111,32 @@ def held_out_env(task: TaskConfig, num_envs: int, sim: SimRobotConfig, seed: int
     return env
 
 
-def _mean_action(agent: Any) -> Any:
-    """The policy's mean, no gate: what the robot's evaluation blocks run (their gate keeps
-    the policy's own action where it is safe, as on reach it is)."""
-    return lambda obs: (agent.act(obs, deterministic=True, gate=False).action, None)
+def _mean_action(agent: Any, gate: bool = False) -> Any:
+    """The policy's mean: what the robot's evaluation blocks run; with ``gate``, screened by
+    the safety critic as the robot's runtime screens it (the policy's own action while its
+    estimated cost is under the threshold, else another candidate or a hold)."""
+    def act(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        with torch.no_grad():
+            x = agent.normalize(obs.to(agent.device))
+            dist = agent.gaussian_actor(x)
+            first = torch.tanh(dist[0])
+            if not gate or agent.cost_critic is None:
+                return first, None
+            step = agent.gate_decision(first, dist, x, by_value=False)
+            return step.action, step.hold
+    return act
 
 
 class _Rehearsal(RobotFinetuneRunner):
     """The robot learner, evaluating the policy's mean and noting its update count then."""
 
-    def __init__(self, cfg: RobotFinetuneConfig, eval_env: VecEnv):
+    def __init__(self, cfg: RobotFinetuneConfig, eval_env: VecEnv, gate: bool = False):
         self.updates_at_eval: list[int] = []
+        self.gate = gate
         super().__init__(cfg, Console(quiet=True), eval_env=eval_env)
 
     def evaluate_policy(self, env: VecEnv, episodes: int, seed: int) -> EvalResult:
-        result = evaluate(_mean_action(self.agent), env, episodes, seed=seed)
+        result = evaluate(_mean_action(self.agent, self.gate), env, episodes, seed=seed)
         self.updates_at_eval.append(self.agent.updates)
         return result
 
@@ -262,7 +275,8 @@ def main() -> None:
                       f"the limit)", highlight=False)
         if args.transitions <= 0:
             return
-        runner = _Rehearsal(cfg, eval_env=held_out_env(cfg.env, 32, args.sim, seed=2))
+        runner = _Rehearsal(cfg, eval_env=held_out_env(cfg.env, 32, args.sim, seed=2),
+                            gate=args.gate)
         t0 = time.perf_counter()
         history = runner.train_distributed(_ReplicaPool(cfg, args.sim))
         wall = time.perf_counter() - t0

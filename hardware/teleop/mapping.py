@@ -49,21 +49,35 @@ class TeleopMapper:
     def __call__(self, cmd: TeleopCommand, arm: ArmState) -> np.ndarray:
         """(A,) action in [-1, 1] for ``cmd`` at ``arm`` (numpy, one arm)."""
         twist = np.clip(np.asarray(cmd.twist, dtype=np.float64), -1.0, 1.0)
+        if self.kind != "ee_delta":
+            return self.joint_step(self._joint_delta(twist, arm), cmd.gripper)
+        rot = bool(getattr(self.cfg, "rotation", True))
+        return self._with_gripper(twist if rot else twist[:3], cmd.gripper)
+
+    def joint_step(self, dq: np.ndarray, gripper: float | None = None) -> np.ndarray:
+        """(A,) the action of a joint action space that moves the joints by ``dq`` (n,) [rad]
+        in one control step (the gripper: -1 open .. +1 closed; None: closed)."""
         if self.kind == "ee_delta":
-            rot = bool(getattr(self.cfg, "rotation", True))
-            arm_a = np.concatenate([twist[:3], twist[3:]]) if rot else twist[:3]
-        else:
-            arm_a = self._joint_action(twist, arm)
+            raise TeleopError("joint_step needs a joint action space, this one is ee_delta")
+        dq = np.asarray(dq, dtype=np.float64)
+        if self.kind == "joint_delta":  # a target offset the servo covers by the next step
+            arm_a = dq / self._response / float(self.cfg.scale)
+        else:  # joint_velocity
+            arm_a = dq / self.dt / float(self.cfg.scale)
+        return self._with_gripper(arm_a, gripper)
+
+    def _with_gripper(self, arm_a: np.ndarray, gripper: float | None) -> np.ndarray:
         out = arm_a
         if self.has_gripper:
-            g = 1.0 if cmd.gripper is None else float(cmd.gripper)
+            g = 1.0 if gripper is None else float(gripper)
             out = np.concatenate([arm_a, [g]])
         if out.shape != (self.dim,):
             raise TeleopError(f"mapped {out.size} action values, the action space has "
                               f"{self.dim}")
         return np.clip(out, -1.0, 1.0)
 
-    def _joint_action(self, twist: np.ndarray, arm: ArmState) -> np.ndarray:
+    def _joint_delta(self, twist: np.ndarray, arm: ArmState) -> np.ndarray:
+        """(n,) the joints' motion over one step that moves the hand by ``twist``."""
         q = np.asarray(arm.q, dtype=np.float64)[0]
         rot = np.asarray(arm.ee_rot, dtype=np.float64)[0]
         if self._rot_ref is None or np.any(twist[3:] != 0.0):
@@ -72,8 +86,5 @@ class TeleopMapper:
             0.5 * orientation_error(rot[None], self._rot_ref[None])[0]
         err = np.concatenate([twist[:3] * self.lin_step, ang])
         posture = 0.05 * (self._home - q) if np.any(twist != 0.0) else np.zeros_like(q)
-        dq = dls_joint_delta(np.asarray(arm.jac, dtype=np.float64), err[None],
-                             posture_err=posture[None])[0]
-        if self.kind == "joint_delta":  # a target offset the servo covers by the next step
-            return dq / self._response / float(self.cfg.scale)
-        return dq / self.dt / float(self.cfg.scale)  # joint_velocity
+        return dls_joint_delta(np.asarray(arm.jac, dtype=np.float64), err[None],
+                               posture_err=posture[None])[0]

@@ -7,11 +7,11 @@ every episode is committed to the dataset and handed to the learner.
 
 Per episode, driven by the runtime's ticks:
 
-    home      a scripted move of the end effector back to its home position (through the
-              action space, controller and shield like any action: a person's device mapped
-              by ``TeleopMapper``), then the task's next goal (``observer.sample_goal``, or the
-              fixed goal of the runtime's config) and ``scene_reset`` (the simulated arm puts
-              its objects back; on a robot, a person does)
+    home      a scripted move back to the pose the simulator starts episodes from (``HomeMove``:
+              the joints to home, through the action space, controller and shield like any
+              action), then the task's next goal (``observer.sample_goal``, or the fixed goal
+              of the runtime's config) and ``scene_reset`` (the simulated arm puts its
+              objects back; on a robot, a person does)
     confirm   (``confirm_episodes``) wait for the device's "next" event
     episode   the policy acts; while the device moves, the person acts instead (the step is
               an intervention: the gate is skipped, the shield is not). With ``evaluation``
@@ -41,6 +41,7 @@ import numpy as np
 
 from robot_rl.data.writer import DatasetWriter
 from robot_rl.errors import ConfigError
+from robot_rl.hardware.home_move import HomeMove, HomeMoveConfig
 from robot_rl.hardware.runtime import DeployRuntime
 from robot_rl.hardware.runtime_hooks import PolicyStep
 from robot_rl.hardware.teleop.base import TeleopCommand
@@ -60,12 +61,10 @@ class OnlineLoopConfig:
     """End an episode at the task's success."""
     confirm_episodes: bool = False
     """Wait for the device's "next" before each episode (a person resets the scene)."""
-    home_tolerance: float = 0.02
-    """The move home ends within this distance of the home position [m]..."""
-    home_timeout: float = 6.0
-    """...or after this long [s]."""
-    home_speed: float = 0.6
-    """Fraction of the device's full speed the move home goes at."""
+    home: HomeMoveConfig = dataclasses.field(default_factory=HomeMoveConfig)
+    """The move home: its speed, and the tolerance at which it ends..."""
+    home_timeout: float = 10.0
+    """...or after this long [s] (the episode then starts where the arm is, with a warning)."""
     restart_after_hold: float | None = None
     """After a hold (watchdog, stale camera), restart by itself this many seconds later
     (the simulated arm, unattended runs); default: wait for a person (``~/start``, or the
@@ -121,7 +120,8 @@ class OnlineRobotLoop:
                                    env.pipeline.action_space.has_gripper, env.robot,
                                    env.control_dt)
         home = np.asarray(env.robot.home, dtype=np.float64)
-        self.home_ee = runtime.arm.state(home, np.zeros_like(home)).ee_pos[0].copy()
+        self.home = HomeMove(self.mapper, runtime.arm.state(home, np.zeros_like(home)),
+                             cfg.home)
         self.source = "policy+" + getattr(device, "name", "teleop")
         self.phase: Phase = "home"
         self.evaluation = False
@@ -138,6 +138,7 @@ class OnlineRobotLoop:
         self._begun_t = 0.0
         self._ep_version = -1
         self._near_home = False
+        self._home_error = 0.0
         self._homing = False
         """The move home is under way (the runtime started for it)."""
         self._saver = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="commit")
@@ -188,7 +189,12 @@ class OnlineRobotLoop:
                     self._homing, self._phase_t = True, time.monotonic()
             elif rt.mode != "running":  # a hold on the way home: as after any hold
                 self._go("held")
-            elif self._near_home or time.monotonic() - self._phase_t > self.cfg.home_timeout:
+            elif self._near_home:
+                self._after_home()
+            elif time.monotonic() - self._phase_t > self.cfg.home_timeout:
+                self.log(f"the move home timed out {self._home_error:.3f} "
+                         f"{'rad' if self.home.joint_space else 'm'} from home: the episode "
+                         f"starts there")
                 self._after_home()
         elif self.phase == "confirm" and "next" in ev:
             self._begin()
@@ -282,14 +288,9 @@ class OnlineRobotLoop:
         return None
 
     def _home_action(self, arm: Any) -> np.ndarray:
-        err = self.home_ee - np.asarray(arm.ee_pos, dtype=np.float64)[0]
-        dist = float(np.linalg.norm(err))
-        slow = np.max(np.abs(np.asarray(arm.qd)[0])) < 0.2
-        self._near_home = dist < self.cfg.home_tolerance and slow
-        # proportional within 5 cm, at home_speed beyond
-        lin = self.cfg.home_speed * err / max(dist, 0.05)
-        twist = np.concatenate([lin, np.zeros(3)])
-        return self.mapper(TeleopCommand(twist, -1.0), arm)
+        self._near_home = self.home.arrived(arm)
+        self._home_error = self.home.error(arm)
+        return self.home.action(arm)
 
     def _on_step(self, step: PolicyStep) -> None:
         if self.phase != "episode" or self._ended is not None:

@@ -11,11 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robot_rl.controllers import EEDeltaConfig, JointDeltaConfig
+from robot_rl.controllers import EEDeltaConfig, JointDeltaConfig, JointVelocityConfig
 from robot_rl.controllers.arm_model import ArmModel
+from robot_rl.controllers.ik import orientation_error
 from robot_rl.data import Dataset
+from robot_rl.errors import ConfigError
+from robot_rl.hardware.home_move import HomeMove, HomeMoveConfig
 from robot_rl.hardware.sim_robot import SimRobotConfig, build_model
 from robot_rl.hardware.teleop import ScriptedTeleop, TeleopCommand
+from robot_rl.hardware.teleop.base import TeleopError
 from robot_rl.hardware.teleop.gamepad import (
     ABS_RZ,
     ABS_X,
@@ -177,6 +181,53 @@ def test_mapper_ee_delta_passes_the_twist_and_the_gripper():
     m = TeleopMapper(EEDeltaConfig(rotation=False), 4, True, spec, control_dt=0.02)
     a = m(TeleopCommand(np.array([0.5, -1, 0, 1, 1, 1]), gripper=-1.0), state)
     assert np.allclose(a, [0.5, -1, 0, -1])
+
+
+def test_the_move_home_brings_every_joint_back_at_its_speed_limit():
+    """Joint action spaces: the joints go home (not only the hand: the null space and the
+    wrist would drift episode after episode), at most joint_speed per joint."""
+    spec = get_robot("arm7")
+    arm, home = _arm_at_home()
+    q = np.asarray(spec.home) + np.array([0.4, -0.3, 0.5, 0.2, -0.6, 0.8, 1.2])
+    for cfg in (JointDeltaConfig(gripper=False), JointVelocityConfig(gripper=False)):
+        m = TeleopMapper(cfg, 7, False, spec, control_dt=0.02)
+        move = HomeMove(m, home, HomeMoveConfig(joint_speed=0.5))
+        state = arm.state(q, np.zeros(7))
+        assert not move.arrived(state) and move.error(state) == pytest.approx(1.2)
+        a = move.action(state)
+        per_step = m._response * cfg.scale if cfg.type == "joint_delta" else 0.02 * cfg.scale
+        dq = a * per_step  # the joint motion of that action in one step
+        assert np.abs(dq).max() == pytest.approx(0.5 * 0.02)  # the fastest joint at 0.5 rad/s
+        np.testing.assert_allclose(dq / np.linalg.norm(dq), (np.asarray(spec.home) - q)
+                                   / np.linalg.norm(np.asarray(spec.home) - q), atol=1e-9)
+    # an ideal servo following the joint_delta moves arrives within 2.4 s + a few steps
+    m = TeleopMapper(JointDeltaConfig(gripper=False), 7, False, spec, control_dt=0.02)
+    move, qk, steps = HomeMove(m, home), q.copy(), 0
+    while not move.arrived(arm.state(qk, np.zeros(7))) and steps < 200:
+        qk = qk + move.action(arm.state(qk, np.zeros(7))) * 0.1 * m._response
+        steps += 1
+    assert steps < 1.2 / 0.5 / 0.02 + 10 and move.error(arm.state(qk, np.zeros(7))) < 0.03
+    assert move.arrived(home) and move.error(home) == 0.0
+
+
+def test_the_move_home_in_ee_delta_turns_the_hand_back_too():
+    spec = get_robot("arm7")
+    arm, home = _arm_at_home()
+    m = TeleopMapper(EEDeltaConfig(), 7, True, spec, control_dt=0.02)
+    move = HomeMove(m, home)
+    state = arm.state(np.asarray(spec.home) + np.array([0.3, 0.2, 0, -0.2, 0, 0.3, 0.5]),
+                      np.zeros(7))
+    a = move.action(state)
+    to_home = np.asarray(home.ee_pos)[0] - np.asarray(state.ee_pos)[0]
+    turn = orientation_error(np.asarray(state.ee_rot), np.asarray(home.ee_rot))[0]
+    assert a[:3] @ to_home > 0.9 * np.linalg.norm(a[:3]) * np.linalg.norm(to_home)
+    assert a[3:6] @ turn > 0.9 * np.linalg.norm(a[3:6]) * np.linalg.norm(turn)
+    assert a[6] == -1.0  # the gripper open
+    assert not move.arrived(state) and move.arrived(home)
+    with pytest.raises(ConfigError, match="joint_speed"):
+        HomeMove(m, home, HomeMoveConfig(joint_speed=0))
+    with pytest.raises(TeleopError, match="joint action space"):
+        m.joint_step(np.zeros(7))
 
 
 def test_recording_with_a_device_obeys_rerecord_next_and_quit(tmp_path: Path):

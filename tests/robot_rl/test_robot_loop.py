@@ -109,7 +109,7 @@ def test_episodes_on_the_arm_go_home_record_interventions_and_reach_the_learner(
         stop.set()
         thread.join(timeout=5)
         loop.close()
-        home_ee = loop.home_ee
+        home_ee = loop.home.home_ee
     assert len(episodes) >= 3 and live.swaps > 0
     ds = Dataset(tmp_path / "online")
     assert ds.validate() == [] and ds.num_episodes == len(episodes)
@@ -122,8 +122,11 @@ def test_episodes_on_the_arm_go_home_record_interventions_and_reach_the_learner(
         np.testing.assert_array_equal(ep.next_obs[:-1], ep.obs[1:])
         assert not ep.terminated.any()  # time-outs bootstrap
         assert ds.episodes[ep.index]["robot_rl/source"] == "policy+scripted"
-        # each episode began after the move home: the hand within a few cm of home
-        assert np.linalg.norm(ep.obs[0, 14:17] - home_ee) < 0.04
+        # each episode began after the move home: every joint back at home (the
+        # simulator's start pose; the person's push moved the arm sideways in the last one),
+        # so the hand too
+        assert np.abs(ep.obs[0, :7]).max() < 0.05
+        assert np.linalg.norm(ep.obs[0, 14:17] - home_ee) < 0.02
     assert all(0 <= ep.policy_version for ep in episodes)
 
 
