@@ -299,7 +299,8 @@ def _robot_run(args: Args, tmp: Path, name: str, sim: SimRobotConfig, learn: boo
         robot=RobotSetup(dataset=Path("robot_data"), sim=sim,
                          teleop=args.teleop if learn else "none",
                          deploy=DeployConfig(rate_hz=args.rate_hz, autostart=False),
-                         loop=OnlineLoopConfig(restart_after_hold=1.0)),
+                         loop=OnlineLoopConfig(restart_after_hold=1.0),
+                         reset_fallen_arm=True),
         dist=RayOptions(runner_cpus=1.0, learner_cpus=1.0))
     marks = [0.0] + ([m * 60 for m in _marks(args)] if learn else [])
     training = RayTraining(cfg, Console(quiet=True)).start()
@@ -346,7 +347,8 @@ def _robot_run(args: Args, tmp: Path, name: str, sim: SimRobotConfig, learn: boo
         training.stop()
     return {"name": name, "blocks": blocks, "episodes": log, "swaps": swaps, "trips": trips,
             "trips_after_swaps": near, "period_error_us": summary.get("period_error_us"),
-            "overruns": summary.get("overruns"), "robot_time": now}
+            "overruns": summary.get("overruns"), "robot_time": now,
+            "arm_resets": summary.get("arm_resets", 0)}
 
 
 def _marks(args: Args) -> list[float]:
@@ -398,7 +400,8 @@ def robot(args: Args, console: Console) -> dict[str, Any]:
     console.print(f"loop at {args.rate_hz:g} Hz: period error p50 {p[0]:.0f} / p99 {p[1]:.0f} "
                   f"/ max {p[2]:.0f} µs; {run['swaps']} weight swaps; watchdog trips "
                   f"{run['trips']}, of them within 100 ms after a swap: "
-                  f"{run['trips_after_swaps']}", highlight=False)
+                  f"{run['trips_after_swaps']}; the arm put back at home after a move home "
+                  f"timed out: {run['arm_resets']} times", highlight=False)
     return out
 
 
@@ -494,7 +497,8 @@ def faults(args: Args, console: Console) -> list[dict[str, Any]]:
             total_steps=10**9, time_budget=60.0, checkpoint_every=5.0, ray="auto",
             robot=RobotSetup(dataset=Path("robot_data"), sim=args.sim, teleop="corrector",
                              deploy=DeployConfig(rate_hz=args.rate_hz, autostart=False),
-                             loop=OnlineLoopConfig(restart_after_hold=1.0)),
+                             loop=OnlineLoopConfig(restart_after_hold=1.0),
+                         reset_fallen_arm=True),
             dist=RayOptions(runner_cpus=1.0, learner_cpus=1.0))
         tr = RayTraining(rcfg, Console(quiet=True)).start()
         ckpt = tr.run_dir / CHECKPOINT

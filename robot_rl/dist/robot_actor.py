@@ -76,6 +76,10 @@ class RobotSetup:
     on_learner_loss: Literal["act", "hold"] = "act"
     """Without the learner: keep acting with the current weights, or hold until it is back."""
     seed: int = 0
+    reset_fallen_arm: bool = False
+    """sim: when the move home times out (an arm that has sunk where its actuators cannot
+    lift it), put the simulated arm back at home, as a person would on a robot; counted
+    (``summary()['arm_resets']``)."""
 
 
 class RobotActor:
@@ -114,6 +118,8 @@ class RobotActor:
         self._t0 = time.monotonic()
         """When the loop started (robot time counts from here)."""
         self._evaluation = False
+        self.arm_resets = 0
+        """Times the simulated arm was put back at home (``reset_fallen_arm``)."""
 
     def _start(self, state: dict[str, torch.Tensor], version: int) -> None:
         """Build the policy, runtime and loop around the first weights; start the loop."""
@@ -136,9 +142,11 @@ class RobotActor:
             resume = (dataset / "meta" / "info.json").is_file()
             writer = DatasetWriter(dataset, robot_dataset_spec(self.runtime), resume=resume)
             self.device = make_device(setup.teleop, self)
+            reset = self._reset_fallen_arm if setup.reset_fallen_arm and \
+                setup.robot == "sim" else None
             self.loop = OnlineRobotLoop(self.runtime, writer, self.device, self._committed,
-                                        setup.loop, version=lambda: policy.version,
-                                        log=self.log)
+                                        setup.loop, scene_reset=reset,
+                                        version=lambda: policy.version, log=self.log)
         except BaseException:
             self._close_robot()
             raise
@@ -150,6 +158,16 @@ class RobotActor:
         self._thread.start()
 
     # -- the control loop's thread -------------------------------------------------------------
+
+    def _reset_fallen_arm(self, rt: DeployRuntime) -> None:
+        """After a move home that timed out: the simulated arm back at home (a person's
+        reset), the runtime holding at the new reading."""
+        if not self.loop.home_timed_out:
+            return
+        rt.reset()
+        self.robot.reset()
+        self.arm_resets += 1
+        self.log(f"the simulated arm put back at home (reset {self.arm_resets})")
 
     def _committed(self, ep: RobotEpisode) -> None:
         self.log_rows.append({"index": ep.index, "ended": ep.ended - self._t0,
@@ -249,6 +267,7 @@ class RobotActor:
             return {"robot_episodes": 0, "swaps": 0, "policy_version": -1}
         out = self.runtime.summary()
         out.update(swaps=self.policy.swaps, policy_version=self.policy.version,
+                   arm_resets=self.arm_resets,
                    phase=self.loop.phase,
                    robot_episodes=self.loop.episodes,
                    interventions=list(self.loop.interventions),

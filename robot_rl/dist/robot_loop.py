@@ -139,6 +139,9 @@ class OnlineRobotLoop:
         self._ep_version = -1
         self._near_home = False
         self._home_error = 0.0
+        self.home_timed_out = False
+        """The last move home ended by its time-out, not at home (``scene_reset`` may put
+        the arm back as a person would; otherwise the episode starts where the arm is)."""
         self._homing = False
         """The move home is under way (the runtime started for it)."""
         self._saver = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="commit")
@@ -190,11 +193,12 @@ class OnlineRobotLoop:
             elif rt.mode != "running":  # a hold on the way home: as after any hold
                 self._go("held")
             elif self._near_home:
+                self.home_timed_out = False
                 self._after_home()
             elif time.monotonic() - self._phase_t > self.cfg.home_timeout:
+                self.home_timed_out = True
                 self.log(f"the move home timed out {self._home_error:.3f} "
-                         f"{'rad' if self.home.joint_space else 'm'} from home: the episode "
-                         f"starts there")
+                         f"{'rad' if self.home.joint_space else 'm'} from home")
                 self._after_home()
         elif self.phase == "confirm" and "next" in ev:
             self._begin()

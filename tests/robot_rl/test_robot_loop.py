@@ -23,6 +23,7 @@ from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
 from robot_rl.hardware.sim_robot import SimRobot, SimRobotConfig
 from robot_rl.hardware.teleop.base import ScriptedTeleop, TeleopCommand
 from robot_rl.recording.robot_recorder import robot_dataset_spec
+from robot_rl.robots import get_robot
 from robot_rl.runner import TrainConfig, make_agent
 from robot_rl.sim import make_env, make_task_config
 
@@ -128,6 +129,36 @@ def test_episodes_on_the_arm_go_home_record_interventions_and_reach_the_learner(
         assert np.abs(ep.obs[0, :7]).max() < 0.05
         assert np.linalg.norm(ep.obs[0, 14:17] - home_ee) < 0.02
     assert all(0 <= ep.policy_version for ep in episodes)
+
+
+def test_a_fallen_simulated_arm_is_put_back_when_the_move_home_times_out(tmp_path):
+    """reset_fallen_arm: after a move home that ended by its time-out (here every one: a
+    time-out of 0 s), the simulated arm is put back at home, so the episode starts there."""
+    from robot_rl.dist.robot_actor import RobotActor, RobotSetup
+
+    cfg = _cfg(tmp_path)
+    _, state = _live(cfg)
+    setup = RobotSetup(dataset=tmp_path / "data", reset_fallen_arm=True,
+                       sim=SimRobotConfig(init_q=tuple(np.asarray(
+                           get_robot("arm7").home) + 0.3)),
+                       deploy=DeployConfig(rate_hz=100.0, autostart=False),
+                       loop=OnlineLoopConfig(episode_length=10, end_on_success=False,
+                                             home_timeout=0.0, restart_after_hold=0.5))
+    actor = RobotActor(cfg, setup, log=lambda _m: None)
+    episodes = []
+    try:
+        assert actor.next_episode(0, state, timeout=0.01) is None  # starts the loop
+        deadline = time.monotonic() + 60.0
+        while len(episodes) < 2 and time.monotonic() < deadline:
+            ro = actor.next_episode(0, None, timeout=1.0)
+            if ro is not None:
+                episodes.append(ro)
+        resets = actor.summary()["arm_resets"]
+    finally:
+        actor.close()
+    assert len(episodes) == 2 and resets >= 2
+    for ro in episodes:  # the arm started 0.3 rad off home: each episode began at home
+        assert np.abs(ro.obs[0, :7]).max() < 0.05
 
 
 def test_an_episode_length_must_be_positive(tmp_path):
