@@ -252,9 +252,14 @@ class DeployRuntime:
         """Release the e-stop and start a new episode (new goal); stays held until ``start``,
         at the position of the next reading (the arm may have been moved meanwhile)."""
         self.estop_latch.reset()
-        self._enter_hold("reset", quiet=True)
-        self._hold_q = None
+        self.moved()
         self._new_goal()
+
+    def moved(self) -> None:
+        """The arm was moved by other means while held (a person, the simulator's reset):
+        hold at the position of the next reading, not the last one."""
+        self._enter_hold("moved", quiet=True)
+        self._hold_q = None
 
     def set_goal(self, pos: tuple[float, float, float] | np.ndarray) -> None:
         self.observer.set_goal(pos)

@@ -164,8 +164,8 @@ class RobotActor:
         reset), the runtime holding at the new reading."""
         if not self.loop.home_timed_out:
             return
-        rt.reset()
         self.robot.reset()
+        rt.moved()
         self.arm_resets += 1
         self.log(f"the simulated arm put back at home (reset {self.arm_resets})")
 

@@ -159,6 +159,8 @@ def test_a_fallen_simulated_arm_is_put_back_when_the_move_home_times_out(tmp_pat
     assert len(episodes) == 2 and resets >= 2
     for ro in episodes:  # the arm started 0.3 rad off home: each episode began at home
         assert np.abs(ro.obs[0, :7]).max() < 0.05
+    # the reset moves the arm only: the goals go on being drawn, not drawn again
+    assert not np.allclose(episodes[0].obs[0, 17:20], episodes[1].obs[0, 17:20])
 
 
 def test_an_episode_length_must_be_positive(tmp_path):
