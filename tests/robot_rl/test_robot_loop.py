@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -40,6 +41,19 @@ def _live(cfg: TrainConfig, seed: int = 0) -> tuple[LivePolicy, dict]:
     agent = make_agent(cfg, env.obs_dim, env.act_dim)
     state = acting_state(agent)
     return LivePolicy(cfg, task_meta(env), state, version=0), state
+
+
+def _episodes(actor: Any, state: dict, n: int, seconds: float) -> list:
+    """Start ``actor``'s loop with ``state`` and take up to ``n`` of its episodes (Rollouts)
+    within ``seconds``."""
+    episodes = []
+    assert actor.next_episode(0, state, timeout=0.01) is None  # starts the loop
+    deadline = time.monotonic() + seconds
+    while len(episodes) < n and time.monotonic() < deadline:
+        ro = actor.next_episode(0, None, timeout=1.0)
+        if ro is not None:
+            episodes.append(ro)
+    return episodes
 
 
 def test_a_swap_changes_the_policy_at_the_next_step_and_the_gate_follows_its_call(tmp_path):
@@ -145,14 +159,8 @@ def test_a_fallen_simulated_arm_is_put_back_when_the_move_home_times_out(tmp_pat
                        loop=OnlineLoopConfig(episode_length=10, end_on_success=False,
                                              home_timeout=0.0, restart_after_hold=0.5))
     actor = RobotActor(cfg, setup, log=lambda _m: None)
-    episodes = []
     try:
-        assert actor.next_episode(0, state, timeout=0.01) is None  # starts the loop
-        deadline = time.monotonic() + 60.0
-        while len(episodes) < 2 and time.monotonic() < deadline:
-            ro = actor.next_episode(0, None, timeout=1.0)
-            if ro is not None:
-                episodes.append(ro)
+        episodes = _episodes(actor, state, 2, seconds=60.0)
         resets = actor.summary()["arm_resets"]
     finally:
         actor.close()
@@ -197,12 +205,7 @@ def test_the_robot_actor_runs_its_episodes_on_a_ros_arm(tmp_path):
     actor = RobotActor(cfg, setup, log=lambda _m: None)
     episodes = []
     try:
-        assert actor.next_episode(0, state, timeout=0.01) is None  # starts the loop
-        deadline = time.monotonic() + 90.0
-        while len(episodes) < 2 and time.monotonic() < deadline:
-            ro = actor.next_episode(0, None, timeout=1.0)
-            if ro is not None:
-                episodes.append(ro)
+        episodes = _episodes(actor, state, 2, seconds=90.0)
         summary = actor.summary()
     finally:
         actor.close()
