@@ -190,9 +190,15 @@ def make_agent(cfg: TrainConfig, obs_dim: int, act_dim: int) -> SAC:
 def load_agent(checkpoint: str | Path, config_type: type[TrainConfig] = TrainConfig
                ) -> tuple[SAC, TrainConfig, dict[str, Any]]:
     """The trained agent, its config (of ``config_type``: a TrainConfig or a subclass) and
-    the raw checkpoint state."""
+    the raw checkpoint state. With ``TrainConfig``, a run of any of its subclasses loads too
+    (``robot-rl finetune`` and ``finetune-robot`` runs: the fields the agent and its env
+    need; the subclass's own are dropped)."""
     state = load_checkpoint(checkpoint)
-    cfg = config_type.from_saved(state["config"])
+    saved = dict(state["config"])
+    if config_type is TrainConfig:  # a subclass's run (finetune, finetune-robot): its base
+        names = {f.name for f in dataclasses.fields(TrainConfig)}
+        saved = {k: v for k, v in saved.items() if k in names}
+    cfg = config_type.from_saved(saved)
     agent = make_agent(cfg, state["obs_dim"], state["act_dim"])
     try:
         agent.load_full_state(state["agent"])

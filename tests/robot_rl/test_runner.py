@@ -122,3 +122,24 @@ def test_short_training_run_on_the_warp_backend(tmp_path):
     assert saved["backend"] == "warp" and saved["warp"]["nconmax"] is None
     agent, loaded, _ = load_agent(tmp_path / "tiny")
     assert loaded.backend == "warp"
+
+
+def test_a_robot_fine_tuning_run_loads_as_its_base_config(tmp_path):
+    """robot-rl export / evaluate read any run through load_agent(TrainConfig): a
+    finetune-robot run's own fields (init, robot, ...) are dropped, its agent loads."""
+    from robot_rl.checkpoint import FORMAT_VERSION
+    from robot_rl.config_io import to_dict
+    from robot_rl.dist.robot_learner import RobotFinetuneConfig
+    from robot_rl.runner import make_agent
+
+    cfg = RobotFinetuneConfig(init=tmp_path / "sim_run", runs_dir=tmp_path,
+                              sac=SACConfig(actor_hidden=(16,), critic_hidden=(16,)))
+    agent = make_agent(cfg, 30, 7)
+    path = tmp_path / "latest.pt"
+    torch.save({"format": FORMAT_VERSION, "config": to_dict(cfg), "obs_dim": 30, "act_dim": 7,
+                "agent": agent.full_state()}, path)
+    loaded, base, _ = load_agent(path)
+    assert type(base) is TrainConfig and base.sac.actor_hidden == (16,)
+    x = torch.zeros(1, 30)
+    torch.testing.assert_close(loaded.act(x, deterministic=True, gate=False).action,
+                               agent.act(x, deterministic=True, gate=False).action)
