@@ -498,7 +498,7 @@ def faults(args: Args, console: Console) -> list[dict[str, Any]]:
             robot=RobotSetup(dataset=Path("robot_data"), sim=args.sim, teleop="corrector",
                              deploy=DeployConfig(rate_hz=args.rate_hz, autostart=False),
                              loop=OnlineLoopConfig(restart_after_hold=1.0),
-                         reset_fallen_arm=True),
+                             reset_fallen_arm=True),
             dist=RayOptions(runner_cpus=1.0, learner_cpus=1.0))
         tr = RayTraining(rcfg, Console(quiet=True)).start()
         ckpt = tr.run_dir / CHECKPOINT

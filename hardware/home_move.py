@@ -19,7 +19,7 @@ A move of the hand's position alone is not enough on a redundant arm: the null s
 wrist's orientation stay where the last episode left them, drift episode after episode, and
 the policy starts from poses it never trained from. On ``benchmarks/online.py``'s held-out arm,
 the policy with its weights frozen fell from 70% to 30% success over 60 episodes that way,
-the joints 1.2 rad from home at the start of the last ones.
+a joint 1.15 rad from home at the start of the later ones.
 """
 
 from __future__ import annotations

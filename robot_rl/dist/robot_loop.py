@@ -138,7 +138,8 @@ class OnlineRobotLoop:
         self._begun_t = 0.0
         self._ep_version = -1
         self._near_home = False
-        self._home_error = 0.0
+        self._home_arm: Any = None
+        """The arm state the move home last acted on."""
         self.home_timed_out = False
         """The last move home ended by its time-out, not at home (``scene_reset`` may put
         the arm back as a person would; otherwise the episode starts where the arm is)."""
@@ -197,8 +198,7 @@ class OnlineRobotLoop:
                 self._after_home()
             elif time.monotonic() - self._phase_t > self.cfg.home_timeout:
                 self.home_timed_out = True
-                self.log(f"the move home timed out {self._home_error:.3f} "
-                         f"{'rad' if self.home.joint_space else 'm'} from home")
+                self.log(f"the move home timed out{self._home_distance()}")
                 self._after_home()
         elif self.phase == "confirm" and "next" in ev:
             self._begin()
@@ -216,7 +216,15 @@ class OnlineRobotLoop:
     def _go(self, phase: Phase) -> None:
         self.phase, self._phase_t = phase, time.monotonic()
         self._near_home = False
+        self._home_arm = None
         self._homing = phase == "home" and self.runtime.mode == "running"
+
+    def _home_distance(self) -> str:
+        """' X rad (or m) from home' where the move home last acted, or '' before it did."""
+        if self._home_arm is None:
+            return ""
+        unit = "rad" if self.home.joint_space else "m"
+        return f" {self.home.error(self._home_arm):.3f} {unit} from home"
 
     def _after_home(self) -> None:
         rt = self.runtime
@@ -292,8 +300,7 @@ class OnlineRobotLoop:
         return None
 
     def _home_action(self, arm: Any) -> np.ndarray:
-        self._near_home = self.home.arrived(arm)
-        self._home_error = self.home.error(arm)
+        self._near_home, self._home_arm = self.home.arrived(arm), arm
         return self.home.action(arm)
 
     def _on_step(self, step: PolicyStep) -> None:
