@@ -56,6 +56,7 @@ from rich.console import Console
 from rich.table import Table
 
 from robot_rl.dist.learner import DIST_STATS
+from robot_rl.hardware.home_move import HomeMoveConfig
 from robot_rl.hardware.sim_robot import SimRobotConfig
 from robot_rl.ray_options import RayOptions
 from robot_rl.robots import get_robot
@@ -111,6 +112,9 @@ class Args:
     """Robot: also evaluate the init policy zero-shot on the nominal arm."""
     teleop: Literal["corrector", "none"] = "corrector"
     """Robot: the person in training episodes: the scripted corrector, or nobody."""
+    home: HomeMoveConfig = dataclasses.field(default_factory=HomeMoveConfig)
+    """Robot: the move home between episodes (its speeds and tolerances; on an arm with
+    joint friction the OSC's wrist creeps to its orientation: --home.rot-tolerance 0.15)."""
     keep: Path | None = None
     """Robot: keep the runs' directories (robot dataset, checkpoints, TensorBoard) under
     this directory (default: a temporary one, removed at the end)."""
@@ -299,7 +303,7 @@ def _robot_run(args: Args, tmp: Path, name: str, sim: SimRobotConfig, learn: boo
         robot=RobotSetup(dataset=Path("robot_data"), sim=sim,
                          teleop=args.teleop if learn else "none",
                          deploy=DeployConfig(rate_hz=args.rate_hz, autostart=False),
-                         loop=OnlineLoopConfig(restart_after_hold=1.0),
+                         loop=OnlineLoopConfig(restart_after_hold=1.0, home=args.home),
                          reset_fallen_arm=True),
         dist=RayOptions(runner_cpus=1.0, learner_cpus=1.0))
     marks = [0.0] + ([m * 60 for m in _marks(args)] if learn else [])
@@ -363,7 +367,9 @@ def robot(args: Args, console: Console) -> dict[str, Any]:
     out: dict[str, Any] = {}
     try:
         if args.nominal:
-            out["nominal"] = _robot_run(args, tmp, "nominal", SimRobotConfig(), False, console)
+            nominal = SimRobotConfig(robot=args.sim.robot, interface=args.sim.interface,
+                                     physics_dt=args.sim.physics_dt)  # the same interface
+            out["nominal"] = _robot_run(args, tmp, "nominal", nominal, False, console)
         out["perturbed"] = _robot_run(args, tmp, "perturbed", args.sim, True, console)
     finally:
         if args.keep is None:
@@ -497,7 +503,7 @@ def faults(args: Args, console: Console) -> list[dict[str, Any]]:
             total_steps=10**9, time_budget=60.0, checkpoint_every=5.0, ray="auto",
             robot=RobotSetup(dataset=Path("robot_data"), sim=args.sim, teleop="corrector",
                              deploy=DeployConfig(rate_hz=args.rate_hz, autostart=False),
-                             loop=OnlineLoopConfig(restart_after_hold=1.0),
+                             loop=OnlineLoopConfig(restart_after_hold=1.0, home=args.home),
                              reset_fallen_arm=True),
             dist=RayOptions(runner_cpus=1.0, learner_cpus=1.0))
         tr = RayTraining(rcfg, Console(quiet=True)).start()

@@ -2,6 +2,8 @@
 
     python benchmarks/online_rehearsal.py --init runs/bench/reach_init      # about 5 minutes
     python benchmarks/online_rehearsal.py --init RUN --sim.kd 20 40 ... --transitions 12500
+    python benchmarks/online_rehearsal.py --init runs/bench/reach_osc95 --sim.interface effort \
+        --sim.frictionloss 0.85 --sim.kp None --sim.mass-scale 1 --prior-ratio 0   # OSC policy
 
 ``benchmarks/online.py --part robot`` fine-tunes on the simulated arm in real time: 15
 minutes of robot time per run. This runs the same learner (``RobotFinetuneRunner``: the
@@ -11,10 +13,13 @@ of ``--transitions`` robot-like transitions takes minutes, and it evaluates the 
 every ``--eval-every`` transitions on 32 envs of the same held-out dynamics. It also reports
 the init policy's zero-shot success on the held-out env at longer episode lengths, and the
 share of its episodes whose joint travel the held-out arm cannot cover within the time limit
-even at full speed (``travel_time``), and of their goal poses the arm cannot even hold against
-gravity within its actuators' torque limits (``holding_torque``): whether the arm is too slow
-or too weak for the task, which no fine-tuning fixes. ``--transitions 0`` stops after these.
+even at full speed (``travel_time``, joint_delta policies), and of their goal poses the arm
+cannot even hold against gravity within its actuators' torque limits (``holding_torque``):
+whether the arm is too slow or too weak for the task, which no fine-tuning fixes.
+``--transitions 0`` stops after these.
 
+A torque controller (OSC) in the batched copy gets the nominal arm's mass matrix and gravity,
+as the deploy runtime computes them from the nominal model; the physics is the held-out arm's.
 The match is close, not exact: the batched env applies the action once per control step as
 the deploy runtime does, but draws its delay per episode in whole control steps (0 or 1 for
 15 ms at 50 Hz) and runs the task's shield in its batched form. On the default held-out arm
@@ -108,7 +113,30 @@ def held_out_env(task: TaskConfig, num_envs: int, sim: SimRobotConfig, seed: int
     if sim.damping_scale != 1.0:
         be.model_field("dof_damping")[:, dofs] *= sim.damping_scale
     be.commit_model(torch.arange(num_envs))
+    if sim.mass_scale != 1.0:
+        _nominal_controller_model(env, sim.mass_scale)
     return env
+
+
+def _nominal_controller_model(env: BatchedEnv, mass_scale: float) -> None:
+    """Give ``env``'s torque controller the nominal arm's mass matrix and gravity, as the
+    deploy runtime's controller computes them from the nominal model (``ArmModel``) on an
+    arm whose links are ``mass_scale`` heavier: M_nominal = (M - A) / mass_scale + A, with A
+    the joints' armature (not scaled). The physics and its actuators' gravity compensation
+    stay the held-out arm's own."""
+    state = env.state
+    dofs = torch.as_tensor(state.joint_dofs)
+    armature = torch.diag_embed(torch.as_tensor(
+        env.backend.model.dof_armature[dofs.numpy()], dtype=state.dtype))
+    true_arm_state = state.arm_state
+
+    def arm_state(mass: bool = False) -> Any:
+        arm = true_arm_state(mass)
+        return dataclasses.replace(
+            arm, mass=None if arm.mass is None else (arm.mass - armature) / mass_scale
+            + armature, gravity=None if arm.gravity is None else arm.gravity / mass_scale)
+
+    state.arm_state = arm_state  # type: ignore[method-assign]
 
 
 def _mean_action(agent: Any, gate: bool = False) -> Any:
@@ -176,9 +204,6 @@ def goal_configurations(agent: SAC, cfg: TrainConfig, episodes: int = 256
     """(start, goal), each (N, n): the joint positions at the start and at the first success
     of the init policy's episodes on the nominal arm that succeed within three times the
     task's episode length (``agent`` and its run's ``cfg``)."""
-    if not isinstance(cfg.env.action, JointDeltaConfig):
-        raise SystemExit("the travel and holding checks are defined for the joint_delta "
-                         "action space")
     env = make_env(dataclasses.replace(cfg.env, episode_length=3 * cfg.env.episode_length),
                    episodes, dr="off", seed=5)
     obs = env.reset(seed=5)
@@ -265,10 +290,14 @@ def main() -> None:
             f"{s:.0%} in {n} steps" for n, s in shots.items()), highlight=False)
         start, goal = goal_configurations(agent, init_cfg)
         levers, gravity = goal_statics(args.sim, init_cfg, goal)
-        share, median = travel_time(args, init_cfg, start, goal, levers)
-        console.print(f"its episodes on the nominal arm whose joint travel the held-out arm "
-                      f"cannot cover within the time limit at full speed: {share:.0%} (least "
-                      f"time: median {median:.2f} s)", highlight=False)
+        if isinstance(init_cfg.env.action, JointDeltaConfig):
+            share, median = travel_time(args, init_cfg, start, goal, levers)
+            console.print(f"its episodes on the nominal arm whose joint travel the held-out "
+                          f"arm cannot cover within the time limit at full speed: {share:.0%} "
+                          f"(least time: median {median:.2f} s)", highlight=False)
+        else:
+            console.print(f"(the travel check is defined for joint_delta actions, not "
+                          f"{init_cfg.env.action.type})", highlight=False)
         share, worst = holding_torque(args.sim, gravity)
         console.print(f"their goal poses where the held-out arm's gravity needs more torque "
                       f"than its actuators have: {share:.0%} (the largest need: {worst:.2f}x "

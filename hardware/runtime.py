@@ -146,7 +146,7 @@ class DeployRuntime:
                               f"policy's control rate {1 / task_cfg.control_dt:g} Hz")
         if robot.interface not in pipe.interfaces:
             raise RobotError(f"the policy's controller ({type(pipe.controller).__name__}) "
-                             f"needs a {' or '.join(pipe.interfaces)} interface; the robot "
+                             f"needs the {' or '.join(pipe.interfaces)} interface; the robot "
                              f"takes {robot.interface}")
         self.period = 1.0 / cfg.rate_hz
         if not 0 <= cfg.spin_us * 1e-6 < self.period:

@@ -43,6 +43,36 @@ def test_the_batched_copy_has_the_held_out_arms_dynamics_in_every_env() -> None:
     assert env.cfg.dr.action_delay_max == 1  # 15 ms at 50 Hz: 0 or 1 control step
 
 
+def test_the_batched_copys_controller_sees_the_nominal_arm_as_the_deploy_runtime_does() -> None:
+    """Heavier links: the physics is the held-out arm's, but a torque controller gets the
+    mass matrix and gravity of the nominal model (as ``ArmModel`` computes them on the robot),
+    not the true ones the batched env would otherwise hand it."""
+    import torch
+
+    from robot_rl.controllers.action_spaces import EEDeltaConfig
+    from robot_rl.controllers.arm_model import ArmModel
+    from robot_rl.controllers.osc import OSCConfig
+
+    robot = get_robot("arm7")
+    task = make_task_config("reach")
+    task.action, task.controller = EEDeltaConfig(), OSCConfig()
+    env = held_out_env(task, 2, SimRobotConfig(interface="effort", mass_scale=2.5))
+    env.reset(seed=0)
+    q = torch.as_tensor(np.asarray(robot.home) + np.linspace(-0.3, 0.3, 7))
+    env.state.set_joint_pos(torch.arange(2), q.expand(2, -1))
+    env.backend.forward(torch.arange(2))
+    seen = env.state.arm_state(mass=True)
+    nominal = ArmModel(build_model(SimRobotConfig(), robot, scene=task), robot)
+    want = nominal.state(q.numpy(), np.zeros(7), mass=True)
+    heavy = ArmModel(build_model(SimRobotConfig(mass_scale=2.5), robot, scene=task), robot)
+    true = heavy.state(q.numpy(), np.zeros(7), mass=True)
+    assert not np.allclose(true.mass[0], want.mass[0], rtol=0.2)  # the gap is there
+    for e in range(2):
+        np.testing.assert_allclose(seen.mass[e].numpy(), want.mass[0], rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(seen.gravity[e].numpy(), want.gravity[0], rtol=1e-4,
+                                   atol=1e-6)
+
+
 def _checks(sim: SimRobotConfig, joint: int = 0
             ) -> tuple[tuple[float, float], tuple[float, float]]:
     """travel_time and holding_torque for one episode: the home pose to the home pose with
