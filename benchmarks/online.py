@@ -3,6 +3,9 @@
     python benchmarks/online.py --part scale         # about 12 minutes here
     python benchmarks/online.py --part reach         # reach to 95%: one process vs 2 runners
     python benchmarks/online.py --part robot --init RUN   # fine-tuning on the perturbed arm
+    python benchmarks/online.py --part robot --init runs/bench/reach_osc95 \
+        --sim.interface effort --sim.frictionloss 0.95 --sim.kp None --sim.mass-scale 1 \
+        --home.rot-tolerance 0.15                         # the target's arm (about 20 min)
     python benchmarks/online.py --part faults --init RUN  # SIGKILLs mid-run (about 3 minutes)
 
 Scale (reach, 16 envs per runner, the default SAC with its safety critic; each row trains
