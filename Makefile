@@ -6,7 +6,7 @@
 #   make bench   set up, then print the simulation throughput, controller cost and dataset
 #                random-access tables
 #   make bench-learning   set up, then the learning benchmarks (about 70 minutes: SB3 and skrl
-#                included)
+#                included; first the SAC gradient steps against the CPU's matmul limit)
 #   make bench-shield     set up, then the shield under attack (about 10 minutes)
 #   make perf    set up, then the wall-clock tests (rates, latencies) make test leaves out
 
@@ -84,6 +84,7 @@ bench: setup
 	$(BIN)/python benchmarks/vision.py
 
 bench-learning: setup
+	$(BIN)/python benchmarks/learner_throughput.py
 	$(BIN)/python benchmarks/sac_reach.py
 	$(BIN)/python benchmarks/safety.py
 	$(BIN)/python benchmarks/skrl_reach.py
