@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING
 import mujoco
 import numpy as np
 
+from robot_rl.controllers import shield_compiled
 from robot_rl.controllers.action_spaces import Targets
 from robot_rl.controllers.arm_model import guard_points, home_data
 from robot_rl.controllers.arm_state import ArmState
@@ -228,6 +229,10 @@ class SafetyShield:
         """(n,) joint torque limit of the torque layer [Nm]."""
         self._lag = float(self._c.numpy("lag").max())
         """The slowest joint's PD time constant kd/kp, for end-effector stopping distances."""
+        self.compiled = False
+        """The torque layer runs compiled (``shield_compiled``) for float64 numpy inputs, from
+        ``bind`` on (False: always the array version, the reference)."""
+        self._packed: tuple[np.ndarray, ...] = ()
 
     def bind(self, model: mujoco.MjModel) -> None:
         """Read the arm's collision geometry from the compiled model: the floor layer keeps
@@ -247,6 +252,19 @@ class SafetyShield:
         hand = (world - data.site_xpos[site]) @ rot_s
         self._limits["hand"] = hand if len(hand) else np.zeros((1, 3))
         self._c = Constants(**self._limits)
+        lim = self._limits
+        pad = np.zeros((2, n))
+        pad[0, :3], pad[1, :3] = lim["ws_lo"], lim["ws_hi"]
+        self._packed = (
+            np.ascontiguousarray(link, dtype=np.int64),
+            np.ascontiguousarray(pts, dtype=np.float64),
+            np.ascontiguousarray(lim["guard_mask"], dtype=np.float64),
+            np.concatenate([np.stack([lim["soft_lo"], lim["soft_hi"], lim["qd_lim"],
+                                      lim["tau_lim"]]), pad]).astype(np.float64),
+            np.array([self.cfg.floor_height, self.cfg.brake_accel_ee, self.cfg.brake_accel,
+                      self.cfg.brake_time, self.cfg.max_joint_accel], dtype=np.float64))
+        self.compiled = True
+        shield_compiled.warm_up(n, len(link), int(link.max()) + 1 if len(link) else 1)
 
     def limits(self, x: Array) -> dict[str, Array]:
         """The shield's limits and the law's gains as arrays like ``x`` (cached per kind):
@@ -505,6 +523,28 @@ class SafetyShield:
         if not self.cfg.enabled:
             return tau, {}
         assert s.mass is not None, "the torque layers need ArmState.mass"
+        if self.compiled and _is_f64(tau) and _is_f64(s.mass) and s.link_pos is not None \
+                and s.link_rot is not None:
+            return self._filter_torque_compiled(tau, s)
+        return self.filter_torque_reference(tau, s)
+
+    def _filter_torque_compiled(self, tau: np.ndarray, s: ArmState) -> tuple[Array, Flags]:
+        """``filter_torque`` in one compiled call (``shield_compiled``)."""
+        c = np.ascontiguousarray
+        n = tau.shape[-1]
+        none = np.zeros((0, n))
+        link, pts, mask, limits, scalars = self._packed
+        out, fl = shield_compiled.filter_torque(
+            c(tau), c(s.q), c(s.qd), c(s.ee_pos), c(s.jac), c(s.mass), c(s.mass_inv()),
+            none if s.drift is None else c(s.drift),
+            none if s.gravity is None else c(s.gravity), c(s.link_pos), c(s.link_rot),
+            link, pts, mask, limits, scalars, self.PASSES, self.FLAG_TOL)
+        return out, {name: fl[:, i] for i, name in enumerate(shield_compiled.FLAG_NAMES)}
+
+    def filter_torque_reference(self, tau: Array, s: ArmState) -> tuple[Array, Flags]:
+        """``filter_torque`` as array operations (numpy or torch): the reference the
+        compiled version is tested against, and the path for torch tensors."""
+        assert s.mass is not None, "the torque layers need ArmState.mass"
         xp = namespace(tau)
         c, cfg, mass = self._c(s.q), self.cfg, s.mass
         x, v, jp = s.ee_pos, s.ee_vel, s.jac[:, :3]
@@ -578,15 +618,23 @@ class SafetyShield:
                 if bool(hit_t.any()):
                     qdd = qdd + matvec(minv, got - want)
             tau = tau + matvec(mass, qdd - qdd0)
-        tau, clipped = _clip(tau, tau_lo, tau_hi)
-        flags["torque"] = over | clipped
-        return tau, flags
+        clipped = clip(tau, lo=tau_lo, hi=tau_hi)
+        # flagged when a torque moves by more than rounding: the projection above ends its
+        # corrections on the limits themselves, within an ulp on either side
+        flags["torque"] = over | (abs(clipped - tau) > self.FLAG_TOL).any(-1)
+        return clipped, flags
 
+    FLAG_TOL = 1e-9
+    """The torque layer's clip counts as an intervention beyond this [Nm]."""
     PASSES = 6
     """Alternating projections between the end-effector, joint and torque bounds per
     evaluation."""
     FLOOR_PASSES = 3
     """Joint-target floor corrections per evaluation (each within the soft limits)."""
+
+
+def _is_f64(x: Array) -> bool:
+    return isinstance(x, np.ndarray) and x.dtype == np.float64
 
 
 def _approach(d: Array, a2: float) -> Array:

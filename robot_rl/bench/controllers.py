@@ -84,6 +84,8 @@ def single_sample(samples: int) -> dict[str, tuple[float, float, float]]:
     from robot_rl.sim import make_env
 
     env_osc = make_env("reach", 1, action=EEPoseConfig(gripper=False), controller=OSCConfig())
+    env_ref = make_env("reach", 1, action=EEPoseConfig(gripper=False), controller=OSCConfig())
+    env_ref.pipeline.shield.compiled = False  # the torque layer as array operations
     env_ik = make_env("reach", 1, action=EEPoseConfig(gripper=False))  # differential IK
     env_jd = make_env("reach", 1, action=JointDeltaConfig(gripper=False))
     arm = ArmModel(env_osc.model, env_osc.robot)
@@ -112,7 +114,10 @@ def single_sample(samples: int) -> dict[str, tuple[float, float, float]]:
     rows = {
         "state from MuJoCo (ArmModel, with M)":
             lambda i: arm.state(qs[i % k], qds[i % k], mass=True),
-        "shield + OSC (numpy)": lambda i: osc_path(env_osc, states[i % k], acts[i % k], prev_np),
+        "shield + OSC (numpy, torque layer compiled)":
+            lambda i: osc_path(env_osc, states[i % k], acts[i % k], prev_np),
+        "shield + OSC (numpy, torque layer as arrays)":
+            lambda i: osc_path(env_ref, states[i % k], acts[i % k], prev_np),
         "shield + OSC (torch eager)":
             lambda i: osc_path(env_osc, t_states[i % k], t_acts[i % k], prev_t),
         "shield + joint targets (numpy)":
@@ -198,7 +203,7 @@ def run(cfg: BenchControllersConfig) -> dict:
     for col in ("path", "p50", "p99", "max", "target p99", "1 kHz period"):
         t1.add_column(col, justify="right")
     for name, (p50, p99, mx) in results["single"].items():
-        target = "50" if name.startswith("shield + OSC (numpy)") else ""
+        target = "50" if name.startswith("shield + OSC (numpy") else ""
         t1.add_row(name, _fmt(p50), _fmt(p99), _fmt(mx), target, "1000")
     console.print(t1)
 
