@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from robot_rl.controllers import osc_compiled
 from robot_rl.controllers.action_spaces import TargetKind, Targets
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.base import Controller
@@ -95,8 +96,31 @@ class OperationalSpace(Controller):
         self._dn = 2.0 * np.sqrt(cfg.null_stiffness)
         self._c = Constants(kp=kp, kd=2.0 * cfg.damping_ratio * np.sqrt(kp), home=robot.home,
                             reg=np.eye(6) * cfg.singularity_damping)
+        self._scalars = np.array([self._kn, self._dn, cfg.max_pos_error, cfg.max_rot_error,
+                                  cfg.singularity_damping, float(cfg.decouple_inertia)])
+        osc_compiled.warm_up(robot.num_joints)
+
+    compiled = True
+    """Float64 numpy inputs run the compiled law (``osc_compiled``); False: always the array
+    version below, the reference."""
 
     def torque(self, targets: Targets, state: ArmState) -> Array:
+        assert targets.pos is not None and targets.rot is not None and state.mass is not None
+        if self.compiled and all(isinstance(x, np.ndarray) and x.dtype == np.float64
+                                 for x in (targets.pos, targets.rot, state.q, state.mass)):
+            return self._torque_compiled(targets, state)
+        return self.torque_reference(targets, state)
+
+    def _torque_compiled(self, targets: Targets, state: ArmState) -> np.ndarray:
+        c = np.ascontiguousarray
+        return osc_compiled.osc_torque(
+            c(targets.pos), c(targets.rot), c(state.q), c(state.qd), c(state.ee_pos),
+            c(state.ee_rot), c(state.jac), c(state.mass), c(state.mass_inv()),
+            self._c.numpy("kp"), self._c.numpy("kd"), self._c.numpy("home"), self._scalars)
+
+    def torque_reference(self, targets: Targets, state: ArmState) -> Array:
+        """``torque`` as array operations (numpy or torch): the reference the compiled law is
+        tested against, and the path for torch tensors."""
         assert targets.pos is not None and targets.rot is not None and state.mass is not None
         xp = namespace(state.q)
         c = self._c(state.q)

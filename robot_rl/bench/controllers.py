@@ -85,7 +85,8 @@ def single_sample(samples: int) -> dict[str, tuple[float, float, float]]:
 
     env_osc = make_env("reach", 1, action=EEPoseConfig(gripper=False), controller=OSCConfig())
     env_ref = make_env("reach", 1, action=EEPoseConfig(gripper=False), controller=OSCConfig())
-    env_ref.pipeline.shield.compiled = False  # the torque layer as array operations
+    env_ref.pipeline.shield.compiled = False  # the law and the torque layer as array
+    env_ref.pipeline.controller.compiled = False  # operations (the reference)
     env_ik = make_env("reach", 1, action=EEPoseConfig(gripper=False))  # differential IK
     env_jd = make_env("reach", 1, action=JointDeltaConfig(gripper=False))
     arm = ArmModel(env_osc.model, env_osc.robot)
@@ -114,9 +115,9 @@ def single_sample(samples: int) -> dict[str, tuple[float, float, float]]:
     rows = {
         "state from MuJoCo (ArmModel, with M)":
             lambda i: arm.state(qs[i % k], qds[i % k], mass=True),
-        "shield + OSC (numpy, torque layer compiled)":
+        "shield + OSC (numpy, law and torque layer compiled)":
             lambda i: osc_path(env_osc, states[i % k], acts[i % k], prev_np),
-        "shield + OSC (numpy, torque layer as arrays)":
+        "shield + OSC (numpy, all as arrays: the reference)":
             lambda i: osc_path(env_ref, states[i % k], acts[i % k], prev_np),
         "shield + OSC (torch eager)":
             lambda i: osc_path(env_osc, t_states[i % k], t_acts[i % k], prev_t),
