@@ -6,6 +6,9 @@ Quaternions are (w, x, y, z), as MuJoCo writes them. Every function takes arrays
 
 from __future__ import annotations
 
+import numpy as np
+
+from robot_rl.controllers import targets_compiled
 from robot_rl.controllers.xp import (
     Array,
     clip,
@@ -34,6 +37,14 @@ def quat_to_mat(q: Array) -> Array:
 
 def axis_angle_to_mat(rv: Array) -> Array:
     """(..., 3) rotation vectors (axis * angle) -> (..., 3, 3) rotation matrices (Rodrigues)."""
+    if isinstance(rv, np.ndarray) and rv.dtype == np.float64 and rv.ndim == 2:
+        return targets_compiled.axis_angle_to_mat(np.ascontiguousarray(rv))  # one sample
+    return axis_angle_to_mat_reference(rv)
+
+
+def axis_angle_to_mat_reference(rv: Array) -> Array:
+    """``axis_angle_to_mat`` as array operations (numpy or torch, any batch shape): the
+    reference the compiled version (``targets_compiled``) is tested against."""
     xp = namespace(rv)
     angle = norm(rv, keepdims=True)  # (..., 1)
     axis = rv / clip(angle, lo=1e-12)  # zero rotation: any axis, sin = 1 - cos = 0

@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING
 import mujoco
 import numpy as np
 
-from robot_rl.controllers import shield_compiled
+from robot_rl.controllers import shield_compiled, targets_compiled
 from robot_rl.controllers.action_spaces import Targets
 from robot_rl.controllers.arm_model import guard_points, home_data
 from robot_rl.controllers.arm_state import ArmState
@@ -233,6 +233,8 @@ class SafetyShield:
         """The torque layer runs compiled (``shield_compiled``) for float64 numpy inputs, from
         ``bind`` on (False: always the array version, the reference)."""
         self._packed: tuple[np.ndarray, ...] = ()
+        self._box = np.stack([lo, hi])
+        self._floor_scalars = np.array([cfg.floor_height, cfg.brake_accel_ee])
 
     def bind(self, model: mujoco.MjModel) -> None:
         """Read the arm's collision geometry from the compiled model: the floor layer keeps
@@ -265,6 +267,7 @@ class SafetyShield:
                       self.cfg.brake_time, self.cfg.max_joint_accel], dtype=np.float64))
         self.compiled = True
         shield_compiled.warm_up(n, len(link), int(link.max()) + 1 if len(link) else 1)
+        targets_compiled.warm_up()
 
     def limits(self, x: Array) -> dict[str, Array]:
         """The shield's limits and the law's gains as arrays like ``x`` (cached per kind):
@@ -493,6 +496,18 @@ class SafetyShield:
         return q + v * lag, (v != v_want).any(-1), braked
 
     def _pose_targets(self, t: Targets, s: ArmState) -> tuple[Targets, Flags]:
+        if self.compiled and _is_f64(t.pos) and _is_f64(t.rot) and _is_f64(s.q):
+            c = np.ascontiguousarray
+            lim = self._limits
+            pos, ws, low = targets_compiled.pose_targets(
+                c(t.pos), c(t.rot), c(s.ee_pos), c(s.ee_vel), self._box, c(lim["hand"]),
+                self._floor_scalars)
+            return (Targets("pose", pos=pos, rot=t.rot, gripper=t.gripper),
+                    {"workspace": ws, "table_floor": low})
+        return self._pose_targets_reference(t, s)
+
+    def _pose_targets_reference(self, t: Targets, s: ArmState) -> tuple[Targets, Flags]:
+        """``_pose_targets`` as array operations (the reference; the torch path)."""
         xp = namespace(s.q)
         assert t.pos is not None
         lo, hi = self._ee_box(s, self._c(s.q), 0.0)
