@@ -38,7 +38,7 @@ def quat_to_mat(q: Array) -> Array:
 def axis_angle_to_mat(rv: Array) -> Array:
     """(..., 3) rotation vectors (axis * angle) -> (..., 3, 3) rotation matrices (Rodrigues)."""
     if isinstance(rv, np.ndarray) and rv.dtype == np.float64 and rv.ndim == 2:
-        return targets_compiled.axis_angle_to_mat(np.ascontiguousarray(rv))  # one sample
+        return targets_compiled.axis_angle_to_mat(targets_compiled.arg(rv))  # one sample
     return axis_angle_to_mat_reference(rv)
 
 

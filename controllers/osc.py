@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from robot_rl.controllers import osc_compiled
+from robot_rl.controllers import osc_compiled, targets_compiled
 from robot_rl.controllers.action_spaces import TargetKind, Targets
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.base import Controller
@@ -112,7 +112,7 @@ class OperationalSpace(Controller):
         return self.torque_reference(targets, state)
 
     def _torque_compiled(self, targets: Targets, state: ArmState) -> np.ndarray:
-        c = np.ascontiguousarray
+        c = targets_compiled.arg
         return osc_compiled.osc_torque(
             c(targets.pos), c(targets.rot), c(state.q), c(state.qd), c(state.ee_pos),
             c(state.ee_rot), c(state.jac), c(state.mass), c(state.mass_inv()),

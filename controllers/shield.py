@@ -497,7 +497,7 @@ class SafetyShield:
 
     def _pose_targets(self, t: Targets, s: ArmState) -> tuple[Targets, Flags]:
         if self.compiled and _is_f64(t.pos) and _is_f64(t.rot) and _is_f64(s.q):
-            c = np.ascontiguousarray
+            c = targets_compiled.arg
             lim = self._limits
             pos, ws, low = targets_compiled.pose_targets(
                 c(t.pos), c(t.rot), c(s.ee_pos), c(s.ee_vel), self._box, c(lim["hand"]),
@@ -545,7 +545,7 @@ class SafetyShield:
 
     def _filter_torque_compiled(self, tau: np.ndarray, s: ArmState) -> tuple[Array, Flags]:
         """``filter_torque`` in one compiled call (``shield_compiled``)."""
-        c = np.ascontiguousarray
+        c = targets_compiled.arg
         n = tau.shape[-1]
         none = np.zeros((0, n))
         link, pts, mask, limits, scalars = self._packed

@@ -88,3 +88,28 @@ def test_torch_and_float32_inputs_take_the_reference() -> None:
     out, _ = shield.filter_torque(torch.from_numpy(tau), t)
     assert isinstance(out, torch.Tensor)
     np.testing.assert_allclose(out.numpy(), shield.filter_torque(tau, s)[0], atol=1e-9)
+
+
+def test_read_only_inputs_take_the_warmed_up_signatures() -> None:
+    """A read-only or strided array is another numba signature, compiled at its first call:
+    in a control loop a stall of seconds. Inputs are made the warmed-up kind instead."""
+    from robot_rl.controllers import osc_compiled, targets_compiled
+    from robot_rl.controllers.action_spaces import EEDeltaConfig
+
+    env = make_env("reach", 1, action=EEDeltaConfig(gripper=False), controller=OSCConfig())
+    arm = ArmModel(env.model, env.robot)
+    fns = (shield_compiled.filter_torque, osc_compiled.osc_torque,
+           targets_compiled.pose_targets, targets_compiled.axis_angle_to_mat)
+    before = [len(f.signatures) for f in fns]
+    s = arm.state(np.asarray(env.robot.home) + 0.1, np.full(7, 0.2), mass=True)
+    for f in dataclasses.fields(ArmState):
+        v = getattr(s, f.name)
+        if isinstance(v, np.ndarray):
+            v.setflags(write=False)
+    action = np.full((1, 6), 0.5)
+    action.setflags(write=False)
+    pipe = env.pipeline
+    step = pipe.act(action, np.zeros((1, 6)), s)
+    tau, _ = pipe.command(step.targets, s, "effort")
+    assert np.isfinite(tau).all()
+    assert [len(f.signatures) for f in fns] == before
