@@ -115,9 +115,9 @@ def single_sample(samples: int) -> dict[str, tuple[float, float, float]]:
     rows = {
         "state from MuJoCo (ArmModel, with M)":
             lambda i: arm.state(qs[i % k], qds[i % k], mass=True),
-        "shield + OSC (numpy, law and torque layer compiled)":
+        "shield + OSC (numpy, compiled law, pose and torque layers)":
             lambda i: osc_path(env_osc, states[i % k], acts[i % k], prev_np),
-        "shield + OSC (numpy, all as arrays: the reference)":
+        "shield + OSC (numpy, the layers and law as arrays)":
             lambda i: osc_path(env_ref, states[i % k], acts[i % k], prev_np),
         "shield + OSC (torch eager)":
             lambda i: osc_path(env_osc, t_states[i % k], t_acts[i % k], prev_t),
