@@ -6,9 +6,8 @@ Quaternions are (w, x, y, z), as MuJoCo writes them. Every function takes arrays
 
 from __future__ import annotations
 
-import numpy as np
-
 from robot_rl.controllers import targets_compiled
+from robot_rl.controllers.compiled import arg, is_f64
 from robot_rl.controllers.xp import (
     Array,
     clip,
@@ -37,8 +36,8 @@ def quat_to_mat(q: Array) -> Array:
 
 def axis_angle_to_mat(rv: Array) -> Array:
     """(..., 3) rotation vectors (axis * angle) -> (..., 3, 3) rotation matrices (Rodrigues)."""
-    if isinstance(rv, np.ndarray) and rv.dtype == np.float64 and rv.ndim == 2:
-        return targets_compiled.axis_angle_to_mat(targets_compiled.arg(rv))  # one sample
+    if is_f64(rv) and rv.ndim == 2:
+        return targets_compiled.axis_angle_to_mat(arg(rv))  # one sample
     return axis_angle_to_mat_reference(rv)
 
 

@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from robot_rl.controllers import osc_compiled, targets_compiled
+from robot_rl.controllers import osc_compiled
 from robot_rl.controllers.action_spaces import TargetKind, Targets
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.base import Controller
+from robot_rl.controllers.compiled import arg, is_f64
 from robot_rl.controllers.ik import orientation_error
 from robot_rl.controllers.xp import (
     Array,
@@ -106,13 +107,13 @@ class OperationalSpace(Controller):
 
     def torque(self, targets: Targets, state: ArmState) -> Array:
         assert targets.pos is not None and targets.rot is not None and state.mass is not None
-        if self.compiled and all(isinstance(x, np.ndarray) and x.dtype == np.float64
-                                 for x in (targets.pos, targets.rot, state.q, state.mass)):
+        if self.compiled and all(is_f64(x) for x in (targets.pos, targets.rot, state.q,
+                                                      state.mass)):
             return self._torque_compiled(targets, state)
         return self.torque_reference(targets, state)
 
     def _torque_compiled(self, targets: Targets, state: ArmState) -> np.ndarray:
-        c = targets_compiled.arg
+        c = arg
         return osc_compiled.osc_torque(
             c(targets.pos), c(targets.rot), c(state.q), c(state.qd), c(state.ee_pos),
             c(state.ee_rot), c(state.jac), c(state.mass), c(state.mass_inv()),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from robot_rl.controllers.shield_compiled import _matvec, _solve
+from robot_rl.controllers.compiled import matmul, matvec, solve
 
 
 def _clamp_norm(v: np.ndarray, max_norm: float) -> None:
@@ -41,19 +41,13 @@ def _osc_torque(pos_t: np.ndarray, rot_t: np.ndarray, q: np.ndarray, qd: np.ndar
         for r in range(3):
             e_pos[r] = pos_t[e, r] - ee_pos[e, r]
         _clamp_norm(e_pos, max_pos)
-        a = np.zeros((3, 3))  # R_des R^T
-        for r in range(3):
-            for c in range(3):
-                acc = 0.0
-                for k in range(3):
-                    acc += rot_t[e, r, k] * ee_rot[e, c, k]
-                a[r, c] = acc
+        a = matmul(rot_t[e], ee_rot[e].T)  # R_des R^T
         e_rot = np.empty(3)
         e_rot[0] = 0.5 * (a[2, 1] - a[1, 2])
         e_rot[1] = 0.5 * (a[0, 2] - a[2, 0])
         e_rot[2] = 0.5 * (a[1, 0] - a[0, 1])
         _clamp_norm(e_rot, max_rot)
-        twist = _matvec(jac[e], qd[e])
+        twist = matvec(jac[e], qd[e])
         cmd = np.empty(6)
         for r in range(3):
             cmd[r] = kp[r] * e_pos[r] - kd[r] * twist[r]
@@ -61,36 +55,17 @@ def _osc_torque(pos_t: np.ndarray, rot_t: np.ndarray, q: np.ndarray, qd: np.ndar
         posture = np.empty(n)
         for j in range(n):
             posture[j] = kn * (home[j] - q[e, j]) - dn * qd[e, j]
-        tau0 = _matvec(mass[e], posture)
-        minv_jt = np.zeros((n, 6))  # M^-1 J^T
-        for i in range(n):
-            for r in range(6):
-                acc = 0.0
-                for j in range(n):
-                    acc += minv[e, i, j] * jac[e, r, j]
-                minv_jt[i, r] = acc
-        lam_inv = np.zeros((6, 6))  # J M^-1 J^T + lambda I
+        tau0 = matvec(mass[e], posture)
+        minv_jt = matmul(minv[e], jac[e].T)  # M^-1 J^T
+        lam_inv = matmul(jac[e], minv_jt)  # J M^-1 J^T + lambda I
         for r in range(6):
-            for c in range(6):
-                acc = 0.0
-                for j in range(n):
-                    acc += jac[e, r, j] * minv_jt[j, c]
-                lam_inv[r, c] = acc + (reg if r == c else 0.0)
-        leak = np.zeros(6)  # J M^-1 tau0
-        for r in range(6):
-            acc = 0.0
-            for j in range(n):
-                acc += minv_jt[j, r] * tau0[j]
-            leak[r] = acc
+            lam_inv[r, r] += reg
+        leak = matvec(minv_jt.T, tau0)  # J M^-1 tau0
         if decouple:
-            force = _solve(lam_inv, cmd - leak)
+            force = solve(lam_inv, cmd - leak)
         else:
-            force = cmd - _solve(lam_inv, leak)
-        for j in range(n):
-            acc = 0.0
-            for r in range(6):
-                acc += jac[e, r, j] * force[r]
-            out[e, j] = tau0[j] + acc
+            force = cmd - solve(lam_inv, leak)
+        out[e] = tau0 + matvec(jac[e].T, force)
     return out
 
 

@@ -61,6 +61,7 @@ from robot_rl.controllers import shield_compiled, targets_compiled
 from robot_rl.controllers.action_spaces import Targets
 from robot_rl.controllers.arm_model import guard_points, home_data
 from robot_rl.controllers.arm_state import ArmState
+from robot_rl.controllers.compiled import arg, is_f64
 from robot_rl.controllers.ik import dls_joint_delta
 from robot_rl.controllers.xp import (
     Array,
@@ -233,8 +234,9 @@ class SafetyShield:
         """The torque layer runs compiled (``shield_compiled``) for float64 numpy inputs, from
         ``bind`` on (False: always the array version, the reference)."""
         self._packed: tuple[np.ndarray, ...] = ()
-        self._box = np.stack([lo, hi])
-        self._floor_scalars = np.array([cfg.floor_height, cfg.brake_accel_ee])
+        """The torque layer's constants as ``shield_compiled`` takes them (``bind``)."""
+        self._pose_packed: tuple[np.ndarray, ...] = ()
+        """The pose-target layer's, as ``targets_compiled.pose_targets`` takes them."""
 
     def bind(self, model: mujoco.MjModel) -> None:
         """Read the arm's collision geometry from the compiled model: the floor layer keeps
@@ -265,6 +267,8 @@ class SafetyShield:
                                       lim["tau_lim"]]), pad]).astype(np.float64),
             np.array([self.cfg.floor_height, self.cfg.brake_accel_ee, self.cfg.brake_accel,
                       self.cfg.brake_time, self.cfg.max_joint_accel], dtype=np.float64))
+        self._pose_packed = (np.stack([lim["ws_lo"], lim["ws_hi"]]), arg(lim["hand"]),
+                             np.array([self.cfg.floor_height, self.cfg.brake_accel_ee]))
         self.compiled = True
         shield_compiled.warm_up(n, len(link), int(link.max()) + 1 if len(link) else 1)
         targets_compiled.warm_up()
@@ -496,12 +500,9 @@ class SafetyShield:
         return q + v * lag, (v != v_want).any(-1), braked
 
     def _pose_targets(self, t: Targets, s: ArmState) -> tuple[Targets, Flags]:
-        if self.compiled and _is_f64(t.pos) and _is_f64(t.rot) and _is_f64(s.q):
-            c = targets_compiled.arg
-            lim = self._limits
+        if self.compiled and is_f64(t.pos) and is_f64(t.rot) and is_f64(s.q):
             pos, ws, low = targets_compiled.pose_targets(
-                c(t.pos), c(t.rot), c(s.ee_pos), c(s.ee_vel), self._box, c(lim["hand"]),
-                self._floor_scalars)
+                arg(t.pos), arg(t.rot), arg(s.ee_pos), arg(s.ee_vel), *self._pose_packed)
             return (Targets("pose", pos=pos, rot=t.rot, gripper=t.gripper),
                     {"workspace": ws, "table_floor": low})
         return self._pose_targets_reference(t, s)
@@ -538,14 +539,14 @@ class SafetyShield:
         if not self.cfg.enabled:
             return tau, {}
         assert s.mass is not None, "the torque layers need ArmState.mass"
-        if self.compiled and _is_f64(tau) and _is_f64(s.mass) and s.link_pos is not None \
+        if self.compiled and is_f64(tau) and is_f64(s.mass) and s.link_pos is not None \
                 and s.link_rot is not None:
             return self._filter_torque_compiled(tau, s)
         return self.filter_torque_reference(tau, s)
 
     def _filter_torque_compiled(self, tau: np.ndarray, s: ArmState) -> tuple[Array, Flags]:
         """``filter_torque`` in one compiled call (``shield_compiled``)."""
-        c = targets_compiled.arg
+        c = arg
         n = tau.shape[-1]
         none = np.zeros((0, n))
         link, pts, mask, limits, scalars = self._packed
@@ -646,10 +647,6 @@ class SafetyShield:
     evaluation."""
     FLOOR_PASSES = 3
     """Joint-target floor corrections per evaluation (each within the soft limits)."""
-
-
-def _is_f64(x: Array) -> bool:
-    return isinstance(x, np.ndarray) and x.dtype == np.float64
 
 
 def _approach(d: Array, a2: float) -> Array:

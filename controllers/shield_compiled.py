@@ -27,6 +27,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from robot_rl.controllers.compiled import matmul, matvec, solve
+
 FLAG_NAMES = ("workspace", "joint_limits", "joint_velocity", "table_floor", "torque")
 
 
@@ -48,45 +50,6 @@ def _guard_dot(jac: np.ndarray, v: np.ndarray, link: np.ndarray, rx: np.ndarray,
     for k in range(link.shape[0]):
         lk = link[k]
         out[k] = run[0, lk] + ry[k] * run[1, lk] - rx[k] * run[2, lk]
-
-
-def _matvec(a: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """a (m, k) @ x (k,) as loops (numba's BLAS needs scipy; these are 7x7 and smaller)."""
-    m, k = a.shape
-    out = np.zeros(m)
-    for i in range(m):
-        acc = 0.0
-        for j in range(k):
-            acc += a[i, j] * x[j]
-        out[i] = acc
-    return out
-
-
-def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """x with a x = b for a small square a (Gaussian elimination, partial pivoting)."""
-    n = a.shape[0]
-    m = a.copy()
-    x = b.copy()
-    for c in range(n):
-        p = c
-        for r in range(c + 1, n):
-            if abs(m[r, c]) > abs(m[p, c]):
-                p = r
-        if p != c:
-            for j in range(n):
-                m[c, j], m[p, j] = m[p, j], m[c, j]
-            x[c], x[p] = x[p], x[c]
-        for r in range(c + 1, n):
-            f = m[r, c] / m[c, c]
-            for j in range(c, n):
-                m[r, j] -= f * m[c, j]
-            x[r] -= f * x[c]
-    for c in range(n - 1, -1, -1):
-        acc = x[c]
-        for j in range(c + 1, n):
-            acc -= m[c, j] * x[j]
-        x[c] = acc / m[c, c]
-    return x
 
 
 def _clip_vec(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bool:
@@ -168,17 +131,11 @@ def _filter_torque(tau_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np
         drive = np.empty(n)
         for j in range(n):
             drive[j] = tau[e, j] + drift[e, j] if has_drift else tau[e, j]
-        for i in range(n):
-            acc = 0.0
-            for j in range(n):
-                acc += minv[e, i, j] * drive[j]
-            qdd0[e, i] = acc
+        qdd0[e] = matvec(minv[e], drive)
         ws = False
+        xdd0 = matvec(jac[e, :3], qdd0[e])
         for r in range(3):
-            xr = 0.0
-            for j in range(n):
-                xr += jac[e, r, j] * qdd0[e, j]
-            if (r < 2 and xr < ee_lo[e, r]) or xr > ee_hi[e, r]:
+            if (r < 2 and xdd0[r] < ee_lo[e, r]) or xdd0[r] > ee_hi[e, r]:
                 ws = True
         jl = jv = False
         for j in range(n):
@@ -200,25 +157,13 @@ def _filter_torque(tau_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np
             any_hit = False
             for e in range(E):
                 jp = jac[e, :3]
-                minv_jt = np.zeros((n, 3))  # M^-1 J^T
-                for i in range(n):
-                    for r in range(3):
-                        acc = 0.0
-                        for j in range(n):
-                            acc += minv[e, i, j] * jp[r, j]
-                        minv_jt[i, r] = acc
-                lam_inv = np.zeros((3, 3))  # J M^-1 J^T
-                for r in range(3):
-                    for c in range(3):
-                        acc = 0.0
-                        for j in range(n):
-                            acc += jp[r, j] * minv_jt[j, c]
-                        lam_inv[r, c] = acc
-                xdd = _matvec(jp, qdd[e])
+                minv_jt = matmul(minv[e], jp.T)  # M^-1 J^T
+                lam_inv = matmul(jp, minv_jt)  # J M^-1 J^T
+                xdd = matvec(jp, qdd[e])
                 xdd_c = xdd.copy()
                 if _clip_vec(xdd_c, ee_lo[e], ee_hi[e]):
-                    fix = _solve(lam_inv, xdd_c - xdd)
-                    qdd[e] += _matvec(minv_jt, fix)
+                    fix = solve(lam_inv, xdd_c - xdd)
+                    qdd[e] += matvec(minv_jt, fix)
                 _guard_dot(jac[e], qdd[e], guard_link, grx[e], gry[e], dots)
                 best, kb = -np.inf, 0
                 for k in range(K):
@@ -230,7 +175,7 @@ def _filter_torque(tau_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np
                 for j in range(n):
                     row[j] = (jac[e, 2, j] + gry[e, kb] * jac[e, 3, j]
                               - grx[e, kb] * jac[e, 4, j]) * guard_mask[kb, j]
-                minv_row = _matvec(minv[e], row)
+                minv_row = matvec(minv[e], row)
                 den = 0.0
                 for j in range(n):
                     den += row[j] * minv_row[j]
@@ -238,17 +183,17 @@ def _filter_torque(tau_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np
                 for j in range(n):
                     qdd[e, j] = qdd[e, j] + minv_row[j] * (short * gain)
                 hit_q = _clip_vec(qdd[e], acc_lo[e], acc_hi[e])
-                want = tau[e] + _matvec(mass[e], qdd[e] - qdd0[e])
+                want = tau[e] + matvec(mass[e], qdd[e] - qdd0[e])
                 got = want.copy()
                 hit_t = _clip_vec(got, tau_lo[e], tau_hi[e])
                 if hit_q or hit_t:
                     any_hit = True
                 if hit_t:
-                    qdd[e] += _matvec(minv[e], got - want)
+                    qdd[e] += matvec(minv[e], got - want)
             if not any_hit:
                 break
         for e in range(E):
-            tau[e] = tau[e] + _matvec(mass[e], qdd[e] - qdd0[e])
+            tau[e] = tau[e] + matvec(mass[e], qdd[e] - qdd0[e])
     for e in range(E):
         for j in range(n):
             y = min(max(tau[e, j], tau_lo[e, j]), tau_hi[e, j])
@@ -261,8 +206,6 @@ def _filter_torque(tau_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np
 _approach = numba.njit(nogil=True, cache=True, inline="always")(_approach)
 _guard_dot = numba.njit(nogil=True, cache=True)(_guard_dot)
 _clip_vec = numba.njit(nogil=True, cache=True)(_clip_vec)
-_matvec = numba.njit(nogil=True, cache=True)(_matvec)
-_solve = numba.njit(nogil=True, cache=True)(_solve)
 filter_torque = numba.njit(nogil=True, cache=True)(_filter_torque)
 
 
@@ -272,10 +215,6 @@ def warm_up(n: int, k: int, links: int) -> None:
     eye = np.broadcast_to(np.eye(n), (1, n, n)).copy()
     filter_torque(z((1, n)), z((1, n)), z((1, n)), z((1, 3)), z((1, 6, n)), eye, eye.copy(),
                   z((0, n)), z((1, n)), z((1, links, 3)), z((1, links, 3, 3)),
-                  np.zeros(k, dtype=np.int64), z((k, 3)), np.ones((k, n)), z((6, n)),
-                  np.array([0.0, 1.0, 1.0, 1.0, 1.0]), 1, 1e-9)
-    filter_torque(z((1, n)), z((1, n)), z((1, n)), z((1, 3)), z((1, 6, n)), eye, eye.copy(),
-                  z((1, n)), z((0, n)), z((1, links, 3)), z((1, links, 3, 3)),
                   np.zeros(k, dtype=np.int64), z((k, 3)), np.ones((k, n)), z((6, n)),
                   np.array([0.0, 1.0, 1.0, 1.0, 1.0]), 1, 1e-9)
 

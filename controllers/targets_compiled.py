@@ -17,15 +17,6 @@ import numba
 import numpy as np
 
 
-def arg(x: np.ndarray) -> np.ndarray:
-    """``x`` as the compiled functions' argument type: C-contiguous and writeable float64 (a
-    read-only or strided array is another numba signature, compiled at its first call: in a
-    control loop, a stall of seconds), copied only when it is not one already."""
-    if x.flags.c_contiguous and x.flags.writeable and x.dtype == np.float64:
-        return x
-    return np.array(x, dtype=np.float64, order="C")
-
-
 @numba.njit(nogil=True, cache=True)
 def axis_angle_to_mat(rv: np.ndarray) -> np.ndarray:
     E = rv.shape[0]

@@ -1,0 +1,83 @@
+"""Shared pieces of the compiled control path (``osc_compiled``, ``shield_compiled``,
+``targets_compiled``): which inputs take it, how they are handed over, and the small linear
+algebra its kernels need, as numba loops (numba's own ``np.dot`` and ``np.linalg`` need
+scipy's BLAS; these matrices are 7x7 and smaller).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+
+
+def is_f64(x: Any) -> bool:
+    """``x`` is a float64 numpy array: the compiled path's input (torch tensors and float32
+    take the array reference)."""
+    return isinstance(x, np.ndarray) and x.dtype == np.float64
+
+
+def arg(x: np.ndarray) -> np.ndarray:
+    """``x`` as the compiled functions' argument type: C-contiguous and writeable float64 (a
+    read-only or strided array is another numba signature, compiled at its first call: in a
+    control loop, a stall of seconds), copied only when it is not one already."""
+    if x.flags.c_contiguous and x.flags.writeable and x.dtype == np.float64:
+        return x
+    return np.array(x, dtype=np.float64, order="C")
+
+
+@numba.njit(nogil=True, cache=True)
+def matvec(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """a (m, k) @ x (k,), summed in order over k."""
+    m, k = a.shape
+    out = np.zeros(m)
+    for i in range(m):
+        acc = 0.0
+        for j in range(k):
+            acc += a[i, j] * x[j]
+        out[i] = acc
+    return out
+
+
+@numba.njit(nogil=True, cache=True)
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a (m, k) @ b (k, p), summed in order over k (either may be a transposed view)."""
+    m, k = a.shape
+    p = b.shape[1]
+    out = np.zeros((m, p))
+    for i in range(m):
+        for c in range(p):
+            acc = 0.0
+            for j in range(k):
+                acc += a[i, j] * b[j, c]
+            out[i, c] = acc
+    return out
+
+
+@numba.njit(nogil=True, cache=True)
+def solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x with a x = b for a small square a (Gaussian elimination, partial pivoting)."""
+    n = a.shape[0]
+    m = a.copy()
+    x = b.copy()
+    for c in range(n):
+        p = c
+        for r in range(c + 1, n):
+            if abs(m[r, c]) > abs(m[p, c]):
+                p = r
+        if p != c:
+            for j in range(n):
+                m[c, j], m[p, j] = m[p, j], m[c, j]
+            x[c], x[p] = x[p], x[c]
+        for r in range(c + 1, n):
+            f = m[r, c] / m[c, c]
+            for j in range(c, n):
+                m[r, j] -= f * m[c, j]
+            x[r] -= f * x[c]
+    for c in range(n - 1, -1, -1):
+        acc = x[c]
+        for j in range(c + 1, n):
+            acc -= m[c, j] * x[j]
+        x[c] = acc / m[c, c]
+    return x
