@@ -18,13 +18,13 @@ def is_f64(x: Any) -> bool:
     return isinstance(x, np.ndarray) and x.dtype == np.float64
 
 
-def arg(x: np.ndarray) -> np.ndarray:
-    """``x`` as the compiled functions' argument type: C-contiguous and writeable float64 (a
+def arg(x: np.ndarray, dtype: type = np.float64) -> np.ndarray:
+    """``x`` as the compiled functions' argument type: C-contiguous and writeable ``dtype`` (a
     read-only or strided array is another numba signature, compiled at its first call: in a
     control loop, a stall of seconds), copied only when it is not one already."""
-    if x.flags.c_contiguous and x.flags.writeable and x.dtype == np.float64:
+    if x.flags.c_contiguous and x.flags.writeable and x.dtype == dtype:
         return x
-    return np.array(x, dtype=np.float64, order="C")
+    return np.array(x, dtype=dtype, order="C")
 
 
 @numba.njit(nogil=True, cache=True)

@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING
 import mujoco
 import numpy as np
 
-from robot_rl.controllers import shield_compiled, targets_compiled
+from robot_rl.controllers import actions_compiled, shield_compiled, targets_compiled
 from robot_rl.controllers.action_spaces import Targets
 from robot_rl.controllers.arm_model import guard_points, home_data
 from robot_rl.controllers.arm_state import ArmState
@@ -96,6 +96,9 @@ LAYERS = ("nan_guard", "action_bounds", "rate_limit", "workspace", "joint_limits
 """Shield layers in the order they are applied."""
 
 Flags = dict[str, Array]
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+"""The dtypes the compiled action layers take (numpy; their own precision)."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -231,8 +234,9 @@ class SafetyShield:
         self._lag = float(self._c.numpy("lag").max())
         """The slowest joint's PD time constant kd/kp, for end-effector stopping distances."""
         self.compiled = False
-        """The torque layer runs compiled (``shield_compiled``) for float64 numpy inputs, from
-        ``bind`` on (False: always the array version, the reference)."""
+        """The action, pose-target and torque layers run compiled (``actions_compiled``,
+        ``targets_compiled``, ``shield_compiled``) for float64 numpy inputs, from ``bind`` on
+        (False: always the array versions, the reference)."""
         self._packed: tuple[np.ndarray, ...] = ()
         """The torque layer's constants as ``shield_compiled`` takes them (``bind``)."""
         self._pose_packed: tuple[np.ndarray, ...] = ()
@@ -272,6 +276,7 @@ class SafetyShield:
         self.compiled = True
         shield_compiled.warm_up(n, len(link), int(link.max()) + 1 if len(link) else 1)
         targets_compiled.warm_up()
+        actions_compiled.warm_up()
 
     def limits(self, x: Array) -> dict[str, Array]:
         """The shield's limits and the law's gains as arrays like ``x`` (cached per kind):
@@ -284,6 +289,23 @@ class SafetyShield:
     def filter_action(self, action: Array, prev: Array) -> tuple[Array, Array, Flags]:
         """(action, hold, flags): finite, bounded, rate-limited actions (E, A); ``hold`` (E,)
         marks robots whose action had NaN/inf (their returned row is ``prev``)."""
+        dtype = getattr(action, "dtype", None)
+        if self.compiled and dtype in _FLOATS and isinstance(action, np.ndarray) \
+                and isinstance(prev, np.ndarray) and prev.dtype == dtype:
+            d = self.cfg.max_action_delta
+            rate = d is not None and self.cfg.enabled
+            t = dtype.type
+            out, hold, bounds, limited = actions_compiled.filter_action(
+                arg(action, t), arg(prev, t), t(d) if rate else t(-1.0))
+            flags = {"nan_guard": hold, "action_bounds": bounds}
+            if rate:
+                flags["rate_limit"] = limited
+            return out, hold, flags
+        return self.filter_action_reference(action, prev)
+
+    def filter_action_reference(self, action: Array, prev: Array
+                                ) -> tuple[Array, Array, Flags]:
+        """``filter_action`` as array operations (the reference; the torch path)."""
         xp = namespace(action)
         finite = xp.isfinite(action)
         if bool(finite.all()):
