@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -59,13 +59,39 @@ class Args:
     """Folder of the runs, curves and figure."""
     seed: int = 0
     """Seed of both learners."""
+    recipe: Literal["default", "demo"] = "default"
+    """Our SAC: default (256-unit networks, one gradient step per 16 env steps, learning rates
+    3e-4) or demo (make demo's: 128-unit networks, two gradient steps, learning rates 1e-3)."""
+    threads: int | None = 1
+    """Our learner's CPU threads (TrainConfig.threads; None: one per core, as before
+    2026-11-25)."""
+
+
+DEMO_SAC = {"actor_hidden": (128, 128), "critic_hidden": (128, 128), "updates_per_step": 2,
+            "actor_lr": 1e-3, "critic_lr": 1e-3}
+"""make demo's SAC settings (the Makefile's DEMO_SAC, as flags; a test keeps them equal)."""
+DEMO_SAFETY_HIDDEN = (128, 128)
+"""make demo's safety-critic hidden sizes."""
+
+
+def demo_flags() -> list[str]:
+    """The ``robot-rl train`` flags of the demo recipe."""
+    flags = []
+    for name, value in DEMO_SAC.items():
+        flags += [f"--sac.{name.replace('_', '-')}",
+                  *(str(v) for v in (value if isinstance(value, tuple) else (value,)))]
+    return flags + ["--safety-critic.hidden", *(str(v) for v in DEMO_SAFETY_HIDDEN)]
 
 
 def run_ours(args: Args) -> tuple[list[dict[str, float]], Path]:
     cfg = TrainConfig(task="reach", safety=args.safety, time_budget=args.budget,  # type: ignore[arg-type]
                       target_success=args.target, eval_every=16_000,
                       eval_episodes=args.eval_episodes, runs_dir=args.out, run_name="ours",
-                      seed=args.seed, save_replay=False, checkpoint_every=1e9)
+                      seed=args.seed, save_replay=False, checkpoint_every=1e9,
+                      threads=args.threads)
+    if args.recipe == "demo":
+        cfg.sac = dataclasses.replace(cfg.sac, **DEMO_SAC)  # type: ignore[arg-type]
+        cfg.safety_critic = dataclasses.replace(cfg.safety_critic, hidden=DEMO_SAFETY_HIDDEN)
     runner = Runner(cfg)
     return runner.train(), runner.run_dir
 
@@ -154,7 +180,9 @@ def student_figures(run_dir: Path, console: Console, reuse: bool) -> dict[str, A
 def main(args: Args) -> None:
     console = Console(width=max(120, Console().width))
     console.print(f"[bold]reach: wall clock to {args.target:.0%} success[/bold] "
-                  f"(budget {args.budget:g} s each, {torch.get_num_threads()} torch threads)")
+                  f"(budget {args.budget:g} s each; ours: recipe {args.recipe}, threads "
+                  f"{args.threads or 'one per core'}; SB3: {torch.get_num_threads()} torch "
+                  f"threads)")
     if args.reuse:
         from robot_rl.runner import read_curve
 

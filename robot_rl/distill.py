@@ -33,6 +33,7 @@ from robot_rl.runner import load_agent, make_train_env
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.vec_env import VecEnv, check_vec_env
+from robot_rl.training_loop import torch_threads
 
 STUDENT_FILE = "student.pt"
 STUDENT_FORMAT = "robot_rl.student"
@@ -105,30 +106,33 @@ def distill(cfg: DistillConfig, console: Console | None = None, env: VecEnv | No
         raise ConfigError("iterations, grad_steps and num_envs must be >= 1")
     ckpt = resolve_checkpoint(cfg.run)
     agent, train_cfg, _ = load_agent(ckpt)
-    torch.manual_seed(cfg.seed)
-    teacher = teacher_policy(agent)
-    if env is None:
-        env = make_train_env(train_cfg, cfg.num_envs, cfg.seed + 20_000, dr=cfg.dr)
-    check_vec_env(env)
-    student = DeployPolicy(ObsNorm(teacher.norm.mean, teacher.norm.std, teacher.norm.clip),
-                           student_net(env.obs_dim, env.act_dim, cfg.hidden))
-    loss, samples = dagger(env, teacher, student, cfg, console)
+    with torch_threads(train_cfg.threads):  # the teacher run's CPU threads
+        torch.manual_seed(cfg.seed)
+        teacher = teacher_policy(agent)
+        if env is None:
+            env = make_train_env(train_cfg, cfg.num_envs, cfg.seed + 20_000, dr=cfg.dr)
+        check_vec_env(env)
+        norm = ObsNorm(teacher.norm.mean, teacher.norm.std, teacher.norm.clip)
+        student = DeployPolicy(norm, student_net(env.obs_dim, env.act_dim, cfg.hidden))
+        loss, samples = dagger(env, teacher, student, cfg, console)
 
-    t_res = s_res = None
-    if cfg.eval_episodes > 0:
-        if eval_env is None:
-            eval_env = make_train_env(train_cfg, min(cfg.eval_episodes, 32),
-                                      cfg.seed + 30_000, dr=cfg.dr)
-        t_res = evaluate(module_policy(teacher), eval_env, cfg.eval_episodes, seed=cfg.seed)
-        s_res = evaluate(module_policy(student), eval_env, cfg.eval_episodes, seed=cfg.seed)
-    path = run_dir_of(ckpt) / STUDENT_FILE
-    report = DistillReport(t_res, s_res, loss, samples, path)
-    save_atomic({"format": STUDENT_FORMAT, "hidden": list(cfg.hidden), "obs_dim": env.obs_dim,
-                 "act_dim": env.act_dim, "clip": student.norm.clip,
-                 "state_dict": student.state_dict(),
-                 "dr": cfg.dr, "final_loss": report.final_loss,
-                 "teacher_success": None if t_res is None else t_res.success_rate,
-                 "student_success": None if s_res is None else s_res.success_rate}, path)
+        t_res = s_res = None
+        if cfg.eval_episodes > 0:
+            if eval_env is None:
+                eval_env = make_train_env(train_cfg, min(cfg.eval_episodes, 32),
+                                          cfg.seed + 30_000, dr=cfg.dr)
+            t_res = evaluate(module_policy(teacher), eval_env, cfg.eval_episodes,
+                             seed=cfg.seed)
+            s_res = evaluate(module_policy(student), eval_env, cfg.eval_episodes,
+                             seed=cfg.seed)
+        path = run_dir_of(ckpt) / STUDENT_FILE
+        report = DistillReport(t_res, s_res, loss, samples, path)
+        save_atomic({"format": STUDENT_FORMAT, "hidden": list(cfg.hidden),
+                     "obs_dim": env.obs_dim, "act_dim": env.act_dim, "clip": student.norm.clip,
+                     "state_dict": student.state_dict(),
+                     "dr": cfg.dr, "final_loss": report.final_loss,
+                     "teacher_success": None if t_res is None else t_res.success_rate,
+                     "student_success": None if s_res is None else s_res.success_rate}, path)
     return student, report
 
 

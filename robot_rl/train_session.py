@@ -118,7 +118,8 @@ class TrainSession:
         self.runner = runner
         cfg = runner.cfg
         self.window = TrainWindow()
-        self.rules = StopRules(cfg.target_success, cfg.time_budget, cfg.checkpoint_every)
+        self.rules = StopRules(cfg.target_success, cfg.time_budget, cfg.checkpoint_every,
+                               cfg.target_evals)
         self.stop_reason = "total_steps reached"
         self.evaluated = False
         """Whether the last ``tick`` evaluated (an env shared with evaluation needs a reset)."""
@@ -160,7 +161,15 @@ class TrainSession:
         r.console.print(f"stopped: {self.stop_reason}. {r.env_steps:,} env steps in "
                         f"{r.elapsed:.0f} s; last eval success {last['success_rate']:.0%},"
                         f" episode cost {last['episode_cost']:.2f}; training cost "
-                        f"{r.train_cost:,.0f}. Checkpoint: {r.run_dir / CHECKPOINT}")
+                        f"{r.train_cost:,.0f}. Checkpoint: {r.run_dir / CHECKPOINT}",
+                        soft_wrap=True)
+        if (short := self.rules.short_of_target(last["success_rate"])) is not None:
+            more = "" if r.cfg.time_budget is None else \
+                f" --time-budget {2 * r.cfg.time_budget:g}"
+            r.console.print(f"[bold red]{short}[/]: the policy is not yet as good as asked. "
+                            f"Train on from here with:")
+            r.console.print(f"  robot-rl train --resume {r.run_dir}{more} --target-success "
+                            f"{r.cfg.target_success:g}", soft_wrap=True, highlight=False)
 
     def check_interrupt(self) -> None:
         """Raise KeyboardInterrupt if Ctrl-C was pressed (the checkpoint is then written)."""

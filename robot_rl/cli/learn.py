@@ -53,6 +53,9 @@ class EvalConfig:
     """Video height [px]."""
     seed: int = 100
     """Seed of the evaluation episodes."""
+    min_success: float | None = None
+    """Exit with status 1 when the success rate is below this (a check for scripts and CI;
+    make demo checks its artifact with 0.95)."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -142,6 +145,8 @@ def eval_cmd(cfg: EvalConfig) -> None:
     console = Console()
     if cfg.episodes < 1 or cfg.num_envs < 1:
         raise ConfigError("--episodes and --num-envs must be >= 1")
+    if cfg.min_success is not None and not 0.0 <= cfg.min_success <= 1.0:
+        raise ConfigError(f"--min-success is a rate in [0, 1], got {cfg.min_success}")
     artifact = (cfg.path / "policy.json").is_file()
     state = None if artifact else load_checkpoint(cfg.path)
     kind = "artifact" if state is None else str(state.get("kind", "sac"))
@@ -229,6 +234,13 @@ def eval_cmd(cfg: EvalConfig) -> None:
     if writer is not None:
         table.add_row("video", f"{cfg.video} ({writer.frames} frames)")
     console.print(table)
+    if cfg.min_success is not None:
+        met = result.success_rate >= cfg.min_success
+        console.print(f"success {result.success_rate:.1%} "
+                      f"{'meets' if met else '[bold red]is below[/]'} the required "
+                      f"{cfg.min_success:.0%}")
+        if not met:
+            raise SystemExit(1)
 
 
 def _checkpoint_kind(path: Path) -> str:

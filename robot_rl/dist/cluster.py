@@ -127,8 +127,9 @@ class RayTraining:
             saved = type(cfg).from_saved(load_checkpoint(cfg.resume)["config"])
             cfg = dataclasses.replace(
                 saved, total_steps=cfg.total_steps, time_budget=cfg.time_budget,
-                target_success=cfg.target_success, ray=cfg.ray, env_runners=cfg.env_runners,
-                dist=cfg.dist, runs_dir=Path(cfg.resume).parent,
+                target_success=cfg.target_success, target_evals=cfg.target_evals,
+                threads=cfg.threads, ray=cfg.ray,
+                env_runners=cfg.env_runners, dist=cfg.dist, runs_dir=Path(cfg.resume).parent,
                 run_name=Path(cfg.resume).name, resume=None)
         cfg = dataclasses.replace(cfg, run_name=run_name(cfg))
         if isinstance(cfg, RobotFinetuneConfig):

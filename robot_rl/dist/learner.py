@@ -36,6 +36,7 @@ from robot_rl.finetune import FinetuneConfig, FinetuneRunner
 from robot_rl.finetune.demos import add_transitions
 from robot_rl.runner import Runner, TrainConfig
 from robot_rl.train_session import TrainSession
+from robot_rl.training_loop import torch_threads
 
 
 class RunnerPool(Protocol):
@@ -72,7 +73,8 @@ class DistributedTraining:
         owed, version = 0.0, 0
         stats = LoopStats(env_runners=pool.size)
         pool.publish(acting_state(self.agent), version)
-        with TrainSession(self, lagrange_batch=cfg.num_envs * pool.size) as session:
+        with torch_threads(cfg.threads), \
+                TrainSession(self, lagrange_batch=cfg.num_envs * pool.size) as session:
             self.console.print(f"run dir: {self.run_dir}\nlearner on {cfg.device}; "
                                f"{pool.size} env-runners x {cfg.num_envs} envs of "
                                f"{cfg.task}, rollouts of {cfg.dist.collect_steps} steps; "

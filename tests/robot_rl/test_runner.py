@@ -143,3 +143,60 @@ def test_a_robot_fine_tuning_run_loads_as_its_base_config(tmp_path):
     x = torch.zeros(1, 30)
     torch.testing.assert_close(loaded.act(x, deterministic=True, gate=False).action,
                                agent.act(x, deterministic=True, gate=False).action)
+
+
+class _ThreadRecordingRunner(Runner):
+    """Records torch's thread count at every gradient update."""
+
+    seen: set[int]
+
+    def learn(self) -> dict[str, float]:
+        self.seen.add(torch.get_num_threads())
+        return super().learn()
+
+
+def test_learner_threads_and_a_run_that_stops_short_of_its_target(tmp_path, cli):
+    from io import StringIO
+
+    from rich.console import Console
+
+    with pytest.raises(Exception, match="threads must be >= 1"):
+        tiny_config(tmp_path, threads=0).validate()
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        out = StringIO()
+        runner = _ThreadRecordingRunner(tiny_config(tmp_path, threads=1, target_success=1.0,
+                                                    time_budget=600.0),
+                                        console=Console(file=out, width=200))
+        runner.seen = set()
+        runner.train()
+        assert runner.seen == {1}  # the learner's count while training ...
+        assert torch.get_num_threads() == 2  # ... and the caller's restored after it
+    finally:
+        torch.set_num_threads(before)
+    text = out.getvalue()
+    assert "target success 100% not reached (last evaluation 0%)" in text
+    assert f"robot-rl train --resume {tmp_path / 'tiny'} --time-budget 1200" in text
+
+    # the same policy through ``robot-rl eval --min-success``: status 1 below it, 0 at it
+    run = str(tmp_path / "tiny")
+    low = cli("eval", run, "--episodes", "2", "--num-envs", "2", "--min-success", "0.5")
+    assert low.returncode == 1 and "is below the required 50%" in low.stdout
+    ok = cli("eval", run, "--episodes", "2", "--num-envs", "2", "--min-success", "0")
+    assert ok.returncode == 0 and "meets the required 0%" in ok.stdout
+    bad = cli("eval", run, "--min-success", "95")
+    assert bad.returncode == 2 and "rate in [0, 1]" in bad.stderr
+
+
+def test_the_target_must_hold_for_target_evals_evaluations_in_a_row():
+    from robot_rl.training_loop import StopRules
+
+    rules = StopRules(0.95, None, 1e9, target_evals=2)
+    got = [rules.target_reached(x) for x in (0.97, 0.90, 0.97, 1.0)]
+    assert got == [None, None, None, "target success 95% reached in 2 evaluations in a row"]
+    once = StopRules(0.95, None, 1e9)
+    assert once.target_reached(0.95) == "target success 95% reached"
+    assert StopRules(None, None, 1e9, target_evals=3).target_reached(1.0) is None
+    with pytest.raises(ValueError, match="target_evals"):
+        StopRules(0.95, None, 1e9, target_evals=0)
