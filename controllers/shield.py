@@ -57,7 +57,12 @@ from typing import TYPE_CHECKING
 import mujoco
 import numpy as np
 
-from robot_rl.controllers import actions_compiled, shield_compiled, targets_compiled
+from robot_rl.controllers import (
+    actions_compiled,
+    joint_targets_compiled,
+    shield_compiled,
+    targets_compiled,
+)
 from robot_rl.controllers.action_spaces import Targets
 from robot_rl.controllers.arm_model import guard_points, home_data
 from robot_rl.controllers.arm_state import ArmState
@@ -234,13 +239,16 @@ class SafetyShield:
         self._lag = float(self._c.numpy("lag").max())
         """The slowest joint's PD time constant kd/kp, for end-effector stopping distances."""
         self.compiled = False
-        """The action, pose-target and torque layers run compiled (``actions_compiled``,
-        ``targets_compiled``, ``shield_compiled``) for float64 numpy inputs, from ``bind`` on
-        (False: always the array versions, the reference)."""
+        """The action, joint-target, pose-target and torque layers run compiled
+        (``actions_compiled``, ``joint_targets_compiled``, ``targets_compiled``,
+        ``shield_compiled``) for numpy inputs (float64; the action layers also float32), from
+        ``bind`` on (False: always the array versions, the reference)."""
         self._packed: tuple[np.ndarray, ...] = ()
         """The torque layer's constants as ``shield_compiled`` takes them (``bind``)."""
         self._pose_packed: tuple[np.ndarray, ...] = ()
         """The pose-target layer's, as ``targets_compiled.pose_targets`` takes them."""
+        self._joint_packed: tuple[np.ndarray, ...] = ()
+        """The joint-target layers', as ``joint_targets_compiled.joint_targets`` takes them."""
 
     def bind(self, model: mujoco.MjModel) -> None:
         """Read the arm's collision geometry from the compiled model: the floor layer keeps
@@ -273,8 +281,18 @@ class SafetyShield:
                       self.cfg.brake_time, self.cfg.max_joint_accel], dtype=np.float64))
         self._pose_packed = (np.stack([lim["ws_lo"], lim["ws_hi"]]), arg(lim["hand"]),
                              np.array([self.cfg.floor_height, self.cfg.brake_accel_ee]))
+        gains = [np.broadcast_to(np.asarray(lim[k], dtype=np.float64), (n,))
+                 for k in ("kp", "kd")]
+        self._joint_packed = (
+            self._packed[0], self._packed[1], self._packed[2],
+            np.concatenate([np.stack([lim["soft_lo"], lim["soft_hi"], lim["qd_lim"],
+                                      lim["tau_lim"], *gains]), pad]).astype(np.float64),
+            np.array([self.cfg.floor_height, self.cfg.brake_accel_ee, self.cfg.brake_accel,
+                      self.cfg.max_joint_accel, self.dt, self._lag], dtype=np.float64))
         self.compiled = True
-        shield_compiled.warm_up(n, len(link), int(link.max()) + 1 if len(link) else 1)
+        links = int(link.max()) + 1 if len(link) else 1
+        shield_compiled.warm_up(n, len(link), links)
+        joint_targets_compiled.warm_up(n, len(link), links)
         targets_compiled.warm_up()
         actions_compiled.warm_up()
 
@@ -383,6 +401,31 @@ class SafetyShield:
 
     def _joint_targets(self, t: Targets, s: ArmState, track: JointTrack | None
                        ) -> tuple[Targets, Flags]:
+        if self.compiled and is_f64(t.joint) and is_f64(s.q) and s.link_pos is not None \
+                and s.link_rot is not None and (track is None or is_f64(track.v)):
+            return self._joint_targets_compiled(t, s, track)
+        return self._joint_targets_reference(t, s, track)
+
+    def _joint_targets_compiled(self, t: Targets, s: ArmState, track: JointTrack | None
+                                ) -> tuple[Targets, Flags]:
+        """``_joint_targets`` in one compiled call (``joint_targets_compiled``)."""
+        c = arg
+        assert t.joint is not None and s.link_pos is not None and s.link_rot is not None
+        n = s.q.shape[-1]
+        none = np.zeros((0, n))
+        qt, v, fl = joint_targets_compiled.joint_targets(
+            c(t.joint), c(s.q), c(s.qd), c(s.ee_pos), c(s.jac),
+            none if s.gravity is None else c(s.gravity), c(s.link_pos), c(s.link_rot),
+            none if track is None else c(track.v), *self._joint_packed, self.FLOOR_PASSES)
+        if track is not None:
+            track.v = v
+        flags = {name: fl[:, i] for i, name in enumerate(joint_targets_compiled.FLAG_NAMES)}
+        return Targets("joint", joint=qt, gripper=t.gripper), flags
+
+    def _joint_targets_reference(self, t: Targets, s: ArmState, track: JointTrack | None
+                                 ) -> tuple[Targets, Flags]:
+        """``_joint_targets`` as array operations (numpy or torch): the reference the
+        compiled version is tested against, and the path for torch tensors."""
         xp = namespace(s.q)
         c = self._c(s.q)
         q, qd, qt = s.q, s.qd, t.joint

@@ -34,7 +34,7 @@ import torch
 from robot_rl.controllers import LAYERS, Targets
 from robot_rl.controllers.arm_model import home_data
 from robot_rl.controllers.arm_state import ArmState
-from robot_rl.controllers.pipeline import ActionPipeline, make_action_pipeline
+from robot_rl.controllers.pipeline import ActionPipeline, ControlStep, make_action_pipeline
 from robot_rl.errors import ConfigError
 from robot_rl.robots import RobotSpec, compile_spec, get_robot
 from robot_rl.sim.backends import make_backend
@@ -80,6 +80,11 @@ class BatchedEnv:
                                     what=f"task {cfg.name!r} with robot {cfg.robot!r}")
         self.device = self.backend.device
         dev, dtype = self.backend.device, self.backend.dtype
+        self.numpy_control = self.device.type == "cpu"
+        """The control path (shield, action space, controller) runs on numpy views of the
+        state, so its compiled layers replace hundreds of small torch operations (the CPU
+        backend's default; False: on torch tensors, as on a GPU). Set it before a ``reset``:
+        the pipeline's per-env memory is of the kind it last acted on."""
         self.act_dim = self.pipeline.dim
         arm_ids = [self.model.actuator(n).id for n in self.robot.actuator_names]
         self.arm_actuator_ids = arm_ids
@@ -209,11 +214,11 @@ class BatchedEnv:
         # Actions reach the robot after the action delay; the shield sits on the robot side.
         arm = state.arm_state(mass=self._inner)
         held = None if hold is None else hold.to(self.device, torch.bool)
-        control = self.pipeline.act(self._delayed(action), state.action, arm, held)
+        control = self._act(self._delayed(action), arm, held)
         invalid, flags, targets = control.invalid, control.flags, control.targets
         self.invalid_action_count += invalid
         if targets.gripper is not None:
-            state.backend.ctrl[:, self._gripper_col] = targets.gripper[:, 0]
+            state.backend.ctrl[:, self._gripper_col] = _tensor(targets.gripper[:, 0])
         state.prev_action = state.action
         state.action = control.action
         if self._inner:
@@ -221,7 +226,10 @@ class BatchedEnv:
         else:
             # in-model laws take the joint targets; direct torques with the shield off pass
             iface = "position" if self.pipeline.in_model else "effort"
-            state.backend.ctrl[:, self._arm_cols] = self.pipeline.command(targets, arm, iface)[0]
+            if self.numpy_control:
+                targets, arm = targets.numpy(), arm.numpy()
+            command = self.pipeline.command(targets, arm, iface)[0]
+            state.backend.ctrl[:, self._arm_cols] = _tensor(command)
             self.backend.step(cfg.decimation, current_sensors=self._current_sensors)
         state.episode_step += 1
         safety = {name: flags.get(name, self._no_flag) for name in LAYERS}
@@ -319,6 +327,21 @@ class BatchedEnv:
 
     # -- internals -------------------------------------------------------------------------
 
+    def _act(self, action: torch.Tensor, arm: ArmState, held: torch.Tensor | None
+             ) -> ControlStep:
+        """``pipeline.act`` on the step's actions; on the CPU on numpy views of the state, so
+        the shield's layers run compiled (one call each, not ~150 torch operations), with the
+        applied action, the targets and the flags handed back as tensors."""
+        if not self.numpy_control:
+            return self.pipeline.act(action, self.state.action, arm, held)
+        c = self.pipeline.act(action.numpy(), self.state.action.numpy(), arm.numpy(),
+                              None if held is None else held.numpy())
+        t = c.targets
+        targets = Targets(t.kind, *(None if x is None else _tensor(x)
+                                    for x in (t.joint, t.pos, t.rot, t.gripper)))
+        return ControlStep(_tensor(c.action), targets, _tensor(c.invalid), _tensor(c.held),
+                           {name: _tensor(f) for name, f in c.flags.items()})
+
     def _step_torque(self, targets: Targets, arm: ArmState, flags: dict) -> None:
         """Run the pipeline's torque stage (controller, then the shield's torque layers) every
         ``substeps`` physics steps over one control period, OR-ing the layers' flags into
@@ -328,7 +351,7 @@ class BatchedEnv:
         of torch's per-operation dispatch cost (it runs at the physics rate).
         """
         ctrl, k = self.state.backend.ctrl, self.pipeline.substeps
-        cpu = self.device.type == "cpu"
+        cpu = self.numpy_control
         if cpu:
             targets = targets.numpy()
         n = self.cfg.decimation // k
@@ -415,7 +438,10 @@ class BatchedEnv:
                 (g.closed_ctrl + g.open_ctrl) / 2
         self.task.reset(s, ids, cfg, self.gen)
         self.backend.forward(ids)
-        self.pipeline.reset(ids, s.joint_pos)
+        if self.numpy_control:  # the pipeline's memory is of the kind it acts on
+            self.pipeline.reset(ids.numpy(), s.joint_pos.numpy())
+        else:
+            self.pipeline.reset(ids, s.joint_pos)
         s.episode_step[ids] = 0
         s.action[ids] = 0.0
         s.prev_action[ids] = 0.0
@@ -431,6 +457,11 @@ class BatchedEnv:
         return (f"BatchedEnv(task={self.cfg.name!r}, robot={self.cfg.robot!r}, "
                 f"num_envs={self.num_envs}, obs_dim={self.obs_dim}, act_dim={self.act_dim}, "
                 f"control_hz={1.0 / self.control_dt:g})")
+
+
+def _tensor(x: np.ndarray | torch.Tensor) -> torch.Tensor:
+    """A numpy result of the control path as a tensor (zero-copy); tensors pass through."""
+    return torch.from_numpy(x) if isinstance(x, np.ndarray) else x
 
 
 def robot_bodies(model: mujoco.MjModel, robot: RobotSpec) -> list[int]:
