@@ -77,10 +77,10 @@ def _ee_box(jac: np.ndarray, qd: np.ndarray, ws_lo: np.ndarray, ws_hi: np.ndarra
 
 
 def _guard_dot(jac: np.ndarray, v: np.ndarray, link: np.ndarray, rx: np.ndarray,
-               ry: np.ndarray, out: np.ndarray) -> None:
-    """out (K,) = each guard point's vertical speed for joint rates v (n,) (``_Guard.dot``)."""
+               ry: np.ndarray, out: np.ndarray, run: np.ndarray) -> None:
+    """out (K,) = each guard point's vertical speed for joint rates v (n,) (``_Guard.dot``);
+    ``run`` (3, n) is scratch space."""
     n = v.shape[0]
-    run = np.zeros((3, n))
     acc0 = acc1 = acc2 = 0.0
     for j in range(n):
         acc0 += jac[2, j] * v[j]
@@ -168,7 +168,8 @@ def _joint_targets(qt_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np.
     band_lo, band_hi = np.empty((E, n)), np.empty((E, n))
     acc_lo, acc_hi = np.empty((E, n)), np.empty((E, n))
     dq, pred, inside = np.empty(n), np.empty(3), np.empty(3)
-    stop, dots = np.empty(n), np.empty(K)
+    stop, dots, run = np.empty(n), np.empty(K), np.empty((3, n))
+    want, tau_c = np.empty(n), np.empty(n)
     for e in range(E):
         _ee_box(jac[e], qd[e], ws_lo, ws_hi, lag, a2e, box_lo[e], box_hi[e])
         jp = jac[e, :3]
@@ -194,7 +195,7 @@ def _joint_targets(qt_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np.
         # acceleration limit where the command would overshoot it
         moved = False
         if has_track:
-            want = qt[e].copy()
+            want[:] = qt[e]
             moved, braked = _trajectory(want, q[e], track_v[e], soft_lo, soft_hi, qd_lim,
                                         jlag, brake, am, dt, True, qt[e])
             for j in range(n):
@@ -216,7 +217,6 @@ def _joint_targets(qt_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np.
         flags[e, 2] = moved or led
         # 7: the PD torque within the torque band (the actuators' gravity counted)
         torque = False
-        tau_c = np.empty(n)
         for j in range(n):
             g = gravity[e, j] if has_gravity else 0.0
             t_lo, t_hi = -tau_lim[j] - g, tau_lim[j] - g
@@ -251,13 +251,13 @@ def _joint_targets(qt_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np.
                 w1 += link_rot[e, lk, 1, c] * guard_pts[k, c]
                 w2 += link_rot[e, lk, 2, c] * guard_pts[k, c]
             gz[e, k], grx[e, k], gry[e, k] = w2, w0 - ee_pos[e, 0], w1 - ee_pos[e, 1]
-        _guard_dot(jac[e], qd[e], guard_link, grx[e], gry[e], dots)
+        _guard_dot(jac[e], qd[e], guard_link, grx[e], gry[e], dots, run)
         for k in range(K):
             down = max(-dots[k], 0.0)
             floor[e, k] = floor_height + down * lag + down * down / a2e
         for j in range(n):
             dq[j] = qt[e, j] - q[e, j]
-        _guard_dot(jac[e], dq, guard_link, grx[e], gry[e], dots)
+        _guard_dot(jac[e], dq, guard_link, grx[e], gry[e], dots, run)
         for k in range(K):
             if floor[e, k] - gz[e, k] - dots[k] > 0:
                 flags[e, 4] = True
@@ -267,7 +267,7 @@ def _joint_targets(qt_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np.
         lo_b = acc_lo if use_acc else band_lo
         hi_b = acc_hi if use_acc else band_hi
         if _passes(qt, q, ee_pos, jac, gz, grx, gry, guard_link, guard_mask, floor, box_lo,
-                   box_hi, lo_b, hi_b, floor_passes, flags, dq, pred, inside, dots):
+                   box_hi, lo_b, hi_b, floor_passes, flags, dq, pred, inside, dots, run):
             break
     v_out = np.zeros((E, n))
     if has_track:
@@ -282,7 +282,7 @@ def _passes(qt: np.ndarray, q: np.ndarray, ee_pos: np.ndarray, jac: np.ndarray,
             guard_mask: np.ndarray, floor: np.ndarray, box_lo: np.ndarray,
             box_hi: np.ndarray, lo_b: np.ndarray, hi_b: np.ndarray, floor_passes: int,
             flags: np.ndarray, dq: np.ndarray, pred: np.ndarray, inside: np.ndarray,
-            dots: np.ndarray) -> bool:
+            dots: np.ndarray, run: np.ndarray) -> bool:
     """``SafetyShield._ee_passes`` on the whole batch within [lo_b, hi_b]: whether every arm
     ends with its guard points above their floor and its hand inside the box."""
     E, n = qt.shape
@@ -292,11 +292,13 @@ def _passes(qt: np.ndarray, q: np.ndarray, ee_pos: np.ndarray, jac: np.ndarray,
     dz = np.empty(E)
     kbest = np.zeros(E, dtype=np.int64)
     err = np.empty((E, 3))
+    row, jw, free = np.empty(n), np.empty((3, n)), np.empty((1, n))
+    at_hi, at_lo = np.empty(n, dtype=np.bool_), np.empty(n, dtype=np.bool_)
     for _ in range(floor_passes):
         for e in range(E):
             for j in range(n):
                 dq[j] = qt[e, j] - q[e, j]
-            _guard_dot(jac[e], dq, guard_link, grx[e], gry[e], dots)
+            _guard_dot(jac[e], dq, guard_link, grx[e], gry[e], dots, run)
             best, kb = -np.inf, 0
             for k in range(K):
                 s = floor[e, k] - gz[e, k] - dots[k]
@@ -312,18 +314,14 @@ def _passes(qt: np.ndarray, q: np.ndarray, ee_pos: np.ndarray, jac: np.ndarray,
             return True
         for e in range(E):
             kb = kbest[e]
-            row = np.empty(n)
             for j in range(n):
                 row[j] = (jac[e, 2, j] + gry[e, kb] * jac[e, 3, j]
                           - grx[e, kb] * jac[e, 4, j]) * guard_mask[kb, j]
-            at_hi = np.empty(n, dtype=np.bool_)
-            at_lo = np.empty(n, dtype=np.bool_)
             for j in range(n):
                 at_hi[j] = qt[e, j] >= hi_b[e, j]
                 at_lo[j] = qt[e, j] <= lo_b[e, j]
             if out[e]:
                 # a joint at its band cannot move further out of it: its column is left out
-                jw = np.empty((3, n))
                 for j in range(n):
                     push = 0.0
                     for r in range(3):
@@ -336,7 +334,6 @@ def _passes(qt: np.ndarray, q: np.ndarray, ee_pos: np.ndarray, jac: np.ndarray,
                     qt[e, j] += step[j]
                 flags[e, 0] = True
             if need[e]:
-                free = np.empty((1, n))
                 for j in range(n):
                     stuck = (at_hi[j] and row[j] > 0) or (at_lo[j] and row[j] < 0)
                     free[0, j] = 0.0 * row[j] if stuck else row[j]
@@ -349,7 +346,7 @@ def _passes(qt: np.ndarray, q: np.ndarray, ee_pos: np.ndarray, jac: np.ndarray,
     for e in range(E):
         for j in range(n):
             dq[j] = qt[e, j] - q[e, j]
-        _guard_dot(jac[e], dq, guard_link, grx[e], gry[e], dots)
+        _guard_dot(jac[e], dq, guard_link, grx[e], gry[e], dots, run)
         for k in range(K):
             if floor[e, k] - gz[e, k] - dots[k] > 1e-9:
                 done = False

@@ -114,8 +114,8 @@ class BatchedEnv:
         self._ep_success = torch.zeros(E, dtype=torch.bool, device=dev)
         self.invalid_action_count = torch.zeros(E, dtype=torch.long, device=dev)
         """Per-env number of steps whose action had NaN/inf entries (the env held instead)."""
-        self.shield_counts = {name: torch.zeros(E, dtype=torch.long, device=dev)
-                              for name in LAYERS}
+        self._shield_count_rows = torch.zeros(len(LAYERS), E, dtype=torch.long, device=dev)
+        self.shield_counts = {name: self._shield_count_rows[i] for i, name in enumerate(LAYERS)}
         """Per-env number of control steps in which each shield layer intervened."""
         self._no_flag = torch.zeros(E, dtype=torch.bool, device=dev)
         self.diverged_count = torch.zeros(E, dtype=torch.long, device=dev)
@@ -212,7 +212,7 @@ class BatchedEnv:
         action = self._check_action(action)
         state, cfg = self.state, self.cfg
         # Actions reach the robot after the action delay; the shield sits on the robot side.
-        arm = state.arm_state(mass=self._inner)
+        arm = state.arm_state(mass=self._inner, numpy=self.numpy_control)
         held = None if hold is None else hold.to(self.device, torch.bool)
         control = self._act(self._delayed(action), arm, held)
         invalid, flags, targets = control.invalid, control.flags, control.targets
@@ -233,8 +233,7 @@ class BatchedEnv:
             self.backend.step(cfg.decimation, current_sensors=self._current_sensors)
         state.episode_step += 1
         safety = {name: flags.get(name, self._no_flag) for name in LAYERS}
-        for name, flag in safety.items():
-            self.shield_counts[name] += flag
+        self._shield_count_rows += torch.stack(list(safety.values()))  # one add, all layers
 
         bad = self.backend.diverged(cfg.guard_max_qvel)
         terms = self._terms()
@@ -334,7 +333,7 @@ class BatchedEnv:
         applied action, the targets and the flags handed back as tensors."""
         if not self.numpy_control:
             return self.pipeline.act(action, self.state.action, arm, held)
-        c = self.pipeline.act(action.numpy(), self.state.action.numpy(), arm.numpy(),
+        c = self.pipeline.act(action.numpy(), self.state.action.numpy(), arm,
                               None if held is None else held.numpy())
         t = c.targets
         targets = Targets(t.kind, *(None if x is None else _tensor(x)
@@ -357,9 +356,7 @@ class BatchedEnv:
         n = self.cfg.decimation // k
         for i in range(n):
             if i > 0:
-                arm = self.state.arm_state(mass=True)
-            if cpu:
-                arm = arm.numpy()
+                arm = self.state.arm_state(mass=True, numpy=cpu)
             tau, torque_flags = self.pipeline.command(targets, arm, "effort")
             if cpu:
                 tau = torch.from_numpy(tau)

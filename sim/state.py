@@ -15,7 +15,9 @@ import torch
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.ik import quat_to_mat
 from robot_rl.robots import RobotSpec
+from robot_rl.sim.backends.arm_compiled import ArmIndex, arm_index
 from robot_rl.sim.backends.base import Backend
+from robot_rl.sim.backends.kinematics import dense_index
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +87,14 @@ class SimState:
         self.episode_step = torch.zeros(E, dtype=torch.long, device=self.device)
         self._ee_body = int(model.site(robot.ee_site).bodyid[0])
         self._arm_bodies = [int(j.bodyid[0]) for j in joints]
+        self._arm_index: ArmIndex | None = None
+        """The arm in the backend's numpy arrays (a backend with ``arm_arrays``: the CPU)."""
+        if hasattr(backend, "arm_arrays") and "ee_pos" in self.sensors \
+                and "ee_quat" in self.sensors:
+            self._arm_index = arm_index(
+                model, [int(j.qposadr[0]) for j in joints], self.joint_dofs, self._ee_body,
+                backend.chain_mask(self._ee_body).cpu().numpy(), self._arm_bodies,
+                dense_index(model, self.joint_dofs).numpy())
 
     # -- joint state -----------------------------------------------------------------------
 
@@ -157,9 +167,21 @@ class SimState:
         jac = torch.cat([jacp, jacr], dim=1)[:, :, self.joint_dofs]
         return jac.to(device=self.device, dtype=self.dtype)
 
-    def arm_state(self, mass: bool = False) -> ArmState:
+    def arm_state(self, mass: bool = False, numpy: bool = False) -> ArmState:
         """The arm's state for controllers and the shield (with the mass matrix and the drift
-        forces if asked: torque controllers need them)."""
+        forces if asked: torque controllers need them); ``numpy``: as numpy arrays (on the
+        CPU backend from one compiled call, ``backends.arm_compiled``)."""
+        if numpy and self._arm_index is not None:
+            q, qd, ee_pos, ee_rot, jac, gravity, link_pos, link_rot, m, drift = \
+                self.backend.arm_arrays(self._arm_index, mass)  # type: ignore[attr-defined]
+            return ArmState(q=q, qd=qd, ee_pos=ee_pos, ee_rot=ee_rot, jac=jac,
+                            mass=m if mass else None, drift=drift if mass else None,
+                            gravity=gravity, link_pos=link_pos, link_rot=link_rot)
+        state = self._arm_state_views(mass)
+        return state.numpy() if numpy else state
+
+    def _arm_state_views(self, mass: bool) -> ArmState:
+        """``arm_state`` from the backend's views, as torch operations (either backend)."""
         link_pos, link_rot = self.backend.body_poses(self._arm_bodies)
         return ArmState(
             q=self.joint_pos, qd=self.joint_vel, ee_pos=self.sensors["ee_pos"],

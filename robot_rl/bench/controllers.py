@@ -7,8 +7,10 @@ percentiles over many random states and actions. The same code on torch tensors 
 the comparison; the budget is the 50 us target and the 1 kHz period.
 
 Table 2, batched (training): per control step, the time of the shield and controller work
-next to the physics step time at 64 and 1024 envs, for joint PD (shield at the control rate)
-and OSC (law + torque layers at every physics step, on numpy views as the CPU env runs it).
+next to the physics step time at 64, 256 and 1024 envs, for joint PD and differential IK
+(shield at the control rate) and OSC (law + torque layers at every physics step): as arrays
+on torch tensors (a GPU's path; the CPU's before the layers were compiled) and compiled on
+numpy views (the CPU env's path).
 
 Table 3: env-steps/s of ``robot-rl bench sim``'s task table with the shield on and off.
 """
@@ -46,7 +48,7 @@ class BenchControllersConfig:
 
     samples: int = 20000
     """Single-sample calls timed per row."""
-    num_envs: tuple[int, ...] = (64, 1024)
+    num_envs: tuple[int, ...] = (64, 256, 1024)
     """Batch sizes for the overhead table."""
     steps: int = 40
     """Control steps timed per batched figure."""
@@ -89,6 +91,8 @@ def single_sample(samples: int) -> dict[str, tuple[float, float, float]]:
     env_ref.pipeline.controller.compiled = False  # operations (the reference)
     env_ik = make_env("reach", 1, action=EEPoseConfig(gripper=False))  # differential IK
     env_jd = make_env("reach", 1, action=JointDeltaConfig(gripper=False))
+    env_jd_ref = make_env("reach", 1, action=JointDeltaConfig(gripper=False))
+    env_jd_ref.pipeline.shield.compiled = False
     arm = ArmModel(env_osc.model, env_osc.robot)
     rng = np.random.default_rng(0)
     lo, hi = np.asarray(env_osc.robot.q_min), np.asarray(env_osc.robot.q_max)
@@ -121,8 +125,10 @@ def single_sample(samples: int) -> dict[str, tuple[float, float, float]]:
             lambda i: osc_path(env_ref, states[i % k], acts[i % k], prev_np),
         "shield + OSC (torch eager)":
             lambda i: osc_path(env_osc, t_states[i % k], t_acts[i % k], prev_t),
-        "shield + joint targets (numpy)":
+        "shield + joint targets (numpy, compiled layers)":
             lambda i: joint_path(env_jd, states[i % k], acts7[i % k], prev7),
+        "shield + joint targets (numpy, the layers as arrays)":
+            lambda i: joint_path(env_jd_ref, states[i % k], acts7[i % k], prev7),
         "shield + differential IK (numpy)":
             lambda i: joint_path(env_ik, states[i % k], acts[i % k], prev_np),
     }
@@ -145,8 +151,10 @@ def _mean_time(fn: Callable[[], object], n: int) -> float:
 
 def batched(num_envs: int, steps: int) -> dict[str, dict[str, float]]:
     """Per control step (ms): the physics, and the shield + controller work timed directly on
-    the env's live state: action layers, action space and target layers once, plus for a
-    torque controller the state, the law and the torque layers at each of its evaluations."""
+    the env's live state: the arm's state, action layers, action space and target layers
+    once, plus for a torque controller the state, the law and the torque layers at each of
+    its evaluations; both as arrays on torch tensors (a GPU's path, and the CPU's before the
+    layers were compiled) and as the CPU env runs it now (numpy views, compiled layers)."""
     return {"joint PD": _batched_path(JointDeltaConfig(gripper=False), num_envs, steps),
             "diff IK": _batched_path(EEPoseConfig(gripper=False), num_envs, steps),
             "OSC": _batched_path(EEPoseConfig(gripper=False), num_envs, steps, OSCConfig())}
@@ -163,22 +171,27 @@ def _batched_path(action: Any, num_envs: int, steps: int, controller: Any = None
     act = env.random_action()
     state, pipe = env.state, env.pipeline
     inner = pipe.torque_loop
-
-    def control_rate() -> Any:
-        arm = state.arm_state(mass=inner)
-        return pipe.act(act, state.action, arm).targets
-
-    targets = control_rate()
-    targets = targets.numpy() if inner else targets
-
-    def torque_rate() -> object:  # as the env runs it on the CPU: numpy views of the state
-        arm = state.arm_state(mass=True).numpy()
-        return pipe.command(targets, arm, "effort")
-
-    control = _mean_time(control_rate, steps)
     evals = env.cfg.decimation // pipe.substeps if inner else 1
-    if inner:
-        control += evals * _mean_time(torque_rate, steps)
+
+    def control_time(numpy: bool) -> float:
+        a, prev = (act.numpy(), state.action.numpy()) if numpy else (act, state.action)
+
+        def control_rate() -> Any:
+            arm = state.arm_state(mass=inner, numpy=numpy)
+            return pipe.act(a, prev, arm).targets
+
+        targets = control_rate()
+
+        def torque_rate() -> object:
+            arm = state.arm_state(mass=True, numpy=numpy)
+            return pipe.command(targets, arm, "effort")
+
+        t = _mean_time(control_rate, steps)
+        return t + evals * _mean_time(torque_rate, steps) if inner else t
+
+    arrays = control_time(numpy=False)
+    compiled = control_time(numpy=True)
+    env.reset(seed=0)  # the pipeline's memory back to the env's own kind
     sub = pipe.substeps if inner else env.cfg.decimation
 
     def physics() -> None:
@@ -186,8 +199,9 @@ def _batched_path(action: Any, num_envs: int, steps: int, controller: Any = None
             env.backend.step(sub, current_sensors=True)
 
     phys = _mean_time(physics, steps)
-    return {"physics_ms": phys * 1e3, "control_ms": control * 1e3, "overhead": control / phys,
-            "evaluations": float(evals)}
+    return {"physics_ms": phys * 1e3, "arrays_ms": arrays * 1e3,
+            "compiled_ms": compiled * 1e3, "overhead_arrays": arrays / phys,
+            "overhead": compiled / phys, "evaluations": float(evals)}
 
 
 def _fmt(x: float) -> str:
@@ -209,16 +223,19 @@ def run(cfg: BenchControllersConfig) -> dict:
     console.print(t1)
 
     t2 = Table(title="Batched, reach, per control step (ms); overhead = shield + controller "
-                     "time / physics time", title_justify="left")
-    for col in ("envs", "path", "physics", "shield + controller", "evaluations / step",
-                "overhead", "target"):
+                     "time / physics time; arrays: torch tensors (a GPU's path, the CPU's "
+                     "before); compiled: numpy views (the CPU env's path)",
+               title_justify="left")
+    for col in ("envs", "path", "physics", "arrays", "compiled", "evaluations / step",
+                "overhead arrays", "overhead compiled", "target"):
         t2.add_column(col, justify="right")
     for n in cfg.num_envs:
         res = batched(n, cfg.steps)
         results["batched"][n] = res
         for label, r in res.items():
-            t2.add_row(str(n), label, f"{r['physics_ms']:.2f}", f"{r['control_ms']:.2f}",
-                       f"{r['evaluations']:.0f}", f"{100 * r['overhead']:.0f}%",
+            t2.add_row(str(n), label, f"{r['physics_ms']:.2f}", f"{r['arrays_ms']:.2f}",
+                       f"{r['compiled_ms']:.2f}", f"{r['evaluations']:.0f}",
+                       f"{100 * r['overhead_arrays']:.0f}%", f"{100 * r['overhead']:.0f}%",
                        "15% at 64" if n == 64 else "")
     console.print(t2)
 

@@ -103,11 +103,14 @@ def single_thread_step_rate(task: str, seconds: float, repeats: int, episodes: i
 
 
 def ours(task: str, num_envs: int, threads: int, seconds: float, repeats: int,
-         **overrides: Any) -> float:
-    """Env-steps/s of our env on ``task`` with random actions (config ``overrides``)."""
+         numpy_control: bool = True, **overrides: Any) -> float:
+    """Env-steps/s of our env on ``task`` with random actions (config ``overrides``);
+    ``numpy_control`` False: the control path on torch tensors (``BatchedEnv.numpy_control``,
+    the CPU's path before its layers were compiled)."""
     from robot_rl.sim import make_env
 
     env = make_env(task, num_envs, nthread=min(threads, num_envs), **overrides)
+    env.numpy_control = numpy_control
     env.reset(seed=0)
     gen = torch.Generator().manual_seed(0)
     actions = [2 * torch.rand(num_envs, env.act_dim, generator=gen) - 1 for _ in range(64)]
@@ -223,8 +226,11 @@ def run(cfg: BenchSimConfig) -> dict:
 
     if cfg.tasks:
         t2 = Table(title="Our tasks, built-in arm, random actions, whole env step "
-                         "(env steps/s)", title_justify="left")
+                         "(env steps/s, and / limit); control: compiled on numpy views (the "
+                         "CPU's path) or arrays on torch tensors (before)",
+                   title_justify="left")
         t2.add_column("task")
+        t2.add_column("control")
         for n in num_envs:
             t2.add_column(f"{n} envs", justify="right")
         t2.add_column("limit (per-env physics)", justify="right")
@@ -233,9 +239,16 @@ def run(cfg: BenchSimConfig) -> dict:
             task_limit = threads * single_thread_step_rate(task, cfg.seconds, cfg.repeats) \
                 / make_task_config(task).decimation
             rates = [ours(task, n, threads, cfg.seconds, cfg.repeats) for n in num_envs]
+            before = [ours(task, n, threads, cfg.seconds, cfg.repeats, numpy_control=False)
+                      for n in num_envs]
             mem = memory_per_env(task)
             results["tasks"][task] = {"rates": dict(zip(num_envs, rates, strict=True)),
+                                      "torch_control": dict(zip(num_envs, before, strict=True)),
                                       "limit": task_limit, "mib_per_env": mem}
-            t2.add_row(task, *(_fmt(r) for r in rates), _fmt(task_limit), f"{mem:.3f}")
+            for label, row in (("compiled", rates), ("torch", before)):
+                t2.add_row(task if label == "compiled" else "", label,
+                           *(f"{_fmt(r)} ({r / task_limit:.2f})" for r in row),
+                           _fmt(task_limit) if label == "compiled" else "",
+                           f"{mem:.3f}" if label == "compiled" else "")
         console.print(t2)
     return results

@@ -18,6 +18,8 @@ import torch
 from mujoco.batch import Batch
 
 from robot_rl.errors import ConfigError
+from robot_rl.sim.backends import arm_compiled
+from robot_rl.sim.backends.arm_compiled import ArmIndex
 from robot_rl.sim.backends.base import UNSTABLE_WARNINGS, Backend
 from robot_rl.sim.backends.kinematics import ViewKinematics
 
@@ -68,8 +70,19 @@ class CpuBackend(ViewKinematics, Backend):
         self._passive = _view(b.bind("qfrc_passive"))
         self._gravcomp = _view(b.bind("qfrc_gravcomp"))
         self._xpos, self._xmat = _view(b.bind("xpos")), _view(b.bind("xmat"))
+        self._arrays = tuple(b.bind(name) for name in (
+            "qpos", "qvel", "sensordata", "cdof", "subtree_com", "xpos", "xmat", "M",
+            "qfrc_bias", "qfrc_passive", "qfrc_gravcomp"))
+        """The numpy arrays ``arm_arrays`` reads (the same memory as the views above)."""
         self._init_kinematics()
         self._batch.forward()
+
+    def arm_arrays(self, arm: ArmIndex, mass: bool) -> tuple[np.ndarray, ...]:
+        """The arrays of an ``ArmState`` of the arm ``arm`` in one compiled call
+        (``arm_compiled.arm_arrays``; mass matrix and drift forces if ``mass``)."""
+        return arm_compiled.arm_arrays(*self._arrays, arm.jq, arm.dofs, arm.chain, arm.root,
+                                       arm.pos_adr, arm.quat_adr, arm.bodies, arm.grav_mask,
+                                       arm.mass_idx, mass)
 
     def step(self, nstep: int, current_sensors: bool = True) -> None:
         self._batch.step(nstep=nstep, stage=_STAGE_VEL if current_sensors else _STAGE_NONE)

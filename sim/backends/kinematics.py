@@ -44,7 +44,7 @@ class ViewKinematics:
     def jacobian(self, body_id: int, point: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         # mj_jac from the step's outputs: for each dof on the body's chain, the angular part
         # of cdof, and its linear part moved from the subtree's centre of mass to the point.
-        chain = self._chain(body_id)  # (nv,) 1 on the chain, else 0
+        chain = self.chain_mask(body_id)  # (nv,) 1 on the chain, else 0
         root = int(self.model.body_rootid[body_id])
         ang, lin = self._cdof[:, :, :3], self._cdof[:, :, 3:]
         arm = (point.to(self.dtype) - self._subtree_com[:, root])[:, None, :]  # (E, 1, 3)
@@ -63,7 +63,8 @@ class ViewKinematics:
         rot = self._xmat.index_select(1, idx).reshape(pos.shape[0], len(body_ids), 3, 3)
         return pos, rot
 
-    def _chain(self, body_id: int) -> torch.Tensor:
+    def chain_mask(self, body_id: int) -> torch.Tensor:
+        """(nv,) 1 for the dofs that move body ``body_id`` (its ancestors'), else 0."""
         if body_id not in self._chains:
             m = self.model
             ancestors = {body_id}
