@@ -37,10 +37,10 @@ def _approach(d: float, a2: float) -> float:
 
 
 def _guard_dot(jac: np.ndarray, v: np.ndarray, link: np.ndarray, rx: np.ndarray,
-               ry: np.ndarray, out: np.ndarray) -> None:
-    """out (K,) = each guard point's vertical speed for joint rates v (n,) (``_Guard.dot``)."""
+               ry: np.ndarray, out: np.ndarray, run: np.ndarray) -> None:
+    """out (K,) = each guard point's vertical speed for joint rates v (n,) (``_Guard.dot``);
+    ``run`` (3, n) is scratch space."""
     n = v.shape[0]
-    run = np.zeros((3, n))
     acc0 = acc1 = acc2 = 0.0
     for j in range(n):
         acc0 += jac[2, j] * v[j]
@@ -86,10 +86,12 @@ def _filter_torque(tau_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np
     acc_lo, acc_hi = np.empty((E, n)), np.empty((E, n))
     tau_lo, tau_hi = np.empty((E, n)), np.empty((E, n))
     qdd0 = np.empty((E, n))
-    dots = np.empty(K)
+    dots, run = np.empty(K), np.empty((3, n))
+    v, w = np.empty(3), np.empty(3)
+    lim_lo, lim_hi, drive = np.empty(n), np.empty(n), np.empty(n)
     for e in range(E):
-        v = np.zeros(3)
         for r in range(3):
+            v[r] = 0.0
             for j in range(n):
                 v[r] += jac[e, r, j] * qd[e, j]
         for r in range(3):
@@ -99,16 +101,14 @@ def _filter_torque(tau_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np
         ee_lo[e, 2] = -1e9
         for k in range(K):  # the guard points in the world
             lk = guard_link[k]
-            w = np.zeros(3)
             for r in range(3):
                 w[r] = link_pos[e, lk, r]
                 for c in range(3):
                     w[r] += link_rot[e, lk, r, c] * guard_pts[k, c]
             gz[e, k], grx[e, k], gry[e, k] = w[2], w[0] - ee_pos[e, 0], w[1] - ee_pos[e, 1]
-        _guard_dot(jac[e], qd[e], guard_link, grx[e], gry[e], dots)
+        _guard_dot(jac[e], qd[e], guard_link, grx[e], gry[e], dots, run)
         for k in range(K):
             floor_lo[e, k] = (-_approach(gz[e, k] - floor_height, a2e) - dots[k]) / t
-        lim_lo, lim_hi = np.empty(n), np.empty(n)
         for j in range(n):
             lim_hi[j] = _approach(soft_hi[j] - q[e, j], a2j)
             lim_lo[j] = -_approach(q[e, j] - soft_lo[j], a2j)
@@ -128,7 +128,6 @@ def _filter_torque(tau_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np
         scale = max(peak, 1.0)
         for j in range(n):
             tau[e, j] = tau[e, j] / scale
-        drive = np.empty(n)
         for j in range(n):
             drive[j] = tau[e, j] + drift[e, j] if has_drift else tau[e, j]
         qdd0[e] = matvec(minv[e], drive)
@@ -145,7 +144,7 @@ def _filter_torque(tau_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np
             if a < (-qd_lim[j] - qd[e, j]) / t or a > (qd_lim[j] - qd[e, j]) / t \
                     or a < acc_lo[e, j] or a > acc_hi[e, j]:
                 jv = True
-        _guard_dot(jac[e], qdd0[e], guard_link, grx[e], gry[e], dots)
+        _guard_dot(jac[e], qdd0[e], guard_link, grx[e], gry[e], dots, run)
         tf = False
         for k in range(K):
             if dots[k] < floor_lo[e, k]:
@@ -153,6 +152,7 @@ def _filter_torque(tau_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np
         flags[e, 0], flags[e, 1], flags[e, 2], flags[e, 3] = ws, jl, jv, tf
     if flags[:, :4].any():
         qdd = qdd0.copy()
+        row = np.empty(n)
         for _ in range(passes):
             any_hit = False
             for e in range(E):
@@ -164,14 +164,13 @@ def _filter_torque(tau_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np
                 if _clip_vec(xdd_c, ee_lo[e], ee_hi[e]):
                     fix = solve(lam_inv, xdd_c - xdd)
                     qdd[e] += matvec(minv_jt, fix)
-                _guard_dot(jac[e], qdd[e], guard_link, grx[e], gry[e], dots)
+                _guard_dot(jac[e], qdd[e], guard_link, grx[e], gry[e], dots, run)
                 best, kb = -np.inf, 0
                 for k in range(K):
                     s = floor_lo[e, k] - dots[k]
                     if s > best:
                         best, kb = s, k
                 short = max(best, 0.0)
-                row = np.empty(n)
                 for j in range(n):
                     row[j] = (jac[e, 2, j] + gry[e, kb] * jac[e, 3, j]
                               - grx[e, kb] * jac[e, 4, j]) * guard_mask[kb, j]
