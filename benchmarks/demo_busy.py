@@ -96,12 +96,20 @@ def run_demo(seed: int, busy: int, log: Path) -> tuple[int, float]:
     return status, time.perf_counter() - t0
 
 
+def _short_stop(reason: object) -> str:
+    """A stop reason for the table: 'target 97% x2', 'env steps', 'time budget'."""
+    text = str(reason)
+    if m := re.match(r"target success (\d+)% reached(?: in (\d+) evaluations)?", text):
+        return f"target {m.group(1)}% x{m.group(2) or 1}"
+    return {"total_steps reached": "env steps"}.get(text, text)
+
+
 def _pct(x: object) -> str:
     return "-" if x is None else f"{float(x):.1%}"  # type: ignore[arg-type]
 
 
 def main(args: Args) -> None:
-    console = Console()
+    console = Console(width=max(132, Console().width))  # a log file gets the whole table
     out = args.out if args.out.is_absolute() else ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -136,7 +144,7 @@ def main(args: Args) -> None:
                 "student / teacher", "artifact (dr default)", "make demo s", "met"):
         table.add_column(col, justify="left" if col == "training stopped" else "right")
     for r in rows:
-        table.add_row(str(r["seed"]), str(r["stop"]),
+        table.add_row(str(r["seed"]), _short_stop(r["stop"]),
                       "-" if r["env_steps"] is None else f"{r['env_steps']:,}",
                       str(r["train_s"]), _pct(r["teacher_success"]),
                       "-" if r["student_over_teacher"] is None
