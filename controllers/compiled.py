@@ -1,6 +1,7 @@
 """Shared pieces of the compiled control path (``osc_compiled``, ``shield_compiled``,
-``targets_compiled``): which inputs take it, how they are handed over, and the small linear
-algebra its kernels need, as numba loops (numba's own ``np.dot`` and ``np.linalg`` need
+``joint_targets_compiled``, ``targets_compiled``): which inputs take it, how they are handed
+over, the guard points' vertical speeds both shield kernels need, and the small linear
+algebra of the kernels, as numba loops (numba's own ``np.dot`` and ``np.linalg`` need
 scipy's BLAS; these matrices are 7x7 and smaller).
 """
 
@@ -53,6 +54,36 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
                 acc += a[i, j] * b[j, c]
             out[i, c] = acc
     return out
+
+
+@numba.njit(nogil=True, cache=True)
+def clip_vec(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bool:
+    """Clip x in place to [lo, hi] (max, then min, as ``xp.clip``); whether any entry moved."""
+    hit = False
+    for i in range(x.shape[0]):
+        y = min(max(x[i], lo[i]), hi[i])
+        if y != x[i]:
+            hit = True
+        x[i] = y
+    return hit
+
+
+@numba.njit(nogil=True, cache=True)
+def guard_dot(jac: np.ndarray, v: np.ndarray, link: np.ndarray, rx: np.ndarray,
+              ry: np.ndarray, out: np.ndarray, run: np.ndarray) -> None:
+    """out (K,) = each guard point's vertical speed for joint rates v (n,) (the shield's
+    ``_Guard.dot``: the Jacobian's rows z, wx, wy summed over the joints up to each point's
+    link); ``run`` (3, n) is scratch space."""
+    n = v.shape[0]
+    acc0 = acc1 = acc2 = 0.0
+    for j in range(n):
+        acc0 += jac[2, j] * v[j]
+        acc1 += jac[3, j] * v[j]
+        acc2 += jac[4, j] * v[j]
+        run[0, j], run[1, j], run[2, j] = acc0, acc1, acc2
+    for k in range(link.shape[0]):
+        lk = link[k]
+        out[k] = run[0, lk] + ry[k] * run[1, lk] - rx[k] * run[2, lk]
 
 
 @numba.njit(nogil=True, cache=True)

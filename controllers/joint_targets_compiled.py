@@ -31,7 +31,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from robot_rl.controllers.compiled import solve
+from robot_rl.controllers.compiled import clip_vec, guard_dot, solve
 
 FLAG_NAMES = ("workspace", "joint_limits", "joint_velocity", "torque", "table_floor")
 
@@ -76,22 +76,6 @@ def _ee_box(jac: np.ndarray, qd: np.ndarray, ws_lo: np.ndarray, ws_hi: np.ndarra
     lo[2] = -1e6
 
 
-def _guard_dot(jac: np.ndarray, v: np.ndarray, link: np.ndarray, rx: np.ndarray,
-               ry: np.ndarray, out: np.ndarray, run: np.ndarray) -> None:
-    """out (K,) = each guard point's vertical speed for joint rates v (n,) (``_Guard.dot``);
-    ``run`` (3, n) is scratch space."""
-    n = v.shape[0]
-    acc0 = acc1 = acc2 = 0.0
-    for j in range(n):
-        acc0 += jac[2, j] * v[j]
-        acc1 += jac[3, j] * v[j]
-        acc2 += jac[4, j] * v[j]
-        run[0, j], run[1, j], run[2, j] = acc0, acc1, acc2
-    for k in range(link.shape[0]):
-        lk = link[k]
-        out[k] = run[0, lk] + ry[k] * run[1, lk] - rx[k] * run[2, lk]
-
-
 def _pred(ee_pos: np.ndarray, jac: np.ndarray, dq: np.ndarray, out: np.ndarray) -> None:
     """out (3,) = ee_pos + J_p dq: where the hand goes for the joint step dq (n,)."""
     for r in range(3):
@@ -103,13 +87,8 @@ def _pred(ee_pos: np.ndarray, jac: np.ndarray, dq: np.ndarray, out: np.ndarray) 
 
 def _box_out(p: np.ndarray, lo: np.ndarray, hi: np.ndarray, inside: np.ndarray) -> bool:
     """inside (3,) = p clipped to [lo, hi]; whether it moved."""
-    hit = False
-    for r in range(3):
-        y = min(max(p[r], lo[r]), hi[r])
-        if y != p[r]:
-            hit = True
-        inside[r] = y
-    return hit
+    inside[:] = p
+    return clip_vec(inside, lo, hi)
 
 
 def _trajectory(want: np.ndarray, q: np.ndarray, v_last: np.ndarray, soft_lo: np.ndarray,
@@ -251,13 +230,13 @@ def _joint_targets(qt_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np.
                 w1 += link_rot[e, lk, 1, c] * guard_pts[k, c]
                 w2 += link_rot[e, lk, 2, c] * guard_pts[k, c]
             gz[e, k], grx[e, k], gry[e, k] = w2, w0 - ee_pos[e, 0], w1 - ee_pos[e, 1]
-        _guard_dot(jac[e], qd[e], guard_link, grx[e], gry[e], dots, run)
+        guard_dot(jac[e], qd[e], guard_link, grx[e], gry[e], dots, run)
         for k in range(K):
             down = max(-dots[k], 0.0)
             floor[e, k] = floor_height + down * lag + down * down / a2e
         for j in range(n):
             dq[j] = qt[e, j] - q[e, j]
-        _guard_dot(jac[e], dq, guard_link, grx[e], gry[e], dots, run)
+        guard_dot(jac[e], dq, guard_link, grx[e], gry[e], dots, run)
         for k in range(K):
             if floor[e, k] - gz[e, k] - dots[k] > 0:
                 flags[e, 4] = True
@@ -298,7 +277,7 @@ def _passes(qt: np.ndarray, q: np.ndarray, ee_pos: np.ndarray, jac: np.ndarray,
         for e in range(E):
             for j in range(n):
                 dq[j] = qt[e, j] - q[e, j]
-            _guard_dot(jac[e], dq, guard_link, grx[e], gry[e], dots, run)
+            guard_dot(jac[e], dq, guard_link, grx[e], gry[e], dots, run)
             best, kb = -np.inf, 0
             for k in range(K):
                 s = floor[e, k] - gz[e, k] - dots[k]
@@ -346,7 +325,7 @@ def _passes(qt: np.ndarray, q: np.ndarray, ee_pos: np.ndarray, jac: np.ndarray,
     for e in range(E):
         for j in range(n):
             dq[j] = qt[e, j] - q[e, j]
-        _guard_dot(jac[e], dq, guard_link, grx[e], gry[e], dots, run)
+        guard_dot(jac[e], dq, guard_link, grx[e], gry[e], dots, run)
         for k in range(K):
             if floor[e, k] - gz[e, k] - dots[k] > 1e-9:
                 done = False
@@ -358,7 +337,6 @@ def _passes(qt: np.ndarray, q: np.ndarray, ee_pos: np.ndarray, jac: np.ndarray,
 
 _dls = numba.njit(nogil=True, cache=True)(_dls)
 _ee_box = numba.njit(nogil=True, cache=True)(_ee_box)
-_guard_dot = numba.njit(nogil=True, cache=True)(_guard_dot)
 _pred = numba.njit(nogil=True, cache=True)(_pred)
 _box_out = numba.njit(nogil=True, cache=True)(_box_out)
 _trajectory = numba.njit(nogil=True, cache=True)(_trajectory)

@@ -27,40 +27,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from robot_rl.controllers.compiled import matmul, matvec, solve
+from robot_rl.controllers.compiled import clip_vec, guard_dot, matmul, matvec, solve
 
 FLAG_NAMES = ("workspace", "joint_limits", "joint_velocity", "table_floor", "torque")
 
 
 def _approach(d: float, a2: float) -> float:
     return (a2 * max(d, 0.0)) ** 0.5
-
-
-def _guard_dot(jac: np.ndarray, v: np.ndarray, link: np.ndarray, rx: np.ndarray,
-               ry: np.ndarray, out: np.ndarray, run: np.ndarray) -> None:
-    """out (K,) = each guard point's vertical speed for joint rates v (n,) (``_Guard.dot``);
-    ``run`` (3, n) is scratch space."""
-    n = v.shape[0]
-    acc0 = acc1 = acc2 = 0.0
-    for j in range(n):
-        acc0 += jac[2, j] * v[j]
-        acc1 += jac[3, j] * v[j]
-        acc2 += jac[4, j] * v[j]
-        run[0, j], run[1, j], run[2, j] = acc0, acc1, acc2
-    for k in range(link.shape[0]):
-        lk = link[k]
-        out[k] = run[0, lk] + ry[k] * run[1, lk] - rx[k] * run[2, lk]
-
-
-def _clip_vec(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bool:
-    """Clip x in place to [lo, hi] (max, then min, as ``xp.clip``); whether any entry moved."""
-    hit = False
-    for i in range(x.shape[0]):
-        y = min(max(x[i], lo[i]), hi[i])
-        if y != x[i]:
-            hit = True
-        x[i] = y
-    return hit
 
 
 def _filter_torque(tau_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np.ndarray,
@@ -106,7 +79,7 @@ def _filter_torque(tau_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np
                 for c in range(3):
                     w[r] += link_rot[e, lk, r, c] * guard_pts[k, c]
             gz[e, k], grx[e, k], gry[e, k] = w[2], w[0] - ee_pos[e, 0], w[1] - ee_pos[e, 1]
-        _guard_dot(jac[e], qd[e], guard_link, grx[e], gry[e], dots, run)
+        guard_dot(jac[e], qd[e], guard_link, grx[e], gry[e], dots, run)
         for k in range(K):
             floor_lo[e, k] = (-_approach(gz[e, k] - floor_height, a2e) - dots[k]) / t
         for j in range(n):
@@ -144,7 +117,7 @@ def _filter_torque(tau_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np
             if a < (-qd_lim[j] - qd[e, j]) / t or a > (qd_lim[j] - qd[e, j]) / t \
                     or a < acc_lo[e, j] or a > acc_hi[e, j]:
                 jv = True
-        _guard_dot(jac[e], qdd0[e], guard_link, grx[e], gry[e], dots, run)
+        guard_dot(jac[e], qdd0[e], guard_link, grx[e], gry[e], dots, run)
         tf = False
         for k in range(K):
             if dots[k] < floor_lo[e, k]:
@@ -161,10 +134,10 @@ def _filter_torque(tau_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np
                 lam_inv = matmul(jp, minv_jt)  # J M^-1 J^T
                 xdd = matvec(jp, qdd[e])
                 xdd_c = xdd.copy()
-                if _clip_vec(xdd_c, ee_lo[e], ee_hi[e]):
+                if clip_vec(xdd_c, ee_lo[e], ee_hi[e]):
                     fix = solve(lam_inv, xdd_c - xdd)
                     qdd[e] += matvec(minv_jt, fix)
-                _guard_dot(jac[e], qdd[e], guard_link, grx[e], gry[e], dots, run)
+                guard_dot(jac[e], qdd[e], guard_link, grx[e], gry[e], dots, run)
                 best, kb = -np.inf, 0
                 for k in range(K):
                     s = floor_lo[e, k] - dots[k]
@@ -181,10 +154,10 @@ def _filter_torque(tau_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np
                 gain = 1.0 / max(den, 1e-9)
                 for j in range(n):
                     qdd[e, j] = qdd[e, j] + minv_row[j] * (short * gain)
-                hit_q = _clip_vec(qdd[e], acc_lo[e], acc_hi[e])
+                hit_q = clip_vec(qdd[e], acc_lo[e], acc_hi[e])
                 want = tau[e] + matvec(mass[e], qdd[e] - qdd0[e])
                 got = want.copy()
-                hit_t = _clip_vec(got, tau_lo[e], tau_hi[e])
+                hit_t = clip_vec(got, tau_lo[e], tau_hi[e])
                 if hit_q or hit_t:
                     any_hit = True
                 if hit_t:
@@ -203,8 +176,6 @@ def _filter_torque(tau_in: np.ndarray, q: np.ndarray, qd: np.ndarray, ee_pos: np
 
 
 _approach = numba.njit(nogil=True, cache=True, inline="always")(_approach)
-_guard_dot = numba.njit(nogil=True, cache=True)(_guard_dot)
-_clip_vec = numba.njit(nogil=True, cache=True)(_clip_vec)
 filter_torque = numba.njit(nogil=True, cache=True)(_filter_torque)
 
 
