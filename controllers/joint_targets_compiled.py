@@ -31,7 +31,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from robot_rl.controllers.compiled import clip_vec, guard_dot, solve
+from robot_rl.controllers.compiled import clip_vec, guard_dot, matmul, matvec, solve
 
 FLAG_NAMES = ("workspace", "joint_limits", "joint_velocity", "torque", "table_floor")
 
@@ -42,22 +42,10 @@ _DAMPING = 0.05
 def _dls(jac: np.ndarray, err: np.ndarray) -> np.ndarray:
     """(n,) damped least-squares step J^T (J J^T + d^2 I)^-1 err for J (m, n), err (m,)
     (``ik.dls_joint_delta``)."""
-    m, n = jac.shape
-    jjt = np.empty((m, m))
-    for a in range(m):
-        for b in range(m):
-            acc = 0.0
-            for j in range(n):
-                acc += jac[a, j] * jac[b, j]
-            jjt[a, b] = acc + (_DAMPING * _DAMPING if a == b else 0.0)
-    y = solve(jjt, err)
-    out = np.zeros(n)
-    for j in range(n):
-        acc = 0.0
-        for a in range(m):
-            acc += jac[a, j] * y[a]
-        out[j] = acc
-    return out
+    jjt = matmul(jac, jac.T)
+    for a in range(jac.shape[0]):
+        jjt[a, a] += _DAMPING * _DAMPING
+    return matvec(jac.T, solve(jjt, err))
 
 
 def _ee_box(jac: np.ndarray, qd: np.ndarray, ws_lo: np.ndarray, ws_hi: np.ndarray,

@@ -271,22 +271,19 @@ class SafetyShield:
         lim = self._limits
         pad = np.zeros((2, n))
         pad[0, :3], pad[1, :3] = lim["ws_lo"], lim["ws_hi"]
+        joints = [lim[k] for k in ("soft_lo", "soft_hi", "qd_lim", "tau_lim")]
+        gains = [np.broadcast_to(lim[k], (n,)) for k in ("kp", "kd")]
+        guard = (np.ascontiguousarray(link, dtype=np.int64),
+                 np.ascontiguousarray(pts, dtype=np.float64),
+                 np.ascontiguousarray(lim["guard_mask"], dtype=np.float64))
         self._packed = (
-            np.ascontiguousarray(link, dtype=np.int64),
-            np.ascontiguousarray(pts, dtype=np.float64),
-            np.ascontiguousarray(lim["guard_mask"], dtype=np.float64),
-            np.concatenate([np.stack([lim["soft_lo"], lim["soft_hi"], lim["qd_lim"],
-                                      lim["tau_lim"]]), pad]).astype(np.float64),
+            *guard, np.concatenate([np.stack(joints), pad]).astype(np.float64),
             np.array([self.cfg.floor_height, self.cfg.brake_accel_ee, self.cfg.brake_accel,
                       self.cfg.brake_time, self.cfg.max_joint_accel], dtype=np.float64))
         self._pose_packed = (np.stack([lim["ws_lo"], lim["ws_hi"]]), arg(lim["hand"]),
                              np.array([self.cfg.floor_height, self.cfg.brake_accel_ee]))
-        gains = [np.broadcast_to(np.asarray(lim[k], dtype=np.float64), (n,))
-                 for k in ("kp", "kd")]
         self._joint_packed = (
-            self._packed[0], self._packed[1], self._packed[2],
-            np.concatenate([np.stack([lim["soft_lo"], lim["soft_hi"], lim["qd_lim"],
-                                      lim["tau_lim"], *gains]), pad]).astype(np.float64),
+            *guard, np.concatenate([np.stack(joints + gains), pad]).astype(np.float64),
             np.array([self.cfg.floor_height, self.cfg.brake_accel_ee, self.cfg.brake_accel,
                       self.cfg.max_joint_accel, self.dt, self._lag], dtype=np.float64))
         self.compiled = True

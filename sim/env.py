@@ -226,8 +226,6 @@ class BatchedEnv:
         else:
             # in-model laws take the joint targets; direct torques with the shield off pass
             iface = "position" if self.pipeline.in_model else "effort"
-            if self.numpy_control:
-                targets, arm = targets.numpy(), arm.numpy()
             command = self.pipeline.command(targets, arm, iface)[0]
             state.backend.ctrl[:, self._arm_cols] = _tensor(command)
             self.backend.step(cfg.decimation, current_sensors=self._current_sensors)
@@ -328,17 +326,15 @@ class BatchedEnv:
 
     def _act(self, action: torch.Tensor, arm: ArmState, held: torch.Tensor | None
              ) -> ControlStep:
-        """``pipeline.act`` on the step's actions; on the CPU on numpy views of the state, so
-        the shield's layers run compiled (one call each, not ~150 torch operations), with the
-        applied action, the targets and the flags handed back as tensors."""
+        """``pipeline.act`` on the step's actions; on the CPU on numpy views of the state
+        (``arm`` is numpy then), so the shield's layers run compiled (one call each, not ~150
+        torch operations). The applied action and the flags come back as tensors; the
+        targets stay of ``arm``'s kind, as ``pipeline.command`` takes them."""
         if not self.numpy_control:
             return self.pipeline.act(action, self.state.action, arm, held)
         c = self.pipeline.act(action.numpy(), self.state.action.numpy(), arm,
                               None if held is None else held.numpy())
-        t = c.targets
-        targets = Targets(t.kind, *(None if x is None else _tensor(x)
-                                    for x in (t.joint, t.pos, t.rot, t.gripper)))
-        return ControlStep(_tensor(c.action), targets, _tensor(c.invalid), _tensor(c.held),
+        return ControlStep(_tensor(c.action), c.targets, _tensor(c.invalid), _tensor(c.held),
                            {name: _tensor(f) for name, f in c.flags.items()})
 
     def _step_torque(self, targets: Targets, arm: ArmState, flags: dict) -> None:
@@ -350,20 +346,16 @@ class BatchedEnv:
         of torch's per-operation dispatch cost (it runs at the physics rate).
         """
         ctrl, k = self.state.backend.ctrl, self.pipeline.substeps
-        cpu = self.numpy_control
-        if cpu:
-            targets = targets.numpy()
+        cpu = self.numpy_control  # targets and arm are numpy then (``_act``)
         n = self.cfg.decimation // k
         for i in range(n):
             if i > 0:
                 arm = self.state.arm_state(mass=True, numpy=cpu)
             tau, torque_flags = self.pipeline.command(targets, arm, "effort")
-            if cpu:
-                tau = torch.from_numpy(tau)
-                torque_flags = {name: torch.from_numpy(f) for name, f in torque_flags.items()}
             for name, flag in torque_flags.items():
+                flag = _tensor(flag)
                 flags[name] = flags[name] | flag if name in flags else flag
-            ctrl[:, self._arm_cols] = tau
+            ctrl[:, self._arm_cols] = _tensor(tau)
             last = i == n - 1
             self.backend.step(k, current_sensors=self._current_sensors or not last)
 
