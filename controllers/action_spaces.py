@@ -197,6 +197,10 @@ class ActionSpace(abc.ABC):
                 self._gripper_ctrl(like(state.q, np.ones((state.q.shape[0], 1))))
         return t
 
+    def gripper(self, action: Array, state: ArmState) -> Array | None:
+        """(E, 1) gripper targets of actions (E, dim) (None without a gripper action)."""
+        return self._gripper(cast(action, state.q))
+
     def _gripper(self, action: Array) -> Array | None:
         if not self.has_gripper:
             return None
@@ -284,6 +288,14 @@ class _PoseTargets(ActionSpace):
     def _hold(self, state: ArmState) -> Targets:
         return Targets("pose", pos=state.ee_pos * 1.0, rot=state.ee_rot * 1.0)
 
+    def pose_map(self, state: ArmState) -> tuple[np.ndarray, np.ndarray, np.ndarray, float,
+                                                 bool]:
+        """The mapping as the compiled path takes it (``fused_compiled.pose_act``), numpy
+        float64: (pos_base (B, 3), pos_scale (3,), rot_base (B, 3, 3), rot_scale, rotation)
+        with p = pos_base + pos_scale * a[:3] and R = exp(rot_scale a[3:6]) rot_base (B = 1
+        or E)."""
+        raise NotImplementedError
+
 
 class EEDelta(_PoseTargets):
     """p_target = p + pos_scale * a[:3]; R_target = exp(rot_scale * a[3:6]) R."""
@@ -301,6 +313,12 @@ class EEDelta(_PoseTargets):
         else:
             rot = namespace(pos).broadcast_to(self._k(pos)["home_rot"], state.ee_rot.shape)
         return Targets("pose", pos=pos, rot=rot)
+
+    def pose_map(self, state: ArmState) -> tuple[np.ndarray, np.ndarray, np.ndarray, float,
+                                                 bool]:
+        rot = state.ee_rot if self.rotation else self._home_rot[None]
+        return (state.ee_pos, np.full(3, float(self.pos_scale)), rot, float(self.rot_scale),
+                self.rotation)
 
 
 class EEPose(_PoseTargets):
@@ -326,6 +344,11 @@ class EEPose(_PoseTargets):
         else:
             rot = namespace(pos).broadcast_to(home, (pos.shape[0], 3, 3))
         return Targets("pose", pos=pos, rot=rot)
+
+    def pose_map(self, state: ArmState) -> tuple[np.ndarray, np.ndarray, np.ndarray, float,
+                                                 bool]:
+        return (self._mid[None], self._half, self._home_rot[None], float(self.max_angle),
+                self.rotation)
 
 
 class JointTorque(ActionSpace):

@@ -26,6 +26,7 @@ from robot_rl.controllers.xp import Array
 from robot_rl.errors import RobotRLError
 
 if TYPE_CHECKING:
+    from robot_rl.controllers.shield import SafetyShield
     from robot_rl.robots import RobotSpec
 
 
@@ -60,6 +61,12 @@ class Controller(abc.ABC):
         """(E, n) joint torques for the targets at the measured state (torque controllers)."""
         raise RobotRLError(f"{type(self).__name__} runs inside the physics model (ctrl is the "
                            f"joint target); it computes no torques")
+
+    def shielded_torque(self, targets: Targets, state: ArmState, shield: SafetyShield
+                        ) -> tuple[Array, dict[str, Array]]:
+        """(``shield.filter_torque(self.torque(targets, state), state)``: the torques after
+        the shield's torque layers, their flags); a controller may fuse the two."""
+        return shield.filter_torque(self.torque(targets, state), state)
 
 
 class DirectTorque(Controller):

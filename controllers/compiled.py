@@ -23,7 +23,7 @@ def arg(x: np.ndarray, dtype: type = np.float64) -> np.ndarray:
     """``x`` as the compiled functions' argument type: C-contiguous and writeable ``dtype`` (a
     read-only or strided array is another numba signature, compiled at its first call: in a
     control loop, a stall of seconds), copied only when it is not one already."""
-    if x.flags.c_contiguous and x.flags.writeable and x.dtype == dtype:
+    if x.flags.carray and x.dtype == dtype:  # carray: C-contiguous, aligned, writeable
         return x
     return np.array(x, dtype=dtype, order="C")
 
@@ -112,3 +112,32 @@ def solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             acc -= m[c, j] * x[j]
         x[c] = acc / m[c, c]
     return x
+
+
+@numba.njit(nogil=True, cache=True)
+def inverse(a: np.ndarray) -> np.ndarray:
+    """a^-1 for a small square a (Gauss-Jordan, partial pivoting)."""
+    n = a.shape[0]
+    m = a.copy()
+    out = np.eye(n)
+    for c in range(n):
+        p = c
+        for r in range(c + 1, n):
+            if abs(m[r, c]) > abs(m[p, c]):
+                p = r
+        if p != c:
+            for j in range(n):
+                m[c, j], m[p, j] = m[p, j], m[c, j]
+                out[c, j], out[p, j] = out[p, j], out[c, j]
+        f = 1.0 / m[c, c]
+        for j in range(n):
+            m[c, j] *= f
+            out[c, j] *= f
+        for r in range(n):
+            if r != c:
+                g = m[r, c]
+                if g != 0.0:
+                    for j in range(n):
+                        m[r, j] -= g * m[c, j]
+                        out[r, j] -= g * out[c, j]
+    return out

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from robot_rl.controllers import osc_compiled
+from robot_rl.controllers import fused_compiled, osc_compiled
 from robot_rl.controllers.action_spaces import TargetKind, Targets
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.base import Controller
@@ -42,6 +42,7 @@ from robot_rl.controllers.xp import (
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:
+    from robot_rl.controllers.shield import SafetyShield
     from robot_rl.robots import RobotSpec
 
 
@@ -99,7 +100,11 @@ class OperationalSpace(Controller):
                             reg=np.eye(6) * cfg.singularity_damping)
         self._scalars = np.array([self._kn, self._dn, cfg.max_pos_error, cfg.max_rot_error,
                                   cfg.singularity_damping, float(cfg.decouple_inertia)])
+        self._gains = tuple(arg(self._c.numpy(k)) for k in ("kp", "kd", "home")) \
+            + (self._scalars,)
+        """(kp (6,), kd (6,), home (n,), scalars) as the compiled law takes them."""
         osc_compiled.warm_up(robot.num_joints)
+        fused_compiled.warm_up(robot.num_joints)
 
     compiled = True
     """Float64 numpy inputs run the compiled law (``osc_compiled``); False: always the array
@@ -116,8 +121,21 @@ class OperationalSpace(Controller):
         c = arg
         return osc_compiled.osc_torque(
             c(targets.pos), c(targets.rot), c(state.q), c(state.qd), c(state.ee_pos),
-            c(state.ee_rot), c(state.jac), c(state.mass), c(state.mass_inv()),
-            self._c.numpy("kp"), self._c.numpy("kd"), self._c.numpy("home"), self._scalars)
+            c(state.ee_rot), c(state.jac), c(state.mass), c(state.mass_inv()), *self._gains)
+
+    def shielded_torque(self, targets: Targets, state: ArmState, shield: SafetyShield
+                        ) -> tuple[Array, dict[str, Array]]:
+        """The law and the shield's torque layers in one compiled call
+        (``fused_compiled.osc_command``) where both run compiled; else one after the other."""
+        fits = self.compiled and is_f64(targets.pos) and is_f64(targets.rot) \
+            and is_f64(state.ee_rot)
+        args = shield.torque_kernel_args(state) if fits else None
+        if args is None:
+            return super().shielded_torque(targets, state, shield)
+        assert targets.pos is not None and targets.rot is not None
+        tau, flags = fused_compiled.osc_command(
+            arg(targets.pos), arg(targets.rot), arg(state.ee_rot), *self._gains, *args)
+        return tau, shield.torque_flags(flags)
 
     def torque_reference(self, targets: Targets, state: ArmState) -> Array:
         """``torque`` as array operations (numpy or torch): the reference the compiled law is

@@ -244,9 +244,11 @@ class SafetyShield:
         ``shield_compiled``) for numpy inputs (float64; the action layers also float32), from
         ``bind`` on (False: always the array versions, the reference)."""
         self._packed: tuple[np.ndarray, ...] = ()
-        """The torque layer's constants as ``shield_compiled`` takes them (``bind``)."""
-        self._pose_packed: tuple[np.ndarray, ...] = ()
-        """The pose-target layer's, as ``targets_compiled.pose_targets`` takes them."""
+        """The torque layer's constants as ``shield_compiled`` takes them (``bind``), and a
+        (0, n) array: the state's missing drift or gravity."""
+        self.pose_packed: tuple[np.ndarray, ...] = ()
+        """The pose-target layer's constants, as ``targets_compiled.pose_targets`` takes
+        them after the state: (box (2, 3), hand (H, 3), scalars)."""
         self._joint_packed: tuple[np.ndarray, ...] = ()
         """The joint-target layers', as ``joint_targets_compiled.joint_targets`` takes them."""
 
@@ -279,8 +281,9 @@ class SafetyShield:
         self._packed = (
             *guard, np.concatenate([np.stack(joints), pad]).astype(np.float64),
             np.array([self.cfg.floor_height, self.cfg.brake_accel_ee, self.cfg.brake_accel,
-                      self.cfg.brake_time, self.cfg.max_joint_accel], dtype=np.float64))
-        self._pose_packed = (np.stack([lim["ws_lo"], lim["ws_hi"]]), arg(lim["hand"]),
+                      self.cfg.brake_time, self.cfg.max_joint_accel], dtype=np.float64),
+            np.zeros((0, n)))
+        self.pose_packed = (np.stack([lim["ws_lo"], lim["ws_hi"]]), arg(lim["hand"]),
                              np.array([self.cfg.floor_height, self.cfg.brake_accel_ee]))
         self._joint_packed = (
             *guard, np.concatenate([np.stack(joints + gains), pad]).astype(np.float64),
@@ -304,19 +307,34 @@ class SafetyShield:
     def filter_action(self, action: Array, prev: Array) -> tuple[Array, Array, Flags]:
         """(action, hold, flags): finite, bounded, rate-limited actions (E, A); ``hold`` (E,)
         marks robots whose action had NaN/inf (their returned row is ``prev``)."""
+        args = self.action_kernel_args(action, prev)
+        if args is None:
+            return self.filter_action_reference(action, prev)
+        out, hold, bounds, limited = actions_compiled.filter_action(*args)
+        return out, hold, self.action_flags(hold, bounds, limited)
+
+    def action_kernel_args(self, action: Array, prev: Array) -> tuple | None:
+        """(action, prev, max_delta) as ``actions_compiled.filter_action`` takes them, or None
+        where the compiled path does not apply (not compiled, torch, another dtype)."""
         dtype = getattr(action, "dtype", None)
-        if self.compiled and dtype in _FLOATS and isinstance(action, np.ndarray) \
-                and isinstance(prev, np.ndarray) and prev.dtype == dtype:
-            d = self.cfg.max_action_delta
-            rate = d is not None and self.cfg.enabled
-            t = dtype.type
-            out, hold, bounds, limited = actions_compiled.filter_action(
-                arg(action, t), arg(prev, t), t(d) if rate else t(-1.0))
-            flags = {"nan_guard": hold, "action_bounds": bounds}
-            if rate:
-                flags["rate_limit"] = limited
-            return out, hold, flags
-        return self.filter_action_reference(action, prev)
+        if not (self.compiled and dtype in _FLOATS and isinstance(action, np.ndarray)
+                and isinstance(prev, np.ndarray) and prev.dtype == dtype):
+            return None
+        t = dtype.type
+        delta = t(self.cfg.max_action_delta) if self.rate_limited else t(-1.0)
+        return arg(action, t), arg(prev, t), delta
+
+    @property
+    def rate_limited(self) -> bool:
+        """Layer 3 runs: the shield is on and has a rate limit."""
+        return self.cfg.enabled and self.cfg.max_action_delta is not None
+
+    def action_flags(self, hold: Array, bounds: Array, limited: Array) -> Flags:
+        """The action layers' flags from the compiled layers' outputs."""
+        flags = {"nan_guard": hold, "action_bounds": bounds}
+        if self.rate_limited:
+            flags["rate_limit"] = limited
+        return flags
 
     def filter_action_reference(self, action: Array, prev: Array
                                 ) -> tuple[Array, Array, Flags]:
@@ -564,7 +582,7 @@ class SafetyShield:
     def _pose_targets(self, t: Targets, s: ArmState) -> tuple[Targets, Flags]:
         if self.compiled and is_f64(t.pos) and is_f64(t.rot) and is_f64(s.q):
             pos, ws, low = targets_compiled.pose_targets(
-                arg(t.pos), arg(t.rot), arg(s.ee_pos), arg(s.ee_vel), *self._pose_packed)
+                arg(t.pos), arg(t.rot), arg(s.ee_pos), arg(s.ee_vel), *self.pose_packed)
             return (Targets("pose", pos=pos, rot=t.rot, gripper=t.gripper),
                     {"workspace": ws, "table_floor": low})
         return self._pose_targets_reference(t, s)
@@ -601,23 +619,33 @@ class SafetyShield:
         if not self.cfg.enabled:
             return tau, {}
         assert s.mass is not None, "the torque layers need ArmState.mass"
-        if self.compiled and is_f64(tau) and is_f64(s.mass) and s.link_pos is not None \
-                and s.link_rot is not None:
-            return self._filter_torque_compiled(tau, s)
-        return self.filter_torque_reference(tau, s)
+        args = self.torque_kernel_args(s) if is_f64(tau) else None
+        if args is None:
+            return self.filter_torque_reference(tau, s)
+        out, fl = shield_compiled.filter_torque(arg(tau), *args[:5], arg(s.mass_inv()),
+                                                *args[5:])
+        return out, self.torque_flags(fl)
 
-    def _filter_torque_compiled(self, tau: np.ndarray, s: ArmState) -> tuple[Array, Flags]:
-        """``filter_torque`` in one compiled call (``shield_compiled``)."""
+    def torque_kernel_args(self, s: ArmState) -> tuple | None:
+        """The torque layer's inputs after (tau) and without M^-1, as
+        ``shield_compiled.filter_torque`` takes them: (q, qd, ee_pos, jac, mass, drift,
+        gravity, link_pos, link_rot, guard_link, guard_pts, guard_mask, limits, scalars,
+        passes, flag_tol); None where the compiled path does not apply (disabled, not
+        compiled, torch or float32 state, no link poses)."""
+        if not (self.cfg.enabled and self.compiled and is_f64(s.q) and is_f64(s.mass)
+                and s.link_pos is not None and s.link_rot is not None):
+            return None
         c = arg
-        n = tau.shape[-1]
-        none = np.zeros((0, n))
-        link, pts, mask, limits, scalars = self._packed
-        out, fl = shield_compiled.filter_torque(
-            c(tau), c(s.q), c(s.qd), c(s.ee_pos), c(s.jac), c(s.mass), c(s.mass_inv()),
-            none if s.drift is None else c(s.drift),
-            none if s.gravity is None else c(s.gravity), c(s.link_pos), c(s.link_rot),
-            link, pts, mask, limits, scalars, self.PASSES, self.FLAG_TOL)
-        return out, {name: fl[:, i] for i, name in enumerate(shield_compiled.FLAG_NAMES)}
+        none = self._packed[-1]  # (0, n): no drift, no gravity
+        return (c(s.q), c(s.qd), c(s.ee_pos), c(s.jac), c(s.mass),
+                none if s.drift is None else c(s.drift),
+                none if s.gravity is None else c(s.gravity), c(s.link_pos), c(s.link_rot),
+                *self._packed[:-1], self.PASSES, self.FLAG_TOL)
+
+    @staticmethod
+    def torque_flags(fl: np.ndarray) -> Flags:
+        """{layer: (E,) bool} from the compiled torque layer's (E, 5) flags."""
+        return dict(zip(shield_compiled.FLAG_NAMES, fl.T, strict=True))
 
     def filter_torque_reference(self, tau: Array, s: ArmState) -> tuple[Array, Flags]:
         """``filter_torque`` as array operations (numpy or torch): the reference the
