@@ -291,9 +291,9 @@ class _PoseTargets(ActionSpace):
     def pose_map(self, state: ArmState) -> tuple[np.ndarray, np.ndarray, np.ndarray, float,
                                                  bool]:
         """The mapping as the compiled path takes it (``fused_compiled.pose_act``), numpy
-        float64: (pos_base (B, 3), pos_scale (3,), rot_base (B, 3, 3), rot_scale, rotation)
-        with p = pos_base + pos_scale * a[:3] and R = exp(rot_scale a[3:6]) rot_base (B = 1
-        or E)."""
+        float64: (pos_base (B, 3), pos_scale (3,), rot_base (B', 3, 3), rot_scale, rotation)
+        with p = pos_base + pos_scale * a[:3] and R = exp(rot_scale a[3:6]) rot_base (B and
+        B' each 1 or E)."""
         raise NotImplementedError
 
 

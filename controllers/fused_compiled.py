@@ -9,11 +9,11 @@ numpy and the shield is compiled; ``pipeline.fused = False`` runs the layers one
 time, and ``shield.compiled = False`` the array reference, which
 ``tests/controllers/test_fused_compiled.py`` checks both against.
 
-Shapes: E arms, A action dims, n joints; B = 1 (one base for all arms) or E.
+Shapes: E arms, A action dims, n joints; B and B' each 1 (one base for all arms) or E.
 
     pose_act(action (E, A) float32 or float64, prev (E, A) same dtype, max_delta (< 0: no
              rate limit), hold (E,) bool: hold still besides NaN rows, pos_base (B, 3),
-             pos_scale (3,), rot_base (B, 3, 3), rot_scale, rotation (bool),
+             pos_scale (3,), rot_base (B', 3, 3), rot_scale, rotation (bool),
              ee_pos (E, 3), ee_rot (E, 3, 3), jac (E, 6, n), qd (E, n),
              box (2, 3), hand (H, 3), pose_scalars (floor_height, brake_accel_ee))
         -> (applied (E, A) in the action's dtype, flags (E, 5) as ``ACT_FLAGS``: invalid
@@ -55,7 +55,7 @@ def pose_act(action: np.ndarray, prev: np.ndarray, max_delta: float, hold: np.nd
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     applied, invalid, bounds, rate = filter_action(action, prev, max_delta)
     E, n = qd.shape
-    last = pos_base.shape[0] - 1
+    last_p, last_r = pos_base.shape[0] - 1, rot_base.shape[0] - 1  # each 0 or E - 1
     rv = np.zeros((E, 3))
     if rotation:
         for e in range(E):
@@ -69,13 +69,13 @@ def pose_act(action: np.ndarray, prev: np.ndarray, max_delta: float, hold: np.nd
             pos[e] = ee_pos[e]
             rot[e] = ee_rot[e]
         else:
-            b = min(e, last)
+            bp, br = min(e, last_p), min(e, last_r)
             for r in range(3):
-                pos[e, r] = pos_base[b, r] + pos_scale[r] * np.float64(applied[e, r])
+                pos[e, r] = pos_base[bp, r] + pos_scale[r] * np.float64(applied[e, r])
             if rotation:
-                rot[e] = matmul(turn[e], rot_base[b])
+                rot[e] = matmul(turn[e], rot_base[br])
             else:
-                rot[e] = rot_base[b]
+                rot[e] = rot_base[br]
         for r in range(3):
             acc = 0.0
             for j in range(n):

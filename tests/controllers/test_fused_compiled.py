@@ -98,16 +98,25 @@ def test_fused_act_matches_the_layers_and_the_reference(space: str) -> None:
                                   "table_floor")), fired
 
 
-def test_fused_act_on_a_batch_with_held_rows() -> None:
-    fused, layers, _, arm, env = _pipelines(_SPACES["ee_delta"])
+@pytest.mark.parametrize("space", sorted(_SPACES))
+def test_fused_act_on_a_batch_with_held_rows(space: str) -> None:
+    """Every action space on a batch: per-arm bases (ee_delta's position, and its rotation
+    with rotation actions) and shared ones (ee_pose, and the home rotation without)."""
+    fused, layers, _, arm, env = _pipelines(_SPACES[space])
     rng = np.random.default_rng(3)
-    s = _stack(_states(arm, env, 8, seed=4))
+    states = [s for s in _states(arm, env, 12, seed=4) if s.gravity is not None][:8]
+    s = _stack(states)
     a = rng.uniform(-1.5, 1.5, (8, fused.dim)).astype(np.float32)
     a[2, 1] = np.inf
     prev = np.zeros_like(a)
     hold = np.array([False, True, False, False, False, False, True, False])
     got = fused.act(a, prev, s, hold)
+    assert np.isfinite(got.targets.pos).all() and np.isfinite(got.targets.rot).all()
     _same_step(got, layers.act(a, prev, s, hold))
+    for e, st in enumerate(states):  # each arm as it would be alone
+        alone = layers.act(a[e:e + 1], prev[e:e + 1], st, hold[e:e + 1])
+        np.testing.assert_allclose(got.targets.pos[e:e + 1], alone.targets.pos, atol=1e-9)
+        np.testing.assert_allclose(got.targets.rot[e:e + 1], alone.targets.rot, atol=1e-9)
     np.testing.assert_array_equal(got.held, hold | (np.arange(8) == 2))
     np.testing.assert_allclose(got.targets.rot[got.held], s.ee_rot[got.held])
 
