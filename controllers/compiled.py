@@ -86,6 +86,16 @@ def guard_dot(jac: np.ndarray, v: np.ndarray, link: np.ndarray, rx: np.ndarray,
         out[k] = run[0, lk] + ry[k] * run[1, lk] - rx[k] * run[2, lk]
 
 
+@numba.njit(nogil=True, cache=True, inline="always")
+def _pivot(m: np.ndarray, c: int) -> int:
+    """The row from c down with the largest |m[row, c]| (the first of equals)."""
+    p = c
+    for r in range(c + 1, m.shape[0]):
+        if abs(m[r, c]) > abs(m[p, c]):
+            p = r
+    return p
+
+
 @numba.njit(nogil=True, cache=True)
 def solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """x with a x = b for a small square a (Gaussian elimination, partial pivoting)."""
@@ -93,10 +103,7 @@ def solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     m = a.copy()
     x = b.copy()
     for c in range(n):
-        p = c
-        for r in range(c + 1, n):
-            if abs(m[r, c]) > abs(m[p, c]):
-                p = r
+        p = _pivot(m, c)
         if p != c:
             for j in range(n):
                 m[c, j], m[p, j] = m[p, j], m[c, j]
@@ -121,10 +128,7 @@ def inverse(a: np.ndarray) -> np.ndarray:
     m = a.copy()
     out = np.eye(n)
     for c in range(n):
-        p = c
-        for r in range(c + 1, n):
-            if abs(m[r, c]) > abs(m[p, c]):
-                p = r
+        p = _pivot(m, c)
         if p != c:
             for j in range(n):
                 m[c, j], m[p, j] = m[p, j], m[c, j]
