@@ -288,13 +288,13 @@ class _PoseTargets(ActionSpace):
     def _hold(self, state: ArmState) -> Targets:
         return Targets("pose", pos=state.ee_pos * 1.0, rot=state.ee_rot * 1.0)
 
+    @abc.abstractmethod
     def pose_map(self, state: ArmState) -> tuple[np.ndarray, np.ndarray, np.ndarray, float,
                                                  bool]:
         """The mapping as the compiled path takes it (``fused_compiled.pose_act``), numpy
         float64: (pos_base (B, 3), pos_scale (3,), rot_base (B', 3, 3), rot_scale, rotation)
         with p = pos_base + pos_scale * a[:3] and R = exp(rot_scale a[3:6]) rot_base (B and
         B' each 1 or E)."""
-        raise NotImplementedError
 
 
 class EEDelta(_PoseTargets):
@@ -305,6 +305,7 @@ class EEDelta(_PoseTargets):
         if cfg.pos_scale <= 0 or cfg.rot_scale <= 0:
             raise ConfigError("ee_delta pos_scale and rot_scale must be positive")
         self.pos_scale, self.rot_scale = cfg.pos_scale, cfg.rot_scale
+        self._pos_scale3 = np.full(3, float(cfg.pos_scale))
 
     def _arm(self, action: Array, state: ArmState) -> Targets:
         pos = state.ee_pos + self.pos_scale * action[:, :3]
@@ -317,8 +318,7 @@ class EEDelta(_PoseTargets):
     def pose_map(self, state: ArmState) -> tuple[np.ndarray, np.ndarray, np.ndarray, float,
                                                  bool]:
         rot = state.ee_rot if self.rotation else self._home_rot[None]
-        return (state.ee_pos, np.full(3, float(self.pos_scale)), rot, float(self.rot_scale),
-                self.rotation)
+        return state.ee_pos, self._pos_scale3, rot, float(self.rot_scale), self.rotation
 
 
 class EEPose(_PoseTargets):

@@ -16,9 +16,8 @@ Shapes: E arms, A action dims, n joints; B and B' each 1 (one base for all arms)
              pos_scale (3,), rot_base (B', 3, 3), rot_scale, rotation (bool),
              ee_pos (E, 3), ee_rot (E, 3, 3), jac (E, 6, n), qd (E, n),
              box (2, 3), hand (H, 3), pose_scalars (floor_height, brake_accel_ee))
-        -> (applied (E, A) in the action's dtype, flags (E, 5) as ``ACT_FLAGS``: invalid
-            (the NaN guard), action_bounds, rate_limit, workspace, table_floor,
-            pos (E, 3), rot (E, 3, 3))
+        -> (applied (E, A) in the action's dtype, flags (E, 5): invalid (the NaN guard),
+            action_bounds, rate_limit, workspace, table_floor, pos (E, 3), rot (E, 3, 3))
         The action layers (``actions_compiled``), the pose action space (p = base + scale *
         a[:3], R = exp(rot_scale a[3:6]) R_base, or R_base without rotation), the hold pose
         for held rows (invalid or ``hold``: where the arm is), the pose-target layer
@@ -41,9 +40,6 @@ from robot_rl.controllers.compiled import inverse, matmul
 from robot_rl.controllers.osc_compiled import osc_torque
 from robot_rl.controllers.shield_compiled import filter_torque
 from robot_rl.controllers.targets_compiled import axis_angle_to_mat, pose_targets
-
-ACT_FLAGS = ("nan_guard", "action_bounds", "rate_limit", "workspace", "table_floor")
-"""The columns of ``pose_act``'s flags (the shield's layer names)."""
 
 
 @numba.njit(nogil=True, cache=True)

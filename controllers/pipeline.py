@@ -208,10 +208,9 @@ class ActionPipeline:
             *layers, held_in, arg(pos_base), arg(pos_scale), arg(rot_base), rot_scale,
             rotation, arg(arm.ee_pos), arg(arm.ee_rot), arg(arm.jac), arg(arm.qd),
             *shield.pose_packed)
-        flags = dict(zip(fused_compiled.ACT_FLAGS, fl.T, strict=True))
-        if not shield.rate_limited:
-            del flags["rate_limit"]
-        invalid = flags["nan_guard"]
+        invalid = fl[:, 0]
+        flags = shield.action_flags(invalid, fl[:, 1], fl[:, 2])
+        flags.update(workspace=fl[:, 3], table_floor=fl[:, 4])
         held = invalid | held_in
         if bool(held.any()):
             space.reset(flatnonzero(held), arm.q)

@@ -244,8 +244,9 @@ class SafetyShield:
         ``shield_compiled``) for numpy inputs (float64; the action layers also float32), from
         ``bind`` on (False: always the array versions, the reference)."""
         self._packed: tuple[np.ndarray, ...] = ()
-        """The torque layer's constants as ``shield_compiled`` takes them (``bind``), and a
-        (0, n) array: the state's missing drift or gravity."""
+        """The torque layer's constants as ``shield_compiled`` takes them (``bind``)."""
+        self._no_rows = np.zeros((0, robot.num_joints))
+        """(0, n): what the torque layer takes for a state without drift or gravity."""
         self.pose_packed: tuple[np.ndarray, ...] = ()
         """The pose-target layer's constants, as ``targets_compiled.pose_targets`` takes
         them after the state: (box (2, 3), hand (H, 3), scalars)."""
@@ -281,8 +282,7 @@ class SafetyShield:
         self._packed = (
             *guard, np.concatenate([np.stack(joints), pad]).astype(np.float64),
             np.array([self.cfg.floor_height, self.cfg.brake_accel_ee, self.cfg.brake_accel,
-                      self.cfg.brake_time, self.cfg.max_joint_accel], dtype=np.float64),
-            np.zeros((0, n)))
+                      self.cfg.brake_time, self.cfg.max_joint_accel], dtype=np.float64))
         self.pose_packed = (np.stack([lim["ws_lo"], lim["ws_hi"]]), arg(lim["hand"]),
                              np.array([self.cfg.floor_height, self.cfg.brake_accel_ee]))
         self._joint_packed = (
@@ -635,12 +635,11 @@ class SafetyShield:
         if not (self.cfg.enabled and self.compiled and is_f64(s.q) and is_f64(s.mass)
                 and s.link_pos is not None and s.link_rot is not None):
             return None
-        c = arg
-        none = self._packed[-1]  # (0, n): no drift, no gravity
+        c, none = arg, self._no_rows
         return (c(s.q), c(s.qd), c(s.ee_pos), c(s.jac), c(s.mass),
                 none if s.drift is None else c(s.drift),
                 none if s.gravity is None else c(s.gravity), c(s.link_pos), c(s.link_rot),
-                *self._packed[:-1], self.PASSES, self.FLAG_TOL)
+                *self._packed, self.PASSES, self.FLAG_TOL)
 
     @staticmethod
     def torque_flags(fl: np.ndarray) -> Flags:
