@@ -15,6 +15,7 @@ from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.osc import OSCConfig, cartesian_impedance
 from robot_rl.controllers.pipeline import ActionPipeline, ControlStep
 from robot_rl.sim import make_env
+from tests.controllers.arm_states import stack
 
 _SPACES = {
     "ee_pose": EEPoseConfig(gripper=False),
@@ -23,12 +24,6 @@ _SPACES = {
     "ee_delta_no_rotation": EEDeltaConfig(gripper=False, rotation=False),
 }
 
-
-def _stack(states: list[ArmState]) -> ArmState:
-    fields = {f.name: np.concatenate([getattr(s, f.name) for s in states])
-              for f in dataclasses.fields(ArmState)
-              if not f.name.startswith("_") and getattr(states[0], f.name) is not None}
-    return ArmState(**fields)
 
 
 def _pipelines(action: Any, controller: OSCConfig | None = None
@@ -105,7 +100,7 @@ def test_fused_act_on_a_batch_with_held_rows(space: str) -> None:
     fused, layers, _, arm, env = _pipelines(_SPACES[space])
     rng = np.random.default_rng(3)
     states = [s for s in _states(arm, env, 12, seed=4) if s.gravity is not None][:8]
-    s = _stack(states)
+    s = stack(states)
     a = rng.uniform(-1.5, 1.5, (8, fused.dim)).astype(np.float32)
     a[2, 1] = np.inf
     prev = np.zeros_like(a)
@@ -146,7 +141,7 @@ def test_fused_command_on_a_batch_keeps_the_batch_wide_passes() -> None:
     fused, layers, _, arm, env = _pipelines(_SPACES["ee_pose"])
     rng = np.random.default_rng(7)
     states = [s for s in _states(arm, env, 12, seed=8) if s.gravity is not None][:6]
-    s = _stack(states)
+    s = stack(states)
     a = rng.uniform(-1.0, 1.0, (len(states), fused.dim))
     targets = layers.act(a, np.zeros_like(a), s).targets
     got, got_flags = fused.command(targets, s, "effort")

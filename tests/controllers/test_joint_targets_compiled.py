@@ -15,13 +15,7 @@ from robot_rl.controllers.arm_model import ArmModel
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.shield import JointTrack
 from robot_rl.sim import make_env
-
-
-def _stack(states: list[ArmState]) -> ArmState:
-    fields = {f.name: np.concatenate([getattr(s, f.name) for s in states])
-              for f in dataclasses.fields(ArmState)
-              if not f.name.startswith("_") and getattr(states[0], f.name) is not None}
-    return ArmState(**fields)
+from tests.controllers.arm_states import stack
 
 
 def _cases(seed: int, count: int) -> tuple[object, list[tuple[np.ndarray, ArmState, np.ndarray]]]:
@@ -82,7 +76,7 @@ def test_a_batch_matches_the_reference_with_its_batch_wide_passes() -> None:
         chunk = [c for c in cases[start:start + 8] if c[1].gravity is not None]
         qt = np.concatenate([c[0] for c in chunk])
         v = np.concatenate([c[2] for c in chunk])
-        s = _stack([c[1] for c in chunk])
+        s = stack([c[1] for c in chunk])
         (got, got_f, got_v), (want, want_f, want_v) = _both(shield, qt, s, v)
         np.testing.assert_allclose(got, want, rtol=0.0, atol=1e-9)
         np.testing.assert_allclose(got_v, want_v, rtol=0.0, atol=1e-7)

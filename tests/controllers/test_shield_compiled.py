@@ -12,14 +12,7 @@ from robot_rl.controllers.arm_model import ArmModel
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.osc import OSCConfig
 from robot_rl.sim import make_env
-
-
-def _stack(states: list[ArmState]) -> ArmState:
-    """E single-arm states as one batch."""
-    fields = {f.name: np.concatenate([getattr(s, f.name) for s in states])
-              for f in dataclasses.fields(ArmState)
-              if not f.name.startswith("_") and getattr(states[0], f.name) is not None}
-    return ArmState(**fields)
+from tests.controllers.arm_states import stack
 
 
 def _cases(seed: int = 0, count: int = 400) -> tuple[object, list[tuple[np.ndarray, ArmState]]]:
@@ -69,7 +62,7 @@ def test_a_batch_matches_the_reference_with_its_batch_wide_passes() -> None:
     for start in range(0, 60, 6):
         chunk = [c for c in cases[start:start + 6] if c[1].gravity is not None]
         tau = np.concatenate([t for t, _ in chunk])
-        s = _stack([st for _, st in chunk])
+        s = stack([st for _, st in chunk])
         want, want_flags = shield.filter_torque_reference(tau, s)
         got, got_flags = shield.filter_torque(tau, s)
         np.testing.assert_allclose(got, want, rtol=0.0, atol=1e-9)
