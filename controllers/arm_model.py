@@ -101,6 +101,21 @@ class ArmModel:
         return out
 
 
+def body_links(model: mujoco.MjModel, robot: RobotSpec) -> np.ndarray:
+    """(nbody,) the arm link each body moves with: the index of its nearest arm-joint
+    ancestor (itself included), or -1 for bodies no arm joint moves (the world, the base,
+    the scene)."""
+    arm_bodies = [int(model.joint(j).bodyid[0]) for j in robot.joint_names]
+    out = np.full(model.nbody, -1, dtype=np.int64)
+    for b in range(1, model.nbody):
+        a = b
+        while a > 0 and a not in arm_bodies:
+            a = int(model.body_parentid[a])
+        if a > 0:
+            out[b] = arm_bodies.index(a)
+    return out
+
+
 def guard_points(model: mujoco.MjModel, robot: RobotSpec, floor: float = 0.0
                  ) -> tuple[np.ndarray, np.ndarray]:
     """The corners of the arm's collision geometry that the shield keeps above the table.
@@ -112,21 +127,13 @@ def guard_points(model: mujoco.MjModel, robot: RobotSpec, floor: float = 0.0
     pose is part of the mount (it can never be lifted clear) and is left out; without any
     geometry: the end-effector site, on the last link.
     """
-    joints = [model.joint(j) for j in robot.joint_names]
-    arm_bodies = [int(j.bodyid[0]) for j in joints]
+    arm_bodies = [int(model.joint(j).bodyid[0]) for j in robot.joint_names]
     fingers = [model.joint(j).id for j in robot.gripper.joints] if robot.gripper else []
-
-    def link_of(b: int) -> int | None:
-        while b > 0:
-            if b in arm_bodies:
-                return arm_bodies.index(b)
-            b = int(model.body_parentid[b])
-        return None
-
+    body_link = body_links(model, robot)
     geoms: list[tuple[int, int]] = []
     for g in range(model.ngeom):
-        k = link_of(int(model.geom_bodyid[g]))
-        if k is not None and (model.geom_contype[g] or model.geom_conaffinity[g]):
+        k = int(body_link[model.geom_bodyid[g]])
+        if k >= 0 and (model.geom_contype[g] or model.geom_conaffinity[g]):
             geoms.append((g, k))
     signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
     points: list[np.ndarray] = []

@@ -38,6 +38,7 @@ class ArmStreams:
     qd: np.ndarray  # (M, n) joint velocities [rad/s]
     cmd_t: np.ndarray  # (K,)
     cmd: np.ndarray  # (K, n) joint position targets [rad]
+    effort: np.ndarray | None = None  # (M, n) measured joint efforts [Nm], where logged
 
 
 Sources = Callable[[Sequence[str]], Iterator[tuple[str, ArmStreams]]]

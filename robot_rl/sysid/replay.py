@@ -1,0 +1,275 @@
+"""Replaying a recorded arm in the batched simulator, many parameter sets at once.
+
+    replay = Replay(streams, robot, ReplayConfig())
+    cost = replay.cost({"link_mass": values (C, n), ...}, delay (C,))     # (C,)
+
+The recording (``ArmStreams``: joint states, and the position commands sent) is cut into
+segments of ``segment`` seconds. Each segment starts from the recorded joint state at its
+start and is replayed open loop: the commands as sent, each acting ``delay`` physics steps
+after its send time, through the arm's position servo. C candidate parameter sets times S
+segments run as one batch of C * S simulations (CPU threads or Warp), so a generation of the
+optimizer is one pass.
+
+Timing convention (the simulated arm's, ``hardware.sim_robot``): a joint reading stamped s is
+the state after the physics step that starts at s, and its effort is the actuator force of
+that step. A command sent at c acts from the first step starting at or after c + delay * dt.
+On a real arm, any fixed offset between its stamps and this convention shows up in the delay.
+
+The cost compares the replayed joint positions (and efforts, where recorded) with the
+recording at every reading, each joint's error divided by its recorded signal's spread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+import numpy as np
+import torch
+
+from robot_rl.errors import ConfigError
+from robot_rl.hardware.sim_robot import SimRobotConfig, build_model
+from robot_rl.recording.arm_import import ArmStreams
+from robot_rl.robots import RobotSpec
+from robot_rl.sim.backends import make_backend
+from robot_rl.sim.identified import PARAMS, ArmParamIndex, nominal_values, write
+
+TIME_TOL = 1e-6
+"""Seconds by which a time may miss its physics step (rounding)."""
+
+
+@dataclasses.dataclass(kw_only=True)
+class ReplayConfig:
+    """How a recording is replayed."""
+
+    segment: float = 2.0
+    """Length of each replayed segment [s]; each starts from the recorded state."""
+    physics_dt: float = 0.002
+    """Physics step of the replay [s] (the delay's unit)."""
+    max_delay: int = 8
+    """Largest command delay considered [physics steps]."""
+    effort_weight: float = 1.0
+    """Weight of the effort error against the position error (0: positions only)."""
+
+    def validate(self) -> None:
+        if self.segment <= 0 or self.physics_dt <= 0 or self.max_delay < 0 \
+                or self.effort_weight < 0:
+            raise ConfigError("segment and physics_dt must be > 0, max_delay and "
+                              "effort_weight >= 0")
+
+
+@dataclasses.dataclass
+class Trajectories:
+    """What a replay produced at the recording's readings: (C, S, R, n) each, R readings per
+    segment (``mask`` (S, R): the real ones; segments differ in how many they hold)."""
+
+    q: torch.Tensor
+    effort: torch.Tensor | None
+
+
+class Replay:
+    """A recording, ready to replay under candidate parameters (module docstring)."""
+
+    def __init__(self, streams: ArmStreams, robot: RobotSpec, cfg: ReplayConfig | None = None,
+                 *, backend: str = "cpu", device: str = "cpu", nthread: int | None = None):
+        self.cfg = cfg = cfg or ReplayConfig()
+        cfg.validate()
+        self.robot = robot
+        n = robot.num_joints
+        s = streams
+        if s.q.ndim != 2 or s.q.shape[1] != n or s.cmd.ndim != 2 or s.cmd.shape[1] != n:
+            raise ConfigError(f"the recording has {s.q.shape[-1]} joint positions and "
+                              f"{s.cmd.shape[-1]} commands per sample; robot {robot.name!r} "
+                              f"has {n} joints")
+        if len(s.cmd_t) == 0:
+            raise ConfigError("the recording holds no commands")
+        self.model = build_model(SimRobotConfig(robot=robot.name, physics_dt=cfg.physics_dt),
+                                 robot)
+        m, dt = self.model, cfg.physics_dt
+        self.steps = k = int(round(cfg.segment / dt))
+        starts = _segment_starts(s.js_t, cfg.segment)
+        if not starts:
+            raise ConfigError(f"the recording spans {s.js_t[-1] - s.js_t[0]:.2f} s, shorter "
+                              f"than one segment ({cfg.segment} s)")
+        self.segments = len(starts)
+        # readings in each segment: (S, R) sample index and the physics step it follows
+        idx, step = [], []
+        for i0 in starts:
+            t_rel = s.js_t - s.js_t[i0]
+            inside = np.flatnonzero((t_rel > TIME_TOL) & (t_rel <= k * dt + TIME_TOL))
+            idx.append(inside)
+            step.append(np.clip(np.round(t_rel[inside] / dt).astype(np.int64), 1, k) - 1)
+        r = max(len(i) for i in idx)
+        self.mask = torch.zeros(len(starts), r, dtype=torch.bool)
+        self._sample = np.zeros((len(starts), r), dtype=np.int64)
+        self._step = torch.zeros(len(starts), r, dtype=torch.long)
+        for j, (i, st) in enumerate(zip(idx, step, strict=True)):
+            self.mask[j, :len(i)] = True
+            self._sample[j, :len(i)] = i
+            self._step[j, :len(i)] = torch.from_numpy(st)
+        self.q_rec = torch.from_numpy(s.q[self._sample])  # (S, R, n)
+        self.effort_rec = None if s.effort is None or cfg.effort_weight == 0 else \
+            torch.from_numpy(np.asarray(s.effort, dtype=np.float64)[self._sample])
+        self.q0 = torch.from_numpy(s.q[starts])
+        self.qd0 = torch.from_numpy(s.qd[starts])
+        # the commands acting at each step, for every delay: (D + 1, S, K, n)
+        lo = m.actuator_ctrlrange[[m.actuator(a).id for a in robot.actuator_names]]
+        t0 = s.js_t[starts]
+        grid = t0[:, None] + dt * np.arange(1, k + 1)[None, :]  # (S, K) step start times
+        table = []
+        for d in range(cfg.max_delay + 1):
+            c = np.searchsorted(s.cmd_t, grid - d * dt + TIME_TOL, side="right") - 1
+            table.append(np.clip(s.cmd[np.maximum(c, 0)], lo[:, 0], lo[:, 1]))
+        self.ctrl = torch.from_numpy(np.stack(table))
+        mv = self.mask[..., None]
+        self._scale_q = _spread(self.q_rec, mv)
+        self._scale_e = None if self.effort_rec is None else _spread(self.effort_rec, mv)
+        self._backend_args = dict(name=backend, device=device, nthread=nthread)
+        self._backend = None
+        self._capacity = 0
+        self.index = ArmParamIndex.of(m, robot)
+        self.simulated_steps = 0
+        """Physics steps simulated so far, over all simulations (for rates)."""
+
+    # -- evaluation ------------------------------------------------------------------------
+
+    def run(self, values: Mapping[str, torch.Tensor], delay: torch.Tensor) -> Trajectories:
+        """Replay every segment under C parameter sets: ``values[param]`` (C, n) for the
+        parameters given (the others nominal), ``delay`` (C,) physics steps."""
+        c = int(delay.shape[0])
+        for p, v in values.items():
+            if p not in PARAMS or tuple(v.shape) != (c, self.robot.num_joints):
+                raise ConfigError(f"values[{p!r}] must be ({c}, {self.robot.num_joints}) for "
+                                  f"a parameter of {list(PARAMS)}")
+        if int(delay.min()) < 0 or int(delay.max()) > self.cfg.max_delay:
+            raise ConfigError(f"delays must be within 0..{self.cfg.max_delay} physics steps")
+        S, K = self.segments, self.steps
+        E = c * S
+        b = self._backend_for(E)
+        ids = torch.arange(E)
+        b.reset(ids)
+        envs = slice(0, E)
+        per_env = {p: v.to(torch.float64).repeat_interleave(S, dim=0)
+                   for p, v in values.items()}
+        derived = write(b.model_field, self._nominal, self.index,
+                        {**self._unit(E), **per_env}, envs)
+        if derived:
+            b.commit_model(ids)
+        jq, dofs, act = self._jq, self._dofs, self._act
+        seg = torch.arange(S).repeat(c)  # (E,) each simulation's segment
+        d = delay.to(torch.long).repeat_interleave(S)
+        b.qpos[:E, jq] = self.q0[seg].to(b.dtype)
+        b.qvel[:E, dofs] = self.qd0[seg].to(b.dtype)
+        if self._grip is not None:
+            b.ctrl[:E, self._grip] = self._grip_closed
+        b.forward(ids)
+        ctrl = self.ctrl[d, seg].to(b.dtype)  # (E, K, n)
+        q_out = torch.empty(E, K, len(jq), dtype=b.dtype)
+        want_effort = self.effort_rec is not None
+        e_out = torch.empty_like(q_out) if want_effort else None
+        if want_effort:
+            gain = b.model_field("actuator_gainprm")[:E, act, 0]
+            b1 = b.model_field("actuator_biasprm")[:E, act, 1]
+            b2 = b.model_field("actuator_biasprm")[:E, act, 2]
+        for k in range(K):
+            u = ctrl[:, k]
+            b.ctrl[:E, act] = u
+            if e_out is not None:
+                force = gain * u + b1 * b.qpos[:E, jq] + b2 * b.qvel[:E, dofs]
+                e_out[:, k] = torch.clamp(force, self._frc_lo, self._frc_hi)
+            b.step(1, current_sensors=False)
+            q_out[:, k] = b.qpos[:E, jq]
+        self.simulated_steps += E * K
+        at = self._step[None].expand(c, S, -1).reshape(E, -1)  # (E, R)
+        pick = at[..., None].expand(-1, -1, len(jq))
+        q = torch.gather(q_out, 1, pick).reshape(c, S, -1, len(jq))
+        e = None if e_out is None else torch.gather(e_out, 1, pick).reshape(c, S, -1, len(jq))
+        return Trajectories(q=q, effort=e)
+
+    def cost(self, values: Mapping[str, torch.Tensor], delay: torch.Tensor) -> torch.Tensor:
+        """(C,) the replay's mismatch with the recording under each parameter set: mean
+        squared position error per joint over its recorded spread, plus ``effort_weight``
+        times the same for efforts."""
+        tr = self.run(values, delay)
+        return self.cost_of(tr)
+
+    def cost_of(self, tr: Trajectories) -> torch.Tensor:
+        """(C,) ``cost`` of trajectories ``run`` returned."""
+        count = int(self.mask.sum()) * tr.q.shape[-1]
+        return (self.residuals(tr) ** 2).sum(1) / count
+
+    def residuals(self, tr: Trajectories) -> torch.Tensor:
+        """(C, N) the errors whose mean square is the cost: each reading's position error
+        per joint over its spread, then (where recorded) the efforts' likewise, times the
+        square root of ``effort_weight``."""
+        m = self.mask
+        rq = ((tr.q - self.q_rec) / self._scale_q)[:, m]  # (C, readings, n)
+        parts = [rq.reshape(len(rq), -1)]
+        if tr.effort is not None and self.effort_rec is not None and self._scale_e is not None:
+            re = ((tr.effort - self.effort_rec) / self._scale_e)[:, m]
+            parts.append(self.cfg.effort_weight ** 0.5 * re.reshape(len(re), -1))
+        return torch.cat(parts, dim=1)
+
+    def nominal_friction(self) -> np.ndarray:
+        """(n,) the model's own dry friction of the arm joints [Nm]."""
+        return self.model.dof_frictionloss[self.index.dofs].copy()
+
+    def rms_q(self, tr: Trajectories) -> torch.Tensor:
+        """(C,) root-mean-square joint position error over all readings [rad]."""
+        m = self.mask[None, ..., None].to(tr.q.dtype)
+        count = m.sum() * tr.q.shape[-1]
+        return ((((tr.q - self.q_rec) ** 2) * m).sum((1, 2, 3)) / count).sqrt()
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _unit(self, e: int) -> dict[str, torch.Tensor]:
+        """Nominal values of every parameter for ``e`` simulations (scales 1, the model's
+        own friction), so a candidate's unlisted parameters are nominal whatever the last
+        batch wrote."""
+        n = self.robot.num_joints
+        out = {p: torch.ones(e, n, dtype=torch.float64) for p in PARAMS if p != "frictionloss"}
+        out["frictionloss"] = self._friction0.expand(e, n).clone()
+        return out
+
+    def _backend_for(self, e: int):  # noqa: ANN202 - a Backend
+        """A backend of at least ``e`` simulations (made again, larger, when a batch
+        outgrows it)."""
+        if self._backend is None or e > self._capacity:
+            a = self._backend_args
+            nthread = a["nthread"]
+            self._backend = b = make_backend(str(a["name"]), self.model, e,
+                                             device=str(a["device"]),
+                                             nthread=None if nthread is None else int(nthread),
+                                             what="the sysid replay")
+            self._capacity = e
+            m, r = self.model, self.robot
+            self._jq = torch.tensor([int(m.joint(j).qposadr[0]) for j in r.joint_names])
+            self._dofs = torch.from_numpy(self.index.dofs)
+            self._act = torch.from_numpy(self.index.actuators)
+            self._grip = None if r.gripper is None else int(m.actuator(r.gripper.actuator).id)
+            self._grip_closed = None if r.gripper is None else float(r.gripper.closed_ctrl)
+            frc = m.actuator_forcerange[self.index.actuators]
+            limited = m.actuator_forcelimited[self.index.actuators].astype(bool)
+            self._frc_lo = torch.from_numpy(np.where(limited, frc[:, 0], -np.inf))
+            self._frc_hi = torch.from_numpy(np.where(limited, frc[:, 1], np.inf))
+            self._nominal = nominal_values(b.model_field, self.index, tuple(PARAMS))
+            self._friction0 = self._nominal["dof_frictionloss"][None].clone()
+        return self._backend
+
+
+def _segment_starts(t: np.ndarray, segment: float) -> list[int]:
+    """Indices of the readings that start each whole segment."""
+    starts, i = [], 0
+    while i < len(t) and t[-1] - t[i] >= segment - TIME_TOL:
+        starts.append(i)
+        i = int(np.searchsorted(t, t[i] + segment - TIME_TOL, side="left"))
+    return starts
+
+
+def _spread(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(n,) each joint's standard deviation over the real readings (at least 1e-6)."""
+    m = mask.to(x.dtype)
+    count = m.sum((0, 1))
+    mean = (x * m).sum((0, 1)) / count
+    var = (((x - mean) ** 2) * m).sum((0, 1)) / count
+    return var.sqrt().clamp(min=1e-6)

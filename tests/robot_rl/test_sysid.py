@@ -1,0 +1,163 @@
+"""System identification: the excitation, the batched replay against an independent
+single-simulation recording, a two-parameter fit, the parameter file."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import mujoco
+import numpy as np
+import pytest
+import torch
+
+from robot_rl.errors import ConfigError
+from robot_rl.hardware.sim_robot import SimRobotConfig, build_model
+from robot_rl.recording.arm_import import ArmStreams
+from robot_rl.robots import get_robot
+from robot_rl.sim.identified import IdentifiedDynamics
+from robot_rl.sysid.excitation import ExcitationConfig, excitation
+from robot_rl.sysid.fit import FitConfig, fit, identified
+from robot_rl.sysid.replay import Replay, ReplayConfig
+
+ROBOT = get_robot("arm7")
+DT = 0.002
+
+
+def record(params: IdentifiedDynamics | None, t_cmd: np.ndarray, q_cmd: np.ndarray,
+           delay: int, sample_every: int = 2, noise: float = 0.0, seed: int = 0
+           ) -> ArmStreams:
+    """The arm (``params`` applied) driven by the commands, one MjData stepped by hand, with
+    the simulated arm's conventions: a command sent at c acts from the first physics step
+    starting at or after c + delay * dt; a reading stamped s is the state after the step
+    that starts at s, with that step's actuator force as its effort."""
+    m = build_model(SimRobotConfig(physics_dt=DT), ROBOT)
+    if params is not None:
+        params.apply(m, ROBOT)
+    d = mujoco.MjData(m)
+    qa = [int(m.joint(j).qposadr[0]) for j in ROBOT.joint_names]
+    va = [int(m.joint(j).dofadr[0]) for j in ROBOT.joint_names]
+    act = [int(m.actuator(a).id) for a in ROBOT.actuator_names]
+    d.qpos[qa] = q_cmd[0]
+    d.ctrl[act] = q_cmd[0]
+    d.ctrl[m.actuator(ROBOT.gripper.actuator).id] = ROBOT.gripper.closed_ctrl
+    mujoco.mj_forward(m, d)
+    rng = np.random.default_rng(seed)
+    steps = int(round(t_cmd[-1] / DT)) + 1
+    js_t, q, qd, eff = [], [], [], []
+    for k in range(steps):
+        s = k * DT
+        i = np.searchsorted(t_cmd, s - delay * DT + 1e-9, side="right") - 1
+        d.ctrl[act] = q_cmd[max(i, 0)]
+        mujoco.mj_step(m, d)
+        if k % sample_every == 0:
+            js_t.append(s)
+            q.append(d.qpos[qa] + rng.normal(0.0, noise, len(qa)))
+            qd.append(d.qvel[va].copy())
+            eff.append(d.actuator_force[act].copy())
+    return ArmStreams(js_t=np.array(js_t), q=np.array(q), qd=np.array(qd), cmd_t=t_cmd,
+                      cmd=q_cmd, effort=np.array(eff))
+
+
+def short_excitation(duration: float = 3.0) -> tuple[np.ndarray, np.ndarray]:
+    return excitation(ROBOT, ExcitationConfig(duration=duration, ramp=0.5, band=(0.5, 2.5),
+                                              step_size=0.0))
+
+
+def truth(**values: float) -> IdentifiedDynamics:
+    n = ROBOT.num_joints
+    return IdentifiedDynamics(robot="arm7", joint_names=tuple(ROBOT.joint_names),
+                              values={p: (v,) * n for p, v in values.items()})
+
+
+def test_excitation_within_limits_and_at_rest_at_both_ends() -> None:
+    cfg = ExcitationConfig(duration=6.0, ramp=1.0)
+    t, q = excitation(ROBOT, cfg)
+    home = np.asarray(ROBOT.home)
+    assert q.shape == (len(t), ROBOT.num_joints)
+    np.testing.assert_allclose(np.diff(t), 1.0 / cfg.rate)
+    assert np.all(np.abs(q - home) <= cfg.amplitude + 1e-9)
+    assert np.all(q >= np.asarray(ROBOT.q_min) + cfg.limit_margin - 1e-9)
+    assert np.all(q <= np.asarray(ROBOT.q_max) - cfg.limit_margin + 1e-9)
+    speed = np.abs(np.diff(q, axis=0)).max(axis=0) * cfg.rate
+    multisine = int(cfg.duration * cfg.rate)
+    speed_sines = np.abs(np.diff(q[:multisine], axis=0)).max(axis=0) * cfg.rate
+    assert np.all(speed_sines <= cfg.speed * np.asarray(ROBOT.qd_max) * 1.01)
+    assert np.all(speed > 0)  # every joint moves
+    np.testing.assert_allclose(q[0], home, atol=1e-9)
+    np.testing.assert_allclose(q[multisine - 1], home, atol=1e-9)
+    # then the steps: each joint up, back, down, back
+    assert len(t) == multisine + round(cfg.step_hold * cfg.rate) * (1 + 4 * ROBOT.num_joints)
+    with pytest.raises(ConfigError):
+        excitation(ROBOT, ExcitationConfig(duration=1.0, ramp=1.0))
+
+
+def test_replay_reproduces_an_independent_recording_at_the_true_parameters() -> None:
+    t, q = short_excitation()
+    true = truth(link_mass=1.3, actuator_gain=0.8)
+    rec = record(true, t, q, delay=2)
+    replay = Replay(rec, ROBOT, ReplayConfig(segment=1.0, max_delay=4))
+    n = ROBOT.num_joints
+    values = {"link_mass": torch.tensor([[1.3] * n, [1.0] * n]),
+              "actuator_gain": torch.tensor([[0.8] * n, [1.0] * n])}
+    tr = replay.run(values, torch.tensor([2, 2]))
+    err = replay.rms_q(tr)
+    # the truth replays the recording to rounding (each segment restarts from a reading,
+    # which holds the positions and velocities but not the integrator's warm start)
+    assert float(err[0]) < 1e-5, err
+    assert float(err[1]) > 100 * float(err[0])
+    np.testing.assert_array_less(replay.cost_of(tr)[0], replay.cost_of(tr)[1])
+    # the wrong delay is worse than the right one
+    costs = replay.cost({}, torch.arange(5)).numpy()
+    truth_only = {p: v[:1] for p, v in values.items()}
+    assert replay.cost(truth_only, torch.tensor([2]))[0] < costs.min()
+    with pytest.raises(ConfigError):
+        replay.run(values, torch.tensor([2, 9]))
+
+
+def test_two_parameter_fit_finds_mass_and_gain_within_a_few_percent() -> None:
+    t, q = short_excitation(3.0)
+    true = truth(link_mass=1.25, actuator_gain=0.8)
+    rec = record(true, t, q, delay=2, noise=1e-4)
+    replay = Replay(rec, ROBOT, ReplayConfig(segment=1.0, max_delay=4))
+    lines: list[str] = []
+    result = fit(replay, FitConfig(params=("link_mass", "actuator_gain"),
+                                   shared=("link_mass", "actuator_gain"), population=8,
+                                   generations=25, survey=8, restarts=1, seed=0),
+                 log=lines.append)
+    assert result.delay == 2
+    mass, gain = float(result.values["link_mass"][0]), float(result.values["actuator_gain"][0])
+    assert abs(mass / 1.25 - 1) < 0.03 and abs(gain / 0.8 - 1) < 0.03, (mass, gain)
+    assert result.rms_fit * 5 < result.rms_nominal
+    assert all(np.isfinite(s).all() for s in result.std.values())
+    assert any("generation" in line for line in lines)
+    params = identified(result, replay)
+    assert params.action_delay == pytest.approx(2 * DT)
+    assert params.fit["rms_fit"] == result.rms_fit
+
+
+def test_parameter_file_round_trip_and_refusals(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    p = truth(link_mass=1.2, frictionloss=0.5)
+    p = dataclasses.replace(p, action_delay=0.004, std={"link_mass": (0.01,) * 7})
+    p.save(tmp_path / "arm.json")
+    back = IdentifiedDynamics.load(tmp_path / "arm.json")
+    assert back == p
+    m0 = build_model(SimRobotConfig(), ROBOT)
+    m = build_model(SimRobotConfig(), ROBOT)
+    back.apply(m, ROBOT)
+    b = m.joint(ROBOT.joint_names[2]).bodyid[0]
+    assert m.body_mass[b] == pytest.approx(1.2 * m0.body_mass[b])
+    dof = m.joint(ROBOT.joint_names[0]).dofadr[0]
+    assert m.dof_frictionloss[dof] == pytest.approx(0.5)
+    assert m.body_mass[0] == m0.body_mass[0]  # the world is no link
+    with pytest.raises(ConfigError, match="unknown dynamics parameter"):
+        IdentifiedDynamics(robot="arm7", joint_names=p.joint_names,
+                           values={"link_scale": (1.0,) * 7})
+    with pytest.raises(ConfigError, match="7 finite"):
+        IdentifiedDynamics(robot="arm7", joint_names=p.joint_names,
+                           values={"link_mass": (1.0,) * 6})
+    other = dataclasses.replace(p, joint_names=tuple(reversed(p.joint_names)))
+    with pytest.raises(ConfigError, match="joints"):
+        other.apply(m, ROBOT)
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(ConfigError, match="not an identified"):
+        IdentifiedDynamics.load(tmp_path / "bad.json")
