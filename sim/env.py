@@ -41,6 +41,7 @@ from robot_rl.sim.backends import make_backend
 from robot_rl.sim.backends.warp import WarpOptions
 from robot_rl.sim.cameras import SimCameras
 from robot_rl.sim.frame_age import FrameAge
+from robot_rl.sim.identified import IdentifiedDynamics
 from robot_rl.sim.measurable import unmeasured_terms
 from robot_rl.sim.randomization import DomainRandomizer
 from robot_rl.sim.state import Limits, SimState, slice_or_index
@@ -72,6 +73,17 @@ class BatchedEnv:
         self.pipeline.configure(spec)
         self.model = compile_spec(spec, f"task {cfg.name!r} with robot {cfg.robot!r}")
         self.robot.validate(self.model)
+        self.identified: IdentifiedDynamics | None = None
+        """The identified dynamics the arm was given (``cfg.identified``), or None."""
+        dr = cfg.dr
+        if cfg.identified is not None:
+            self.identified = IdentifiedDynamics.load(cfg.identified)
+            self.identified.apply(self.model, self.robot)
+            if cfg.identified_dr is not None:
+                dr = self.identified.centred_dr(dr, cfg.identified_dr)
+        self.dr = dr
+        """The randomization ranges in force (``cfg.dr``, or centred on the identified
+        dynamics)."""
         self.pipeline.bind(self.model)
         self._inner = self.pipeline.torque_loop
 
@@ -100,7 +112,7 @@ class BatchedEnv:
         for name, width in self.task.buffers.items():
             self.state.buffers[name] = torch.zeros(num_envs, width, device=dev, dtype=dtype)
         self.randomizer = DomainRandomizer(
-            cfg.dr, self.backend, robot_bodies=robot_bodies(self.model, self.robot),
+            dr, self.backend, robot_bodies=robot_bodies(self.model, self.robot),
             robot_dofs=self.state.joint_dofs, robot_actuators=arm_ids)
 
         E, A = num_envs, self.act_dim

@@ -36,6 +36,7 @@ from robot_rl.controllers.arm_model import body_links
 from robot_rl.errors import ConfigError
 from robot_rl.fileio import atomic_write
 from robot_rl.robots import RobotSpec, get_robot
+from robot_rl.sim.randomization import DRConfig
 
 PARAMS: dict[str, str] = {
     "link_mass": "scale of each arm link's masses and inertias",
@@ -57,6 +58,11 @@ _FIELDS: dict[str, tuple[tuple[str, tuple[int, ...] | None], ...]] = {
     "frictionloss": (("dof_frictionloss", None),),
     "actuator_gain": (("actuator_gainprm", (0,)), ("actuator_biasprm", (1, 2))),
 }
+DR_FIELDS = {"link_mass": "link_mass", "joint_damping": "joint_damping",
+             "armature": "armature", "actuator_gain": "actuator_gain"}
+"""The DRConfig range of each identified scale."""
+MIN_DR_HALF_WIDTH = 0.01
+"""Narrowest half-width ``centred_dr`` gives a fitted parameter's range."""
 SETCONST_FIELDS = frozenset({"body_mass", "body_inertia", "dof_armature"})
 """Fields MuJoCo derives constants from (``mj_setConst`` after writing them)."""
 
@@ -201,6 +207,20 @@ class IdentifiedDynamics:
         values = {p: torch.tensor([v], dtype=torch.float64) for p, v in self.values.items()}
         if write(fields, nominal, index, values):
             mujoco.mj_setConst(model, mujoco.MjData(model))
+
+    def centred_dr(self, dr: DRConfig, width: float) -> DRConfig:
+        """``dr`` with the ranges of the fitted scales set to 1 +- ``width`` times their
+        largest relative standard deviation (at least ``MIN_DR_HALF_WIDTH``, at most 0.95):
+        domain randomization around the identified arm, as wide as the fit is unsure."""
+        ranges = {}
+        for p, field in DR_FIELDS.items():
+            if p not in self.values:
+                continue
+            v = np.asarray(self.values[p])
+            s = np.asarray(self.std.get(p, np.zeros_like(v)))
+            half = min(max(width * float(np.max(s / v)), MIN_DR_HALF_WIDTH), 0.95)
+            ranges[field] = (1.0 - half, 1.0 + half)
+        return dataclasses.replace(dr, **ranges)
 
     # -- file ------------------------------------------------------------------------------
 

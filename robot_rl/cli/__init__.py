@@ -20,6 +20,7 @@
     robot-rl bench controllers                          controller and shield cost tables
     robot-rl camera list | probe [--playback FILE]      check a RealSense camera
     robot-rl reward train DATA | eval CLF DATA          success classifier on camera frames
+    robot-rl sysid record --out DATA | fit DATA         identify the arm's dynamics from its logs
 
 ``robot-rl <group> <command> --help`` explains every option. Errors in input (unknown names,
 bad values, missing files) print one line and exit with status 2.
@@ -72,7 +73,7 @@ TOP_LEVEL = ("train", "eval", "distill", "distill-pixels", "train-pixels", "expo
 
 
 def _commands() -> dict[str, dict[str, Command]]:
-    from robot_rl.cli import bench, camera, data, reward, sim
+    from robot_rl.cli import bench, camera, data, reward, sim, sysid
 
     return {
         "sim": {"info": Command(sim.SimInfoConfig, sim.info),
@@ -87,6 +88,8 @@ def _commands() -> dict[str, dict[str, Command]]:
                  "import": Command(data.DataImportConfig, data.import_cmd)},
         "reward": {"train": Command(reward.RewardTrainConfig, reward.train_cmd),
                    "eval": Command(reward.RewardEvalConfig, reward.eval_cmd)},
+        "sysid": {"record": Command(sysid.SysidRecordConfig, sysid.record_cmd),
+                  "fit": Command(sysid.SysidFitConfig, sysid.fit_cmd)},
     }
 
 
@@ -95,7 +98,8 @@ GROUPS = {"sim": "simulation: inspect robots and tasks, run policies, record vid
           "camera": "RealSense cameras: list them, probe a stream or a recording",
           "data": "datasets of episodes: summarise, validate, replay in simulation, import bags",
           "reward": "success classifiers on camera frames, the reward where no state tells "
-                    "success"}
+                    "success",
+          "sysid": "system identification: record an excitation on the arm, fit its dynamics"}
 
 
 SUMMARIES = {
@@ -123,6 +127,8 @@ SUMMARIES = {
     "data import": "Import a real arm's rosbag2/MCAP logs onto one of our tasks",
     "reward train": "Train a success classifier on camera frames (HIL-SERL's reward)",
     "reward eval": "Evaluate a success classifier on a dataset's labelled frames",
+    "sysid record": "Play an excitation on the arm through the shield; record it as a dataset",
+    "sysid fit": "Fit the arm's masses, damping, friction, gains and delay to recordings",
 }
 """One line per command for ``robot-rl --help``, which imports no command (torch alone costs
 seconds); ``robot-rl COMMAND --help`` gives the whole story."""

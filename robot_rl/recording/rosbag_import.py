@@ -22,12 +22,13 @@ from robot_rl.recording.arm_import import ArmStreams, import_streams
 
 def read_bag(path: Path, joint_names: Sequence[str], joint_states: str = "/joint_states",
              commands: str = "/forward_position_controller/commands") -> ArmStreams:
-    """The joint states and commands of a bag, joints in ``joint_names`` order."""
+    """The joint states (with efforts, where every message has them) and commands of a bag,
+    joints in ``joint_names`` order."""
     from rosbags.highlevel import AnyReader
     from rosbags.typesys import Stores, get_typestore
 
     names = list(joint_names)
-    js: list[tuple[int, np.ndarray, np.ndarray]] = []
+    js: list[tuple[int, np.ndarray, np.ndarray, np.ndarray | None]] = []
     cmds: list[tuple[int, np.ndarray]] = []
     try:
         reader = AnyReader([Path(path)], default_typestore=get_typestore(Stores.ROS2_KILTED))
@@ -51,7 +52,9 @@ def read_bag(path: Path, joint_names: Sequence[str], joint_states: str = "/joint
                 q = np.asarray(msg.position, dtype=np.float64)[order]
                 qd = np.asarray(msg.velocity, dtype=np.float64)[order] if len(
                     msg.velocity) == len(msg.name) else np.zeros(len(names))
-                js.append((stamp, q, qd))
+                effort = np.asarray(msg.effort, dtype=np.float64)[order] if len(
+                    msg.effort) == len(msg.name) else None
+                js.append((stamp, q, qd, effort))
             else:
                 data = np.asarray(msg.data, dtype=np.float64)
                 if data.shape != (len(names),):
@@ -64,9 +67,11 @@ def read_bag(path: Path, joint_names: Sequence[str], joint_states: str = "/joint
         raise DatasetError(f"bag {path} holds {len(js)} joint states and {len(cmds)} commands:"
                            f" too few to make an episode")
     t0 = min(js[0][0], cmds[0][0])
-    return ArmStreams(np.array([s - t0 for s, _, _ in js]) * 1e-9, np.stack([q for _, q, _ in js]),
-                      np.stack([v for _, _, v in js]), np.array([s - t0 for s, _ in cmds]) * 1e-9,
-                      np.stack([c for _, c in cmds]))
+    efforts = [e for *_, e in js if e is not None]
+    return ArmStreams(np.array([s - t0 for s, *_ in js]) * 1e-9,
+                      np.stack([q for _, q, *_ in js]), np.stack([v for _, _, v, _ in js]),
+                      np.array([s - t0 for s, _ in cmds]) * 1e-9, np.stack([c for _, c in cmds]),
+                      effort=np.stack(efforts) if len(efforts) == len(js) else None)
 
 
 def import_bags(bags: Sequence[Path], out: Path, task: str, goal: Sequence[float] | None = None,

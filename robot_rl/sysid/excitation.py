@@ -6,9 +6,10 @@ Each joint follows a sum of sines around the home pose (a multisine: ``harmonics
 frequencies per joint, log-spaced over the band and interleaved between joints so no two
 joints share one, with Schroeder phases for a low peak), faded in and out over
 ``ramp`` seconds so the arm starts and ends at rest at home. The amplitudes are scaled so each
-joint stays within ``amplitude`` of home (and its soft limits) and below ``speed`` of its
-velocity limit. Then come position steps, one joint at a time (up, back, down, back), each
-held ``step_hold`` seconds: their sharp edges show the command delay and the servo's rise.
+joint stays within ``amplitude`` of home (and its soft limits), below ``speed`` of its
+velocity limit and below ``accel``. Then come position steps, one joint at a time (up,
+back, down, back), each held ``step_hold`` seconds: their edges show the command delay and the
+servo's rise.
 
 Everything the trajectory asks passes the safety shield on its way to the arm
 (``sysid.record``); what the shield changes is what gets recorded and replayed.
@@ -40,6 +41,9 @@ class ExcitationConfig:
     """Largest excursion of each joint from home [rad] (less near a soft limit)."""
     speed: float = 0.5
     """Largest speed as a fraction of each joint's velocity limit."""
+    accel: float = 6.0
+    """Largest joint acceleration [rad/s^2] (below the shield's ``max_joint_accel``, which
+    would otherwise smooth the multisine on its way to the arm)."""
     ramp: float = 1.0
     """Fade in and out of the multisine [s]."""
     step_size: float = 0.08
@@ -59,8 +63,10 @@ class ExcitationConfig:
         if self.rate <= 0 or not 0 < lo < hi or hi > self.rate / 4:
             raise ConfigError(f"need rate > 0 and 0 < band < rate / 4; got rate {self.rate}, "
                               f"band {self.band}")
-        if self.harmonics < 1 or self.amplitude <= 0 or not 0 < self.speed <= 1:
-            raise ConfigError("harmonics >= 1, amplitude > 0 and 0 < speed <= 1 needed")
+        if self.harmonics < 1 or self.amplitude <= 0 or not 0 < self.speed <= 1 \
+                or self.accel <= 0:
+            raise ConfigError("harmonics >= 1, amplitude > 0, 0 < speed <= 1 and accel > 0 "
+                              "needed")
         if self.step_size < 0 or self.step_hold <= 0 or self.limit_margin < 0:
             raise ConfigError("step_size >= 0, step_hold > 0 and limit_margin >= 0 needed")
 
@@ -94,8 +100,10 @@ def excitation(robot: RobotSpec, cfg: ExcitationConfig) -> tuple[np.ndarray, np.
     room = np.minimum(np.minimum(home - lo, hi - home), cfg.amplitude)
     peak = np.abs(shape).max(axis=1)
     speed = np.abs(np.gradient(shape, dt, axis=1)).max(axis=1)
+    accel = np.abs(np.gradient(np.gradient(shape, dt, axis=1), dt, axis=1)).max(axis=1)
     qd_max = cfg.speed * np.asarray(robot.qd_max)
     amp = np.minimum(room / np.maximum(peak, 1e-9), qd_max / np.maximum(speed, 1e-9))
+    amp = np.minimum(amp, cfg.accel / np.maximum(accel, 1e-9))
     q = home + (amp[:, None] * shape).T  # (T, n)
     if cfg.step_size > 0:
         hold = max(1, round(cfg.step_hold * cfg.rate))

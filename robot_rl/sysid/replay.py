@@ -22,7 +22,7 @@ recording at every reading, each joint's error divided by its recorded signal's 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -70,57 +70,66 @@ class Trajectories:
 class Replay:
     """A recording, ready to replay under candidate parameters (module docstring)."""
 
-    def __init__(self, streams: ArmStreams, robot: RobotSpec, cfg: ReplayConfig | None = None,
-                 *, backend: str = "cpu", device: str = "cpu", nthread: int | None = None):
+    def __init__(self, streams: ArmStreams | Sequence[ArmStreams], robot: RobotSpec,
+                 cfg: ReplayConfig | None = None, *, backend: str = "cpu", device: str = "cpu",
+                 nthread: int | None = None):
         self.cfg = cfg = cfg or ReplayConfig()
         cfg.validate()
         self.robot = robot
+        recordings = [streams] if isinstance(streams, ArmStreams) else list(streams)
+        if not recordings:
+            raise ConfigError("no recording to replay")
         n = robot.num_joints
-        s = streams
-        if s.q.ndim != 2 or s.q.shape[1] != n or s.cmd.ndim != 2 or s.cmd.shape[1] != n:
-            raise ConfigError(f"the recording has {s.q.shape[-1]} joint positions and "
-                              f"{s.cmd.shape[-1]} commands per sample; robot {robot.name!r} "
-                              f"has {n} joints")
-        if len(s.cmd_t) == 0:
-            raise ConfigError("the recording holds no commands")
+        for s in recordings:
+            if s.q.ndim != 2 or s.q.shape[1] != n or s.cmd.ndim != 2 or s.cmd.shape[1] != n:
+                raise ConfigError(f"a recording has {s.q.shape[-1]} joint positions and "
+                                  f"{s.cmd.shape[-1]} commands per sample; robot "
+                                  f"{robot.name!r} has {n} joints")
+            if len(s.cmd_t) == 0:
+                raise ConfigError("a recording holds no commands")
+        with_effort = all(s.effort is not None for s in recordings) and cfg.effort_weight > 0
         self.model = build_model(SimRobotConfig(robot=robot.name, physics_dt=cfg.physics_dt),
                                  robot)
         m, dt = self.model, cfg.physics_dt
         self.steps = k = int(round(cfg.segment / dt))
-        starts = _segment_starts(s.js_t, cfg.segment)
-        if not starts:
-            raise ConfigError(f"the recording spans {s.js_t[-1] - s.js_t[0]:.2f} s, shorter "
-                              f"than one segment ({cfg.segment} s)")
-        self.segments = len(starts)
-        # readings in each segment: (S, R) sample index and the physics step it follows
-        idx, step = [], []
-        for i0 in starts:
-            t_rel = s.js_t - s.js_t[i0]
-            inside = np.flatnonzero((t_rel > TIME_TOL) & (t_rel <= k * dt + TIME_TOL))
-            idx.append(inside)
-            step.append(np.clip(np.round(t_rel[inside] / dt).astype(np.int64), 1, k) - 1)
-        r = max(len(i) for i in idx)
-        self.mask = torch.zeros(len(starts), r, dtype=torch.bool)
-        self._sample = np.zeros((len(starts), r), dtype=np.int64)
-        self._step = torch.zeros(len(starts), r, dtype=torch.long)
-        for j, (i, st) in enumerate(zip(idx, step, strict=True)):
+        act = [m.actuator(a).id for a in robot.actuator_names]
+        ctrl_lo, ctrl_hi = m.actuator_ctrlrange[act, 0], m.actuator_ctrlrange[act, 1]
+        # per segment: the readings inside it and the physics step each follows, its start
+        # state, and the commands acting at each step for every delay
+        segs: list[tuple[np.ndarray, np.ndarray, ArmStreams, int]] = []
+        tables = []
+        for s in recordings:
+            starts = _segment_starts(s.js_t, cfg.segment)
+            for i0 in starts:
+                t_rel = s.js_t - s.js_t[i0]
+                inside = np.flatnonzero((t_rel > TIME_TOL) & (t_rel <= k * dt + TIME_TOL))
+                step = np.clip(np.round(t_rel[inside] / dt).astype(np.int64), 1, k) - 1
+                segs.append((inside, step, s, i0))
+                grid = s.js_t[i0] + dt * np.arange(1, k + 1)  # (K,) the steps' start times
+                per_delay = []
+                for d in range(cfg.max_delay + 1):
+                    c = np.searchsorted(s.cmd_t, grid - d * dt + TIME_TOL, side="right") - 1
+                    per_delay.append(np.clip(s.cmd[np.maximum(c, 0)], ctrl_lo, ctrl_hi))
+                tables.append(np.stack(per_delay))  # (D + 1, K, n)
+        if not segs:
+            longest = max(s.js_t[-1] - s.js_t[0] for s in recordings)
+            raise ConfigError(f"the longest recording spans {longest:.2f} s, shorter than one "
+                              f"segment ({cfg.segment} s)")
+        self.segments = len(segs)
+        r = max(len(i) for i, *_ in segs)
+        self.mask = torch.zeros(len(segs), r, dtype=torch.bool)
+        self._step = torch.zeros(len(segs), r, dtype=torch.long)
+        self.q_rec = torch.zeros(len(segs), r, n, dtype=torch.float64)
+        self.effort_rec = torch.zeros_like(self.q_rec) if with_effort else None
+        for j, (i, st, s, _) in enumerate(segs):
             self.mask[j, :len(i)] = True
-            self._sample[j, :len(i)] = i
             self._step[j, :len(i)] = torch.from_numpy(st)
-        self.q_rec = torch.from_numpy(s.q[self._sample])  # (S, R, n)
-        self.effort_rec = None if s.effort is None or cfg.effort_weight == 0 else \
-            torch.from_numpy(np.asarray(s.effort, dtype=np.float64)[self._sample])
-        self.q0 = torch.from_numpy(s.q[starts])
-        self.qd0 = torch.from_numpy(s.qd[starts])
-        # the commands acting at each step, for every delay: (D + 1, S, K, n)
-        lo = m.actuator_ctrlrange[[m.actuator(a).id for a in robot.actuator_names]]
-        t0 = s.js_t[starts]
-        grid = t0[:, None] + dt * np.arange(1, k + 1)[None, :]  # (S, K) step start times
-        table = []
-        for d in range(cfg.max_delay + 1):
-            c = np.searchsorted(s.cmd_t, grid - d * dt + TIME_TOL, side="right") - 1
-            table.append(np.clip(s.cmd[np.maximum(c, 0)], lo[:, 0], lo[:, 1]))
-        self.ctrl = torch.from_numpy(np.stack(table))
+            self.q_rec[j, :len(i)] = torch.from_numpy(s.q[i])
+            if self.effort_rec is not None:
+                self.effort_rec[j, :len(i)] = torch.from_numpy(np.asarray(s.effort)[i])
+        self.q0 = torch.from_numpy(np.stack([s.q[i0] for *_, s, i0 in segs]))
+        self.qd0 = torch.from_numpy(np.stack([s.qd[i0] for *_, s, i0 in segs]))
+        self.ctrl = torch.from_numpy(np.stack(tables, axis=1))  # (D + 1, S, K, n)
         mv = self.mask[..., None]
         self._scale_q = _spread(self.q_rec, mv)
         self._scale_e = None if self.effort_rec is None else _spread(self.effort_rec, mv)

@@ -103,6 +103,14 @@ class TaskConfig:
     """Domain randomization ranges (see ``dr_preset``)."""
     safety: SafetyCostConfig = dataclasses.field(default_factory=SafetyCostConfig)
     """Thresholds of the safety cost terms."""
+    identified: str | None = None
+    """Identified-dynamics file (``robot-rl sysid fit``): the arm's nominal masses, damping,
+    armature, friction and actuator gains become the identified ones, and domain
+    randomization's scales multiply them (see ``identified_dr``)."""
+    identified_dr: float | None = 2.0
+    """With ``identified``: the DR ranges of the fitted parameters (link masses, joint
+    damping, armature, actuator gains) become 1 +- this many of their largest relative
+    standard deviation (None: keep ``dr``'s ranges, centred on the identified values)."""
     reward_weights: dict[str, float] = dataclasses.field(default_factory=dict)
     """Weight of each reward term, by term name."""
     init_joint_noise: float = 0.05
@@ -140,6 +148,8 @@ class TaskConfig:
             raise ConfigError("physics_dt must be > 0, decimation and episode_length >= 1")
         if self.cameras is not None:
             self.cameras.validate()
+        if self.identified_dr is not None and self.identified_dr < 0:
+            raise ConfigError(f"identified_dr must be >= 0 (or None), got {self.identified_dr}")
 
 
 Term = Callable[[SimState, Any], torch.Tensor]

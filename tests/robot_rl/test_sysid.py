@@ -161,3 +161,119 @@ def test_parameter_file_round_trip_and_refusals(tmp_path) -> None:  # type: igno
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(ConfigError, match="not an identified"):
         IdentifiedDynamics.load(tmp_path / "bad.json")
+
+
+def test_make_env_takes_the_identified_arm_and_centres_randomization(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from robot_rl.sim import make_env
+
+    p = dataclasses.replace(truth(link_mass=1.4, actuator_gain=0.9),
+                            std={"link_mass": (0.07,) * 7, "actuator_gain": (0.009,) * 7})
+    p.save(tmp_path / "arm.json")
+    nominal = make_env("reach", 2, dr="default")
+    env = make_env("reach", 2, dr="default", identified=str(tmp_path / "arm.json"))
+    b = env.model.joint(ROBOT.joint_names[3]).bodyid[0]
+    assert env.model.body_mass[b] == pytest.approx(1.4 * nominal.model.body_mass[b])
+    a = env.model.actuator(ROBOT.actuator_names[0]).id
+    assert env.model.actuator_gainprm[a, 0] == pytest.approx(
+        0.9 * nominal.model.actuator_gainprm[a, 0])
+    # ranges: 1 +- 2 relative stds (0.05 of 1.4 -> 0.1; 0.01 of 0.9 -> 0.02); the rest as given
+    assert env.dr.link_mass == pytest.approx((0.9, 1.1))
+    assert env.dr.actuator_gain == pytest.approx((0.98, 1.02))
+    assert env.dr.joint_damping == nominal.dr.joint_damping
+    # and the randomized masses scatter around the identified ones
+    masses = env.backend.model_field("body_mass")[:, b]
+    assert torch.all((masses > 0.89 * 1.4 * nominal.model.body_mass[b])
+                     & (masses < 1.11 * 1.4 * nominal.model.body_mass[b]))
+    keep = make_env("reach", 2, dr="default", identified=str(tmp_path / "arm.json"),
+                    identified_dr=None)
+    assert keep.dr.link_mass == nominal.dr.link_mass
+    with pytest.raises(ConfigError, match="no identified-dynamics file"):
+        make_env("reach", 1, identified=str(tmp_path / "missing.json"))
+
+
+def _recording(streams: ArmStreams, rate: float = 250.0):  # type: ignore[no-untyped-def]
+    from robot_rl.sysid.record import Recording
+
+    return Recording(robot="arm7", joint_names=tuple(ROBOT.joint_names), rate=rate,
+                     streams=streams, reading_age=np.full(len(streams.js_t), 0.001),
+                     shield_moved=0, late_ticks=0, seconds=float(streams.cmd_t[-1]))
+
+
+def test_recording_dataset_round_trip_and_refusals(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from robot_rl.data.format import DatasetError
+    from robot_rl.sysid.dataset import load_recordings, save_recording
+
+    t, q = short_excitation(2.0)
+    rec = record(None, t, q, delay=1)
+    # one reading per command tick, as the recorder logs them (the newest at each tick)
+    save_recording(_recording(rec), tmp_path / "rec")
+    save_recording(_recording(rec), tmp_path / "rec")  # a second episode appends
+    streams, age = load_recordings(tmp_path / "rec", ROBOT)
+    assert len(streams) == 2 and age == pytest.approx(0.001, abs=1e-6)
+    s = streams[0]
+    # every reading that had arrived by the last command (the last one arrives 1 ms after)
+    k = len(s.js_t)
+    assert k == len(rec.js_t) - 1
+    np.testing.assert_allclose(s.js_t, rec.js_t[:k], atol=1e-5)
+    np.testing.assert_allclose(s.q, rec.q[:k], atol=1e-6)
+    np.testing.assert_allclose(s.cmd, rec.cmd, atol=1e-6)
+    np.testing.assert_allclose(s.cmd_t, rec.cmd_t, atol=1e-5)
+    assert s.effort is not None
+    # another robot's joints
+    other = dataclasses.replace(ROBOT, joint_names=tuple(reversed(ROBOT.joint_names)))
+    with pytest.raises(DatasetError, match="joints"):
+        load_recordings(tmp_path / "rec", other)
+    # joint readings too slow for the servo's dynamics (every 25th of 250 Hz: 10 Hz)
+    slow = dataclasses.replace(rec, js_t=rec.js_t[::25], q=rec.q[::25], qd=rec.qd[::25],
+                               effort=rec.effort[::25])
+    save_recording(_recording(slow), tmp_path / "slow")
+    with pytest.raises(DatasetError, match="10.0 Hz"):
+        load_recordings(tmp_path / "slow", ROBOT)
+    # a dataset of another task is no recording
+    with pytest.raises(DatasetError, match="not an excitation recording"):
+        from robot_rl.data.format import DatasetSpec
+        from robot_rl.data.writer import DatasetWriter
+
+        spec = DatasetSpec(fps=50, robot_type="arm7", task="reach", task_text="reach",
+                           obs_names=("a",), action_names=("b",),
+                           joint_names=tuple(ROBOT.joint_names), action_space={})
+        with DatasetWriter(tmp_path / "reach", spec) as w:
+            w.begin_episode()
+            w.add_frame(obs=np.zeros(1), joint_pos=np.zeros(7), joint_vel=np.zeros(7),
+                        action=np.zeros(1), next_obs=np.zeros(1), reward=0.0, cost=0.0,
+                        terminated=False, truncated=True, success=False)
+            w.save_episode()
+        load_recordings(tmp_path / "reach", ROBOT)
+
+
+@pytest.mark.slow
+def test_cli_records_the_simulated_arm_and_fits_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """robot-rl sysid record on the real-time simulated arm (its own process, masses x1.3,
+    4 ms actuation delay), then robot-rl sysid fit of the shared mass scale."""
+    import json
+    import subprocess
+    import sys
+
+    cli = [sys.executable, "-m", "robot_rl.cli"]
+    rec = subprocess.run(
+        [*cli, "sysid", "record", "--out", str(tmp_path / "rec"),
+         "--record.excitation.duration", "3", "--record.excitation.step-size", "0",
+         "--sim.mass-scale", "1.3", "--sim.actuation-delay", "0.004"],
+        capture_output=True, text=True, timeout=120)
+    assert rec.returncode == 0, rec.stderr
+    assert "recorded episode 0" in rec.stdout
+    out = tmp_path / "arm.json"
+    fitted = subprocess.run(
+        [*cli, "sysid", "fit", str(tmp_path / "rec"), "--out", str(out),
+         "--fit.params", "link_mass", "--fit.shared", "link_mass", "--fit.population", "8",
+         "--fit.generations", "15", "--fit.survey", "5", "--fit.restarts", "1",
+         "--replay.segment", "1.0", "--replay.max-delay", "4"],
+        capture_output=True, text=True, timeout=300)
+    assert fitted.returncode == 0, fitted.stderr
+    assert "identified dynamics" in fitted.stdout and "delay survey" in fitted.stdout
+    params = json.loads(out.read_text())
+    assert abs(params["values"]["link_mass"][0] / 1.3 - 1) < 0.05, params["values"]
+    assert params["fit"]["rms_fit"] * 3 < params["fit"]["rms_nominal"]
+    bad = subprocess.run([*cli, "sysid", "fit", str(tmp_path / "nothing")],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "no recording at" in bad.stderr
