@@ -21,6 +21,7 @@
     robot-rl camera list | probe [--playback FILE]      check a RealSense camera
     robot-rl reward train DATA | eval CLF DATA          success classifier on camera frames
     robot-rl sysid record --out DATA | fit DATA         identify the arm's dynamics from its logs
+    robot-rl sysid gap RUN PARAMS                       the policy on the identified arm vs nominal
 
 ``robot-rl <group> <command> --help`` explains every option. Errors in input (unknown names,
 bad values, missing files) print one line and exit with status 2.
@@ -89,7 +90,8 @@ def _commands() -> dict[str, dict[str, Command]]:
         "reward": {"train": Command(reward.RewardTrainConfig, reward.train_cmd),
                    "eval": Command(reward.RewardEvalConfig, reward.eval_cmd)},
         "sysid": {"record": Command(sysid.SysidRecordConfig, sysid.record_cmd),
-                  "fit": Command(sysid.SysidFitConfig, sysid.fit_cmd)},
+                  "fit": Command(sysid.SysidFitConfig, sysid.fit_cmd),
+                  "gap": Command(sysid.SysidGapConfig, sysid.gap_cmd)},
     }
 
 
@@ -129,6 +131,7 @@ SUMMARIES = {
     "reward eval": "Evaluate a success classifier on a dataset's labelled frames",
     "sysid record": "Play an excitation on the arm through the shield; record it as a dataset",
     "sysid fit": "Fit the arm's masses, damping, friction, gains and delay to recordings",
+    "sysid gap": "Predict a policy's sim-to-real gap: the identified arm vs the nominal one",
 }
 """One line per command for ``robot-rl --help``, which imports no command (torch alone costs
 seconds); ``robot-rl COMMAND --help`` gives the whole story."""

@@ -152,7 +152,7 @@ def eval_cmd(cfg: EvalConfig) -> None:
     kind = "artifact" if state is None else str(state.get("kind", "sac"))
     bc_state = state if kind == "bc" else None
     if artifact:
-        env, policy_fn, label, loaded = _artifact_policy(cfg)
+        env, policy_fn, label, loaded = artifact_policy(cfg)
     elif kind == "pixel_sac":
         from robot_rl.vision.pixel_runner import evaluate_pixel_agent, load_pixel_run
 
@@ -250,8 +250,10 @@ def _checkpoint_kind(path: Path) -> str:
     return str(load_checkpoint(path).get("kind", "sac"))
 
 
-def _artifact_policy(cfg: EvalConfig) -> tuple[Any, Any, str, Any]:
-    """Env and batched policy function of an exported artifact (evaluated through ONNX)."""
+def artifact_policy(cfg: EvalConfig, env_overrides: dict[str, Any] | None = None
+                    ) -> tuple[Any, Any, str, Any]:
+    """Env and batched policy function of an exported artifact (evaluated through ONNX);
+    ``env_overrides``: task config fields of the env to replace (``identified``)."""
     import numpy as np
 
     from robot_rl.export import load_policy
@@ -262,6 +264,7 @@ def _artifact_policy(cfg: EvalConfig) -> tuple[Any, Any, str, Any]:
     # episodes as long as the policy's training env's (push demos: 300 steps, not 200)
     length = (meta.get("env") or {}).get("episode_length")
     overrides = {} if length is None else {"episode_length": int(length)}
+    overrides.update(env_overrides or {})
     task: Any = meta["task"]
     if policy.images:  # a pixel student: the env of its training, cameras included
         from robot_rl.config_io import from_dict

@@ -1,4 +1,5 @@
-"""``robot-rl sysid record | fit``: identify the arm's dynamics from its own recordings."""
+"""``robot-rl sysid record | fit | gap``: identify the arm's dynamics from its own recordings,
+and predict what they do to a policy."""
 
 from __future__ import annotations
 
@@ -76,6 +77,27 @@ class SysidFitConfig:
     """Simulator of the replays (warp: MuJoCo Warp on --device)."""
     device: str = "cpu"
     """Device of the warp backend (cuda, cuda:N, or cpu)."""
+
+
+@dataclasses.dataclass(kw_only=True)
+class SysidGapConfig:
+    """Predict a policy's sim-to-real gap before it runs on the arm: the same evaluation
+    episodes in simulation on the identified arm and on the nominal one, without domain
+    randomization: success, return, cost, and how often each shield layer steps in.
+
+    Example: robot-rl sysid gap runs/reach__sac__0__20261125-101500 arm7_identified.json
+    """
+
+    path: Annotated[Path, tyro.conf.Positional]
+    """Run directory or checkpoint (robot-rl train), or exported artifact (policy.json)."""
+    params: Annotated[Path, tyro.conf.Positional]
+    """Identified-dynamics file (robot-rl sysid fit)."""
+    episodes: int = 32
+    """Episodes on each arm."""
+    num_envs: int = 16
+    """Parallel envs."""
+    seed: int = 100
+    """Seed of the evaluation episodes (the same on both arms)."""
 
 
 def record_cmd(cfg: SysidRecordConfig) -> None:
@@ -160,3 +182,63 @@ def _print_fit(console: Console, r: Any, joints: tuple[str, ...], dt: float,
         f"mrad -> identified {1e3 * r.rms_fit:.3f} mrad "
         f"({r.rms_nominal / max(r.rms_fit, 1e-12):.1f}x lower); {r.evaluations} replays in "
         f"{r.seconds:.1f} s", markup=False)
+
+
+def gap_cmd(cfg: SysidGapConfig) -> None:
+    from robot_rl.sim.identified import IdentifiedDynamics
+
+    console = Console()
+    if cfg.episodes < 1 or cfg.num_envs < 1:
+        raise ConfigError("--episodes and --num-envs must be >= 1")
+    if not cfg.path.exists():
+        raise ConfigError(f"no run, checkpoint or artifact at {cfg.path}")
+    params = IdentifiedDynamics.load(cfg.params)  # refuses a bad file before any evaluation
+    arms: dict[str, dict[str, Any]] = {
+        "nominal": {"identified": None},
+        "identified": {"identified": str(cfg.params), "identified_dr": None}}
+    results = {name: _evaluate_on(cfg, overrides) for name, overrides in arms.items()}
+    a, b = results["nominal"], results["identified"]
+    table = Table(title=f"{cfg.path}: {a.episodes} episodes on each arm, no randomization; "
+                        f"the identified arm of {cfg.params} ({params.robot})",
+                  title_justify="left")
+    for col in ("metric", "nominal arm", "identified arm", "change"):
+        table.add_column(col, justify="left" if col == "metric" else "right")
+    rows = [("success rate", a.success_rate, b.success_rate, "{:.1%}"),
+            ("return (mean)", a.return_mean, b.return_mean, "{:.2f}"),
+            ("episode cost (mean)", a.cost_mean, b.cost_mean, "{:.3f}"),
+            ("episode length (mean)", a.length_mean, b.length_mean, "{:.1f}")]
+    rows += [(f"safety/{k} (steps / episode)", a.interventions.get(k, 0.0),
+              b.interventions.get(k, 0.0), "{:.2f}") for k in a.interventions]
+    for name, x, y, fmt in rows:
+        table.add_row(name, fmt.format(x), fmt.format(y), ("{:+.1%}" if "%" in fmt else
+                                                           "{:+.2f}").format(y - x))
+    console.print(table)
+    console.print(f"predicted gap: success {a.success_rate:.1%} -> {b.success_rate:.1%} on the "
+                  f"identified arm", markup=False)
+
+
+def _evaluate_on(cfg: SysidGapConfig, overrides: dict[str, Any]) -> Any:
+    """The policy's evaluation in an env with ``overrides`` (no randomization)."""
+    import dataclasses as dc
+
+    from robot_rl.checkpoint import load_checkpoint
+    from robot_rl.cli.learn import EvalConfig, artifact_policy
+    from robot_rl.evaluate import evaluate
+    from robot_rl.runner import evaluate_agent, load_agent
+    from robot_rl.sim import make_env
+
+    n = min(cfg.num_envs, cfg.episodes)
+    if (cfg.path / "policy.json").is_file():
+        env, act, _, loaded = artifact_policy(
+            EvalConfig(path=cfg.path, episodes=cfg.episodes, num_envs=n, dr="off",
+                       seed=cfg.seed), overrides)
+        return evaluate(act, env, cfg.episodes, seed=cfg.seed,
+                        episode_start=lambda done: loaded.reset(done.numpy()))
+    kind = str(load_checkpoint(cfg.path).get("kind", "sac"))
+    if kind != "sac":
+        raise ConfigError(f"{cfg.path} is a {kind!r} run; sysid gap takes robot-rl train runs "
+                          "and exported artifacts")
+    agent, train_cfg, _ = load_agent(cfg.path)
+    env = make_env(dc.replace(train_cfg.env, **overrides), n, backend=train_cfg.backend,
+                   device=train_cfg.device, dr="off", seed=cfg.seed)
+    return evaluate_agent(agent, env, cfg.episodes, seed=cfg.seed)

@@ -3,13 +3,16 @@
     result = fit(Replay(streams, robot), FitConfig(params=("link_mass", "actuator_gain")))
     result.values["link_mass"]       # (n,) one scale per link
 
-1. The command delay: a short CMA-ES search (``survey`` generations) at every delay
-   0..max_delay, all in one batch per generation; the delay whose search ends lowest wins.
-   (The cost is rugged across delays, and a heavier or softer arm looks like a later one to
-   a scan at the nominal parameters.)
-2. CMA-ES (the ``cmaes`` package) over the continuous parameters at that delay, with
-   ``population`` candidates per generation: ``restarts`` runs side by side, the first from
-   the survey's best, the others from seeded random starts, each generation one batch.
+1. The command delay: at every delay 0..max_delay, a coarse CMA-ES search (``survey``
+   generations, on ``survey_segments`` of the segments) with every parameter shared by all
+   joints (five coordinates at most), all delays in one batch per generation; the delay
+   whose search ends lowest wins. (The cost
+   is rugged across delays, and a heavier or softer arm looks like a later one to a scan at
+   the nominal parameters.)
+2. CMA-ES (the ``cmaes`` package) over the parameters as configured (per joint, or shared)
+   at that delay, with ``population`` candidates per generation: ``restarts`` runs side by
+   side, the first from the survey's answer, the others from seeded random starts around
+   it, all with a third of ``sigma`` as their first step, each generation one batch.
 3. Every delay is evaluated again at the best parameters (reported, ``delay_costs``).
 4. Uncertainty: the spread of the restarts' answers, and a local curvature estimate (the
    Gauss-Newton covariance of the residuals around the best, from one batch of finite
@@ -17,7 +20,8 @@
    readings' errors as independent, which a trajectory's are not, so it is a lower bound.
 
 Parameters are searched in log scale (scales, within ``scale_bounds``) and as a fraction of
-``max_friction`` times each joint's torque limit (frictionloss).
+``max_friction`` times each joint's torque limit (frictionloss; shared: one value for every
+joint, up to ``max_friction`` times the median torque limit).
 """
 
 from __future__ import annotations
@@ -47,8 +51,10 @@ class FitConfig:
     """Candidates per CMA-ES generation (one batch of replays)."""
     generations: int = 100
     """Most generations per restart."""
-    survey: int = 15
-    """Generations of the short search at each delay that picks the delay."""
+    survey: int = 30
+    """Generations of the coarse search at each delay that picks the delay."""
+    survey_segments: int = 4
+    """Replayed segments of the coarse search (evenly spread over the recordings)."""
     restarts: int = 2
     """CMA-ES runs (the spread of their answers is one uncertainty estimate)."""
     sigma: float = 0.3
@@ -105,10 +111,13 @@ class _Encoding:
 
     def __init__(self, cfg: FitConfig, tau_max: np.ndarray):
         self.n = n = len(tau_max)
+        self.tau_max = tau_max
         self.parts = [(p, p in cfg.shared) for p in PARAMS if p in cfg.params]
         self.dim = sum(1 if shared else n for _, shared in self.parts)
         lo, hi = np.log(cfg.scale_bounds[0]), np.log(cfg.scale_bounds[1])
         self.f_max = cfg.max_friction * tau_max
+        self.f_shared = cfg.max_friction * float(np.median(tau_max))
+        """A shared friction is one value [Nm] for every joint, searched up to this."""
         bounds = []
         for p, shared in self.parts:
             bounds += [(0.0, 1.0) if p == "frictionloss" else (lo, hi)] * (1 if shared else n)
@@ -119,11 +128,31 @@ class _Encoding:
         x = []
         for p, shared in self.parts:
             if p == "frictionloss":
-                f = np.clip(friction / self.f_max, 0.0, 1.0)
-                x += [float(f.mean())] if shared else list(f)
+                x += [float(np.clip(friction.mean() / self.f_shared, 0.0, 1.0))] if shared \
+                    else list(np.clip(friction / self.f_max, 0.0, 1.0))
             else:
                 x += [0.0] * (1 if shared else self.n)
         return np.array(x)
+
+    def encode(self, values: dict[str, np.ndarray]) -> np.ndarray:
+        """The search vector of per-joint ``values`` (n,) per parameter (a shared one: the
+        joints' geometric mean, or mean for friction)."""
+        x: list[float] = []
+        for p, shared in self.parts:
+            v = np.asarray(values[p], dtype=np.float64)
+            if p == "frictionloss":
+                z = np.array([v.mean() / self.f_shared]) if shared else v / self.f_max
+            else:
+                z = np.log(v)
+            x += [float(z.mean())] if shared else list(z)
+        return np.clip(np.array(x), self.bounds[:, 0], self.bounds[:, 1])
+
+    def encode_all(self, values: dict[str, torch.Tensor]) -> np.ndarray:
+        """(C, dim) search vectors of C rows of values (``decode``'s output of another
+        encoding)."""
+        c = len(next(iter(values.values())))
+        return np.stack([self.encode({p: v[i].numpy() for p, v in values.items()})
+                         for i in range(c)])
 
     def decode(self, x: np.ndarray) -> dict[str, torch.Tensor]:
         """{param: (C, n)} of search vectors ``x`` (C, dim)."""
@@ -133,7 +162,10 @@ class _Encoding:
             w = 1 if shared else self.n
             v = np.broadcast_to(x[:, i:i + w], (len(x), self.n))
             i += w
-            out[p] = torch.from_numpy(v * self.f_max if p == "frictionloss" else np.exp(v))
+            if p == "frictionloss":
+                out[p] = torch.from_numpy(v * (self.f_shared if shared else self.f_max))
+            else:
+                out[p] = torch.from_numpy(np.exp(v))
         return out
 
     def value_std(self, x: np.ndarray, x_std: np.ndarray) -> dict[str, np.ndarray]:
@@ -144,7 +176,10 @@ class _Encoding:
             w = 1 if shared else self.n
             s = np.broadcast_to(x_std[i:i + w], (self.n,))
             i += w
-            out[p] = s * self.f_max if p == "frictionloss" else vals[p] * s
+            if p == "frictionloss":
+                out[p] = s * (self.f_shared if shared else self.f_max)
+            else:
+                out[p] = vals[p] * s
         return out
 
 
@@ -160,29 +195,41 @@ def fit(replay: Replay, cfg: FitConfig | None = None,
     x_nom = enc.nominal(friction0)
     evaluations = 0
 
-    def cost(x: np.ndarray, delay: int | np.ndarray) -> np.ndarray:
+    def cost(x: np.ndarray, delay: int | np.ndarray, on: Replay = replay) -> np.ndarray:
         nonlocal evaluations
         x = np.atleast_2d(x)
         d = torch.as_tensor(np.broadcast_to(delay, (len(x),)).copy(), dtype=torch.long)
         evaluations += len(x)
-        return replay.cost(enc.decode(x), d).numpy()
+        return on.cost(enc.decode(x), d).numpy()
 
     delays = np.arange(replay.cfg.max_delay + 1)
     lo, hi = enc.bounds[:, 0], enc.bounds[:, 1]
     scan0 = cost(np.tile(x_nom, (len(delays), 1)), delays)  # the nominal arm's baseline
-    # 1: a short search at every delay, all in one batch per generation; the delay whose
-    # search got lowest wins (the cost is rugged across delays: a wrong mass or gain looks
-    # like a delay to a scan at the nominal arm)
-    survey = _cma_lockstep(cost, [x_nom] * len(delays), list(delays), cfg.sigma, enc.bounds,
-                           cfg.survey, cfg.population, [cfg.seed] * len(delays))
+    # 1: at every delay, a short search with every parameter shared by the joints (a few
+    # coordinates: it converges in a few generations), all in one batch per generation; the
+    # delay whose search ends lowest wins (the cost is rugged across delays, and a heavier
+    # or softer arm looks like a later one to a scan at the nominal parameters)
+    coarse = _Encoding(dataclasses.replace(cfg, shared=cfg.params), enc.tau_max)
+    c_nom = coarse.nominal(friction0)
+
+    few = replay.narrowed(cfg.survey_segments)
+
+    def coarse_cost(x: np.ndarray, delay: int | np.ndarray) -> np.ndarray:
+        return cost(enc.encode_all(coarse.decode(x)), delay, few)
+
+    survey = _cma_lockstep(coarse_cost, [c_nom] * len(delays), list(delays), cfg.sigma,
+                           coarse.bounds, cfg.survey, cfg.population,
+                           [cfg.seed] * len(delays))
     delay = int(np.argmin([c for c, _ in survey]))
-    say("delay survey (" + ", ".join(f"{d}: {c:.3g}" for d, (c, _) in enumerate(survey))
-        + f"): {delay} physics steps")
+    say("delay survey, joints sharing each parameter (" + ", ".join(
+        f"{d}: {c:.3g}" for d, (c, _) in enumerate(survey)) + f"): {delay} physics steps")
+    start_x = enc.encode({p: v[0].numpy() for p, v in coarse.decode(survey[delay][1]).items()})
     # 2: the restarts at that delay, in lockstep: from the survey's best and random starts
     rng = np.random.default_rng(cfg.seed)
-    means = [survey[delay][1]] + [np.clip(x_nom + rng.normal(0.0, cfg.sigma, enc.dim), lo, hi)
-                                  for _ in range(cfg.restarts - 1)]
-    bests = _cma_lockstep(cost, means, [delay] * cfg.restarts, cfg.sigma, enc.bounds,
+    step = cfg.sigma / 3  # around the coarse answer, not from scratch
+    means = [start_x] + [np.clip(start_x + rng.normal(0.0, step, enc.dim), lo, hi)
+                         for _ in range(cfg.restarts - 1)]
+    bests = _cma_lockstep(cost, means, [delay] * cfg.restarts, step, enc.bounds,
                           cfg.generations, cfg.population,
                           [cfg.seed + 1 + r for r in range(cfg.restarts)],
                           lambda g, c: say(f"generation {g}/{cfg.generations}: best cost "

@@ -21,6 +21,7 @@ recording at every reading, each joint's error divided by its recorded signal's 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Mapping, Sequence
 
@@ -139,6 +140,21 @@ class Replay:
         self.index = ArmParamIndex.of(m, robot)
         self.simulated_steps = 0
         """Physics steps simulated so far, over all simulations (for rates)."""
+
+    def narrowed(self, segments: int) -> Replay:
+        """This replay on at most ``segments`` of its segments, evenly spread (a cheaper
+        cost for a coarse search; the same normalization)."""
+        if segments >= self.segments:
+            return self
+        keep = torch.from_numpy(np.unique(np.linspace(0, self.segments - 1, segments)
+                                          .round().astype(np.int64)))
+        out = copy.copy(self)
+        out.segments = len(keep)
+        out.mask, out._step, out.q_rec = self.mask[keep], self._step[keep], self.q_rec[keep]
+        out.effort_rec = None if self.effort_rec is None else self.effort_rec[keep]
+        out.q0, out.qd0, out.ctrl = self.q0[keep], self.qd0[keep], self.ctrl[:, keep]
+        out._backend, out._capacity = None, 0
+        return out
 
     # -- evaluation ------------------------------------------------------------------------
 

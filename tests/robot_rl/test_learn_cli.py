@@ -62,6 +62,18 @@ def test_train_eval_distill_export_pipeline(tmp_path, capsys):
     assert "artifact" in out
     assert "episode length (mean)" in out and " 25.0 " in out  # as trained
 
+    # the predicted sim-to-real gap on an identified arm (heavier links), run and artifact
+    from robot_rl.robots import get_robot
+    from robot_rl.sim.identified import IdentifiedDynamics
+
+    arm = get_robot("arm7")
+    IdentifiedDynamics(robot="arm7", joint_names=tuple(arm.joint_names),
+                       values={"link_mass": (1.5,) * arm.num_joints}).save(tmp_path / "arm.json")
+    for policy in (r, art):
+        out = run_here(capsys, "sysid", "gap", str(policy), str(tmp_path / "arm.json"),
+                       "--episodes", "2", "--num-envs", "2")
+        assert "predicted gap: success" in out and "safety/" in out, out
+
     run_here(capsys, "export", str(r), "--policy", "teacher", "--out",
              str(tmp_path / "teacher"))
     assert (tmp_path / "teacher" / "policy.onnx").is_file()
