@@ -169,12 +169,12 @@ def _load(cfg: SysidFitConfig, robot: Any) -> tuple[list[Any], float]:
 
 def _print_fit(console: Console, r: Any, joints: tuple[str, ...], dt: float,
                latency: float) -> None:
-    table = Table(title="identified dynamics (value +- std per joint)")
-    table.add_column("parameter")
-    for j in joints:
-        table.add_column(j, justify="right")
-    for p, v in r.values.items():
-        table.add_row(p, *[f"{x:.3f}+-{s:.3f}" for x, s in zip(v, r.std[p], strict=True)])
+    table = Table(title="identified dynamics (value +- std)", title_justify="left")
+    table.add_column("joint")
+    for p in r.values:
+        table.add_column(p, justify="right")
+    for i, j in enumerate(joints):
+        table.add_row(j, *[f"{v[i]:.3f}+-{r.std[p][i]:.3f}" for p, v in r.values.items()])
     console.print(table)
     console.print(
         f"command delay {r.delay} physics steps ({1e3 * r.delay * dt:.1f} ms); reading age "

@@ -14,7 +14,8 @@
    side, the first from the survey's answer, the others from seeded random starts around
    it, all with a third of ``sigma`` as their first step, each generation one batch.
 3. Every delay is evaluated again at the best parameters (reported, ``delay_costs``).
-4. Uncertainty: the spread of the restarts' answers, and a local curvature estimate (the
+4. Uncertainty: the spread of the answers of the restarts that converged (within 1.5x of
+   the best cost), and a local curvature estimate (the
    Gauss-Newton covariance of the residuals around the best, from one batch of finite
    differences); ``std`` is the larger of the two. The curvature estimate takes the
    readings' errors as independent, which a trajectory's are not, so it is a lower bound.
@@ -57,6 +58,8 @@ class FitConfig:
     """Replayed segments of the coarse search (evenly spread over the recordings)."""
     restarts: int = 2
     """CMA-ES runs (the spread of their answers is one uncertainty estimate)."""
+    patience: int = 15
+    """A run stops when its best cost fell by less than 0.1% over this many generations."""
     sigma: float = 0.3
     """Initial step of CMA-ES (in log scale for the scales)."""
     scale_bounds: tuple[float, float] = (0.25, 4.0)
@@ -76,7 +79,8 @@ class FitConfig:
         lo, hi = self.scale_bounds
         if not 0 < lo < 1 < hi:
             raise ConfigError(f"scale_bounds must satisfy 0 < lo < 1 < hi, got {(lo, hi)}")
-        if self.population < 4 or min(self.generations, self.survey, self.restarts) < 1 \
+        if self.population < 4 or min(self.generations, self.survey, self.restarts,
+                                      self.patience) < 1 \
                 or self.sigma <= 0 or self.max_friction <= 0:
             raise ConfigError("population >= 4, generations and restarts >= 1, sigma and "
                               "max_friction > 0 needed")
@@ -103,7 +107,7 @@ class FitResult:
     """Replays run (candidates), over every stage."""
     seconds: float
     restarts: list[dict[str, list[float]]]
-    """Each restart's best values."""
+    """Each restart's best values and cost."""
 
 
 class _Encoding:
@@ -234,7 +238,8 @@ def fit(replay: Replay, cfg: FitConfig | None = None,
                           [cfg.seed + 1 + r for r in range(cfg.restarts)],
                           lambda g, c: say(f"generation {g}/{cfg.generations}: best cost "
                                            f"{min(c):.4g} (restarts: "
-                                           + ", ".join(f"{x:.3g}" for x in c) + ")"))
+                                           + ", ".join(f"{x:.3g}" for x in c) + ")"),
+                          patience=cfg.patience)
     best_cost, best_x = min(bests, key=lambda b: b[0])
     # 3: every delay at the fit (reported; a lower cost elsewhere is said)
     scan = cost(np.tile(best_x, (len(delays), 1)), delays)
@@ -243,7 +248,10 @@ def fit(replay: Replay, cfg: FitConfig | None = None,
             f"({scan.min():.4g} vs {scan[delay]:.4g}); kept {delay}, the survey's")
     x_std = _curvature_std(replay, enc, best_x, delay)
     evaluations += enc.dim + 1
-    spread = np.std([x for _, x in bests], axis=0) if len(bests) > 1 else np.zeros(enc.dim)
+    # the spread of the restarts that converged (within 1.5x of the best cost); one that
+    # stopped far off says where the search failed, not how unsure the fit is
+    converged = [x for c, x in bests if c <= 1.5 * best_cost]
+    spread = np.std(converged, axis=0) if len(converged) > 1 else np.zeros(enc.dim)
     values = {p: v[0].numpy().copy() for p, v in enc.decode(best_x).items()}
     std = enc.value_std(best_x, np.maximum(x_std, spread))
     d = torch.tensor([int(np.argmin(scan0)), delay])  # the nominal arm at its best delay
@@ -255,22 +263,25 @@ def fit(replay: Replay, cfg: FitConfig | None = None,
         values=values, std=std, delay=delay, delay_costs=[float(c) for c in scan],
         cost_nominal=float(costs[0]), cost_fit=float(costs[1]), rms_nominal=float(rms[0]),
         rms_fit=float(rms[1]), evaluations=evaluations, seconds=time.monotonic() - start,
-        restarts=[{p: v[0].tolist() for p, v in enc.decode(x).items()} for _, x in bests])
+        restarts=[{"cost": [c], **{p: v[0].tolist() for p, v in enc.decode(x).items()}}
+                  for c, x in bests])
 
 
 def _cma_lockstep(cost: Callable[[np.ndarray, np.ndarray], np.ndarray],
                   means: list[np.ndarray], delays: list[int], sigma: float,
                   bounds: np.ndarray, generations: int, population: int, seeds: list[int],
-                  progress: Callable[[int, list[float]], None] | None = None
-                  ) -> list[tuple[float, np.ndarray]]:
+                  progress: Callable[[int, list[float]], None] | None = None,
+                  patience: int | None = None) -> list[tuple[float, np.ndarray]]:
     """Several CMA-ES runs side by side, run i from ``means[i]`` at ``delays[i]``, their
     candidates of a generation replayed in one batch; each run's (best cost, best vector).
-    A run that has converged (``should_stop``) leaves the batch."""
+    A run that has converged (``should_stop``, or its best fell by less than 0.1% over
+    ``patience`` generations) leaves the batch."""
     opts = [CMA(mean=m.copy(), sigma=sigma, bounds=bounds, seed=s, population_size=population)
             for m, s in zip(means, seeds, strict=True)]
     start = cost(np.stack(means), np.asarray(delays))
     best = [(float(c), m.copy()) for c, m in zip(start, means, strict=True)]
     active = list(range(len(opts)))
+    history: list[list[float]] = [[b[0]] for b in best]
     for g in range(1, generations + 1):
         xs = [np.stack([opts[i].ask() for _ in range(population)]) for i in active]
         d = np.repeat([delays[i] for i in active], population)
@@ -280,7 +291,11 @@ def _cma_lockstep(cost: Callable[[np.ndarray, np.ndarray], np.ndarray],
             k = int(np.argmin(j))
             if j[k] < best[i][0]:
                 best[i] = (float(j[k]), x[k].copy())
-        active = [i for i in active if not opts[i].should_stop()]
+        for i in active:
+            history[i].append(best[i][0])
+        stalled = {i for i in active if patience is not None and len(history[i]) > patience
+                   and history[i][-1] > (1 - 1e-3) * history[i][-1 - patience]}
+        active = [i for i in active if not opts[i].should_stop() and i not in stalled]
         if progress is not None and (g % 10 == 0 or g == generations or not active):
             progress(g, [b[0] for b in best])
         if not active:
