@@ -210,15 +210,20 @@ class IdentifiedDynamics:
 
     def centred_dr(self, dr: DRConfig, width: float) -> DRConfig:
         """``dr`` with the ranges of the fitted scales set to 1 +- ``width`` times their
-        largest relative standard deviation (at least ``MIN_DR_HALF_WIDTH``, at most 0.95):
-        domain randomization around the identified arm, as wide as the fit is unsure."""
+        largest relative standard deviation, at least ``MIN_DR_HALF_WIDTH`` and no wider than
+        ``dr``'s own range for it (0.95 where ``dr`` does not randomize it): randomization
+        around the identified arm, narrowed where the fit is sure. (A single link's mass is
+        often poorly determined on its own while the arm's motion is not; its marginal
+        standard deviation would widen the range past anything the data allow.)"""
         ranges = {}
         for p, field in DR_FIELDS.items():
             if p not in self.values:
                 continue
             v = np.asarray(self.values[p])
             s = np.asarray(self.std.get(p, np.zeros_like(v)))
-            half = min(max(width * float(np.max(s / v)), MIN_DR_HALF_WIDTH), 0.95)
+            lo, hi = getattr(dr, field)
+            cap = max(1.0 - lo, hi - 1.0) if (lo, hi) != (1.0, 1.0) else 0.95
+            half = min(max(width * float(np.max(s / v)), MIN_DR_HALF_WIDTH), cap, 0.95)
             ranges[field] = (1.0 - half, 1.0 + half)
         return dataclasses.replace(dr, **ranges)
 

@@ -110,7 +110,8 @@ class TaskConfig:
     identified_dr: float | None = 2.0
     """With ``identified``: the DR ranges of the fitted parameters (link masses, joint
     damping, armature, actuator gains) become 1 +- this many of their largest relative
-    standard deviation (None: keep ``dr``'s ranges, centred on the identified values)."""
+    standard deviation, no wider than ``dr``'s own (None: keep ``dr``'s ranges, centred on
+    the identified values)."""
     reward_weights: dict[str, float] = dataclasses.field(default_factory=dict)
     """Weight of each reward term, by term name."""
     init_joint_noise: float = 0.05

@@ -167,7 +167,7 @@ def test_make_env_takes_the_identified_arm_and_centres_randomization(tmp_path) -
     from robot_rl.sim import make_env
 
     p = dataclasses.replace(truth(link_mass=1.4, actuator_gain=0.9),
-                            std={"link_mass": (0.07,) * 7, "actuator_gain": (0.009,) * 7})
+                            std={"link_mass": (0.035,) * 7, "actuator_gain": (0.009,) * 7})
     p.save(tmp_path / "arm.json")
     nominal = make_env("reach", 2, dr="default")
     env = make_env("reach", 2, dr="default", identified=str(tmp_path / "arm.json"))
@@ -176,14 +176,21 @@ def test_make_env_takes_the_identified_arm_and_centres_randomization(tmp_path) -
     a = env.model.actuator(ROBOT.actuator_names[0]).id
     assert env.model.actuator_gainprm[a, 0] == pytest.approx(
         0.9 * nominal.model.actuator_gainprm[a, 0])
-    # ranges: 1 +- 2 relative stds (0.05 of 1.4 -> 0.1; 0.01 of 0.9 -> 0.02); the rest as given
-    assert env.dr.link_mass == pytest.approx((0.9, 1.1))
+    # ranges: 1 +- 2 relative stds (0.035 of 1.4 -> 0.05; 0.009 of 0.9 -> 0.02), no wider
+    # than the preset's (+-10%: a std of 0.7 gives +-0.1, +-0.95 without a preset range);
+    # the rest as given
+    assert env.dr.link_mass == pytest.approx((0.95, 1.05))
     assert env.dr.actuator_gain == pytest.approx((0.98, 1.02))
+    wide = dataclasses.replace(p, std={"link_mass": (0.7,) * 7})
+    assert wide.centred_dr(nominal.dr, 2.0).link_mass == pytest.approx((0.9, 1.1))
+    from robot_rl.sim.randomization import DRConfig
+
+    assert wide.centred_dr(DRConfig(), 2.0).link_mass == pytest.approx((0.05, 1.95))
     assert env.dr.joint_damping == nominal.dr.joint_damping
     # and the randomized masses scatter around the identified ones
     masses = env.backend.model_field("body_mass")[:, b]
-    assert torch.all((masses > 0.89 * 1.4 * nominal.model.body_mass[b])
-                     & (masses < 1.11 * 1.4 * nominal.model.body_mass[b]))
+    assert torch.all((masses > 0.94 * 1.4 * nominal.model.body_mass[b])
+                     & (masses < 1.06 * 1.4 * nominal.model.body_mass[b]))
     keep = make_env("reach", 2, dr="default", identified=str(tmp_path / "arm.json"),
                     identified_dr=None)
     assert keep.dr.link_mass == nominal.dr.link_mass
