@@ -16,9 +16,10 @@ fit     ``robot-rl sysid record`` on the held-out arm and ``robot-rl sysid fit``
         compared with the fitted one minus it. Prints each parameter per joint against the
         truth (relative error; friction in Nm), the delay, the joint-position RMS error of
         the nominal and the identified arm, recording and fit wall clock.
-policy  reach SAC trained twice, to the same step budget: with the default randomization,
-        and with ``--env.identified`` (the identified arm as nominal, randomization centred
-        on it); each exported and deployed for ``--episodes`` episodes on the nominal and on
+policy  reach SAC trained twice, each until two evaluations in a row reach
+        ``--target-success`` (or ``--train-steps``): with the default randomization, and
+        with ``--env.identified`` (the identified arm as nominal, randomization centred on
+        it); each exported and deployed for ``--episodes`` episodes on the nominal and on
         the held-out real-time arm: success on each, and the fraction kept.
 """
 
@@ -63,10 +64,13 @@ class Args:
     """Recordings, parameter files, runs and artifacts."""
     duration: float = 20.0
     """Seconds of multisine in the held-out arm's recording (then the steps)."""
-    episodes: int = 20
+    episodes: int = 40
     """Deployed episodes per policy and arm."""
-    train_steps: int = 160_000
-    """Env steps of each reach training."""
+    train_steps: int = 500_000
+    """Most env steps of each reach training (each stops earlier at --target-success)."""
+    target_success: float = 0.95
+    """Each training stops once two evaluations in a row reach this success, so both
+    policies are compared at the same competence on their own training arms."""
     reuse: bool = False
     """Keep recordings, fits and runs already in --out."""
 
@@ -157,11 +161,13 @@ def part_policy(a: Args, params: Path, console: Console) -> None:
         run_dir = a.out / "runs" / tag
         if not (a.reuse and (run_dir / "config.json").is_file()):
             run(["train", "--task", "reach", "--dr", "default", "--total-steps",
-                 str(a.train_steps), "--runs-dir", str(a.out / "runs"), "--run-name", tag,
+                 str(a.train_steps), "--target-success", str(a.target_success),
+                 "--target-evals", "2", "--runs-dir", str(a.out / "runs"), "--run-name", tag,
                  "--no-progress", *extra], console)
         if not (a.reuse and (run_dir / "export" / "policy.json").is_file()):
             run(["export", str(run_dir), "--policy", "teacher"], console)
-        row = {}
+        last = (run_dir / "eval.csv").read_text().strip().splitlines()[-1].split(",")
+        row: dict = {"training": f"{int(float(last[0])):,}, {float(last[2]):.0%}"}
         for arm, flags in (("nominal", []), ("held-out", held_out_flags())):
             summary = a.out / f"deploy_{tag}_{arm}.json"
             run(["deploy", str(run_dir / "export"), "--robot", "sim", "--episodes",
@@ -170,11 +176,13 @@ def part_policy(a: Args, params: Path, console: Console) -> None:
         results[name] = row
     table = Table(title=f"reach on the real-time arm, {a.episodes} episodes each",
                   title_justify="left")
-    for col in ("policy", "nominal arm", "held-out arm", "kept"):
+    for col in ("policy", "training: env steps, last evaluation", "nominal arm",
+                "held-out arm", "kept"):
         table.add_column(col, justify="left" if col == "policy" else "right")
     for name, row in results.items():
         kept = row["held-out"] / max(row["nominal"], 1e-9)
-        table.add_row(name, f"{row['nominal']:.0%}", f"{row['held-out']:.0%}", f"{kept:.0%}")
+        table.add_row(name, row["training"], f"{row['nominal']:.0%}", f"{row['held-out']:.0%}",
+                      f"{kept:.0%}")
     console.print(table)
 
 
