@@ -36,7 +36,7 @@ from robot_rl.controllers.arm_model import body_links
 from robot_rl.errors import ConfigError
 from robot_rl.fileio import atomic_write
 from robot_rl.robots import RobotSpec, get_robot
-from robot_rl.sim.randomization import DRConfig
+from robot_rl.sim.randomization import SETCONST_FIELDS, DRConfig
 
 PARAMS: dict[str, str] = {
     "link_mass": "scale of each arm link's masses and inertias",
@@ -47,7 +47,8 @@ PARAMS: dict[str, str] = {
 }
 """The identified parameters, one value per arm joint, in this order."""
 SCALES = tuple(p for p in PARAMS if p != "frictionloss")
-"""The parameters that scale a nominal value (1 = the model as compiled)."""
+"""The parameters that scale a nominal value (1 = the model as compiled); each is also the
+name of its ``DRConfig`` range."""
 FORMAT = "robot_rl.identified/1"
 
 # (model field, columns or None) written by each parameter
@@ -58,13 +59,8 @@ _FIELDS: dict[str, tuple[tuple[str, tuple[int, ...] | None], ...]] = {
     "frictionloss": (("dof_frictionloss", None),),
     "actuator_gain": (("actuator_gainprm", (0,)), ("actuator_biasprm", (1, 2))),
 }
-DR_FIELDS = {"link_mass": "link_mass", "joint_damping": "joint_damping",
-             "armature": "armature", "actuator_gain": "actuator_gain"}
-"""The DRConfig range of each identified scale."""
 MIN_DR_HALF_WIDTH = 0.01
 """Narrowest half-width ``centred_dr`` gives a fitted parameter's range."""
-SETCONST_FIELDS = frozenset({"body_mass", "body_inertia", "dof_armature"})
-"""Fields MuJoCo derives constants from (``mj_setConst`` after writing them)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +109,10 @@ def nominal_values(fields: Fields, index: ArmParamIndex, params: tuple[str, ...]
     out = {}
     for p in params:
         for field, cols in _FIELDS[p]:
-            out[field] = _select(fields(field), index.rows(p), cols, slice(0, 1))[0].clone()
+            x = fields(field)[0]
+            x = x[torch.as_tensor(index.rows(p), device=x.device)]
+            out[field] = (x if cols is None else
+                          x[:, torch.as_tensor(cols, device=x.device)]).clone()
     return out
 
 
@@ -144,13 +143,6 @@ def write(fields: Fields, nominal: Mapping[str, torch.Tensor], index: ArmParamIn
 def _env_index(envs: torch.Tensor | slice, x: torch.Tensor) -> torch.Tensor:
     ids = torch.arange(x.shape[0], device=x.device)[envs]
     return ids[:, None]
-
-
-def _select(x: torch.Tensor, rows: np.ndarray, cols: tuple[int, ...] | None,
-            envs: slice) -> torch.Tensor:
-    r = torch.as_tensor(rows, device=x.device)
-    x = x[envs][:, r]
-    return x if cols is None else x[..., torch.as_tensor(cols, device=x.device)]
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -216,15 +208,15 @@ class IdentifiedDynamics:
         often poorly determined on its own while the arm's motion is not; its marginal
         standard deviation would widen the range past anything the data allow.)"""
         ranges = {}
-        for p, field in DR_FIELDS.items():
+        for p in SCALES:
             if p not in self.values:
                 continue
             v = np.asarray(self.values[p])
             s = np.asarray(self.std.get(p, np.zeros_like(v)))
-            lo, hi = getattr(dr, field)
+            lo, hi = getattr(dr, p)
             cap = max(1.0 - lo, hi - 1.0) if (lo, hi) != (1.0, 1.0) else 0.95
             half = min(max(width * float(np.max(s / v)), MIN_DR_HALF_WIDTH), cap, 0.95)
-            ranges[field] = (1.0 - half, 1.0 + half)
+            ranges[p] = (1.0 - half, 1.0 + half)
         return dataclasses.replace(dr, **ranges)
 
     # -- file ------------------------------------------------------------------------------

@@ -66,8 +66,8 @@ def dr_preset(name: DRPreset) -> DRConfig:
     raise ConfigError(f"unknown dr preset {name!r}; valid presets: default, off, strong")
 
 
-# Fields that MuJoCo's derived constants (mj_setConst) are computed from.
-_SETCONST_FIELDS = frozenset({"body_mass", "body_inertia", "dof_armature"})
+SETCONST_FIELDS = frozenset({"body_mass", "body_inertia", "dof_armature"})
+"""Model fields MuJoCo derives constants from (``mj_setConst`` after writing them)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,7 +114,7 @@ class DomainRandomizer:
         ]
         self._nominal = {g.field: self._read(g, torch.zeros(1, dtype=torch.long, device=dev))[0]
                          for g in self.groups}
-        self._commit = any(g.field in _SETCONST_FIELDS for g in self.groups)
+        self._commit = any(g.field in SETCONST_FIELDS for g in self.groups)
 
     def _index(self, g: _Group, env_ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
         if g.cols is None:

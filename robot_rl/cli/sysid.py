@@ -3,7 +3,6 @@ and predict what they do to a policy."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -104,16 +103,12 @@ def record_cmd(cfg: SysidRecordConfig) -> None:
     from robot_rl.hardware.sim_robot import SimRobot
     from robot_rl.hardware.sim_robot_process import SimRobotProcess
     from robot_rl.sysid.dataset import save_recording
-
-    console = Console()
-    if cfg.sim.interface != "position":
-        raise ConfigError("sysid record plays position targets: --sim.interface position")
-    say = lambda m: console.print(f"[yellow]sysid record:[/] {m}")  # noqa: E731
     from robot_rl.sysid.record import record_excitation
 
-    with contextlib.ExitStack() as stack:
-        robot: Any = stack.enter_context(
-            SimRobotProcess(cfg.sim) if cfg.sim_process else SimRobot(cfg.sim))
+    console = Console()
+    say = lambda m: console.print(f"[yellow]sysid record:[/] {m}")  # noqa: E731
+    arm: Any = SimRobotProcess(cfg.sim) if cfg.sim_process else SimRobot(cfg.sim)
+    with arm as robot:  # record_excitation refuses an interface other than position
         rec = record_excitation(robot, cfg.record, log=say)
     index = save_recording(rec, cfg.out)
     s = rec.streams

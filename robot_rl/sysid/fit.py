@@ -127,17 +127,6 @@ class _Encoding:
             bounds += [(0.0, 1.0) if p == "frictionloss" else (lo, hi)] * (1 if shared else n)
         self.bounds = np.array(bounds)
 
-    def nominal(self, friction: np.ndarray) -> np.ndarray:
-        """The search vector of the nominal arm (its own friction, scales 1)."""
-        x = []
-        for p, shared in self.parts:
-            if p == "frictionloss":
-                x += [float(np.clip(friction.mean() / self.f_shared, 0.0, 1.0))] if shared \
-                    else list(np.clip(friction / self.f_max, 0.0, 1.0))
-            else:
-                x += [0.0] * (1 if shared else self.n)
-        return np.array(x)
-
     def encode(self, values: dict[str, np.ndarray]) -> np.ndarray:
         """The search vector of per-joint ``values`` (n,) per parameter (a shared one: the
         joints' geometric mean, or mean for friction)."""
@@ -195,8 +184,10 @@ def fit(replay: Replay, cfg: FitConfig | None = None,
     say = log or (lambda _: None)
     start = time.monotonic()
     enc = _Encoding(cfg, np.asarray(replay.robot.tau_max, dtype=np.float64))
-    friction0 = replay.nominal_friction()
-    x_nom = enc.nominal(friction0)
+    n = enc.n
+    nominal = {p: replay.nominal_friction() if p == "frictionloss" else np.ones(n)
+               for p in PARAMS}  # the arm as compiled
+    x_nom = enc.encode(nominal)
     evaluations = 0
 
     def cost(x: np.ndarray, delay: int | np.ndarray, on: Replay = replay) -> np.ndarray:
@@ -214,7 +205,7 @@ def fit(replay: Replay, cfg: FitConfig | None = None,
     # delay whose search ends lowest wins (the cost is rugged across delays, and a heavier
     # or softer arm looks like a later one to a scan at the nominal parameters)
     coarse = _Encoding(dataclasses.replace(cfg, shared=cfg.params), enc.tau_max)
-    c_nom = coarse.nominal(friction0)
+    c_nom = coarse.encode(nominal)
 
     few = replay.narrowed(cfg.survey_segments)
 

@@ -62,7 +62,7 @@ class ReplayConfig:
 @dataclasses.dataclass
 class Trajectories:
     """What a replay produced at the recording's readings: (C, S, R, n) each, R readings per
-    segment (``mask`` (S, R): the real ones; segments differ in how many they hold)."""
+    segment (``Replay.mask`` (S, R): the real ones; segments differ in how many they hold)."""
 
     q: torch.Tensor
     effort: torch.Tensor | None
@@ -138,6 +138,16 @@ class Replay:
         self._backend = None
         self._capacity = 0
         self.index = ArmParamIndex.of(m, robot)
+        self._jq = torch.tensor([int(m.joint(j).qposadr[0]) for j in robot.joint_names])
+        self._dofs = torch.from_numpy(self.index.dofs)
+        self._act = torch.from_numpy(self.index.actuators)
+        g = robot.gripper
+        self._grip = None if g is None else int(m.actuator(g.actuator).id)
+        self._grip_closed = None if g is None else float(g.closed_ctrl)
+        frc = m.actuator_forcerange[self.index.actuators]
+        limited = m.actuator_forcelimited[self.index.actuators].astype(bool)
+        self._frc_lo = torch.from_numpy(np.where(limited, frc[:, 0], -np.inf))
+        self._frc_hi = torch.from_numpy(np.where(limited, frc[:, 1], np.inf))
         self.simulated_steps = 0
         """Physics steps simulated so far, over all simulations (for rates)."""
 
@@ -267,16 +277,7 @@ class Replay:
                                              nthread=None if nthread is None else int(nthread),
                                              what="the sysid replay")
             self._capacity = e
-            m, r = self.model, self.robot
-            self._jq = torch.tensor([int(m.joint(j).qposadr[0]) for j in r.joint_names])
-            self._dofs = torch.from_numpy(self.index.dofs)
-            self._act = torch.from_numpy(self.index.actuators)
-            self._grip = None if r.gripper is None else int(m.actuator(r.gripper.actuator).id)
-            self._grip_closed = None if r.gripper is None else float(r.gripper.closed_ctrl)
-            frc = m.actuator_forcerange[self.index.actuators]
-            limited = m.actuator_forcelimited[self.index.actuators].astype(bool)
-            self._frc_lo = torch.from_numpy(np.where(limited, frc[:, 0], -np.inf))
-            self._frc_hi = torch.from_numpy(np.where(limited, frc[:, 1], np.inf))
+            # read from the backend's own fields: its device and dtype (Warp: float32)
             self._nominal = nominal_values(b.model_field, self.index, tuple(PARAMS))
             self._friction0 = self._nominal["dof_frictionloss"][None].clone()
         return self._backend
