@@ -53,6 +53,21 @@ class JointStateParser:
         return JointReading(q, qd, stamp, effort=effort)
 
 
+MAX_STAMP_AGE = 1.0
+"""A JointState header stamp older than this on arrival [s] is taken for another host's
+clock, not for the reading's age."""
+
+
+def sample_time(msg: JointState, arrival: float, now_ns: int) -> float:
+    """When the reading in ``msg`` was sampled, on the clock of ``arrival`` (the monotonic
+    time it arrived): ``arrival`` less its age by the header stamp (``now_ns``: the ROS
+    clock at arrival). Without a stamp, or with one from the future or more than
+    ``MAX_STAMP_AGE`` old (a driver on another host's clock), the arrival time itself."""
+    stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+    age = (now_ns - stamp_ns) * 1e-9
+    return arrival - age if stamp_ns > 0 and 0.0 <= age <= MAX_STAMP_AGE else arrival
+
+
 def joint_state(reading: JointReading, joint_names: Sequence[str], now_ns: int) -> JointState:
     """A JointState message of a reading, stamped ``now_ns`` (ROS time)."""
     msg = JointState()

@@ -17,10 +17,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from robot_rl.errors import ConfigError
+
+if TYPE_CHECKING:
+    from robot_rl.hardware.sim_robot import SimRobotConfig
 
 
 def default_params_file() -> Path:
@@ -58,6 +62,19 @@ def stop_node(p: subprocess.Popen, timeout: float = 10.0) -> bool:
         return False
 
 
+def node_setup(params_file: Path | None,
+               domain_id: int | None) -> tuple[Path, dict[str, str]]:
+    """The parameters file the nodes get (the built-in arm's by default; it must exist) and
+    their environment (``ROS_DOMAIN_ID`` where given)."""
+    params = params_file or default_params_file()
+    if not params.is_file():
+        raise ConfigError(f"parameters file {params} does not exist")
+    env = dict(os.environ)
+    if domain_id is not None:
+        env["ROS_DOMAIN_ID"] = str(domain_id)
+    return params, env
+
+
 def sim_camera_overrides(meta: dict) -> dict[str, object]:
     """``sim_robot_node`` parameters that show a camera-seeing artifact its scene and cameras
     (none for an artifact that sees no camera)."""
@@ -80,12 +97,7 @@ def launch_nodes(artifact: Path, *, with_sim: bool, duration: float | None,
     require_rclpy()
     if not (artifact / "policy.json").is_file():
         raise ConfigError(f"no policy.json in {artifact} (is it an exported artifact?)")
-    params = params_file or default_params_file()
-    if not params.is_file():
-        raise ConfigError(f"parameters file {params} does not exist")
-    env = dict(os.environ)
-    if domain_id is not None:
-        env["ROS_DOMAIN_ID"] = str(domain_id)
+    params, env = node_setup(params_file, domain_id)
     overrides: dict[str, object] = {"artifact": artifact.resolve(), "autostart": with_sim}
     if rate_hz is not None:
         overrides["rate_hz"] = float(rate_hz)
@@ -96,6 +108,14 @@ def launch_nodes(artifact: Path, *, with_sim: bool, duration: float | None,
             node_command("sim_robot_node", params, sim_camera_overrides(meta)), env=env)))
     procs.append(("policy_node", subprocess.Popen(
         node_command("policy_node", params, overrides), env=env)))
+    return run_nodes(procs, duration, params, console)
+
+
+def run_nodes(procs: list[tuple[str, subprocess.Popen]], duration: float | None,
+              params: Path, console: Console) -> int:
+    """Wait until ``duration`` passes, a node exits, or Ctrl-C; then stop the nodes, the
+    last started first (the commanding node's final hold reaches the arm before the arm
+    goes). Returns the first non-zero exit status (0 if all ended cleanly)."""
     console.print(f"started {', '.join(n for n, _ in procs)} (params {params}); Ctrl-C stops")
     start = time.monotonic()
     try:
@@ -106,10 +126,34 @@ def launch_nodes(artifact: Path, *, with_sim: bool, duration: float | None,
     except KeyboardInterrupt:
         pass
     code = 0
-    for name, p in reversed(procs):  # policy node first: its final hold reaches the arm
+    for name, p in reversed(procs):
         if not stop_node(p):
             console.print(f"[red]{name} did not stop in 10 s; killed[/]")
         if p.returncode not in (0, -signal.SIGINT) and code == 0:
             code = p.returncode
             console.print(f"[red]{name} exited with status {p.returncode}[/]")
     return code
+
+
+def sim_node_overrides(cfg: SimRobotConfig) -> dict[str, object]:
+    """``sim_robot_node`` parameters of a simulated arm configured as ``cfg`` (its held-out
+    dynamics, latency, noise); the node has no per-joint friction or initial pose."""
+    if not isinstance(cfg.frictionloss, (int, float)) or cfg.init_q is not None:
+        raise ConfigError("sim_robot_node takes one frictionloss for every joint and starts "
+                          "at home: per-joint --sim.frictionloss and --sim.init-q need the "
+                          "arm without --ros")
+    out: dict[str, object] = {"robot": cfg.robot, "interface": cfg.interface, "seed": cfg.seed}
+    for name in ("physics_dt", "sensing_latency", "actuation_delay", "q_noise_std",
+                 "qd_noise_std", "mass_scale", "damping_scale", "frictionloss"):
+        out[name] = _ros_float(getattr(cfg, name))
+    for name, gains in (("kp", cfg.kp), ("kd", cfg.kd)):
+        if gains is not None:
+            out[name] = "[" + ",".join(_ros_float(g) for g in gains) + "]"
+    return out
+
+
+def _ros_float(v: float) -> str:
+    """A double as a ``-p name:=value`` reads it: always with a point, never an exponent
+    (YAML would read ``1e-05`` as a string and ``1`` as an integer)."""
+    s = f"{float(v):.12f}".rstrip("0")
+    return s + "0" if s.endswith(".") else s

@@ -82,6 +82,10 @@ class SimRobotNodeParams:
     mass_scale: float = 1.0
     damping_scale: float = 1.0
     frictionloss: float = 0.0
+    kp: list[float] = dataclasses.field(default_factory=list)
+    """Servo stiffness per joint (empty: the robot's) [Nm/rad]."""
+    kd: list[float] = dataclasses.field(default_factory=list)
+    """Servo damping per joint (empty: the robot's) [Nm s/rad]."""
     seed: int = 0
     task: str = ""
     """Stand the arm in this task's scene (its objects; empty: the arm on its table)."""
@@ -116,7 +120,8 @@ class SimRobotNode(Node):
                              actuation_delay=p.actuation_delay, q_noise_std=p.q_noise_std,
                              qd_noise_std=p.qd_noise_std, mass_scale=p.mass_scale,
                              damping_scale=p.damping_scale, frictionloss=p.frictionloss,
-                             seed=p.seed)
+                             kp=tuple(p.kp) if p.kp else None,
+                             kd=tuple(p.kd) if p.kd else None, seed=p.seed)
         self.pub = self.create_publisher(JointState, p.joint_states_topic, SENSOR_QOS)
         scene = None
         if p.task:

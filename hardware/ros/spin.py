@@ -20,7 +20,8 @@ SENSOR_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
 
 def spin_node(make: Any, args: Sequence[str] | None) -> int:
     """Init rclpy, build the node, spin until SIGINT/SIGTERM (or the node sets
-    ``finished``), call its ``shutdown``."""
+    ``finished``), call its ``shutdown``; the exit status is 2 for a bad configuration,
+    else the node's ``exit_code`` (0 where it has none)."""
     rclpy.init(args=list(sys.argv if args is None else args),
                signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     stop = {"flag": False}
@@ -48,6 +49,6 @@ def spin_node(make: Any, args: Sequence[str] | None) -> int:
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
-    return 0
+    return int(getattr(node, "exit_code", 0))
 
 

@@ -28,13 +28,25 @@ class SysidRecordConfig:
     Examples:
       robot-rl sysid record --out data/arm_sysid
       robot-rl sysid record --out data/held_out --sim.mass-scale 1.3 --sim.actuation-delay 0.004
+      robot-rl sysid record --out data/held_out --ros --sim.mass-scale 1.3   (through ROS 2)
+      robot-rl sysid record --out data/my_arm --robot ros --ros-params-file my_arm.yaml
     """
 
     out: Path
     """Dataset folder (created, or appended to)."""
-    robot: Literal["sim"] = "sim"
-    """sim: the built-in arm simulated in real time (--sim.*: its held-out dynamics). A real
-    arm's own logs are fitted from its rosbag2 recordings (robot-rl sysid fit BAG...)."""
+    robot: Literal["sim", "ros"] = "sim"
+    """sim: the built-in arm simulated in real time (--sim.*: its held-out dynamics); ros: an
+    arm behind ros2_control topics (implies --ros; the arm moves home and plays the
+    excitation as soon as its JointStates arrive). An arm's own logs can also be fitted
+    directly from its rosbag2 recordings (robot-rl sysid fit BAG...)."""
+    ros: bool = False
+    """Record through ROS 2: sysid_node (and, with --robot sim, sim_robot_node) as processes,
+    as ``ros2 launch robot_rl sysid.launch.py`` starts them; topics and joint names come
+    from the parameters file (--ros-params-file)."""
+    ros_params_file: Path | None = None
+    """Parameters YAML of the nodes (default: the built-in arm's launch/config/arm7.yaml)."""
+    domain_id: int | None = None
+    """ROS_DOMAIN_ID of the nodes (default: the environment's)."""
     record: RecordConfig = dataclasses.field(default_factory=RecordConfig)
     """The excitation (duration, rate, band, amplitude, speed, steps) and the shield."""
     sim: SimRobotConfig = dataclasses.field(default_factory=SimRobotConfig)
@@ -106,6 +118,9 @@ def record_cmd(cfg: SysidRecordConfig) -> None:
     from robot_rl.sysid.record import record_excitation
 
     console = Console()
+    if cfg.ros or cfg.robot == "ros":
+        _record_ros(cfg, console)
+        return
     say = lambda m: console.print(f"[yellow]sysid record:[/] {m}")  # noqa: E731
     arm: Any = SimRobotProcess(cfg.sim) if cfg.sim_process else SimRobot(cfg.sim)
     with arm as robot:  # record_excitation refuses an interface other than position
@@ -117,6 +132,55 @@ def record_cmd(cfg: SysidRecordConfig) -> None:
         f"{len(s.cmd_t)} commands over {rec.seconds:.1f} s; reading age on arrival "
         f"{1e3 * rec.sensing_latency:.2f} ms (median); the shield changed {rec.shield_moved} "
         f"commands; {rec.late_ticks} late ticks", markup=False)
+
+
+NODE_EXCITATION = ("rate", "duration", "amplitude", "speed", "step_size", "seed")
+"""The excitation's fields sysid_node takes as parameters (``rate`` as ``rate_hz``)."""
+
+
+def _record_ros(cfg: SysidRecordConfig, console: Console) -> None:
+    """sysid_node (after sim_robot_node, with --robot sim) as processes, until it has saved
+    the episode or failed."""
+    import subprocess
+
+    from robot_rl.hardware.ros import require_rclpy
+    from robot_rl.hardware.ros.launcher import (
+        node_command,
+        node_setup,
+        run_nodes,
+        sim_node_overrides,
+    )
+
+    require_rclpy()
+    rec, ex = cfg.record, cfg.record.excitation
+    default = RecordConfig()
+    kept = [f"excitation.{f.name}" for f in dataclasses.fields(ex)
+            if f.name not in NODE_EXCITATION
+            and getattr(ex, f.name) != getattr(default.excitation, f.name)]
+    kept += [f.name for f in dataclasses.fields(rec)
+             if f.name != "excitation" and getattr(rec, f.name) != getattr(default, f.name)]
+    if kept:
+        raise ConfigError(f"sysid_node has no parameter for --record.{', --record.'.join(kept)}"
+                          f" (it takes {', '.join(NODE_EXCITATION)}); drop them or record "
+                          "without --ros")
+    if cfg.robot == "ros" and cfg.sim != SimRobotConfig():
+        raise ConfigError("--sim.* configures the simulated arm; --robot ros records the arm "
+                          "behind the topics")
+    params, env = node_setup(cfg.ros_params_file, cfg.domain_id)
+    overrides: dict[str, object] = {
+        "out": cfg.out.resolve(), "autostart": True,
+        **{("rate_hz" if k == "rate" else k): getattr(ex, k) for k in NODE_EXCITATION}}
+    procs: list[tuple[str, subprocess.Popen]] = []
+    if cfg.robot == "sim":
+        procs.append(("sim_robot_node", subprocess.Popen(
+            node_command("sim_robot_node", params, sim_node_overrides(cfg.sim)), env=env)))
+    procs.append(("sysid_node", subprocess.Popen(
+        node_command("robot_rl.sysid.node", params, overrides), env=env)))
+    code = run_nodes(procs, None, params, console)
+    if code:
+        raise SystemExit(code)
+    console.print(f"the recording is in {cfg.out} (robot-rl sysid fit {cfg.out})",
+                  markup=False)
 
 
 def fit_cmd(cfg: SysidFitConfig) -> None:

@@ -13,12 +13,14 @@ stamp and the time it arrived. The arm holds where it is at the end, and on any 
 
 Position interface only: the excitation is a position trajectory, and the replay models the
 arm's position servo. Send times and reading stamps must be on one clock (the simulated
-arms stamp with ``time.monotonic``, as this loop does).
+arms stamp with ``time.monotonic``, as this loop does; ``sysid.node`` maps a JointState's
+header stamp onto it).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Callable
 
@@ -91,8 +93,11 @@ class Recording:
 
 
 def record_excitation(robot: Robot, cfg: RecordConfig | None = None,
-                      log: Callable[[str], None] | None = None) -> Recording:
-    """Play and log the excitation on a connected ``robot`` (module docstring)."""
+                      log: Callable[[str], None] | None = None,
+                      stop: threading.Event | None = None) -> Recording:
+    """Play and log the excitation on a connected ``robot`` (module docstring). Setting
+    ``stop`` (from another thread) ends it early: the arm holds and ``RobotError`` is
+    raised, as for a stale arm."""
     cfg = cfg or RecordConfig()
     cfg.validate()
     say = log or (lambda _: None)
@@ -130,6 +135,9 @@ def record_excitation(robot: Robot, cfg: RecordConfig | None = None,
         for i, target in enumerate(plan):
             if rate.sleep() > rate.period:
                 late += 1
+            if stop is not None and stop.is_set():
+                raise RobotError(f"recording stopped after {max(0, i - logged_from) / rate_hz:.1f}"
+                                 f" s of {(len(plan) - logged_from) / rate_hz:.1f} s")
             r = robot.observe()
             now = time.monotonic()
             if r is not None and r.stamp != last_stamp:

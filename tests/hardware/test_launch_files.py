@@ -27,9 +27,9 @@ def _kw(call: ast.Call, key: str) -> object:
     return None
 
 
-def test_there_are_the_three_launch_files():
+def test_there_are_the_four_launch_files():
     assert {p.name for p in LAUNCH} == {"deploy.launch.py", "sim_deploy.launch.py",
-                                       "record.launch.py"}
+                                       "record.launch.py", "sysid.launch.py"}
 
 
 @pytest.mark.parametrize("path", LAUNCH, ids=lambda p: p.name)
@@ -73,12 +73,14 @@ def test_params_file_keys_are_node_parameters():
     from robot_rl.hardware.ros.policy_node import PolicyNodeParams
     from robot_rl.hardware.ros.sim_robot_node import SimRobotNodeParams
     from robot_rl.recording.teleop_node import TeleopNodeParams
+    from robot_rl.sysid.node import SysidNodeParams
 
     PARAM_CLASSES = {"policy_node": PolicyNodeParams, "sim_robot_node": SimRobotNodeParams,
-                     "teleop_node": TeleopNodeParams}
+                     "teleop_node": TeleopNodeParams, "sysid_node": SysidNodeParams}
 
     params = yaml.safe_load((ROOT / "launch" / "config" / "arm7.yaml").read_text())
     for node, cls in PARAM_CLASSES.items():
         fields = {f for f in cls.__dataclass_fields__}
         unknown = set(params[node]["ros__parameters"]) - fields
         assert not unknown, f"{node}: {unknown} are not parameters"
+    assert set(params) == set(PARAM_CLASSES)
