@@ -114,6 +114,26 @@ def test_replay_reproduces_an_independent_recording_at_the_true_parameters() -> 
         replay.run(values, torch.tensor([2, 9]))
 
 
+def test_replay_on_warps_cpu_device_agrees_with_the_cpu_backend() -> None:
+    """The replay through MuJoCo Warp (its CPU device here; CUDA where a GPU is lent): the
+    same trajectories within float32 rounding, the same costs at every delay."""
+    pytest.importorskip("mujoco_warp")
+    t, q = short_excitation()
+    rec = record(truth(link_mass=1.3, actuator_gain=0.8), t, q, delay=2)
+    n = ROBOT.num_joints
+    values = {"link_mass": torch.tensor([[1.3] * n, [1.0] * n]),
+              "actuator_gain": torch.tensor([[0.8] * n, [1.0] * n])}
+    cfg = ReplayConfig(segment=1.0, max_delay=4)
+    cpu = Replay(rec, ROBOT, cfg)
+    warp = Replay(rec, ROBOT, cfg, backend="warp", device="cpu")
+    err = warp.rms_q(warp.run(values, torch.tensor([2, 2])))
+    assert float(err[0]) < 1e-6 and float(err[1]) > 1e-3, err  # the truth, to float32
+    torch.testing.assert_close(err[1], cpu.rms_q(cpu.run(values, torch.tensor([2, 2])))[1],
+                               rtol=1e-4, atol=0)
+    torch.testing.assert_close(warp.cost({}, torch.arange(5)), cpu.cost({}, torch.arange(5)),
+                               rtol=1e-3, atol=1e-6)
+
+
 def test_two_parameter_fit_finds_mass_and_gain_within_a_few_percent() -> None:
     t, q = short_excitation(3.0)
     true = truth(link_mass=1.25, actuator_gain=0.8)
