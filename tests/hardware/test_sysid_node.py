@@ -5,7 +5,6 @@ monotonic clock, and the simulated arm's parameters as node parameters."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from robot_rl.hardware.ros.launcher import sim_node_overrides  # noqa: E402
 from robot_rl.hardware.sim_robot import SimRobotConfig  # noqa: E402
 from robot_rl.robots import get_robot  # noqa: E402
 from tests.hardware.test_ros_nodes import Observer, _domain_id, _start, _stop  # noqa: E402
+from tests.robot_rl.test_sysid import fit_shared_mass  # noqa: E402
 
 CLI = [sys.executable, "-m", "robot_rl.cli"]
 
@@ -74,15 +74,7 @@ def test_record_through_ros_and_fit(tmp_path: Path) -> None:
     assert s.effort is not None and np.abs(s.effort).max() > 1.0
     assert abs(s.cmd_t[-1] - s.cmd_t[0] - (3.0 + 0.5)) < 0.3  # settle + multisine
     assert np.ptp(s.q, axis=0).min() > 0.05  # every joint was excited
-    out = tmp_path / "arm.json"
-    fitted = subprocess.run(
-        [*CLI, "sysid", "fit", str(tmp_path / "rec"), "--out", str(out),
-         "--fit.params", "link_mass", "--fit.shared", "link_mass", "--fit.population", "8",
-         "--fit.generations", "15", "--fit.survey", "5", "--fit.restarts", "1",
-         "--replay.segment", "1.0", "--replay.max-delay", "4"],
-        capture_output=True, text=True, timeout=300)
-    assert fitted.returncode == 0, fitted.stderr
-    params = json.loads(out.read_text())
+    params = fit_shared_mass(tmp_path / "rec", tmp_path / "arm.json")
     assert abs(params["values"]["link_mass"][0] / 1.3 - 1) < 0.05, params["values"]
 
 

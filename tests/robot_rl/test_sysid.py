@@ -4,6 +4,7 @@ single-simulation recording, a two-parameter fit, the parameter file."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -273,11 +274,28 @@ def test_recording_dataset_round_trip_and_refusals(tmp_path) -> None:  # type: i
         load_recordings(tmp_path / "reach", ROBOT)
 
 
+def fit_shared_mass(data: Path, out: Path) -> dict:
+    """robot-rl sysid fit of one mass scale shared by every link, on a small budget; the
+    parameter file it wrote."""
+    import json
+    import subprocess
+    import sys
+
+    fitted = subprocess.run(
+        [sys.executable, "-m", "robot_rl.cli", "sysid", "fit", str(data), "--out", str(out),
+         "--fit.params", "link_mass", "--fit.shared", "link_mass", "--fit.population", "8",
+         "--fit.generations", "15", "--fit.survey", "5", "--fit.restarts", "1",
+         "--replay.segment", "1.0", "--replay.max-delay", "4"],
+        capture_output=True, text=True, timeout=300)
+    assert fitted.returncode == 0, fitted.stderr
+    assert "identified dynamics" in fitted.stdout and "delay survey" in fitted.stdout
+    return json.loads(out.read_text())
+
+
 @pytest.mark.slow
 def test_cli_records_the_simulated_arm_and_fits_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """robot-rl sysid record on the real-time simulated arm (its own process, masses x1.3,
     4 ms actuation delay), then robot-rl sysid fit of the shared mass scale."""
-    import json
     import subprocess
     import sys
 
@@ -289,16 +307,7 @@ def test_cli_records_the_simulated_arm_and_fits_it(tmp_path) -> None:  # type: i
         capture_output=True, text=True, timeout=120)
     assert rec.returncode == 0, rec.stderr
     assert "recorded episode 0" in rec.stdout
-    out = tmp_path / "arm.json"
-    fitted = subprocess.run(
-        [*cli, "sysid", "fit", str(tmp_path / "rec"), "--out", str(out),
-         "--fit.params", "link_mass", "--fit.shared", "link_mass", "--fit.population", "8",
-         "--fit.generations", "15", "--fit.survey", "5", "--fit.restarts", "1",
-         "--replay.segment", "1.0", "--replay.max-delay", "4"],
-        capture_output=True, text=True, timeout=300)
-    assert fitted.returncode == 0, fitted.stderr
-    assert "identified dynamics" in fitted.stdout and "delay survey" in fitted.stdout
-    params = json.loads(out.read_text())
+    params = fit_shared_mass(tmp_path / "rec", tmp_path / "arm.json")
     assert abs(params["values"]["link_mass"][0] / 1.3 - 1) < 0.05, params["values"]
     assert params["fit"]["rms_fit"] * 3 < params["fit"]["rms_nominal"]
     bad = subprocess.run([*cli, "sysid", "fit", str(tmp_path / "nothing")],
