@@ -15,8 +15,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # Offscreen rendering (videos) runs on EGL; Mesa's software driver works without a GPU.
-# pyrealsense2 (the camera extra) links libusb.
-APT_PACKAGES := libegl1 libgl1-mesa-dri libusb-1.0-0
+# pyrealsense2 (the camera extra) links libusb. The live view's tests open MuJoCo's viewer
+# (GLFW, which loads the X libraries below) on a virtual display (xvfb).
+APT_PACKAGES := libegl1 libgl1-mesa-dri libusb-1.0-0 xvfb libxrandr2 libxinerama1 libxcursor1 libxi6
 export MUJOCO_GL ?= egl
 
 DEMO := runs/demo/reach
@@ -46,7 +47,7 @@ $(STAMP): pyproject.toml Makefile
 	  elif command -v sudo >/dev/null; then \
 	    sudo apt-get update -qq && sudo apt-get install -y -qq --no-install-recommends $(APT_PACKAGES); \
 	  else \
-	    echo "warning: install $(APT_PACKAGES) for videos (EGL) and RealSense cameras (libusb)"; \
+	    echo "warning: install $(APT_PACKAGES) for videos (EGL), RealSense cameras (libusb) and the live view's tests (xvfb)"; \
 	  fi; \
 	fi
 	$(PYTHON) -m venv $(VENV)

@@ -269,6 +269,11 @@ class DeployRuntime:
     def goal(self) -> np.ndarray | None:
         return self.observer.goal
 
+    @property
+    def reading(self) -> JointReading | None:
+        """The newest valid joint reading (None before the first)."""
+        return self._reading
+
     def _new_goal(self) -> None:
         self.observer.sample_goal(self.cfg.seed + self.estop_latch.count)
         if self.cfg.goal is not None:

@@ -65,6 +65,10 @@ class DeployCommandConfig:
     """ROS_DOMAIN_ID for the nodes (default: the environment's)."""
     summary_json: Path | None = None
     """Also write the timing summary here."""
+    view: bool = False
+    """Watch the simulated arm in MuJoCo's viewer as the loop reads it (its joints, the goal
+    and the shield's workspace box), from a thread of the viewer's own (needs a display: a
+    desktop or xvfb-run)."""
 
 
 def deploy_cmd(cfg: DeployCommandConfig) -> None:
@@ -121,6 +125,8 @@ def _run_sim(cfg: DeployCommandConfig, policy: Any, console: Console) -> dict[st
             if sees is not None:
                 cameras = stack.enter_context(SimArmCameras(robot, sees, cfg.camera)).as_dict()
         runtime = DeployRuntime(policy, robot, cfg.deploy, log=log, cameras=cameras)
+        if cfg.view:
+            stack.callback(_view_arm(cfg, runtime, task_cfg).close)
         goal = runtime.goal
         seen = "" if sees is None else (
             f", cameras {', '.join(sees.names)} at {sees.width}x{sees.height} "
@@ -154,6 +160,24 @@ def _run_sim(cfg: DeployCommandConfig, policy: Any, console: Console) -> dict[st
         summary["episodes"] = [dataclasses.asdict(r) for r in results]
         summary["episode_success_rate"] = sum(r.success for r in results) / len(results)
         return summary
+
+
+def _view_arm(cfg: DeployCommandConfig, runtime: Any, task_cfg: Any) -> Any:
+    """A live view of the arm as the runtime reads it (the scene's objects are not read)."""
+    from robot_rl.hardware.sim_robot import build_model
+    from robot_rl.robots import get_robot
+    from robot_rl.sim.view import ArmView
+
+    spec = get_robot(cfg.sim.robot)
+
+    def q() -> Any:
+        r = runtime.reading
+        return None if r is None else r.q
+
+    s = task_cfg.safety
+    return ArmView(build_model(cfg.sim, spec), spec.joint_names, q, lambda: runtime.goal,
+                   workspace=(s.workspace_lo, s.workspace_hi),
+                   title=f"robot-rl deploy {runtime.policy.meta['task']} (simulated arm)")
 
 
 def print_summary(console: Console, s: dict[str, Any]) -> None:

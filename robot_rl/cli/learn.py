@@ -56,6 +56,9 @@ class EvalConfig:
     min_success: float | None = None
     """Exit with status 1 when the success rate is below this (a check for scripts and CI;
     make demo checks its artifact with 0.95)."""
+    view: bool = False
+    """Watch env 0 in MuJoCo's viewer (with the shield's workspace box), the episodes paced
+    at the control rate (needs a display: a desktop or xvfb-run)."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -187,6 +190,12 @@ def eval_cmd(cfg: EvalConfig) -> None:
         renderer = EnvRenderer(getattr(env, "env", env), cfg.video_envs, camera=cfg.camera,
                                width=cfg.width, height=cfg.height)
         writer = VideoWriter(cfg.video, fps=1.0 / env.control_dt)
+    view = None
+    if cfg.view:  # the simulation's own env (a DSRL env steps it once per action)
+        from robot_rl.sim.view import EnvView
+
+        view = EnvView(getattr(env, "env", env), title=f"robot-rl eval {label}")
+        view.watch(realtime=True)
     try:
         if artifact:
             result = evaluate(policy_fn, env, cfg.episodes, seed=cfg.seed, video=writer,
@@ -220,6 +229,8 @@ def eval_cmd(cfg: EvalConfig) -> None:
             writer.close()
         if renderer is not None:
             renderer.close()
+        if view is not None:
+            view.close()
     table = Table(title=f"{label}: {result.episodes} episodes (dr {cfg.dr or 'as trained'})",
                   title_justify="left")
     table.add_column("metric")

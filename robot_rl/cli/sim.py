@@ -67,6 +67,9 @@ class SimRolloutConfig:
     """Video width per env [px]."""
     height: int = 480
     """Video height [px]."""
+    view: bool = False
+    """Watch env 0 in MuJoCo's viewer (with the shield's workspace box), the rollout paced
+    at the control rate (needs a display: a desktop or xvfb-run)."""
 
 
 def info(cfg: SimInfoConfig) -> None:
@@ -141,11 +144,16 @@ def rollout(cfg: SimRolloutConfig) -> None:
     console.print(f"{env}  policy={cfg.policy}"
                   f"{f' ({cfg.expert_style})' if expert is not None else ''}")
 
-    renderer = writer = None
+    renderer = writer = view = None
     if cfg.video is not None:
         renderer = EnvRenderer(env, cfg.video_envs, camera=cfg.camera, width=cfg.width,
                                height=cfg.height)
         writer = VideoWriter(cfg.video, fps=1.0 / env.control_dt)
+    if cfg.view:
+        from robot_rl.sim.view import EnvView
+
+        view = EnvView(env, title=f"robot-rl sim rollout {cfg.task} ({cfg.policy})")
+        view.watch(realtime=True)
 
     returns: list[float] = []
     costs: list[float] = []
@@ -189,6 +197,8 @@ def rollout(cfg: SimRolloutConfig) -> None:
             writer.close()
         if renderer is not None:
             renderer.close()
+        if view is not None:
+            view.close()
     elapsed = time.perf_counter() - start
 
     table = Table(title=f"{cfg.task} / {cfg.policy}: {len(returns)} episodes",

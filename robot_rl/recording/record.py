@@ -8,9 +8,16 @@ one env; every control step goes into a DatasetWriter, every episode is committe
 
 Each episode starts from ``env.reset(seed=s)`` with its seed ``s`` stored in the episode row, so
 ``robot-rl data replay`` rebuilds the same initial state and replays the actions. A person
-paces the loop at the control rate; the expert runs as fast as the simulation goes. Episodes
-end on termination or time-out (saved), ``next`` (saved), ``rerecord`` (dropped, recorded
-again with a new start) or ``quit`` (dropped, and the recording ends).
+paces the loop at the control rate; the expert runs as fast as the simulation goes.
+
+The scripted expert's episodes end on the task's termination or its RL episode length, and
+are saved. A person's episode is paced for a person, not for RL: it lasts until ``next``
+(Enter: saved), until the task's success test holds (``--success-ends auto``: saved at once;
+``confirm``: the status line says so and Enter saves), or until ``--episode-time`` seconds
+or the task's own termination end it: saved only if it succeeded, the person labelled it
+(``y``/``n``), or ``--keep-failures`` is set; otherwise dropped and recorded again. On any
+device, ``rerecord`` drops the episode and records it again with a new start, ``quit``
+drops it and ends the recording.
 
 With ``--policy`` an exported policy drives and the person corrects it: a step on which the
 device is moved takes the device's action and is flagged ``intervention``.
@@ -89,9 +96,21 @@ class RecordConfig:
     dr: DRPreset = "off"
     """Domain randomization of the recording env."""
     episode_length: int | None = None
-    """Override the task's episode length (control steps)."""
+    """Override the task's episode length (control steps). With a person driving, the
+    episode's step limit instead of --episode-time."""
+    episode_time: float = 60.0
+    """With a person driving: the longest episode [s] (Enter or success end it sooner)."""
+    success_ends: Literal["auto", "confirm"] = "auto"
+    """With a person driving, when the task's success test holds: auto: the episode ends and
+    is saved; confirm: the status line says so and Enter saves it (the person may go on)."""
+    keep_failures: bool = False
+    """With a person driving: also save the episodes that end without success by the time
+    limit or the task's termination (otherwise only those the person labels y/n)."""
     progress: bool = True
     """Show the live status line."""
+    view: bool = False
+    """Show the env in MuJoCo's viewer while recording, with the shield's workspace box
+    (needs a display: a desktop or xvfb-run)."""
 
     def validate(self) -> None:
         if self.episodes < 1:
@@ -102,6 +121,15 @@ class RecordConfig:
             raise ConfigError(f"--camera-size {why}")
         if self.keyframe_interval < 1:
             raise ConfigError(f"--keyframe-interval must be >= 1, got {self.keyframe_interval}")
+        if not self.episode_time > 0:
+            raise ConfigError(f"--episode-time must be > 0, got {self.episode_time}")
+
+    def person_steps(self, control_dt: float) -> int:
+        """A person's episode length in control steps: --episode-length, else the steps of
+        --episode-time."""
+        if self.episode_length is not None:
+            return self.episode_length
+        return max(1, int(np.ceil(self.episode_time / control_dt - 1e-9)))
 
 
 def action_names(env: BatchedEnv) -> tuple[str, ...]:
@@ -180,14 +208,18 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
     ``cfg.policy``."""
     cfg.validate()
     console = console or Console()
-    env = make_recording_env(cfg.task, cfg.dr, cfg.episode_length, cfg.seed)
+    device = teleop if teleop is not None else open_teleop(cfg.teleop)
+    expert = device is None
+    from robot_rl.sim import make_task_config
+
+    steps = cfg.episode_length if expert else \
+        cfg.person_steps(make_task_config(cfg.task).control_dt)
+    env = make_recording_env(cfg.task, cfg.dr, steps, cfg.seed)
     h, w = cfg.camera_size
     spec = dataset_spec(env, tuple((c, h, w) for c in cfg.cameras),
                         {"dr": cfg.dr, "episode_length": env.cfg.episode_length,
                          **({"render_mode": cfg.render_mode} if cfg.cameras else {})},
                         cfg.keyframe_interval)
-    device = teleop if teleop is not None else open_teleop(cfg.teleop)
-    expert = device is None
     if policy is None and cfg.policy is not None:
         from robot_rl.export import load_policy
 
@@ -225,9 +257,14 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
         if expert else getattr(device, "name", "teleop")
     if policy is not None:
         source = "policy+" + source
+    view = None
+    if cfg.view:
+        from robot_rl.sim.view import EnvView
+
+        view = EnvView(env, title=f"robot-rl record {cfg.task} ({source})")
     result = RecordResult(0, 0, 0, 0.0, [], False)
     attempt = 0
-    status = _Status(cfg.episodes)
+    status = _Status(cfg.episodes, None if expert else env.cfg.episode_length * env.control_dt)
     t_start = time.monotonic()
     try:
         if device is not None:
@@ -242,7 +279,7 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
                 attempt += 1
                 outcome = _episode(env, writer, seed, source, device, mapper, renderers,
                                    scripted, cfg, gen, realtime, status, live, on_step,
-                                   policy)
+                                   policy, view)
                 if outcome.kind == "save" and (outcome.success or not cfg.success_only):
                     dt = writer.save_episode(success=outcome.label)
                     result.saved += 1
@@ -254,6 +291,9 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
                     writer.discard_episode()
                     result.discarded += 1
                     result.quit = outcome.kind == "quit"
+                    if outcome.kind == "fail":
+                        status.note = ("dropped: it ended without success (label it y/n, or "
+                                       "--keep-failures, to keep such an episode)")
                 live.update(status.render())
     finally:
         writer.close()
@@ -261,6 +301,8 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
             device.close()
         for _, r in renderers:
             r.close()
+        if view is not None:
+            view.close()
     result.seconds = time.monotonic() - t_start
     mean_save = float(np.mean(result.save_seconds)) if result.save_seconds else 0.0
     console.print(f"{writer.num_episodes} episodes ({writer.total_frames} frames) in {cfg.out}; "
@@ -271,7 +313,7 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
 
 @dataclasses.dataclass
 class _Outcome:
-    kind: str  # "save", "rerecord", "quit"
+    kind: str  # "save", "fail" (ended without success: dropped), "rerecord", "quit"
     success: bool
     label: bool | None
     frames: int
@@ -293,8 +335,11 @@ class _Quiet:
 class _Status:
     """The live status line."""
 
-    def __init__(self, target: int):
+    def __init__(self, target: int, limit: float | None = None):
         self.target, self.done = target, 0
+        self.limit = limit
+        """A person's episode time limit [s] (None: the expert)."""
+        self.elapsed = 0.0
         self.frame, self.rate, self.successes = 0, 0.0, 0
         self.last_save: float | None = None
         self.note = ""
@@ -305,8 +350,9 @@ class _Status:
 
     def render(self) -> str:
         save = "-" if self.last_save is None else f"{self.last_save * 1e3:.0f} ms"
-        return (f"episode {min(self.done + 1, self.target)}/{self.target}  frame {self.frame}  "
-                f"{self.rate:5.1f} Hz  successes {self.successes}  last save {save}"
+        clock = "" if self.limit is None else f"{self.elapsed:5.1f}/{self.limit:g} s  "
+        return (f"episode {min(self.done + 1, self.target)}/{self.target}  {clock}frame "
+                f"{self.frame}  {self.rate:5.1f} Hz  successes {self.successes}  last save {save}"
                 f"{'  ' + self.note if self.note else ''}")
 
 
@@ -314,7 +360,7 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
              mapper: Any, renderers: list, expert: Expert | None, cfg: RecordConfig,
              gen: torch.Generator, realtime: bool, status: _Status, live: Any,
              on_step: Callable[[int], None] | None,
-             policy: Callable[[np.ndarray], np.ndarray] | None) -> _Outcome:
+             policy: Callable[[np.ndarray], np.ndarray] | None, view: Any = None) -> _Outcome:
     obs = env.reset(seed=seed)
     if mapper is not None:
         mapper.reset()
@@ -369,6 +415,9 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
         obs = next_obs
         n += 1
         status.frame = n
+        if view is not None:
+            view.view.status = status.render()
+            view.update()
         now = time.monotonic()
         status.rate = n / max(now - t0, 1e-9)
         if n % 10 == 0:
@@ -376,8 +425,19 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
             live.update(status.render())
         if on_step is not None:
             on_step(writer.frames_in_episode)
-        if bool(terminated[0] | truncated[0]) or "next" in events:
-            return _Outcome("save", success if label is None else label, label, n)
+        ended = bool(terminated[0] | truncated[0])
+        if expert is not None:
+            if ended:
+                return _Outcome("save", success, label, n)
+        else:
+            status.elapsed = now - t0
+            outcome = _person_outcome(cfg, events, ended, bool(info["success"][0]), success,
+                                      label, n)
+            if outcome is not None:
+                return outcome
+            if success and cfg.success_ends == "confirm" and not status.note:
+                status.note = "success: Enter saves the episode"
+                live.update(status.render())
         if realtime:
             next_t += period
             delay = next_t - time.monotonic()
@@ -385,3 +445,17 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
                 time.sleep(delay)
             elif delay < -period:
                 next_t = time.monotonic()
+
+
+def _person_outcome(cfg: RecordConfig, events: frozenset[str], ended: bool, success_now: bool,
+                    success: bool, label: bool | None, n: int) -> _Outcome | None:
+    """How a person's episode ends after this step (None: it goes on); see module docstring."""
+    kept = success if label is None else label
+    if "next" in events:
+        return _Outcome("save", kept, label, n)
+    if success_now and cfg.success_ends == "auto":
+        return _Outcome("save", True if label is None else label, label, n)
+    if ended:
+        keep = success or label is not None or cfg.keep_failures
+        return _Outcome("save" if keep else "fail", kept, label, n)
+    return None

@@ -243,7 +243,8 @@ def test_recording_with_a_device_obeys_rerecord_next_and_quit(tmp_path: Path):
 
     out = tmp_path / "ds"
     res = record(RecordConfig(task="push", teleop="keyboard", episodes=5, out=out,
-                              episode_length=20, realtime=False, progress=False),
+                              episode_length=20, keep_failures=True, realtime=False,
+                              progress=False),
                  teleop=ScriptedTeleop(script))
     assert res.quit and res.saved == 2 and res.discarded == 2
     ds = Dataset(out)
@@ -254,6 +255,50 @@ def test_recording_with_a_device_obeys_rerecord_next_and_quit(tmp_path: Path):
     z = ds.episode(0)["observation.joint_pos"]
     assert ds.validate() == []
     assert np.abs(z[-1] - z[0]).max() > 1e-3  # the device moved the arm
+
+
+def test_a_persons_episode_lasts_its_time_and_a_failure_is_kept_only_when_labelled(
+        tmp_path: Path):
+    """Push at 50 Hz with --episode-time 0.5: 25-step episodes (not the task's 200). The
+    first ends without success and is dropped; the second is labelled n and kept."""
+    def script(k: int) -> TeleopCommand:  # reads 0..24: episode 1; 25..49: episode 2
+        return TeleopCommand(np.zeros(6), events=frozenset({"failure"}) if k == 30
+                             else frozenset())
+
+    out = tmp_path / "ds"
+    res = record(RecordConfig(task="push", teleop="keyboard", episodes=1, out=out,
+                              episode_time=0.5, realtime=False, progress=False),
+                 teleop=ScriptedTeleop(script))
+    assert res.saved == 1 and res.discarded == 1
+    ds = Dataset(out)
+    assert [r["length"] for r in ds.episodes] == [25]
+    assert not ds.episodes[0]["robot_rl/success"]
+    assert ds.spec.env["episode_length"] == 25
+
+
+def test_how_a_persons_episode_ends() -> None:
+    from robot_rl.recording.record import _person_outcome
+
+    auto, confirm = RecordConfig(), RecordConfig(success_ends="confirm")
+    keep = RecordConfig(keep_failures=True)
+    none: frozenset[str] = frozenset()
+    enter = frozenset({"next"})
+    # Enter saves, with the task's success or the person's label
+    assert _person_outcome(auto, enter, False, False, False, None, 5).kind == "save"
+    assert _person_outcome(auto, enter, False, False, True, False, 5).success is False
+    # success ends the episode at once (auto), or waits for Enter (confirm)
+    got = _person_outcome(auto, none, False, True, True, None, 5)
+    assert got is not None and got.kind == "save" and got.success
+    assert _person_outcome(confirm, none, False, True, True, None, 5) is None
+    assert _person_outcome(confirm, enter, False, True, True, None, 6).success
+    # the time limit (or termination) without success drops it, unless labelled or kept
+    assert _person_outcome(auto, none, True, False, False, None, 9).kind == "fail"
+    assert _person_outcome(auto, none, True, False, False, False, 9).kind == "save"
+    assert _person_outcome(keep, none, True, False, False, None, 9).kind == "save"
+    assert _person_outcome(confirm, none, True, False, True, None, 9).kind == "save"
+    assert _person_outcome(auto, none, False, False, False, None, 9) is None  # goes on
+    with pytest.raises(ConfigError, match="episode-time"):
+        RecordConfig(episode_time=0).validate()
 
 
 def test_moving_the_device_while_a_policy_runs_is_an_intervention(tmp_path: Path):
@@ -268,7 +313,8 @@ def test_moving_the_device_while_a_policy_runs_is_an_intervention(tmp_path: Path
 
     out = tmp_path / "ds"
     record(RecordConfig(task="push", teleop="keyboard", episodes=1, out=out, episode_length=20,
-                        realtime=False, progress=False), teleop=ScriptedTeleop(script),
+                        keep_failures=True, realtime=False, progress=False),
+           teleop=ScriptedTeleop(script),
            policy=policy)
     ds = Dataset(out)
     f = ds.episode(0)
