@@ -1,31 +1,36 @@
-"""A live view of a simulation being driven: MuJoCo's passive viewer, from its own thread.
+"""A live view of a simulation being driven: MuJoCo's passive viewer, in a process of its own.
 
-    view = LiveView(env.model, workspace=(lo, hi), title="record push")
-    while ...:
-        env.step(action)
-        if view.due():                                   # at most ViewConfig.fps times a second
-            view.publish(qpos[0], mocap_pos[0])          # copies two small arrays
+    view = EnvView(env, title="record push")             # one env of a BatchedEnv
+    view.watch(realtime=True)                             # follow its step() and reset()
+    ...
     view.close()
 
-The control loop only hands over the newest state (a copy, under a lock, when the view wants
-a frame); the view's thread puts it into its own ``MjData``, runs the kinematics, draws the
-shield's workspace box and syncs the viewer at ``ViewConfig.fps``. The loop never waits for
-rendering, and the viewer's own UI thread (started by ``mujoco.viewer.launch_passive``)
-renders at the display's rate. Goals and targets are the scene's mocap markers, so they move
-with ``mocap_pos``. Closing the window ends the view; the loop goes on.
+The loop never renders and never waits for the view. When the view is due (at most
+``ViewConfig.fps`` times a second) the loop copies the newest state (qpos, mocap positions,
+a goal point, a status line) into shared memory, a seqlock: the sequence number is odd while
+it writes. The view process reads it at the same rate, runs the kinematics, draws the safety
+shield's workspace box and the goal, and syncs MuJoCo's passive viewer, whose UI thread
+renders. So rendering never holds the loop's GIL: on a desktop the GPU draws; under Xvfb
+Mesa's software renderer takes CPU time from the machine (at a lower priority, on one
+thread), not from the loop's thread. Goals
+and targets that are scene mocap markers move with the mocap positions. Closing the window
+ends the view (``running`` turns False); the loop goes on.
 
-The passive viewer needs a display (``DISPLAY``, e.g. a desktop or Xvfb). ``has_display``
-tells; the callers fall back to Rerun's web viewer without one.
+``EnvView`` follows one env of a ``BatchedEnv``; ``ArmView`` an arm known only by its joint
+readings (the deploy runtime's), polled from a thread at the view's rate. The passive viewer
+needs a display (``has_display``: a desktop, or ``xvfb-run``).
 """
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
+import multiprocessing as mp
 import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import mujoco
 import numpy as np
@@ -40,8 +45,11 @@ WORKSPACE_RGBA = (0.2, 0.6, 1.0, 0.08)
 EDGE_RGBA = (0.2, 0.6, 1.0, 0.9)
 GOAL_RGBA = (0.2, 0.9, 0.3, 0.6)
 GOAL_RADIUS = 0.02
-Snapshot = tuple[np.ndarray, "np.ndarray | None"]
-"""qpos (nq,) and mocap_pos (nmocap, 3) or None."""
+STATUS_BYTES = 256
+NICE = 10
+"""The view process's niceness above the loop's."""
+START_TIMEOUT = 60.0
+"""Seconds the view process may take to open its window."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -49,7 +57,7 @@ class ViewConfig:
     """How the live view follows the simulation."""
 
     fps: float = 30.0
-    """Frames the view takes from the loop per second (at most)."""
+    """States the view takes from the loop per second (at most)."""
     workspace: bool = True
     """Draw the safety shield's workspace box."""
 
@@ -63,148 +71,229 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-class LiveView:
-    """MuJoCo's passive viewer following published states (module docstring)."""
+class _Shared:
+    """The block the loop writes and the view process reads (see module docstring).
+
+    values: qpos (nq) | mocap_pos (nmocap * 3) | goal (3) | goal set (1)."""
+
+    def __init__(self, ctx: Any, nq: int, nmocap: int):
+        self.nq, self.nmocap = nq, nmocap
+        self.values = ctx.RawArray(ctypes.c_double, nq + 3 * nmocap + 4)
+        self.status = ctx.RawArray(ctypes.c_char, STATUS_BYTES)
+        self.seq = ctx.RawValue(ctypes.c_int64, 0)
+        self.synced = ctx.RawValue(ctypes.c_int64, 0)
+        self.state = ctx.RawValue(ctypes.c_int32, 0)
+        """0 starting, 1 open, 2 window closed (or failed), 3 asked to stop."""
+
+    def arrays(self) -> np.ndarray:
+        return np.frombuffer(self.values, dtype=np.float64)
+
+    def write(self, values: np.ndarray, status: bytes) -> None:
+        self.seq.value += 1  # odd: being written
+        self.arrays()[:] = values
+        self.status.raw = status[:STATUS_BYTES].ljust(STATUS_BYTES, b"\0")
+        self.seq.value += 1
+
+    def read(self, last: int) -> tuple[int, np.ndarray, str] | None:
+        """The newest state if its sequence number is not ``last`` (None: nothing new)."""
+        for _ in range(100):
+            s = self.seq.value
+            if s == last:
+                return None
+            if s % 2:
+                time.sleep(0.0005)
+                continue
+            values = self.arrays().copy()
+            status = self.status.raw.rstrip(b"\0").decode(errors="replace")
+            if self.seq.value == s:
+                return s, values, status
+        return None
+
+
+class ViewProcess:
+    """MuJoCo's passive viewer of ``model`` in a process of its own, fed by ``publish``."""
 
     def __init__(self, model: mujoco.MjModel, cfg: ViewConfig | None = None, *,
-                 workspace: tuple[Vec3, Vec3] | None = None, title: str = "",
-                 poll: Callable[[], Snapshot | None] | None = None,
-                 goal: Callable[[], np.ndarray | None] | None = None):
-        """``poll``: called by the view's thread each frame for the newest state, instead
-        of the loop publishing it (a state the loop keeps anyway, such as the deploy
-        runtime's last reading); ``goal``: a point drawn as a sphere (when not None)."""
-        import mujoco.viewer
-
+                 workspace: tuple[Vec3, Vec3] | None = None, title: str = ""):
         self.cfg = cfg or ViewConfig()
         self.cfg.validate()
         if not has_display():
             raise ConfigError("the live view needs a display (DISPLAY is not set): run on a "
-                              "desktop, under xvfb-run, or use the Rerun web viewer")
+                              "desktop, or under xvfb-run")
         self.model = model
-        self.data = mujoco.MjData(model)
-        self.workspace = workspace if self.cfg.workspace else None
-        self.title = title
-        self.status = ""
-        """A line shown under the title in the window's corner (the loop may set it)."""
-        self._lock = threading.Lock()
-        self._slot: Snapshot | None = None
-        self._poll, self._goal = poll, goal
+        ctx = mp.get_context("spawn")
+        self.shared = _Shared(ctx, model.nq, model.nmocap)
+        self._values = np.zeros(len(self.shared.values))
+        self._values[:model.nq] = model.qpos0
         self._period = 1.0 / self.cfg.fps
         self._last_publish = -float("inf")
         self.published = 0
-        """States handed over by the loop."""
-        self.synced = 0
-        """States the viewer was synced with."""
-        self._stop = threading.Event()
-        mujoco.mj_forward(model, self.data)
-        before = set(threading.enumerate())
-        self.handle = mujoco.viewer.launch_passive(model, self.data, show_left_ui=False,
-                                                   show_right_ui=False)
-        # the viewer's UI thread: close() waits for it to tear its window down (exiting
-        # the process while it does crashes in GLFW)
-        self._ui = [t for t in threading.enumerate() if t not in before]
-        self._thread = threading.Thread(target=self._run, name="live-view", daemon=True)
-        self._thread.start()
+        """States handed over."""
+        self.status = ""
+        """A line shown under the title in the window's corner (sent with each state)."""
+        box = None if workspace is None or not self.cfg.workspace else \
+            tuple(tuple(float(x) for x in v) for v in workspace)
+        self.process = ctx.Process(target=_serve, args=(model, self.cfg, box, title,
+                                                        self.shared),
+                                   name="robot-rl-view", daemon=True)
+        self.process.start()
+        end = time.monotonic() + START_TIMEOUT
+        while self.shared.state.value == 0 and self.process.is_alive():
+            if time.monotonic() > end:
+                self.process.kill()
+                raise ConfigError(f"the view's window did not open in {START_TIMEOUT:g} s")
+            time.sleep(0.02)
+        if self.shared.state.value != 1:
+            self.process.join(timeout=5)
+            raise ConfigError(f"the view could not open its window on {_display()} (exit "
+                              f"status {self.process.exitcode}); is the display reachable?")
 
     @property
     def running(self) -> bool:
         """False once the window is closed (or ``close`` was called)."""
-        return not self._stop.is_set() and self.handle.is_running()
+        return self.shared.state.value == 1
+
+    @property
+    def synced(self) -> int:
+        """States the viewer has been synced with."""
+        return int(self.shared.synced.value)
 
     def due(self, now: float | None = None) -> bool:
-        """Whether the view wants a new state (its frame period has passed)."""
+        """Whether the view wants a new state (its period has passed since the last)."""
         t = time.monotonic() if now is None else now
         return self.running and t - self._last_publish >= self._period
 
-    def publish(self, qpos: np.ndarray, mocap_pos: np.ndarray | None = None) -> None:
-        """Hand over the newest state: ``qpos`` (nq,), ``mocap_pos`` (nmocap, 3) (copied)."""
-        snapshot = (np.array(qpos, dtype=np.float64),
-                    None if mocap_pos is None else np.array(mocap_pos, dtype=np.float64))
-        with self._lock:
-            self._slot = snapshot
+    def publish(self, qpos: np.ndarray | None = None, mocap_pos: np.ndarray | None = None,
+                goal: np.ndarray | None = None) -> None:
+        """Hand over the newest state (copied): ``qpos`` (nq,), ``mocap_pos`` (nmocap, 3),
+        ``goal`` (3,) drawn as a sphere; what is not given keeps its last value."""
+        nq, nm = self.model.nq, self.model.nmocap
+        v = self._values
+        if qpos is not None:
+            v[:nq] = qpos
+        if mocap_pos is not None and nm:
+            v[nq:nq + 3 * nm] = np.asarray(mocap_pos, dtype=np.float64).ravel()
+        if goal is not None:
+            v[-4:-1], v[-1] = goal, 1.0
+        self.shared.write(v, self.status.encode())
         self._last_publish = time.monotonic()
         self.published += 1
 
-    def _run(self) -> None:
-        while not self._stop.wait(self._period):
-            if not self.handle.is_running():
-                return
-            if self._poll is not None:
-                slot = self._poll()
-            else:
-                with self._lock:
-                    slot, self._slot = self._slot, None
-            if slot is None:
-                continue
-            qpos, mocap = slot
-            self.data.qpos[:] = qpos
-            if mocap is not None and self.model.nmocap:
-                self.data.mocap_pos[:] = mocap
-            mujoco.mj_kinematics(self.model, self.data)
-            with self.handle.lock():
-                self._draw(self.handle.user_scn)
-            if self.title or self.status:
-                self.handle.set_texts((None, None, self.title, self.status))
-            self.handle.sync()
-            self.synced += 1
-
-    def _draw(self, scn: mujoco.MjvScene) -> None:
-        scn.ngeom = 0
-        goal = None if self._goal is None else self._goal()
-        if goal is not None:
-            _add_geom(scn, mujoco.mjtGeom.mjGEOM_SPHERE, np.full(3, GOAL_RADIUS),
-                      np.asarray(goal, dtype=np.float64), GOAL_RGBA)
-        if self.workspace is None:
-            return
-        lo, hi = (np.asarray(v, dtype=np.float64) for v in self.workspace)
-        centre, half = (lo + hi) / 2, (hi - lo) / 2
-        _add_geom(scn, mujoco.mjtGeom.mjGEOM_BOX, half, centre, WORKSPACE_RGBA)
-        corners = np.array([[lo[0] if i & 1 == 0 else hi[0], lo[1] if i & 2 == 0 else hi[1],
-                             lo[2] if i & 4 == 0 else hi[2]] for i in range(8)])
-        for a in range(8):
-            for bit in (1, 2, 4):
-                b = a | bit
-                if b != a and scn.ngeom < scn.maxgeom:
-                    g = scn.geoms[scn.ngeom]
-                    mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_LINE, np.zeros(3), np.zeros(3),
-                                        np.eye(3).ravel(), np.array(EDGE_RGBA, np.float32))
-                    mujoco.mjv_connector(g, mujoco.mjtGeom.mjGEOM_LINE, 2.0, corners[a],
-                                         corners[b])
-                    scn.ngeom += 1
-
     def close(self) -> None:
-        """Stop following and close the window."""
-        self._stop.set()
-        self._thread.join(timeout=2.0)
-        self.handle.close()
-        for t in self._ui:
-            t.join(timeout=10.0)
+        """Close the window and end the view process."""
+        if self.shared.state.value == 1:
+            self.shared.state.value = 3
+        self.process.join(timeout=15)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(timeout=5)
+
+
+def _display() -> str:
+    return os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or "no display"
+
+
+def _serve(model: mujoco.MjModel, cfg: ViewConfig, workspace: tuple[Vec3, Vec3] | None,
+           title: str, shared: _Shared) -> None:
+    """The view process: the passive viewer, synced with the shared state at ``cfg.fps``.
+    It runs at a lower priority, and Mesa's software renderer (no GPU) on one thread, so
+    that rendering yields the CPU to the loop and the arm."""
+    os.nice(NICE)
+    os.environ.setdefault("LP_NUM_THREADS", "1")
+    import mujoco.viewer
+
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    try:
+        handle = mujoco.viewer.launch_passive(model, data, show_left_ui=False,
+                                              show_right_ui=False)
+    except Exception:
+        shared.state.value = 2
+        raise
+    shared.state.value = 1
+    nq, nm = model.nq, model.nmocap
+    last, period = 0, 1.0 / cfg.fps
+    try:
+        while shared.state.value == 1 and handle.is_running():
+            time.sleep(period)
+            got = shared.read(last)
+            if got is None:
+                continue
+            last, v, status = got
+            data.qpos[:] = v[:nq]
+            if nm:
+                data.mocap_pos[:] = v[nq:nq + 3 * nm].reshape(nm, 3)
+            mujoco.mj_kinematics(model, data)
+            with handle.lock():
+                _draw(handle.user_scn, workspace, v[-4:-1] if v[-1] else None)
+            if title or status:
+                handle.set_texts((None, None, title, status))
+            handle.sync()
+            shared.synced.value += 1
+    finally:
+        if shared.state.value == 1:
+            shared.state.value = 2  # the person closed the window
+        handle.close()
+        # the viewer's UI thread tears its window down on its own: the process must not
+        # exit (GLFW's atexit) before it has
+        for t in threading.enumerate():
+            if t is not threading.current_thread() and not t.daemon:
+                t.join(timeout=10)
+        time.sleep(0.2)
+
+
+def _draw(scn: mujoco.MjvScene, workspace: tuple[Vec3, Vec3] | None,
+          goal: np.ndarray | None) -> None:
+    """The goal sphere and the workspace box (translucent, with its edges) as user geoms."""
+    scn.ngeom = 0
+    if goal is not None:
+        _add_geom(scn, mujoco.mjtGeom.mjGEOM_SPHERE, np.full(3, GOAL_RADIUS), goal, GOAL_RGBA)
+    if workspace is None:
+        return
+    lo, hi = (np.asarray(v, dtype=np.float64) for v in workspace)
+    _add_geom(scn, mujoco.mjtGeom.mjGEOM_BOX, (hi - lo) / 2, (lo + hi) / 2, WORKSPACE_RGBA)
+    corners = np.array([[(lo, hi)[i & 1][0], (lo, hi)[(i >> 1) & 1][1],
+                         (lo, hi)[(i >> 2) & 1][2]] for i in range(8)])
+    for a in range(8):
+        for bit in (1, 2, 4):
+            if a & bit or scn.ngeom >= scn.maxgeom:
+                continue
+            g = scn.geoms[scn.ngeom]
+            mujoco.mjv_initGeom(g, mujoco.mjtGeom.mjGEOM_LINE, np.zeros(3), np.zeros(3),
+                                np.eye(3).ravel(), np.array(EDGE_RGBA, np.float32))
+            mujoco.mjv_connector(g, mujoco.mjtGeom.mjGEOM_LINE, 2.0, corners[a],
+                                 corners[a | bit])
+            scn.ngeom += 1
 
 
 def _add_geom(scn: mujoco.MjvScene, kind: int, size: np.ndarray, pos: np.ndarray,
               rgba: Sequence[float]) -> None:
     if scn.ngeom >= scn.maxgeom:
         return
-    mujoco.mjv_initGeom(scn.geoms[scn.ngeom], kind, size, pos, np.eye(3).ravel(),
+    mujoco.mjv_initGeom(scn.geoms[scn.ngeom], kind, np.asarray(size, np.float64),
+                        np.asarray(pos, np.float64), np.eye(3).ravel(),
                         np.array(rgba, np.float32))
     scn.ngeom += 1
 
 
 class EnvView:
-    """A ``LiveView`` of one env of a ``BatchedEnv``, with the shield's workspace box of its
-    task. ``update()`` hands the env's state over when the view is due; ``watch(env)``
-    makes every ``step`` and ``reset`` of that env instance do so (and, with ``realtime``,
-    keeps its steps to the control rate), so loops that take any env (evaluation, wrappers
-    that step an inner env several times) need no change."""
+    """The view of one env of a ``BatchedEnv``, with its task's workspace box. ``update()``
+    hands the env's state over when the view is due; ``watch()`` makes every ``step`` and
+    ``reset`` of that env instance do so (and, with ``realtime``, keeps its steps to the
+    control rate), so loops that take any env (evaluation, wrappers that step an inner env
+    several times per action) need no change."""
 
     def __init__(self, env: BatchedEnv, cfg: ViewConfig | None = None, index: int = 0,
                  title: str = ""):
+        if not hasattr(env, "backend") or not hasattr(env, "model"):
+            raise ConfigError(f"the live view follows a batched simulation env, not a "
+                              f"{type(env).__name__}")
         if not 0 <= index < env.num_envs:
             raise ConfigError(f"view env {index} of {env.num_envs}")
         self.env, self.index = env, index
         s = env.cfg.safety
-        self.view = LiveView(env.model, cfg, workspace=(s.workspace_lo, s.workspace_hi),
-                             title=title)
+        self.view = ViewProcess(env.model, cfg, workspace=(s.workspace_lo, s.workspace_hi),
+                                title=title)
         self._next = 0.0
 
     def update(self, force: bool = False) -> None:
@@ -242,29 +331,33 @@ class EnvView:
 
 
 class ArmView:
-    """A ``LiveView`` of an arm known only by its joint readings (the deploy runtime's arm,
-    simulated in its own process, or a real one): ``model`` is the arm's, ``reading()``
-    returns the newest joint positions (n,) or None, ``goal()`` the goal point or None.
-    The view's thread polls both; the loop does nothing."""
+    """The view of an arm known only by its joint readings (the deploy runtime's arm: the
+    simulated one in its own process, or a real one). ``reading()`` returns the newest joint
+    positions (n,) or None, ``goal()`` the goal point or None; a thread polls both at the
+    view's rate, so the control loop does nothing."""
 
     def __init__(self, model: mujoco.MjModel, joint_names: Sequence[str],
                  reading: Callable[[], np.ndarray | None],
                  goal: Callable[[], np.ndarray | None] | None = None, *,
                  cfg: ViewConfig | None = None, workspace: tuple[Vec3, Vec3] | None = None,
                  title: str = ""):
-        adr = np.array([model.joint(j).qposadr[0] for j in joint_names])
-        qpos0 = model.qpos0.copy()
+        self.view = ViewProcess(model, cfg, workspace=workspace, title=title)
+        self._adr = np.array([model.joint(j).qposadr[0] for j in joint_names])
+        self._qpos = model.qpos0.copy()
+        self._reading, self._goal = reading, goal
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, name="arm-view", daemon=True)
+        self._thread.start()
 
-        def poll() -> Snapshot | None:
-            q = reading()
+    def _poll(self) -> None:
+        while not self._stop.wait(1.0 / self.view.cfg.fps) and self.view.running:
+            q = self._reading()
             if q is None:
-                return None
-            qpos = qpos0.copy()
-            qpos[adr] = q
-            return qpos, None
-
-        self.view = LiveView(model, cfg, workspace=workspace, title=title, poll=poll,
-                             goal=goal)
+                continue
+            self._qpos[self._adr] = q
+            self.view.publish(self._qpos, goal=None if self._goal is None else self._goal())
 
     def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2.0)
         self.view.close()
