@@ -52,7 +52,7 @@ $(STAMP): pyproject.toml Makefile
 	fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[dev,bench,gpu,ros,camera,teleop,dist]"
+	$(BIN)/pip install --quiet -e ".[dev,bench,gpu,ros,camera,teleop,dist,view]"
 	@touch $(STAMP)
 
 demo: setup

@@ -9,6 +9,7 @@
     robot-rl deploy ARTIFACT --robot sim [--ros]        run a policy on the (simulated) arm
     robot-rl record --task push --teleop keyboard       record demonstrations into a dataset
     robot-rl data info | validate | replay PATH         inspect, check, replay a dataset
+    robot-rl data view PATH [--out FILE.rrd]            the dataset's frames in Rerun
     robot-rl data import BAG... --task reach --out DIR  rosbag2/MCAP recordings into a dataset
     robot-rl finetune --demos data/push --method rlpd   offline-to-online from demos (RLPD/WSRL)
     robot-rl finetune-robot --init RUN                  fine-tune on the robot (HIL-SERL, Ray)
@@ -84,6 +85,7 @@ def _commands() -> dict[str, dict[str, Command]]:
         "camera": {"list": Command(camera.CameraListConfig, camera.list_cmd),
                    "probe": Command(camera.CameraProbeConfig, camera.probe_cmd)},
         "data": {"info": Command(data.DataInfoConfig, data.info_cmd),
+                 "view": Command(data.DataViewConfig, data.view_cmd),
                  "validate": Command(data.DataValidateConfig, data.validate_cmd),
                  "replay": Command(data.DataReplayConfig, data.replay_cmd),
                  "import": Command(data.DataImportConfig, data.import_cmd)},
@@ -98,7 +100,8 @@ def _commands() -> dict[str, dict[str, Command]]:
 GROUPS = {"sim": "simulation: inspect robots and tasks, run policies, record videos",
           "bench": "benchmarks that print side-by-side tables",
           "camera": "RealSense cameras: list them, probe a stream or a recording",
-          "data": "datasets of episodes: summarise, validate, replay in simulation, import bags",
+          "data": "datasets of episodes: summarise, view in Rerun, validate, replay in "
+                  "simulation, import bags",
           "reward": "success classifiers on camera frames, the reward where no state tells "
                     "success",
           "sysid": "system identification: record an excitation on the arm, fit its dynamics"}
@@ -124,6 +127,7 @@ SUMMARIES = {
     "camera list": "List the connected RealSense cameras (name, serial, firmware, USB)",
     "camera probe": "Stream a RealSense (live or a recording): rate, resolution, depth, timing",
     "data info": "Summarise a dataset: task, robot, episodes, frames, success, cameras",
+    "data view": "Look at a dataset in Rerun: joints, actions, reward, cost, flags, cameras",
     "data validate": "Check every file of a dataset against its metadata",
     "data replay": "Replay recorded episodes' actions in simulation from their initial states",
     "data import": "Import a real arm's rosbag2/MCAP logs onto one of our tasks",

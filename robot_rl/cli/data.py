@@ -36,6 +36,31 @@ class DataInfoConfig:
 
 
 @dataclasses.dataclass(kw_only=True)
+class DataViewConfig:
+    """Look at a dataset in Rerun: each frame's joint states, commanded and applied actions,
+    reward, cost, success, interventions and camera frames, on a frame and a time timeline.
+
+    Examples:
+      robot-rl data view data/push --out push.rrd        (open it later: rerun push.rrd)
+      robot-rl data view data/push --episodes 0 3        (Rerun's viewer; over SSH, its web
+                                                          viewer at http://localhost:9090)
+    """
+
+    path: Annotated[Path, tyro.conf.Positional]
+    """Dataset folder."""
+    episodes: tuple[int, ...] | None = None
+    """Episodes to log (default: all)."""
+    out: Path | None = None
+    """Save the recording as an .rrd file here instead of showing it."""
+    cameras: bool = True
+    """Log the camera frames (decoding the videos takes most of the time)."""
+    web_port: int = 9090
+    """Without a display: the port of Rerun's web viewer."""
+    grpc_port: int = 9876
+    """Without a display: the port the web viewer reads the recording from."""
+
+
+@dataclasses.dataclass(kw_only=True)
 class DataValidateConfig:
     """Check every file of a dataset against its metadata (exit status 1 on a problem).
 
@@ -123,6 +148,36 @@ def import_cmd(cfg: DataImportConfig) -> None:
     Console().print(f"imported {n} episode(s) from {len(bags)} bag(s) and {len(datasets)} "
                     f"dataset(s): {cfg.out} has {ds.num_episodes} episodes, "
                     f"{ds.num_frames} frames")
+
+
+def view_cmd(cfg: DataViewConfig) -> None:
+    from robot_rl.data import Dataset
+    from robot_rl.data.rerun_log import log_dataset, rerun_recording, show
+
+    console = Console()
+    ds = Dataset(cfg.path)
+    rec = rerun_recording(f"robot-rl data view {cfg.path.name}")
+    if cfg.out is not None:
+        rec.save(str(cfg.out))
+    else:
+        show(rec, cfg.web_port, cfg.grpc_port, console.print)
+    n = log_dataset(rec, ds, None if cfg.episodes is None else list(cfg.episodes),
+                    cameras=cfg.cameras,
+                    progress=lambda k, total: console.print(f"  episode {k}/{total} logged",
+                                                            highlight=False))
+    rec.flush()
+    if cfg.out is not None:
+        console.print(f"{n} frames of {cfg.path} in {cfg.out} (open it: rerun {cfg.out})",
+                      markup=False)
+        return
+    console.print(f"{n} frames logged; Ctrl-C ends", markup=False)
+    import time
+
+    try:
+        while True:
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        pass
 
 
 def info_cmd(cfg: DataInfoConfig) -> None:

@@ -59,6 +59,10 @@ class EvalConfig:
     view: bool = False
     """Watch env 0 in MuJoCo's viewer (with the shield's workspace box), the episodes paced
     at the control rate (needs a display: a desktop or xvfb-run)."""
+    rerun: Path | None = None
+    """Log env 0's episodes into this Rerun .rrd file (open it: rerun FILE): joint states,
+    commanded and applied actions, reward and cost terms, success, and each shield layer's
+    interventions, step by step."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -196,6 +200,14 @@ def eval_cmd(cfg: EvalConfig) -> None:
 
         view = EnvView(getattr(env, "env", env), title=f"robot-rl eval {label}")
         view.watch(realtime=True)
+    logger = None
+    if cfg.rerun is not None:
+        from robot_rl.data.rerun_log import EnvRerunLog, rerun_recording
+
+        rec = rerun_recording(f"robot-rl eval {label}")
+        rec.save(str(cfg.rerun))
+        logger = EnvRerunLog(rec, getattr(env, "env", env))
+        logger.watch()
     try:
         if artifact:
             result = evaluate(policy_fn, env, cfg.episodes, seed=cfg.seed, video=writer,
@@ -231,6 +243,8 @@ def eval_cmd(cfg: EvalConfig) -> None:
             renderer.close()
         if view is not None:
             view.close()
+        if logger is not None:
+            logger.close()
     table = Table(title=f"{label}: {result.episodes} episodes (dr {cfg.dr or 'as trained'})",
                   title_justify="left")
     table.add_column("metric")
@@ -244,6 +258,9 @@ def eval_cmd(cfg: EvalConfig) -> None:
         table.add_row(f"safety/{name} (steps / episode)", f"{v:.2f}")
     if writer is not None:
         table.add_row("video", f"{cfg.video} ({writer.frames} frames)")
+    if logger is not None:
+        table.add_row("rerun", f"{cfg.rerun} ({logger.steps} steps of env 0, "
+                      f"{logger.episode} episodes)")
     console.print(table)
     if cfg.min_success is not None:
         met = result.success_rate >= cfg.min_success
