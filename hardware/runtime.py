@@ -63,6 +63,7 @@ from robot_rl.hardware.deploy_stats import DeployStats
 from robot_rl.hardware.observation import TaskObserver, task_config_from_meta
 from robot_rl.hardware.robot import JointCommand, JointReading, Robot, RobotError
 from robot_rl.hardware.runtime_hooks import Override, PolicyStep
+from robot_rl.hardware.telemetry import Telemetry
 from robot_rl.hardware.timing import (
     Rate,
     Throttle,
@@ -188,6 +189,9 @@ class DeployRuntime:
         self.on_step: Callable[[PolicyStep], None] | None = None
         """Called with every policy step (see module docstring)."""
         self.last_sent: JointCommand | None = None
+        self.telemetry: Telemetry | None = None
+        """Where each tick, policy step and event goes for telemetry (``hardware.telemetry``;
+        None: nowhere)."""
         self._held = False
         self._one = np.zeros(1, dtype=np.int64)
         """The index of the one robot, for the pipeline's batched resets."""
@@ -237,6 +241,7 @@ class DeployRuntime:
             self.pipeline.reset(self._one, self._reading.q[None])
             self._reset_policy()  # a chunk begun before a hold is not resumed
             self._running = True
+            self._event(now, "running")
         return True, "running"
 
     def stop(self, reason: str = "stop requested") -> None:
@@ -246,6 +251,7 @@ class DeployRuntime:
     def estop(self, reason: str = "e-stop") -> None:
         """Latch a hold until ``reset``."""
         self.estop_latch.trigger(reason)
+        self._event(time.monotonic(), f"e-stop: {reason}")
         self._enter_hold(f"e-stop: {reason}")
 
     def reset(self) -> None:
@@ -254,6 +260,11 @@ class DeployRuntime:
         self.estop_latch.reset()
         self.moved()
         self._new_goal()
+        self._event(time.monotonic(), "reset")
+
+    def _event(self, t: float, text: str) -> None:
+        if self.telemetry is not None:
+            self.telemetry.event(t, text)
 
     def moved(self) -> None:
         """The arm was moved by other means while held (a person, the simulator's reset):
@@ -283,6 +294,7 @@ class DeployRuntime:
     def _enter_hold(self, reason: str, quiet: bool = False) -> None:
         if self._running and not quiet:
             self.log(f"holding: {reason}")
+            self._event(time.monotonic(), f"holding: {reason}")
         self._running = False
         self._pending, self._stage = None, ""  # a step begun before the hold is dropped
         self._hold_q = None if self._reading is None else self._reading.q.copy()
@@ -319,6 +331,8 @@ class DeployRuntime:
             cmd = self._hold_command(fresh_state=not stale)
         sent = None if cmd is None else self.robot.send_action(cmd)
         self.last_sent = sent
+        if self.telemetry is not None:
+            self.telemetry.tick(now, self._reading, sent)
         st = self.stats
         st.ticks += 1
         st.hold_ticks += cmd is None or cmd.hold
@@ -403,14 +417,15 @@ class DeployRuntime:
             if a.shape != (self.policy.act_dim,):
                 raise ConfigError(f"the override gave an action of shape {a.shape}, the "
                                   f"action space takes ({self.policy.act_dim},)")
-        else:
+        inference = gate = float("nan")
+        if person is None:
             t0 = time.monotonic()
             a = self._policy(obs, images)
             t1 = time.monotonic()
-            st.inference.add(t1 - t0)
+            st.inference.add(inference := t1 - t0)
             if self.use_gate:  # the gate screens the policy's actions, not a person's
                 a, hold, rejected = self.policy.gate(obs, a)
-                st.gate.add(time.monotonic() - t1)
+                st.gate.add(gate := time.monotonic() - t1)
                 st.gate_rejections += rejected
                 st.gate_holds += hold
         yield "policy"
@@ -422,6 +437,9 @@ class DeployRuntime:
         self.prev_action = self.action
         self.action = step.action[0].copy()
         st.policy_steps += 1
+        if self.telemetry is not None:
+            self.telemetry.step(time.monotonic(), np.asarray(a, dtype=np.float32), self.action,
+                                step.flags, inference, gate)
         yield "targets"
         self.succeeded = self.observer.success()
         if self.on_step is not None:  # the observer still holds this step's state

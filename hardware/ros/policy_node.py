@@ -50,6 +50,7 @@ from robot_rl.hardware.ros.params import declare  # noqa: E402
 from robot_rl.hardware.ros.ros_robot import RosRobot  # noqa: E402
 from robot_rl.hardware.ros.spin import SENSOR_QOS, spin_node  # noqa: E402
 from robot_rl.hardware.runtime import DeployConfig, DeployRuntime  # noqa: E402
+from robot_rl.hardware.telemetry import rerun_telemetry  # noqa: E402
 from robot_rl.hardware.timing import Samples, Throttle  # noqa: E402
 from robot_rl.robots import get_robot  # noqa: E402
 
@@ -95,6 +96,12 @@ class PolicyNodeParams:
     seed: int = 0
     stats_file: str = ""
     """Write timing statistics (JSON) here at exit."""
+    telemetry: str = ""
+    """rerun: stream telemetry (joints and commands, actions, shield layers, timing, holds)
+    to Rerun from a thread outside the ticks; empty: none."""
+    telemetry_out: str = ""
+    """With telemetry rerun: save the recording as this .rrd file (else Rerun's viewer, or
+    its web viewer without a display)."""
 
 
 AUTOSTART_SETTLE = 0.25
@@ -134,6 +141,10 @@ class PolicyNode(Node):
         self.cameras = self._cameras(policy, p)
         self.runtime = DeployRuntime(policy, self.robot, cfg, log=self.get_logger().warning,
                                      cameras=self.cameras or None)
+        if p.telemetry not in ("", "rerun"):
+            raise RobotRLError(f"telemetry must be empty or rerun, got {p.telemetry!r}")
+        self.telemetry = None if not p.telemetry else rerun_telemetry(
+            self.runtime, p.telemetry_out or None, self.get_logger().info)
         self.period = period
         self.parser = JointStateParser(names)
         self.rejected = 0
@@ -291,8 +302,10 @@ class PolicyNode(Node):
     # -- shutdown --------------------------------------------------------------------------
 
     def shutdown(self) -> None:
-        """Publish the final hold and write the statistics."""
+        """Publish the final hold, write the statistics, end the telemetry."""
         self.runtime.close()
+        if self.telemetry is not None:
+            self.telemetry.close()
         s = self.stats()
         if self.params.stats_file:
             with open(self.params.stats_file, "w") as f:

@@ -65,6 +65,13 @@ class DeployCommandConfig:
     """ROS_DOMAIN_ID for the nodes (default: the environment's)."""
     summary_json: Path | None = None
     """Also write the timing summary here."""
+    telemetry: Literal["none", "rerun"] = "none"
+    """rerun: stream the loop's telemetry to Rerun from a thread outside the loop (joint
+    positions and commands, the policy's actions, each shield layer's interventions, period
+    error, inference and gate time, holds and e-stops): into --telemetry-out, else Rerun's
+    viewer (its web viewer without a display)."""
+    telemetry_out: Path | None = None
+    """With --telemetry rerun: save the recording as this .rrd file."""
     view: bool = False
     """Watch the simulated arm in MuJoCo's viewer as the loop reads it (its joints, the goal
     and the shield's workspace box), from a thread of the viewer's own (needs a display: a
@@ -75,6 +82,8 @@ def deploy_cmd(cfg: DeployCommandConfig) -> None:
     console = Console()
     if cfg.duration is not None and not cfg.duration > 0:
         raise ConfigError("--duration must be positive")
+    if cfg.telemetry_out is not None and cfg.telemetry != "rerun":
+        raise ConfigError("--telemetry-out needs --telemetry rerun")
     if cfg.ros or cfg.robot == "ros":
         if cfg.episodes is not None:
             raise ConfigError("--episodes runs on the simulated arm in this process (--robot "
@@ -127,6 +136,10 @@ def _run_sim(cfg: DeployCommandConfig, policy: Any, console: Console) -> dict[st
         runtime = DeployRuntime(policy, robot, cfg.deploy, log=log, cameras=cameras)
         if cfg.view:
             stack.callback(_view_arm(cfg, runtime, task_cfg).close)
+        if cfg.telemetry == "rerun":
+            from robot_rl.hardware.telemetry import rerun_telemetry
+
+            stack.callback(rerun_telemetry(runtime, cfg.telemetry_out, console.print).close)
         goal = runtime.goal
         seen = "" if sees is None else (
             f", cameras {', '.join(sees.names)} at {sees.width}x{sees.height} "

@@ -1,0 +1,107 @@
+"""Deploy telemetry: the runtime's ticks, policy steps and events, drained by the Rerun sink
+thread and read back with Rerun's dataframe reader against what the runtime did."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+rr = pytest.importorskip("rerun")
+
+from robot_rl.data.rerun_log import rerun_recording  # noqa: E402
+from robot_rl.export import load_policy  # noqa: E402
+from robot_rl.hardware.runtime import DeployConfig, DeployRuntime  # noqa: E402
+from robot_rl.hardware.telemetry import RerunTelemetry, Telemetry  # noqa: E402
+
+GOAL = (0.5, -0.1, 0.3)
+
+
+def test_telemetry_holds_every_tick_step_and_event(reach_artifact: Path, scripted_robot,  # type: ignore[no-untyped-def]
+                                                   tmp_path: Path) -> None:
+    r = scripted_robot
+    rt = DeployRuntime(load_policy(reach_artifact), r, DeployConfig(
+        goal=GOAL, rate_hz=100, sliced_policy=False))
+    rt.telemetry = Telemetry()
+    rec = rerun_recording("test")
+    rec.save(str(tmp_path / "tel.rrd"))
+    sink = RerunTelemetry(rt.telemetry, rec, r.joint_names, rt.period, rate=50.0)
+    q0 = np.asarray(r.spec.home, dtype=float)
+    qs, sent = [], []
+    t = 0.0
+    for k in range(12):  # 100 Hz ticks, a policy step every 2 (the policy's 50 Hz)
+        t = k * rt.period + (0.003 if k == 6 else 0.0)  # tick 6 is 3 ms late
+        q = q0 + 0.001 * k
+        r.set(q, stamp=t)
+        cmd = rt.tick(r.observe(), now=t)
+        qs.append(q)
+        sent.append(cmd.values.copy())
+    rt.estop("test")
+    rt.tick(None, now=t + rt.period)
+    sink.close()
+    assert rt.telemetry.dropped == 0 and sink.records == rt.telemetry.appended
+    import rerun.chunk as rc
+
+    got = rc.RrdReader(tmp_path / "tel.rrd").stream().collect().reader(index="time") \
+        .to_arrow_table().to_pydict()
+    times = np.array([d.total_seconds() for d in got["time"]])
+    col = lambda k: got[f"/{k}:Scalars:scalars"]  # noqa: E731
+    pos = [(s, v[0]) for s, v in zip(times, col("joints/joint1/position"), strict=True)
+           if v is not None]
+    assert len(pos) == 13  # every tick (the last one with no new reading: the last q)
+    np.testing.assert_allclose([v for _, v in pos][:12], [q[0] for q in qs])
+    cmd1 = [v[0] for v in col("joints/joint2/command") if v is not None]
+    np.testing.assert_allclose(cmd1[:12], [c[1] for c in sent])
+    err = [v[0] for v in col("timing/period_error_us") if v is not None]
+    assert np.isnan(err[0]) and abs(err[6] - 3000.0) < 1.0 and abs(err[7] + 3000.0) < 1.0
+    inference = [v[0] for v in col("timing/inference_us") if v is not None]
+    assert len(inference) == rt.stats.policy_steps == 6 and min(inference) > 0
+    assert len([v for v in col("shield/rate_limit") if v is not None]) == 6
+    hold = [v[0] for v in col("hold") if v is not None]
+    assert hold[-1] == 1.0 and hold[3] == 0.0  # running, then held by the e-stop
+    events = [v for v in got["/events:TextLog:text"] if v is not None]
+    texts = [e[0] for e in events]
+    assert texts[0] == "running" and "e-stop: test" in texts
+
+
+def test_the_policy_node_streams_telemetry(reach_artifact: Path, tmp_path: Path) -> None:
+    """policy_node with telemetry:=rerun over loopback DDS (sim_robot_node as the arm): the
+    .rrd it leaves at shutdown holds its ticks, policy steps and the start."""
+    pytest.importorskip("rclpy")
+    import time
+
+    import rerun.chunk as rc
+
+    from tests.hardware.test_ros_nodes import _domain_id, _start, _stop
+
+    domain = _domain_id()
+    out = tmp_path / "node.rrd"
+    sim = _start("sim_robot_node", {}, domain)
+    node = _start("policy_node", {"artifact": reach_artifact, "autostart": True,
+                                  "goal": str(list(GOAL)), "telemetry": "rerun",
+                                  "telemetry_out": out}, domain)
+    try:
+        def steps() -> int:
+            if not out.exists():
+                return 0
+            try:
+                t = rc.RrdReader(out).stream().collect().reader(index="time").to_arrow_table()
+            except Exception:  # the file is still being written
+                return 0
+            name = "/timing/inference_us:Scalars:scalars"
+            return 0 if name not in t.column_names else \
+                sum(v is not None for v in t.column(name).to_pylist())
+        end = time.monotonic() + 60
+        while steps() < 20 and time.monotonic() < end:
+            time.sleep(0.5)
+    finally:
+        log = _stop(node)
+        print(_stop(sim)[-2000:])
+    assert "telemetry into" in log, log
+    got = rc.RrdReader(out).stream().collect().reader(index="time").to_arrow_table().to_pydict()
+    ticks = [v for v in got["/joints/joint1/position:Scalars:scalars"] if v is not None]
+    steps_ = [v for v in got["/timing/inference_us:Scalars:scalars"] if v is not None]
+    assert len(steps_) >= 20 and len(ticks) >= 4 * len(steps_) - 8  # 200 Hz ticks, 50 Hz steps
+    texts = [v[0] for v in got["/events:TextLog:text"] if v is not None]
+    assert "running" in texts
