@@ -18,7 +18,8 @@ ends the view (``running`` turns False); the loop goes on.
 
 ``EnvView`` follows one env of a ``BatchedEnv``; ``ArmView`` an arm known only by its joint
 readings (the deploy runtime's), polled from a thread at the view's rate. The passive viewer
-needs a display (``has_display``: a desktop, or ``xvfb-run``).
+needs a display (``has_display``: a desktop, or ``xvfb-run``); without one the view process
+streams the same scene to Rerun's web viewer instead (``sim.rerun_scene``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import ctypes
 import dataclasses
 import multiprocessing as mp
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -60,6 +62,15 @@ class ViewConfig:
     """States the view takes from the loop per second (at most)."""
     workspace: bool = True
     """Draw the safety shield's workspace box."""
+    rerun: bool | None = None
+    """Show the scene in Rerun instead of MuJoCo's viewer (default: only where there is no
+    display); needs rerun-sdk (the ``view`` extra)."""
+    rerun_out: str | None = None
+    """With Rerun: save the scene as this .rrd file instead of serving the web viewer."""
+    web_port: int = 9090
+    """With Rerun: the port of its web viewer."""
+    grpc_port: int = 9876
+    """With Rerun: the port the web viewer reads the scene from."""
 
     def validate(self) -> None:
         if not self.fps > 0:
@@ -115,11 +126,14 @@ class ViewProcess:
 
     def __init__(self, model: mujoco.MjModel, cfg: ViewConfig | None = None, *,
                  workspace: tuple[Vec3, Vec3] | None = None, title: str = ""):
-        self.cfg = cfg or ViewConfig()
-        self.cfg.validate()
-        if not has_display():
-            raise ConfigError("the live view needs a display (DISPLAY is not set): run on a "
-                              "desktop, or under xvfb-run")
+        self.cfg = cfg = cfg or ViewConfig()
+        cfg.validate()
+        self.mode = "rerun" if (cfg.rerun if cfg.rerun is not None else not has_display()) \
+            else "mujoco"
+        if self.mode == "rerun":
+            from robot_rl.data.rerun_log import require_rerun
+
+            require_rerun()
         self.model = model
         ctx = mp.get_context("spawn")
         self.shared = _Shared(ctx, model.nq, model.nmocap)
@@ -133,8 +147,8 @@ class ViewProcess:
         """A line shown under the title in the window's corner (sent with each state)."""
         box = None if workspace is None or not self.cfg.workspace else \
             tuple(tuple(float(x) for x in v) for v in workspace)
-        self.process = ctx.Process(target=_serve, args=(model, self.cfg, box, title,
-                                                        self.shared),
+        self.process = ctx.Process(target=_serve if self.mode == "mujoco" else _serve_rerun,
+                                   args=(model, self.cfg, box, title, self.shared),
                                    name="robot-rl-view", daemon=True)
         self.process.start()
         end = time.monotonic() + START_TIMEOUT
@@ -145,8 +159,19 @@ class ViewProcess:
             time.sleep(0.02)
         if self.shared.state.value != 1:
             self.process.join(timeout=5)
+            if self.mode == "rerun":
+                raise ConfigError(f"the Rerun view did not start (exit status "
+                                  f"{self.process.exitcode}); are ports {cfg.web_port} and "
+                                  f"{cfg.grpc_port} free?")
             raise ConfigError(f"the view could not open its window on {_display()} (exit "
                               f"status {self.process.exitcode}); is the display reachable?")
+        if self.mode == "rerun":
+            where = f"saved to {cfg.rerun_out}" if cfg.rerun_out else (
+                f"Rerun's web viewer at http://localhost:{cfg.web_port} (over SSH: ssh -L "
+                f"{cfg.web_port}:localhost:{cfg.web_port} -L {cfg.grpc_port}:localhost:"
+                f"{cfg.grpc_port} HOST)")
+            print(f"live view: no display, the scene in Rerun: {where}", file=sys.stderr,
+                  flush=True)
 
     @property
     def running(self) -> bool:
@@ -240,6 +265,53 @@ def _serve(model: mujoco.MjModel, cfg: ViewConfig, workspace: tuple[Vec3, Vec3] 
             if t is not threading.current_thread() and not t.daemon:
                 t.join(timeout=10)
         time.sleep(0.2)
+
+
+def _serve_rerun(model: mujoco.MjModel, cfg: ViewConfig,
+                 workspace: tuple[Vec3, Vec3] | None, title: str, shared: _Shared) -> None:
+    """The view process without a display: the scene in Rerun (``sim.rerun_scene``), served
+    to its web viewer (or saved to ``cfg.rerun_out``), synced at ``cfg.fps``."""
+    os.nice(NICE)
+    import rerun as rr
+
+    from robot_rl.sim.rerun_scene import RerunScene
+
+    try:
+        rec = rr.RecordingStream(f"robot-rl view {title}".strip())
+        if cfg.rerun_out:
+            rec.save(cfg.rerun_out)
+        else:
+            uri = rec.serve_grpc(grpc_port=cfg.grpc_port)
+            rr.serve_web_viewer(web_port=cfg.web_port, open_browser=False, connect_to=uri)
+        data = mujoco.MjData(model)
+        mujoco.mj_forward(model, data)
+        scene = RerunScene(rec, model)
+        scene.decorations(workspace)
+    except Exception:
+        shared.state.value = 2
+        raise
+    shared.state.value = 1
+    nq, nm = model.nq, model.nmocap
+    last, period, t0 = 0, 1.0 / cfg.fps, time.monotonic()
+    try:
+        while shared.state.value == 1:
+            time.sleep(period)
+            got = shared.read(last)
+            if got is None:
+                continue
+            last, v, status = got
+            data.qpos[:] = v[:nq]
+            if nm:
+                data.mocap_pos[:] = v[nq:nq + 3 * nm].reshape(nm, 3)
+            mujoco.mj_kinematics(model, data)
+            scene.update(data, time.monotonic() - t0, v[-4:-1] if v[-1] else None)
+            if status:
+                rec.log("status", rr.TextLog(status))
+            shared.synced.value += 1
+    finally:
+        rec.flush()
+        if shared.state.value == 1:
+            shared.state.value = 2
 
 
 def _draw(scn: mujoco.MjvScene, workspace: tuple[Vec3, Vec3] | None,
