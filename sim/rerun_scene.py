@@ -84,7 +84,7 @@ class RerunScene:
         lo, hi = (np.asarray(v, dtype=np.float64) for v in workspace)
         self.rec.log("world/workspace", self.rr.Boxes3D(
             centers=[(lo + hi) / 2], half_sizes=[(hi - lo) / 2], colors=[(50, 150, 255)],
-            fill_mode="wireframe"), static=True)
+            fill_mode="majorwireframe"), static=True)
 
     def update(self, data: mujoco.MjData, t: float, goal: np.ndarray | None = None) -> None:
         """The geoms' poses (and the goal) at time ``t`` [s]."""
