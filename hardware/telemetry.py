@@ -85,7 +85,7 @@ class RerunTelemetry:
 
     def __init__(self, telemetry: Telemetry, rec: Any, joint_names: Sequence[str],
                  period: float, rate: float = 20.0):
-        from robot_rl.data.rerun_log import require_rerun
+        from robot_rl.sim.rerun_scene import require_rerun
 
         self.rr = require_rerun()
         self.telemetry, self.rec = telemetry, rec

@@ -18,10 +18,22 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from robot_rl.errors import ConfigError
+
 VISIBLE_GROUPS = 3
 """Geom groups 0..2 are drawn (MuJoCo's viewer default)."""
 PLANE_HALF = 1.0
 """Half extent of an infinite plane's drawn square [m]."""
+
+
+def require_rerun() -> Any:
+    """The ``rerun`` module, or a one-line error naming the extra."""
+    try:
+        import rerun
+    except ImportError as e:
+        raise ConfigError(f"Rerun views need rerun-sdk ({e}); install the extra: "
+                          "pip install 'robot-rl[view]'") from None
+    return rerun
 
 
 def _rgba(model: mujoco.MjModel, g: int) -> np.ndarray:

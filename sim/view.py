@@ -131,7 +131,7 @@ class ViewProcess:
         self.mode = "rerun" if (cfg.rerun if cfg.rerun is not None else not has_display()) \
             else "mujoco"
         if self.mode == "rerun":
-            from robot_rl.data.rerun_log import require_rerun
+            from robot_rl.sim.rerun_scene import require_rerun
 
             require_rerun()
         self.model = model

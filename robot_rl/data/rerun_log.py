@@ -29,21 +29,12 @@ import numpy as np
 
 from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
+from robot_rl.sim.rerun_scene import require_rerun
 
 SCALAR_COLUMNS = {"reward": "next.reward", "cost": "next.cost", "success": "next.success",
                   "done": "next.done", "intervention": "intervention"}
 """Entity -> dataset column of the per-frame scalars."""
 JPEG_QUALITY = 85
-
-
-def require_rerun() -> Any:
-    """The ``rerun`` module, or a one-line error naming the extra."""
-    try:
-        import rerun
-    except ImportError as e:
-        raise ConfigError(f"Rerun views need rerun-sdk ({e}); install the extra: "
-                          "pip install 'robot-rl[view]'") from None
-    return rerun
 
 
 def rerun_recording(application: str) -> Any:
