@@ -1,188 +1,264 @@
-"""Deploy telemetry: what the control loop does, streamed from outside its thread.
+"""Deploy telemetry: what the control loop does, written out by a process of its own.
 
-    runtime.telemetry = Telemetry()                          # the loop's side: appends only
-    sink = RerunTelemetry(runtime.telemetry, rec, joint_names, period)   # a thread of its own
+    runtime.telemetry = Telemetry(n_joints, act_dim)        # the loop's side: shared memory
+    sink = RerunTelemetry(runtime.telemetry, joint_names, period, out="t.rrd")  # a process
     ...
     sink.close()
 
-The runtime hands each fact to ``Telemetry`` as it happens: one bounded-deque append of
-references to arrays it made anyway (no copy, no lock, no I/O on the loop's thread). The sink
-thread drains the deque ``TelemetryConfig.rate`` times a second and writes what it took:
+The runtime hands each fact to ``Telemetry`` as it happens, and ``Telemetry`` writes it into a
+ring of fixed-width rows in shared memory: a few small array assignments and a counter
+increment, no lock, no I/O, no allocation on the loop's thread. The sink process reads the
+rings ``rate`` times a second and writes what is new to Rerun; it runs niced. Nothing of it
+runs in the loop's process, so it never holds the loop's GIL.
 
-    tick    (t, reading q (n,), command values (n,), hold)      every tick
-    step    (t, action (A,), applied (A,), {shield layer: acted}, inference [s], gate [s])
-    event   (t, text)       holds (watchdog, stale camera, stop), e-stop, start, reset
+    tick    t, hold, reading q (n), command values (n)          every tick
+    step    t, inference [s], gate [s], action (A), applied (A), shield flags (one per layer)
+    event   (t, text)  holds (watchdog, stale camera, stop), e-stop, start, reset: a queue
 
-Rerun entities: ``joints/{joint}/position`` and ``/command``, ``hold``,
-``timing/period_error_us`` (each tick's spacing less the period), ``policy/action/{k}``,
-``policy/applied/{k}``, ``shield/{layer}`` (1 where the layer changed the action),
-``timing/inference_us``, ``timing/gate_us``, and ``events`` (a text log), on the ``time``
-timeline (seconds of the loop's monotonic clock since the first tick). A full deque drops the
-oldest records (``Telemetry.dropped`` counts them), never blocks the loop.
+Rerun entities, one named series per joint, action element or layer: ``joints/position``,
+``joints/command``, ``hold``, ``timing/period_error_us`` (each tick's spacing less the
+period), ``policy/action``, ``policy/applied``, ``shield`` (1 where a layer changed the
+action), ``timing/inference_us``, ``timing/gate_us``, and ``events`` (a text log), on the
+``time`` timeline (seconds of the loop's monotonic clock since the first tick). A ring the
+sink falls a whole lap behind on loses the oldest rows (``RerunTelemetry.dropped``).
 """
 
 from __future__ import annotations
 
-import collections
-import threading
+import ctypes
+import multiprocessing as mp
+import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from robot_rl.controllers.shield import LAYERS
+from robot_rl.errors import ConfigError
 from robot_rl.hardware.robot import JointCommand, JointReading
 
 WEB_PORT, GRPC_PORT = 9090, 9876
 """Rerun's web viewer and its recording server, where there is no display."""
-MAXLEN = 200_000
-"""Records the deque holds before it drops the oldest (minutes of ticks at 1 kHz)."""
+CAPACITY = 1 << 16
+"""Rows of each ring (over two minutes of ticks at 500 Hz)."""
+NICE = 10
+"""The sink process's niceness above the loop's."""
+START_TIMEOUT = 60.0
+
+
+class _Ring:
+    """``capacity`` rows of ``width`` doubles in shared memory, and a count of rows written."""
+
+    def __init__(self, ctx: Any, width: int, capacity: int):
+        self.width, self.capacity = width, capacity
+        self.buf = ctx.RawArray(ctypes.c_double, width * capacity)
+        self.count = ctx.RawValue(ctypes.c_int64, 0)
+
+    def rows(self) -> np.ndarray:
+        return np.frombuffer(self.buf, dtype=np.float64).reshape(self.capacity, self.width)
 
 
 class Telemetry:
-    """The loop's side: appends records (see module docstring)."""
+    """The loop's side (module docstring)."""
 
-    def __init__(self, maxlen: int = MAXLEN):
-        self.queue: collections.deque[tuple[Any, ...]] = collections.deque(maxlen=maxlen)
-        self.appended = 0
-        self.taken = 0
+    def __init__(self, n_joints: int, act_dim: int, layers: Sequence[str] = LAYERS,
+                 capacity: int = CAPACITY):
+        ctx = mp.get_context("spawn")
+        self.n, self.act_dim, self.layers = n_joints, act_dim, tuple(layers)
+        self.ticks = _Ring(ctx, 2 + 2 * n_joints, capacity)
+        self.steps = _Ring(ctx, 3 + 2 * act_dim + len(self.layers), capacity)
+        self.events = ctx.SimpleQueue()
+        self._tick_rows, self._step_rows = self.ticks.rows(), self.steps.rows()
 
     def tick(self, t: float, reading: JointReading | None, sent: JointCommand | None) -> None:
-        self.queue.append(("tick", t, None if reading is None else reading.q,
-                           None if sent is None else sent.values,
-                           sent is None or sent.hold))
-        self.appended += 1
+        k = self.ticks.count.value
+        row, n = self._tick_rows[k % self.ticks.capacity], self.n
+        row[0], row[1] = t, sent is None or sent.hold
+        row[2:2 + n] = np.nan if reading is None else reading.q
+        row[2 + n:] = np.nan if sent is None else sent.values
+        self.ticks.count.value = k + 1
 
     def step(self, t: float, action: np.ndarray, applied: np.ndarray,
              flags: dict[str, Any], inference: float, gate: float) -> None:
-        self.queue.append(("step", t, action, applied, flags, inference, gate))
-        self.appended += 1
+        k = self.steps.count.value
+        row, a = self._step_rows[k % self.steps.capacity], self.act_dim
+        row[0], row[1], row[2] = t, inference, gate
+        row[3:3 + a] = action
+        row[3 + a:3 + 2 * a] = applied
+        for i, layer in enumerate(self.layers):
+            flag = flags.get(layer)
+            row[3 + 2 * a + i] = np.nan if flag is None else bool(np.asarray(flag).flat[0])
+        self.steps.count.value = k + 1
 
     def event(self, t: float, text: str) -> None:
-        self.queue.append(("event", t, text))
-        self.appended += 1
-
-    def drain(self) -> list[tuple[Any, ...]]:
-        """Take every record there is (the sink's side)."""
-        out = []
-        q = self.queue
-        while q:
-            try:
-                out.append(q.popleft())
-            except IndexError:
-                break
-        self.taken += len(out)
-        return out
-
-    @property
-    def dropped(self) -> int:
-        """Records the full deque dropped (approximate while the loop appends)."""
-        return max(0, self.appended - len(self.queue) - self.taken)
+        self.events.put((t, text))
 
 
 class RerunTelemetry:
-    """The sink: a thread that drains ``telemetry`` into the Rerun recording ``rec``."""
+    """The sink: a process that reads ``telemetry``'s rings into a Rerun recording (the
+    .rrd file ``out``, else Rerun's viewer, or its web viewer without a display)."""
 
-    def __init__(self, telemetry: Telemetry, rec: Any, joint_names: Sequence[str],
-                 period: float, rate: float = 20.0):
+    def __init__(self, telemetry: Telemetry, joint_names: Sequence[str], period: float,
+                 out: str | Path | None = None, rate: float = 20.0, title: str = "deploy"):
         from robot_rl.sim.rerun_scene import require_rerun
 
-        self.rr = require_rerun()
-        self.telemetry, self.rec = telemetry, rec
-        self.joints = [str(j) for j in joint_names]
-        self.period, self.rate = period, rate
-        self.t0: float | None = None
-        self._last_tick: float | None = None
-        self.records = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="telemetry", daemon=True)
-        self._thread.start()
+        require_rerun()
+        if len(joint_names) != telemetry.n:
+            raise ConfigError(f"{len(joint_names)} joint names for {telemetry.n} joints")
+        ctx = mp.get_context("spawn")
+        self.telemetry = telemetry
+        self.state = ctx.RawValue(ctypes.c_int32, 0)
+        """0 starting, 1 running, 2 failed, 3 asked to stop."""
+        self.written = ctx.RawArray(ctypes.c_int64, 3)
+        """Rows written to Rerun (ticks, steps) and rows dropped, as the sink counts them."""
+        spec = dict(joints=[str(j) for j in joint_names], layers=list(telemetry.layers),
+                    period=period, rate=rate, out=None if out is None else str(out),
+                    title=title)
+        self.process = ctx.Process(
+            target=_sink_main, name="robot-rl-telemetry",
+            args=(telemetry.ticks, telemetry.steps, telemetry.events, self.state,
+                  self.written, spec), daemon=True)
+        self.process.start()
+        end = time.monotonic() + START_TIMEOUT
+        while self.state.value == 0 and self.process.is_alive() and time.monotonic() < end:
+            time.sleep(0.01)
+        if self.state.value != 1:
+            self.process.kill()
+            raise ConfigError(f"the telemetry process did not start (exit status "
+                              f"{self.process.exitcode})")
 
-    def _run(self) -> None:
-        while not self._stop.wait(1.0 / self.rate):
-            self.write(self.telemetry.drain())
-        self.write(self.telemetry.drain())
+    @property
+    def dropped(self) -> int:
+        return int(self.written[2])
 
-    def write(self, records: list[tuple[Any, ...]]) -> None:
-        """Log ``records`` (columns per entity: one Rerun call each)."""
-        if not records:
-            return
-        self.records += len(records)
-        if self.t0 is None:
-            self.t0 = records[0][1]
-        ticks = [r for r in records if r[0] == "tick"]
-        steps = [r for r in records if r[0] == "step"]
-        events = [r for r in records if r[0] == "event"]
-        if ticks:
-            self._ticks(ticks)
-        if steps:
-            self._steps(steps)
-        rr = self.rr
-        for _, t, text in events:
-            self.rec.set_time("time", duration=t - self.t0)
-            self.rec.log("events", rr.TextLog(text))
-        if events:
-            self.rec.reset_time()
-
-    def _time(self, records: list[tuple[Any, ...]]) -> list[Any]:
-        t = np.array([r[1] for r in records], dtype=np.float64) - float(self.t0 or 0.0)
-        return [self.rr.TimeColumn("time", duration=t)]
-
-    def _ticks(self, ticks: list[tuple[Any, ...]]) -> None:
-        rr, send = self.rr, self.rec.send_columns
-        idx = self._time(ticks)
-        n = len(self.joints)
-        q = np.array([r[2] if r[2] is not None else np.full(n, np.nan) for r in ticks])
-        cmd = np.array([r[3] if r[3] is not None else np.full(n, np.nan) for r in ticks])
-        for j, name in enumerate(self.joints):
-            send(f"joints/{name}/position", indexes=idx,
-                 columns=rr.Scalars.columns(scalars=q[:, j]))
-            send(f"joints/{name}/command", indexes=idx,
-                 columns=rr.Scalars.columns(scalars=cmd[:, j]))
-        send("hold", indexes=idx, columns=rr.Scalars.columns(
-            scalars=np.array([float(r[4]) for r in ticks])))
-        t = np.array([r[1] for r in ticks])
-        prev = np.concatenate([[self._last_tick if self._last_tick is not None else np.nan],
-                               t[:-1]])
-        err = (t - prev - self.period) * 1e6
-        self._last_tick = float(t[-1])
-        send("timing/period_error_us", indexes=idx, columns=rr.Scalars.columns(scalars=err))
-
-    def _steps(self, steps: list[tuple[Any, ...]]) -> None:
-        rr, send = self.rr, self.rec.send_columns
-        idx = self._time(steps)
-        a = np.array([np.asarray(r[2], dtype=np.float64) for r in steps])
-        applied = np.array([np.asarray(r[3], dtype=np.float64) for r in steps])
-        for k in range(a.shape[1]):
-            send(f"policy/action/{k}", indexes=idx, columns=rr.Scalars.columns(scalars=a[:, k]))
-            send(f"policy/applied/{k}", indexes=idx,
-                 columns=rr.Scalars.columns(scalars=applied[:, k]))
-        for layer in steps[0][4]:
-            send(f"shield/{layer}", indexes=idx, columns=rr.Scalars.columns(
-                scalars=np.array([float(bool(np.asarray(r[4][layer]).reshape(-1)[0]))
-                                  for r in steps])))
-        send("timing/inference_us", indexes=idx, columns=rr.Scalars.columns(
-            scalars=np.array([r[5] * 1e6 for r in steps])))
-        send("timing/gate_us", indexes=idx, columns=rr.Scalars.columns(
-            scalars=np.array([r[6] * 1e6 for r in steps])))
+    @property
+    def records(self) -> tuple[int, int]:
+        """(ticks, policy steps) written so far."""
+        return int(self.written[0]), int(self.written[1])
 
     def close(self) -> None:
-        """Write what is left and stop."""
-        self._stop.set()
-        self._thread.join(timeout=10.0)
-        self.rec.flush()
+        """Write what is left and end the sink process."""
+        if self.state.value == 1:
+            self.state.value = 3
+        self.process.join(timeout=30)
+        if self.process.is_alive():
+            self.process.kill()
 
 
 def rerun_telemetry(runtime: Any, out: str | Path | None, say: Any) -> RerunTelemetry:
-    """Give ``runtime`` a ``Telemetry`` and start its Rerun sink: into the .rrd file ``out``,
-    else Rerun's viewer (its web viewer without a display). Close the sink when done."""
-    from robot_rl.data.rerun_log import rerun_recording, show
+    """Give ``runtime`` a ``Telemetry`` and start its Rerun sink (``RerunTelemetry``)."""
+    runtime.telemetry = Telemetry(len(runtime.robot.joint_names), runtime.policy.act_dim)
+    sink = RerunTelemetry(runtime.telemetry, runtime.robot.joint_names, runtime.period, out,
+                          title=f"deploy {runtime.policy.meta['task']}")
+    say(f"telemetry into {out} (open it: rerun {out})" if out else
+        "telemetry to Rerun's viewer (without a display: its web viewer at "
+        f"http://localhost:{WEB_PORT})")
+    return sink
 
-    rec = rerun_recording(f"robot-rl deploy {runtime.policy.meta['task']}")
-    if out:
-        rec.save(str(out))
-        say(f"telemetry into {out} (open it: rerun {out})")
-    else:
-        show(rec, WEB_PORT, GRPC_PORT, say)
-    runtime.telemetry = Telemetry()
-    return RerunTelemetry(runtime.telemetry, rec, runtime.robot.joint_names, runtime.period)
+
+# -- the sink process -----------------------------------------------------------------------
+
+
+def _sink_main(ticks: _Ring, steps: _Ring, events: Any, state: Any, written: Any,
+               spec: dict[str, Any]) -> None:
+    os.nice(NICE)
+    import rerun as rr
+
+    try:
+        rec = rr.RecordingStream(f"robot-rl {spec['title']}")
+        if spec["out"]:
+            rec.save(spec["out"])
+        elif os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+            rec.spawn(port=GRPC_PORT)
+        else:
+            uri = rec.serve_grpc(grpc_port=GRPC_PORT)
+            rr.serve_web_viewer(web_port=WEB_PORT, open_browser=False, connect_to=uri)
+        sink = _Sink(rr, rec, spec)
+    except Exception:
+        state.value = 2
+        raise
+    state.value = 1
+    read = [0, 0]
+    while True:
+        stop = state.value != 1
+        for i, (ring, write) in enumerate(((ticks, sink.ticks), (steps, sink.steps))):
+            got, read[i], lost = _take(ring, read[i])
+            written[2] += lost
+            if len(got):
+                write(got)
+                written[i] += len(got)
+        while not events.empty():
+            sink.event(*events.get())
+        if stop:
+            break
+        time.sleep(1.0 / spec["rate"])
+    rec.flush()
+
+
+def _take(ring: _Ring, read: int) -> tuple[np.ndarray, int, int]:
+    """The rows written since ``read`` (copied), the new read count, and rows lost to a lap."""
+    count = ring.count.value
+    lost = max(0, count - read - ring.capacity)
+    start = read + lost
+    idx = np.arange(start, count) % ring.capacity
+    rows = ring.rows()[idx].copy()
+    overrun = max(0, ring.count.value - start - ring.capacity)  # overwritten while copied
+    return rows[overrun:], count, lost + overrun
+
+
+class _Sink:
+    """Rows to Rerun columns (in the sink process)."""
+
+    def __init__(self, rr: Any, rec: Any, spec: dict[str, Any]):
+        self.rr, self.rec = rr, rec
+        self.joints, self.layers = spec["joints"], spec["layers"]
+        self.period = spec["period"]
+        self.t0: float | None = None
+        self.last_tick: float | None = None
+        self.named: set[str] = set()
+
+    def _send(self, entity: str, t: np.ndarray, values: np.ndarray,
+              names: Sequence[str] | None = None) -> None:
+        rr = self.rr
+        column = rr.Scalars.columns(scalars=np.ascontiguousarray(values).ravel())
+        if values.ndim == 2:
+            column = column.partition([values.shape[1]] * len(values))
+        self.rec.send_columns(entity, indexes=[rr.TimeColumn("time", duration=t - self.t0)],
+                              columns=column)
+        if names is not None and entity not in self.named:
+            self.rec.log(entity, rr.SeriesLines(names=list(names)), static=True)
+            self.named.add(entity)
+
+    def ticks(self, rows: np.ndarray) -> None:
+        t = rows[:, 0]
+        if self.t0 is None:
+            self.t0 = float(t[0])
+        n = len(self.joints)
+        self._send("joints/position", t, rows[:, 2:2 + n], self.joints)
+        self._send("joints/command", t, rows[:, 2 + n:], self.joints)
+        self._send("hold", t, rows[:, 1])
+        prev = np.concatenate([[np.nan if self.last_tick is None else self.last_tick],
+                               t[:-1]])
+        self.last_tick = float(t[-1])
+        self._send("timing/period_error_us", t, (t - prev - self.period) * 1e6)
+
+    def steps(self, rows: np.ndarray) -> None:
+        t = rows[:, 0]
+        if self.t0 is None:
+            self.t0 = float(t[0])
+        a = (rows.shape[1] - 3 - len(self.layers)) // 2
+        names = [str(k) for k in range(a)]
+        self._send("policy/action", t, rows[:, 3:3 + a], names)
+        self._send("policy/applied", t, rows[:, 3 + a:3 + 2 * a], names)
+        self._send("shield", t, rows[:, 3 + 2 * a:], self.layers)
+        self._send("timing/inference_us", t, rows[:, 1] * 1e6)
+        self._send("timing/gate_us", t, rows[:, 2] * 1e6)
+
+    def event(self, t: float, text: str) -> None:
+        if self.t0 is None:
+            self.t0 = t
+        self.rec.set_time("time", duration=t - self.t0)
+        self.rec.log("events", self.rr.TextLog(text))
+        self.rec.reset_time()

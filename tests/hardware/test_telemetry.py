@@ -10,7 +10,6 @@ import pytest
 
 rr = pytest.importorskip("rerun")
 
-from robot_rl.data.rerun_log import rerun_recording  # noqa: E402
 from robot_rl.export import load_policy  # noqa: E402
 from robot_rl.hardware.runtime import DeployConfig, DeployRuntime  # noqa: E402
 from robot_rl.hardware.telemetry import RerunTelemetry, Telemetry  # noqa: E402
@@ -23,10 +22,9 @@ def test_telemetry_holds_every_tick_step_and_event(reach_artifact: Path, scripte
     r = scripted_robot
     rt = DeployRuntime(load_policy(reach_artifact), r, DeployConfig(
         goal=GOAL, rate_hz=100, sliced_policy=False))
-    rt.telemetry = Telemetry()
-    rec = rerun_recording("test")
-    rec.save(str(tmp_path / "tel.rrd"))
-    sink = RerunTelemetry(rt.telemetry, rec, r.joint_names, rt.period, rate=50.0)
+    rt.telemetry = Telemetry(len(r.joint_names), rt.policy.act_dim)
+    sink = RerunTelemetry(rt.telemetry, r.joint_names, rt.period, out=tmp_path / "tel.rrd",
+                          rate=50.0)
     q0 = np.asarray(r.spec.home, dtype=float)
     qs, sent = [], []
     t = 0.0
@@ -40,24 +38,25 @@ def test_telemetry_holds_every_tick_step_and_event(reach_artifact: Path, scripte
     rt.estop("test")
     rt.tick(None, now=t + rt.period)
     sink.close()
-    assert rt.telemetry.dropped == 0 and sink.records == rt.telemetry.appended
+    assert sink.dropped == 0 and sink.records == (13, rt.stats.policy_steps)
     import rerun.chunk as rc
 
     got = rc.RrdReader(tmp_path / "tel.rrd").stream().collect().reader(index="time") \
         .to_arrow_table().to_pydict()
     times = np.array([d.total_seconds() for d in got["time"]])
     col = lambda k: got[f"/{k}:Scalars:scalars"]  # noqa: E731
-    pos = [(s, v[0]) for s, v in zip(times, col("joints/joint1/position"), strict=True)
-           if v is not None]
-    assert len(pos) == 13  # every tick (the last one with no new reading: the last q)
-    np.testing.assert_allclose([v for _, v in pos][:12], [q[0] for q in qs])
-    cmd1 = [v[0] for v in col("joints/joint2/command") if v is not None]
-    np.testing.assert_allclose(cmd1[:12], [c[1] for c in sent])
+    pos = [v for v in col("joints/position") if v is not None]
+    assert len(pos) == 13 and len(pos[0]) == 7  # every tick (the last: no new reading)
+    np.testing.assert_allclose(pos[:12], qs)
+    cmd = [v for v in col("joints/command") if v is not None]
+    np.testing.assert_allclose(cmd[:12], sent)
+    assert times[0] == 0.0
     err = [v[0] for v in col("timing/period_error_us") if v is not None]
     assert np.isnan(err[0]) and abs(err[6] - 3000.0) < 1.0 and abs(err[7] + 3000.0) < 1.0
     inference = [v[0] for v in col("timing/inference_us") if v is not None]
     assert len(inference) == rt.stats.policy_steps == 6 and min(inference) > 0
-    assert len([v for v in col("shield/rate_limit") if v is not None]) == 6
+    shield = [v for v in col("shield") if v is not None]
+    assert len(shield) == 6 and len(shield[0]) == len(rt.stats.shield)
     hold = [v[0] for v in col("hold") if v is not None]
     assert hold[-1] == 1.0 and hold[3] == 0.0  # running, then held by the e-stop
     events = [v for v in got["/events:TextLog:text"] if v is not None]
@@ -100,8 +99,25 @@ def test_the_policy_node_streams_telemetry(reach_artifact: Path, tmp_path: Path)
         print(_stop(sim)[-2000:])
     assert "telemetry into" in log, log
     got = rc.RrdReader(out).stream().collect().reader(index="time").to_arrow_table().to_pydict()
-    ticks = [v for v in got["/joints/joint1/position:Scalars:scalars"] if v is not None]
+    ticks = [v for v in got["/joints/position:Scalars:scalars"] if v is not None]
     steps_ = [v for v in got["/timing/inference_us:Scalars:scalars"] if v is not None]
     assert len(steps_) >= 20 and len(ticks) >= 4 * len(steps_) - 8  # 200 Hz ticks, 50 Hz steps
     texts = [v[0] for v in got["/events:TextLog:text"] if v is not None]
     assert "running" in texts
+
+
+def test_a_ring_the_sink_falls_a_lap_behind_on_keeps_the_newest_rows() -> None:
+    from robot_rl.hardware.robot import JointCommand, JointReading
+    from robot_rl.hardware.telemetry import _take
+
+    tel = Telemetry(2, 1, capacity=8)
+    for k in range(20):
+        tel.tick(float(k), JointReading(np.array([k, -k], float), np.zeros(2), float(k)),
+                 JointCommand.position(np.array([k + 0.5, 0.0])))
+    rows, read, lost = _take(tel.ticks, 0)
+    assert read == 20 and lost == 12
+    np.testing.assert_array_equal(rows[:, 0], np.arange(12, 20))  # the newest 8, in order
+    np.testing.assert_array_equal(rows[:, 2], np.arange(12, 20))  # q[0]
+    np.testing.assert_array_equal(rows[:, 4], np.arange(12, 20) + 0.5)  # command[0]
+    rows, read, lost = _take(tel.ticks, 20)
+    assert len(rows) == 0 and read == 20 and lost == 0
