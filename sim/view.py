@@ -31,7 +31,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import mujoco
@@ -218,6 +218,27 @@ def _display() -> str:
     return os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or "no display"
 
 
+def _frames(shared: _Shared, model: mujoco.MjModel, data: mujoco.MjData, fps: float,
+            running: Callable[[], bool]) -> Iterator[tuple[np.ndarray | None, str]]:
+    """Each new state the loop hands over, put into ``data`` with its kinematics run: yields
+    its goal (or None) and status line, ``fps`` times a second at most, while ``running()``.
+    Counts each frame drawn in ``shared.synced``."""
+    nq, nm = model.nq, model.nmocap
+    last, period = 0, 1.0 / fps
+    while running():
+        time.sleep(period)
+        got = shared.read(last)
+        if got is None:
+            continue
+        last, v, status = got
+        data.qpos[:] = v[:nq]
+        if nm:
+            data.mocap_pos[:] = v[nq:nq + 3 * nm].reshape(nm, 3)
+        mujoco.mj_kinematics(model, data)
+        yield (v[-4:-1] if v[-1] else None), status
+        shared.synced.value += 1
+
+
 def _serve(model: mujoco.MjModel, cfg: ViewConfig, workspace: tuple[Vec3, Vec3] | None,
            title: str, shared: _Shared) -> None:
     """The view process: the passive viewer, synced with the shared state at ``cfg.fps``.
@@ -236,25 +257,14 @@ def _serve(model: mujoco.MjModel, cfg: ViewConfig, workspace: tuple[Vec3, Vec3] 
         shared.state.value = 2
         raise
     shared.state.value = 1
-    nq, nm = model.nq, model.nmocap
-    last, period = 0, 1.0 / cfg.fps
     try:
-        while shared.state.value == 1 and handle.is_running():
-            time.sleep(period)
-            got = shared.read(last)
-            if got is None:
-                continue
-            last, v, status = got
-            data.qpos[:] = v[:nq]
-            if nm:
-                data.mocap_pos[:] = v[nq:nq + 3 * nm].reshape(nm, 3)
-            mujoco.mj_kinematics(model, data)
+        for goal, status in _frames(shared, model, data, cfg.fps,
+                                    lambda: shared.state.value == 1 and handle.is_running()):
             with handle.lock():
-                _draw(handle.user_scn, workspace, v[-4:-1] if v[-1] else None)
+                _draw(handle.user_scn, workspace, goal)
             if title or status:
                 handle.set_texts((None, None, title, status))
             handle.sync()
-            shared.synced.value += 1
     finally:
         if shared.state.value == 1:
             shared.state.value = 2  # the person closed the window
@@ -291,23 +301,13 @@ def _serve_rerun(model: mujoco.MjModel, cfg: ViewConfig,
         shared.state.value = 2
         raise
     shared.state.value = 1
-    nq, nm = model.nq, model.nmocap
-    last, period, t0 = 0, 1.0 / cfg.fps, time.monotonic()
+    t0 = time.monotonic()
     try:
-        while shared.state.value == 1:
-            time.sleep(period)
-            got = shared.read(last)
-            if got is None:
-                continue
-            last, v, status = got
-            data.qpos[:] = v[:nq]
-            if nm:
-                data.mocap_pos[:] = v[nq:nq + 3 * nm].reshape(nm, 3)
-            mujoco.mj_kinematics(model, data)
-            scene.update(data, time.monotonic() - t0, v[-4:-1] if v[-1] else None)
+        for goal, status in _frames(shared, model, data, cfg.fps,
+                                    lambda: shared.state.value == 1):
+            scene.update(data, time.monotonic() - t0, goal)
             if status:
                 rec.log("status", rr.TextLog(status))
-            shared.synced.value += 1
     finally:
         rec.flush()
         if shared.state.value == 1:

@@ -54,6 +54,10 @@ class DataViewConfig:
     """Save the recording as an .rrd file here instead of showing it."""
     cameras: bool = True
     """Log the camera frames (decoding the videos takes most of the time)."""
+    replay: bool | None = None
+    """Replay each episode in simulation for what the dataset does not store: the reward and
+    cost terms and each shield layer's interventions (default: for datasets recorded in
+    simulation)."""
     web_port: int = 9090
     """Without a display: the port of Rerun's web viewer."""
     grpc_port: int = 9876
@@ -161,14 +165,25 @@ def view_cmd(cfg: DataViewConfig) -> None:
         rec.save(str(cfg.out))
     else:
         show(rec, cfg.web_port, cfg.grpc_port, console.print)
+    replay = cfg.replay if cfg.replay is not None else bool(
+        ds.spec is not None and ds.spec.env and
+        all(int(r.get("robot_rl/seed", -1)) >= 0 for r in ds.episodes))
+    extra = None
+    if replay:
+        from functools import partial
+
+        from robot_rl.recording.sim_replay import replayed_terms
+
+        extra = partial(replayed_terms, ds)
     n = log_dataset(rec, ds, None if cfg.episodes is None else list(cfg.episodes),
-                    cameras=cfg.cameras,
+                    cameras=cfg.cameras, extra=extra,
                     progress=lambda k, total: console.print(f"  episode {k}/{total} logged",
                                                             highlight=False))
     rec.flush()
     if cfg.out is not None:
-        console.print(f"{n} frames of {cfg.path} in {cfg.out} (open it: rerun {cfg.out})",
-                      markup=False)
+        console.print(f"{n} frames of {cfg.path} in {cfg.out} (open it: rerun {cfg.out})"
+                      + ("; reward and cost terms and shield flags from a replay in "
+                         "simulation" if replay else ""), markup=False)
         return
     console.print(f"{n} frames logged; Ctrl-C ends", markup=False)
     import time

@@ -15,6 +15,9 @@ axis only goes forward). Entities, one scalar series each:
     reward, cost                    the step's reward and safety cost
     success, done, intervention     0/1 flags
     cameras/{camera}                the camera's frames (JPEG-compressed images)
+    reward_terms/{name}, cost_terms/{name}, safety/{layer}
+                                    what the dataset does not store, from a replay of the
+                                    episode in simulation (``extra``; recordings made in sim)
 
 Scalars go in with ``send_columns`` (one call per entity and episode); camera frames one
 image per frame.
@@ -22,7 +25,7 @@ image per frame.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -64,9 +67,12 @@ VECTORS = {"observation.joint_pos": "joint_pos", "observation.joint_vel": "joint
 
 
 def log_dataset(rec: Any, ds: Dataset, episodes: Sequence[int] | None = None,
-                cameras: bool = True, progress: Any = None) -> int:
+                cameras: bool = True, progress: Any = None,
+                extra: Callable[[int], dict[str, np.ndarray]] | None = None) -> int:
     """Log ``episodes`` (default all) of ``ds`` into ``rec``; returns the frames logged.
-    ``progress(done, total)`` is called after each episode."""
+    ``progress(done, total)`` is called after each episode; ``extra(episode)`` gives more
+    per-frame series of an episode ({entity: (n,) values}, e.g. a replay's reward and cost
+    terms and shield flags), logged on the same timelines."""
     rr = require_rerun()
     chosen = list(range(ds.num_episodes)) if episodes is None else list(episodes)
     for e in chosen:
@@ -95,6 +101,12 @@ def log_dataset(rec: Any, ds: Dataset, episodes: Sequence[int] | None = None,
             if key in cols:
                 rec.send_columns(entity, indexes=indexes, columns=rr.Scalars.columns(
                     scalars=np.asarray(cols[key], dtype=np.float64)))
+        for entity, values in (extra(e) if extra is not None else {}).items():
+            if len(values) != n:
+                raise ConfigError(f"episode {e}: {entity} has {len(values)} values for {n} "
+                                  f"frames")
+            rec.send_columns(entity, indexes=indexes, columns=rr.Scalars.columns(
+                scalars=np.asarray(values, dtype=np.float64)))
         if cameras:
             for camera, _, _ in ds.cameras:
                 video = ds.video(e, camera)

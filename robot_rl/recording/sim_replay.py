@@ -10,7 +10,9 @@ disagree (another MuJoCo version, a changed task).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,8 +35,12 @@ class ReplayResult:
 
 
 def replay_episode(ds: Dataset, index: int, video: Path | None = None,
-                   camera: str = "corner") -> ReplayResult:
-    """Replay episode ``index`` of ``ds`` (see module docstring); optionally film it."""
+                   camera: str = "corner",
+                   on_step: Callable[[int, dict[str, Any]], None] | None = None
+                   ) -> ReplayResult:
+    """Replay episode ``index`` of ``ds`` (see module docstring); optionally film it.
+    ``on_step(t, info)`` gets each replayed step's info (reward and cost terms, shield
+    flags, ...)."""
     from robot_rl.recording.record import dataset_spec, make_recording_env
 
     rows = [r for r in ds.episodes if r["episode_index"] == index]
@@ -72,6 +78,8 @@ def replay_episode(ds: Dataset, index: int, video: Path | None = None,
             action = torch.as_tensor(frames["action"][t], dtype=torch.float32)[None]
             _, _, _, _, _, info = env.step(action)
             success = success or bool(info["success"][0])
+            if on_step is not None:
+                on_step(t, info)
     finally:
         if writer is not None:
             writer.close()
@@ -79,3 +87,18 @@ def replay_episode(ds: Dataset, index: int, video: Path | None = None,
             renderer.close()
     return ReplayResult(index, len(frames["action"]), joint_err, obs_err, success,
                         bool(rows[0].get("robot_rl/success", False)))
+
+
+def replayed_terms(ds: Dataset, index: int) -> dict[str, np.ndarray]:
+    """What the dataset does not store, from a replay of episode ``index``: per frame, each
+    reward and cost term (``reward_terms/{name}``, ``cost_terms/{name}``) and each shield
+    layer's intervention flag (``safety/{layer}``)."""
+    out: dict[str, list[float]] = {}
+
+    def take(_: int, info: dict[str, Any]) -> None:
+        for group in ("reward_terms", "cost_terms", "safety"):
+            for k, v in info.get(group, {}).items():
+                out.setdefault(f"{group}/{k}", []).append(float(v[0]))
+
+    replay_episode(ds, index, on_step=take)
+    return {k: np.asarray(v) for k, v in out.items()}

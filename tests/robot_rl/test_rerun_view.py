@@ -65,7 +65,16 @@ def test_every_entity_reads_back_as_the_dataset_has_it(demos: Path, tmp_path: Pa
                                       frames[key].astype(np.float64))
     images = got["/cameras/front:EncodedImage:blob"]
     assert sum(v is not None for v in images) == n  # one frame each
-    assert "episode 2/2 logged" in cli.stdout
+    assert "episode 2/2 logged" in cli.stdout and "from a replay" in cli.stdout
+    # from the replay: the weighted reward terms add up to each frame's recorded reward, and
+    # every shield layer has a flag per frame
+    terms = [k for k in got if k.startswith("/reward_terms/")]
+    assert len(terms) >= 2
+    total = np.sum([[v[0] for v in got[k]] for k in terms], axis=0)
+    np.testing.assert_allclose(total, frames["next.reward"], rtol=1e-5, atol=1e-6)
+    layers = [k for k in got if k.startswith("/safety/")]
+    assert len(layers) == 8 and all(len(got[k]) == n for k in layers)
+    assert any(k.startswith("/cost_terms/") for k in got)
 
 
 def test_camera_frames_decode_to_the_videos_frames(demos: Path, tmp_path: Path) -> None:
