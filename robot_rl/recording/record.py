@@ -40,6 +40,7 @@ from robot_rl.config_io import to_dict
 from robot_rl.data.format import DEFAULT_KEYFRAME_INTERVAL, DatasetSpec, camera_size_problem
 from robot_rl.data.writer import DatasetWriter
 from robot_rl.errors import ConfigError
+from robot_rl.recording.pacing import Pacing, SuccessEnds
 from robot_rl.sim import make_env
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.experts import Expert, ExpertStyle, make_expert
@@ -100,7 +101,7 @@ class RecordConfig:
     episode's step limit instead of --episode-time."""
     episode_time: float = 60.0
     """With a person driving: the longest episode [s] (Enter or success end it sooner)."""
-    success_ends: Literal["auto", "confirm"] = "auto"
+    success_ends: SuccessEnds = "auto"
     """With a person driving, when the task's success test holds: auto: the episode ends and
     is saved; confirm: the status line says so and Enter saves it (the person may go on)."""
     keep_failures: bool = False
@@ -121,15 +122,11 @@ class RecordConfig:
             raise ConfigError(f"--camera-size {why}")
         if self.keyframe_interval < 1:
             raise ConfigError(f"--keyframe-interval must be >= 1, got {self.keyframe_interval}")
-        if not self.episode_time > 0:
-            raise ConfigError(f"--episode-time must be > 0, got {self.episode_time}")
+        self.pacing()  # checks --episode-time and --success-ends
 
-    def person_steps(self, control_dt: float) -> int:
-        """A person's episode length in control steps: --episode-length, else the steps of
-        --episode-time."""
-        if self.episode_length is not None:
-            return self.episode_length
-        return max(1, int(np.ceil(self.episode_time / control_dt - 1e-9)))
+    def pacing(self) -> Pacing:
+        """How a person's episodes end."""
+        return Pacing(self.episode_time, self.success_ends, self.keep_failures)
 
 
 def action_names(env: BatchedEnv) -> tuple[str, ...]:
@@ -213,7 +210,7 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
     from robot_rl.sim import make_task_config
 
     steps = cfg.episode_length if expert else \
-        cfg.person_steps(make_task_config(cfg.task).control_dt)
+        cfg.pacing().steps(make_task_config(cfg.task).control_dt, cfg.episode_length)
     env = make_recording_env(cfg.task, cfg.dr, steps, cfg.seed)
     h, w = cfg.camera_size
     spec = dataset_spec(env, tuple((c, h, w) for c in cfg.cameras),
@@ -449,13 +446,6 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
 
 def _person_outcome(cfg: RecordConfig, events: frozenset[str], ended: bool, success_now: bool,
                     success: bool, label: bool | None, n: int) -> _Outcome | None:
-    """How a person's episode ends after this step (None: it goes on); see module docstring."""
-    kept = success if label is None else label
-    if "next" in events:
-        return _Outcome("save", kept, label, n)
-    if success_now and cfg.success_ends == "auto":
-        return _Outcome("save", True if label is None else label, label, n)
-    if ended:
-        keep = success or label is not None or cfg.keep_failures
-        return _Outcome("save" if keep else "fail", kept, label, n)
-    return None
+    """How a person's episode ends after this step (None: it goes on); see ``Pacing``."""
+    got = cfg.pacing().outcome("next" in events, ended, success_now, success, label)
+    return None if got is None else _Outcome(got[0], got[1], label, n)

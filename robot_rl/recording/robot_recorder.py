@@ -19,11 +19,15 @@ Episodes, from the device's events:
     y / n          label the open episode a success / a failure (else the task's own test)
     q (quit)       drop the open episode and stop (``done`` becomes True)
 
-An episode also ends (saved) after ``episode_length`` policy steps, or when the runtime
-stops acting (watchdog, e-stop, stop service): then it is dropped, since its end was not
-the person's choice. Frames are (obs_k, action_k, reward/cost/success at obs_{k+1},
-next_obs = obs_{k+1}); the last action of an episode has no next observation and is not
-recorded.
+An episode is paced for the person (``recording.pacing``): it also ends when the task's
+success test holds (``success_ends="auto"``, saved; ``"confirm"``: the person is told, and
+Enter saves), or at the time limit (``Pacing.episode_time``, or ``episode_length`` policy
+steps where given), where it is saved only if it succeeded, the person labelled it, or
+``keep_failures`` is set. It is dropped when the runtime stops acting (watchdog, e-stop,
+stop service), since its end was not the person's choice.
+
+Frames are (obs_k, action_k, reward/cost/success at obs_{k+1}, next_obs = obs_{k+1}); the
+last action of an episode has no next observation and is not recorded.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from robot_rl.hardware.runtime import DeployRuntime
 from robot_rl.hardware.runtime_hooks import PolicyStep
 from robot_rl.hardware.teleop.base import TeleopCommand
 from robot_rl.hardware.teleop.mapping import TeleopMapper
+from robot_rl.recording.pacing import Pacing
 
 
 class NoPolicy:
@@ -83,11 +88,12 @@ class RobotRecorder:
 
     def __init__(self, runtime: DeployRuntime, writer: DatasetWriter, device: Any,
                  episodes: int, episode_length: int | None = None,
-                 with_policy: bool = False, log: Any = print):
+                 with_policy: bool = False, log: Any = print, pacing: Pacing | None = None):
         env = runtime.observer.env
         self.runtime, self.writer, self.device = runtime, writer, device
         self.episodes = episodes
-        self.episode_length = episode_length or env.cfg.episode_length
+        self.pacing = pacing or Pacing()
+        self.episode_length = self.pacing.steps(env.control_dt, episode_length)
         self.with_policy, self.log = with_policy, log
         self.mapper = TeleopMapper(env.cfg.action, env.act_dim,
                                    env.pipeline.action_space.has_gripper, env.robot,
@@ -100,6 +106,8 @@ class RobotRecorder:
         self.save_seconds: list[float] = []
         self._label: bool | None = None
         self._succeeded = False
+        self._success_now = False
+        self._told = False
         self._prev: PolicyStep | None = None
         runtime.override = self._override
         runtime.on_step = self._on_step
@@ -129,13 +137,25 @@ class RobotRecorder:
             self._label = True
         if "failure" in ev:
             self._label = False
-        if "next" in ev:
-            if self.recording:
-                self._end(save=True, why="saved")
-            else:
-                self._begin()
-        if self.recording and self.writer.frames_in_episode >= self.episode_length:
-            self._end(save=True, why=f"{self.episode_length} steps")
+        if "next" in ev and not self.recording:
+            self._begin()
+            return
+        if not self.recording:
+            return
+        ended = self.writer.frames_in_episode >= self.episode_length
+        got = self.pacing.outcome("next" in ev, ended, self._success_now, self._succeeded,
+                                  self._label)
+        self._success_now = False
+        if got is not None:
+            kind, _ = got
+            why = "saved" if "next" in ev else "success" if not ended else \
+                f"time limit ({self.episode_length} steps)"
+            if kind == "fail":
+                why += ": no success (y/n labels an episode to keep it)"
+            self._end(save=kind == "save", why=why)
+        elif self._succeeded and self.pacing.success_ends == "confirm" and not self._told:
+            self._told = True
+            self.log("success: Enter saves the episode")
 
     def close(self) -> None:
         """Drop an open episode and close the dataset."""
@@ -156,6 +176,7 @@ class RobotRecorder:
         self.mapper.reset()
         self.writer.begin_episode(seed=None, source=self.source)
         self._label, self._succeeded, self._prev = None, False, None
+        self._success_now = self._told = False
         self.log(f"episode {self.writer.num_episodes + 1}/{self.episodes}: recording "
                  f"(Enter saves, x re-records, y/n label, q quits)")
 
@@ -193,6 +214,7 @@ class RobotRecorder:
             return
         prev, self._prev = self._prev, step
         self._succeeded = self._succeeded or step.success
+        self._success_now = self._success_now or step.success
         if prev is None:
             return
         add_step_frame(self.writer, prev, step, terminated=False,

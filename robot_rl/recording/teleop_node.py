@@ -51,7 +51,15 @@ class TeleopNodeParams(PolicyNodeParams):
     resume: bool = False
     """Append to the dataset in ``out``."""
     episode_length: int = 0
-    """Policy steps after which an episode is saved (0: the task's episode length)."""
+    """Policy steps after which an episode ends (0: episode_time's)."""
+    episode_time: float = 60.0
+    """The longest episode [s]; Enter or success end it sooner."""
+    success_ends: str = "auto"
+    """When the task's success test holds: auto (the episode is saved) or confirm (Enter
+    saves it)."""
+    keep_failures: bool = False
+    """Also save episodes that reach the time limit without success (else only labelled
+    ones)."""
 
 
 class TeleopNode(PolicyNode):
@@ -63,6 +71,7 @@ class TeleopNode(PolicyNode):
         """``device``: a Teleoperator to use instead of the one the ``device`` parameter
         names (tests)."""
         from robot_rl.data.writer import DatasetWriter
+        from robot_rl.recording.pacing import Pacing
         from robot_rl.recording.robot_recorder import RobotRecorder, robot_dataset_spec
 
         self.recorder: RobotRecorder | None = None
@@ -71,9 +80,11 @@ class TeleopNode(PolicyNode):
         dev = device if device is not None else self._open_device(p.device)
         writer = DatasetWriter(Path(p.out), robot_dataset_spec(self.runtime), resume=p.resume)
         log = self.get_logger().info
+        pacing = Pacing(p.episode_time, p.success_ends,  # type: ignore[arg-type]
+                        p.keep_failures)
         self.recorder = RobotRecorder(self.runtime, writer, dev, p.episodes,
                                       p.episode_length or None, with_policy=bool(p.artifact),
-                                      log=log)
+                                      log=log, pacing=pacing)
         dev.connect()
         log(f"recording {self.runtime.observer.cfg.name} into {p.out} "
             f"({writer.num_episodes}/{p.episodes} episodes there)")

@@ -17,6 +17,7 @@ from robot_rl.finetune.demos import demo_and_online, demo_buffer
 from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
 from robot_rl.hardware.sim_robot import SimRobot, SimRobotConfig
 from robot_rl.hardware.teleop.base import ScriptedTeleop, TeleopCommand
+from robot_rl.recording.pacing import Pacing
 from robot_rl.recording.robot_recorder import NoPolicy, RobotRecorder, robot_dataset_spec
 from robot_rl.sim import make_env
 
@@ -77,7 +78,8 @@ def test_teleop_episodes_on_the_robot_are_recorded_like_sim(tmp_path: Path):
         rt = DeployRuntime(NoPolicy("reach"), robot, DeployConfig(rate_hz=RATE,
                                                                   autostart=False))
         writer = DatasetWriter(tmp_path / "ds", robot_dataset_spec(rt))
-        rec = RobotRecorder(rt, writer, _device(person), episodes=2, log=lambda _m: None)
+        rec = RobotRecorder(rt, writer, _device(person), episodes=2, log=lambda _m: None,
+                            pacing=Pacing(success_ends="confirm"))
         person.recorder = rec
         _record(rt, rec, timeout=15.0)
     assert rec.done and rec.saved == 2
@@ -127,7 +129,7 @@ def test_a_person_takes_over_from_the_policy_and_the_steps_are_interventions(
                            DeployConfig(rate_hz=RATE, autostart=False, goal=(0.5, -0.15, 0.3)))
         writer = DatasetWriter(tmp_path / "hil", robot_dataset_spec(rt))
         rec = RobotRecorder(rt, writer, _device(script), episodes=1, with_policy=True,
-                            log=lambda _m: None)
+                            log=lambda _m: None, pacing=Pacing(success_ends="confirm"))
         _record(rt, rec, timeout=15.0)
     ds = Dataset(tmp_path / "hil")
     ep = ds.episode(0)
@@ -168,3 +170,30 @@ def test_an_estop_drops_the_open_episode_and_stays_latched(tmp_path: Path, scrip
     goals.append(rt.goal)
     assert not np.allclose(goals[0], goals[1])  # the next episode gets a new goal
     rec.close()
+
+
+def test_a_persons_episode_on_the_robot_ends_at_its_time_limit(tmp_path: Path):
+    """Pacing on the robot: with --episode-time 0.3 s (15 policy steps of reach) an episode
+    that runs out without success is dropped; one the person labels n is kept."""
+    rec: RobotRecorder | None = None
+
+    def script(_k: int) -> tuple[np.ndarray, frozenset[str]]:
+        assert rec is not None
+        if rec.dropped + rec.saved >= 2:
+            return np.zeros(6), frozenset({"quit"})
+        if not rec.recording:
+            return np.zeros(6), frozenset({"next"})
+        return np.zeros(6), frozenset({"failure"}) if rec.dropped == 1 else frozenset()
+
+    with SimRobot(SimRobotConfig()) as robot:
+        rt = DeployRuntime(NoPolicy("reach"), robot, DeployConfig(rate_hz=RATE,
+                                                                  autostart=False))
+        writer = DatasetWriter(tmp_path / "paced", robot_dataset_spec(rt))
+        rec = RobotRecorder(rt, writer, _device(script), episodes=5, log=lambda _m: None,
+                            pacing=Pacing(episode_time=0.3))
+        assert rec.episode_length == 15
+        _record(rt, rec, timeout=15.0)
+    assert rec.done and rec.dropped == 1 and rec.saved == 1
+    ds = Dataset(tmp_path / "paced")
+    assert ds.num_episodes == 1 and ds.episodes[0]["robot_rl/success"] is False
+    assert 14 <= ds.episodes[0]["length"] <= 15
