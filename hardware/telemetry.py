@@ -195,6 +195,7 @@ def _sink_main(ticks: _Ring, steps: _Ring, events: Any, state: Any, written: Any
             break
         time.sleep(1.0 / spec["rate"])
     rec.flush()
+    rec.disconnect()  # finalizes an .rrd file (its footer)
 
 
 def _take(ring: _Ring, read: int) -> tuple[np.ndarray, int, int]:

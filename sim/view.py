@@ -310,6 +310,7 @@ def _serve_rerun(model: mujoco.MjModel, cfg: ViewConfig,
                 rec.log("status", rr.TextLog(status))
     finally:
         rec.flush()
+        rec.disconnect()
         if shared.state.value == 1:
             shared.state.value = 2
 

@@ -181,6 +181,7 @@ def view_cmd(cfg: DataViewConfig) -> None:
                                                             highlight=False))
     rec.flush()
     if cfg.out is not None:
+        rec.disconnect()  # finalizes the file (its footer)
         console.print(f"{n} frames of {cfg.path} in {cfg.out} (open it: rerun {cfg.out})"
                       + ("; reward and cost terms and shield flags from a replay in "
                          "simulation" if replay else ""), markup=False)

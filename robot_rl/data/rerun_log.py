@@ -224,3 +224,4 @@ class EnvRerunLog:
     def close(self) -> None:
         self.flush()
         self.rec.flush()
+        self.rec.disconnect()  # finalizes an .rrd file (its footer)

@@ -89,6 +89,7 @@ def test_camera_frames_decode_to_the_videos_frames(demos: Path, tmp_path: Path) 
     rec.save(str(tmp_path / "v.rrd"))
     assert log_dataset(rec, ds, [1]) == 30
     rec.flush()
+    rec.disconnect()
     got = read_back(tmp_path / "v.rrd")
     video = ds.video(1, "front").astype(np.float32)
     for i in (0, 15, 29):
