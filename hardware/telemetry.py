@@ -38,9 +38,8 @@ import numpy as np
 from robot_rl.controllers.shield import LAYERS
 from robot_rl.errors import ConfigError
 from robot_rl.hardware.robot import JointCommand, JointReading
+from robot_rl.sim.rerun_scene import WEB_PORT
 
-WEB_PORT, GRPC_PORT = 9090, 9876
-"""Rerun's web viewer and its recording server, where there is no display."""
 CAPACITY = 1 << 16
 """Rows of each ring (over two minutes of ticks at 500 Hz)."""
 NICE = 10
@@ -166,15 +165,14 @@ def _sink_main(ticks: _Ring, steps: _Ring, events: Any, state: Any, written: Any
     os.nice(NICE)
     import rerun as rr
 
+    from robot_rl.data.rerun_log import show
+
     try:
         rec = rr.RecordingStream(f"robot-rl {spec['title']}")
         if spec["out"]:
             rec.save(spec["out"])
-        elif os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
-            rec.spawn(port=GRPC_PORT)
-        else:
-            uri = rec.serve_grpc(grpc_port=GRPC_PORT)
-            rr.serve_web_viewer(web_port=WEB_PORT, open_browser=False, connect_to=uri)
+        else:  # the parent has said where
+            show(rec)
         sink = _Sink(rr, rec, spec)
     except Exception:
         state.value = 2

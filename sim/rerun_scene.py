@@ -12,6 +12,7 @@ goal sphere go under ``world/workspace`` and ``world/goal``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,8 @@ import numpy as np
 
 from robot_rl.errors import ConfigError
 
+WEB_PORT, GRPC_PORT = 9090, 9876
+"""Default ports of Rerun's web viewer and of the recording server it reads from."""
 VISIBLE_GROUPS = 3
 """Geom groups 0..2 are drawn (MuJoCo's viewer default)."""
 PLANE_HALF = 1.0
@@ -34,6 +37,20 @@ def require_rerun() -> Any:
         raise ConfigError(f"Rerun views need rerun-sdk ({e}); install the extra: "
                           "pip install 'robot-rl[view]'") from None
     return rerun
+
+
+def has_display() -> bool:
+    """Whether a window can open (X11 or Wayland)."""
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def serve_web(rec: Any, web_port: int = WEB_PORT, grpc_port: int = GRPC_PORT) -> str:
+    """Serve ``rec`` on ``grpc_port`` and Rerun's web viewer, reading it, on ``web_port``;
+    returns the recording's URI."""
+    rr = require_rerun()
+    uri = str(rec.serve_grpc(grpc_port=grpc_port))
+    rr.serve_web_viewer(web_port=web_port, open_browser=False, connect_to=uri)
+    return uri
 
 
 def _rgba(model: mujoco.MjModel, g: int) -> np.ndarray:

@@ -38,6 +38,7 @@ import mujoco
 import numpy as np
 
 from robot_rl.errors import ConfigError
+from robot_rl.sim.rerun_scene import GRPC_PORT, WEB_PORT, has_display, require_rerun
 
 if TYPE_CHECKING:
     from robot_rl.sim.env import BatchedEnv
@@ -67,19 +68,14 @@ class ViewConfig:
     display); needs rerun-sdk (the ``view`` extra)."""
     rerun_out: str | None = None
     """With Rerun: save the scene as this .rrd file instead of serving the web viewer."""
-    web_port: int = 9090
+    web_port: int = WEB_PORT
     """With Rerun: the port of its web viewer."""
-    grpc_port: int = 9876
+    grpc_port: int = GRPC_PORT
     """With Rerun: the port the web viewer reads the scene from."""
 
     def validate(self) -> None:
         if not self.fps > 0:
             raise ConfigError(f"view fps must be > 0, got {self.fps}")
-
-
-def has_display() -> bool:
-    """Whether a window can open (X11 or Wayland)."""
-    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 class _Shared:
@@ -131,8 +127,6 @@ class ViewProcess:
         self.mode = "rerun" if (cfg.rerun if cfg.rerun is not None else not has_display()) \
             else "mujoco"
         if self.mode == "rerun":
-            from robot_rl.sim.rerun_scene import require_rerun
-
             require_rerun()
         self.model = model
         ctx = mp.get_context("spawn")
@@ -163,7 +157,8 @@ class ViewProcess:
                 raise ConfigError(f"the Rerun view did not start (exit status "
                                   f"{self.process.exitcode}); are ports {cfg.web_port} and "
                                   f"{cfg.grpc_port} free?")
-            raise ConfigError(f"the view could not open its window on {_display()} (exit "
+            shown = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+            raise ConfigError(f"the view could not open its window on {shown} (exit "
                               f"status {self.process.exitcode}); is the display reachable?")
         if self.mode == "rerun":
             where = f"saved to {cfg.rerun_out}" if cfg.rerun_out else (
@@ -212,10 +207,6 @@ class ViewProcess:
         if self.process.is_alive():
             self.process.kill()
             self.process.join(timeout=5)
-
-
-def _display() -> str:
-    return os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or "no display"
 
 
 def _frames(shared: _Shared, model: mujoco.MjModel, data: mujoco.MjData, fps: float,
@@ -284,15 +275,14 @@ def _serve_rerun(model: mujoco.MjModel, cfg: ViewConfig,
     os.nice(NICE)
     import rerun as rr
 
-    from robot_rl.sim.rerun_scene import RerunScene
+    from robot_rl.sim.rerun_scene import RerunScene, serve_web
 
     try:
         rec = rr.RecordingStream(f"robot-rl view {title}".strip())
         if cfg.rerun_out:
             rec.save(cfg.rerun_out)
         else:
-            uri = rec.serve_grpc(grpc_port=cfg.grpc_port)
-            rr.serve_web_viewer(web_port=cfg.web_port, open_browser=False, connect_to=uri)
+            serve_web(rec, cfg.web_port, cfg.grpc_port)
         data = mujoco.MjData(model)
         mujoco.mj_forward(model, data)
         scene = RerunScene(rec, model)

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from robot_rl.errors import ConfigError
 from robot_rl.recording.record import RecordConfig, record
+from robot_rl.sim.rerun_scene import GRPC_PORT, WEB_PORT
 
 if TYPE_CHECKING:
     from robot_rl.data import Dataset
@@ -58,9 +59,9 @@ class DataViewConfig:
     """Replay each episode in simulation for what the dataset does not store: the reward and
     cost terms and each shield layer's interventions (default: for datasets recorded in
     simulation)."""
-    web_port: int = 9090
+    web_port: int = WEB_PORT
     """Without a display: the port of Rerun's web viewer."""
-    grpc_port: int = 9876
+    grpc_port: int = GRPC_PORT
     """Without a display: the port the web viewer reads the recording from."""
 
 

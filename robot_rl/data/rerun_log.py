@@ -32,7 +32,7 @@ import numpy as np
 
 from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
-from robot_rl.sim.rerun_scene import require_rerun
+from robot_rl.sim.rerun_scene import GRPC_PORT, WEB_PORT, has_display, require_rerun, serve_web
 
 SCALAR_COLUMNS = {"reward": "next.reward", "cost": "next.cost", "success": "next.success",
                   "done": "next.done", "intervention": "intervention"}
@@ -124,18 +124,16 @@ def log_dataset(rec: Any, ds: Dataset, episodes: Sequence[int] | None = None,
 
 
 
-def show(rec: Any, web_port: int, grpc_port: int, say: Any) -> None:
+def show(rec: Any, web_port: int = WEB_PORT, grpc_port: int = GRPC_PORT,
+         say: Any = None) -> None:
     """Send ``rec`` to a viewer as it is logged: Rerun's own viewer where there is a display,
     else its web viewer, served on ``web_port`` (reading the recording on ``grpc_port``)."""
-    import os
-
-    rr = require_rerun()
-    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+    say = say or (lambda _m: None)
+    if has_display():
         rec.spawn(port=grpc_port)
         say("sent to Rerun's viewer")
         return
-    uri = rec.serve_grpc(grpc_port=grpc_port)
-    rr.serve_web_viewer(web_port=web_port, open_browser=False, connect_to=uri)
+    uri = serve_web(rec, web_port, grpc_port)
     say(f"no display: Rerun's web viewer is at http://localhost:{web_port} (reading {uri}); "
         f"over SSH, forward both ports: ssh -L {web_port}:localhost:{web_port} "
         f"-L {grpc_port}:localhost:{grpc_port} HOST")

@@ -209,8 +209,9 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
     expert = device is None
     from robot_rl.sim import make_task_config
 
-    steps = cfg.episode_length if expert else \
-        cfg.pacing().steps(make_task_config(cfg.task).control_dt, cfg.episode_length)
+    pacing = None if expert else cfg.pacing()
+    steps = cfg.episode_length if pacing is None else \
+        pacing.steps(make_task_config(cfg.task).control_dt, cfg.episode_length)
     env = make_recording_env(cfg.task, cfg.dr, steps, cfg.seed)
     h, w = cfg.camera_size
     spec = dataset_spec(env, tuple((c, h, w) for c in cfg.cameras),
@@ -276,7 +277,7 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
                 attempt += 1
                 outcome = _episode(env, writer, seed, source, device, mapper, renderers,
                                    scripted, cfg, gen, realtime, status, live, on_step,
-                                   policy, view)
+                                   policy, view, pacing)
                 if outcome.kind == "save" and (outcome.success or not cfg.success_only):
                     dt = writer.save_episode(success=outcome.label)
                     result.saved += 1
@@ -357,7 +358,9 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
              mapper: Any, renderers: list, expert: Expert | None, cfg: RecordConfig,
              gen: torch.Generator, realtime: bool, status: _Status, live: Any,
              on_step: Callable[[int], None] | None,
-             policy: Callable[[np.ndarray], np.ndarray] | None, view: Any = None) -> _Outcome:
+             policy: Callable[[np.ndarray], np.ndarray] | None, view: Any = None,
+             pacing: Pacing | None = None) -> _Outcome:
+    """One episode; ``pacing``: how a person's episode ends (None: the expert's)."""
     obs = env.reset(seed=seed)
     if mapper is not None:
         mapper.reset()
@@ -412,7 +415,7 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
         obs = next_obs
         n += 1
         status.frame = n
-        if view is not None:
+        if view is not None and view.view.due():
             view.view.status = status.render()
             view.update()
         now = time.monotonic()
@@ -423,16 +426,16 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
         if on_step is not None:
             on_step(writer.frames_in_episode)
         ended = bool(terminated[0] | truncated[0])
-        if expert is not None:
+        if pacing is None:
             if ended:
                 return _Outcome("save", success, label, n)
         else:
             status.elapsed = now - t0
-            outcome = _person_outcome(cfg, events, ended, bool(info["success"][0]), success,
-                                      label, n)
+            outcome = _person_outcome(pacing, events, ended, bool(info["success"][0]),
+                                      success, label, n)
             if outcome is not None:
                 return outcome
-            if success and cfg.success_ends == "confirm" and not status.note:
+            if success and pacing.success_ends == "confirm" and not status.note:
                 status.note = "success: Enter saves the episode"
                 live.update(status.render())
         if realtime:
@@ -444,8 +447,8 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
                 next_t = time.monotonic()
 
 
-def _person_outcome(cfg: RecordConfig, events: frozenset[str], ended: bool, success_now: bool,
+def _person_outcome(pacing: Pacing, events: frozenset[str], ended: bool, success_now: bool,
                     success: bool, label: bool | None, n: int) -> _Outcome | None:
     """How a person's episode ends after this step (None: it goes on); see ``Pacing``."""
-    got = cfg.pacing().outcome("next" in events, ended, success_now, success, label)
+    got = pacing.outcome("next" in events, ended, success_now, success, label)
     return None if got is None else _Outcome(got[0], got[1], label, n)

@@ -279,8 +279,8 @@ def test_a_persons_episode_lasts_its_time_and_a_failure_is_kept_only_when_labell
 def test_how_a_persons_episode_ends() -> None:
     from robot_rl.recording.record import _person_outcome
 
-    auto, confirm = RecordConfig(), RecordConfig(success_ends="confirm")
-    keep = RecordConfig(keep_failures=True)
+    auto, confirm = RecordConfig().pacing(), RecordConfig(success_ends="confirm").pacing()
+    keep = RecordConfig(keep_failures=True).pacing()
     none: frozenset[str] = frozenset()
     enter = frozenset({"next"})
     # Enter saves, with the task's success or the person's label
