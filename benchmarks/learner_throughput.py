@@ -50,7 +50,8 @@ def _agent(safety: str) -> tuple[SAC, ReplayBuffer]:
     cfg.validate()
     env = make_env(cfg.env, 1)
     d, a = env.obs_dim, env.act_dim
-    agent = SAC(d, a, cfg.sac, dataclasses.replace(cfg.safety_critic, mode=cfg.safety))
+    agent = SAC(d, a, cfg.sac.with_gamma(env.control_dt, cfg.env.discount_horizon),
+                dataclasses.replace(cfg.safety_critic, mode=cfg.safety))
     n = 20_000
     buf = ReplayBuffer(n, d, a, "cpu")
     gen = torch.Generator().manual_seed(0)

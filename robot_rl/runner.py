@@ -202,8 +202,11 @@ def make_train_env(cfg: TrainConfig, num_envs: int, seed: int,
 
 
 def make_agent(cfg: TrainConfig, obs_dim: int, act_dim: int) -> SAC:
+    """The config's SAC agent (a discount left unset comes from the task's horizon at its
+    control rate)."""
     safety = dataclasses.replace(cfg.safety_critic, mode=cfg.safety)
-    return SAC(obs_dim, act_dim, cfg.sac, safety, device=cfg.device, seed=cfg.seed)
+    sac = cfg.sac.with_gamma(cfg.env.control_dt, cfg.env.discount_horizon)
+    return SAC(obs_dim, act_dim, sac, safety, device=cfg.device, seed=cfg.seed)
 
 
 def load_agent(checkpoint: str | Path, config_type: type[TrainConfig] = TrainConfig
@@ -259,6 +262,10 @@ class Runner:
                 check_vec_env(eval_env)
         self.env: VecEnv = env if env is not None else self.make_env(cfg.num_envs, cfg.seed)
         self.eval_env: VecEnv | None = eval_env if eval_env is not None else env
+        # the discount from the task's horizon in seconds at this env's step (config.json
+        # records the value)
+        self.cfg = cfg = dataclasses.replace(cfg, sac=cfg.sac.with_gamma(
+            self.env.control_dt, cfg.env.discount_horizon))
         self._action_gen = torch.Generator().manual_seed(cfg.seed)
         """Draws the uniform actions before learning starts."""
         self.agent = self.build_agent()
@@ -289,7 +296,7 @@ class Runner:
         shared_eval = self.eval_env is self.env
         per_step = env.num_envs * int(getattr(env, "steps_per_step", 1))  # control steps
         with torch_threads(cfg.threads), \
-                TrainSession(self, lagrange_batch=env.num_envs) as session:
+                TrainSession(self) as session:
             self.console.print(f"run dir: {self.run_dir}\n{env}\nsafety: {cfg.safety}  "
                                f"device: {cfg.device}  updates/step: "
                                f"{cfg.sac.updates_per_step}")
@@ -375,7 +382,14 @@ class Runner:
 
     def learn(self) -> dict[str, float]:
         """One gradient update of the agent; its metrics."""
+        self.before_update()
         return self.agent.update(self.sample_batch())
+
+    def before_update(self) -> None:
+        """With ``freeze_normalizer``, the normalizer keeps from the first update on what it
+        saw before it (the warm-up's or the demonstrations' statistics)."""
+        if self.cfg.sac.freeze_normalizer:
+            self.agent.freeze_normalizer()
 
     def sample_batch(self) -> Batch:
         """The batch of one gradient step: uniform from the replay buffer."""
@@ -470,10 +484,12 @@ class Runner:
 
 
 def evaluate_agent(agent: SAC, env: VecEnv, episodes: int, seed: int = 0,
-                   **kwargs: Any) -> EvalResult:
-    """Evaluate the agent's deterministic (mean) policy, gated when its safety mode gates."""
-    return evaluate_decisions(lambda obs: agent.act(obs, deterministic=True), env, episodes,
-                              seed=seed, **kwargs)
+                   gate: bool | None = None, **kwargs: Any) -> EvalResult:
+    """Evaluate the agent's deterministic (mean) policy, screened by the safety critic's
+    gate as the exported artifact screens it when its safety mode gates (``gate``: force
+    the gate on or off)."""
+    return evaluate_decisions(lambda obs: agent.act(obs, deterministic=True, gate=gate), env,
+                              episodes, seed=seed, **kwargs)
 
 
 def evaluate_decisions(decide: Callable[[torch.Tensor], ActStep], env: VecEnv, episodes: int,

@@ -9,7 +9,7 @@ round of collection and learning:
             ...collect, store, learn; runner.env_steps += n...
             session.add_steps(n, term_sums, rejected, cost)
             session.add_episodes(returns, costs, successes)
-            if session.tick():                       # log, evaluate, stop rules, checkpoint
+            if session.tick():      # multiplier, log, evaluate, stop rules, checkpoint
                 break
 
 On leaving, the session evaluates once more unless the last evaluation was at this step,
@@ -82,9 +82,9 @@ class TrainWindow:
 
     def add_episodes(self, returns: list[float], costs: list[float],
                      success: list[float]) -> None:
-        self.returns.extend(returns)
-        self.costs.extend(costs)
-        self.success.extend(success)
+        """Finished training episodes (their costs enter the Lagrange multiplier's window)."""
+        self.window.add_episodes(returns, costs, success)
+        self.runner.agent.lagrange.add_episodes(costs)
 
     def add_losses(self, metrics: dict[str, float]) -> None:
         for k, v in metrics.items():
@@ -110,11 +110,10 @@ class TrainWindow:
 
 
 class TrainSession:
-    """Logging, evaluation, stop rules, checkpoints and the progress bar of ``runner``'s
-    training (see the module docstring). ``lagrange_batch``: episodes per update of the
-    Lagrange multiplier (default: the runner's ``num_envs``)."""
+    """Logging, evaluation, stop rules, checkpoints, the Lagrange multiplier's steps and the
+    progress bar of ``runner``'s training (see the module docstring)."""
 
-    def __init__(self, runner: Runner, lagrange_batch: int | None = None):
+    def __init__(self, runner: Runner):
         self.runner = runner
         cfg = runner.cfg
         self.window = TrainWindow()
@@ -123,8 +122,6 @@ class TrainSession:
         self.stop_reason = "total_steps reached"
         self.evaluated = False
         """Whether the last ``tick`` evaluated (an env shared with evaluation needs a reset)."""
-        self._lagrange_batch = lagrange_batch or cfg.num_envs
-        self._ep_costs: list[float] = []
         self._next_log = runner.env_steps + cfg.log_every
         self._start = time.perf_counter() - runner.elapsed
         columns = (TextColumn("[bold]{task.description}"), BarColumn(),
@@ -202,6 +199,8 @@ class TrainSession:
         r, cfg = self.runner, self.runner.cfg
         r.elapsed = time.perf_counter() - self._start
         self.evaluated = False
+        if cfg.safety in ("lagrangian", "both"):
+            r.agent.lagrange.step()
         if r.env_steps >= self._next_log:
             self._next_log += cfg.log_every
             r._log(self.window.flush(r.elapsed))

@@ -1,6 +1,6 @@
 """Soft actor-critic with a critic ensemble and an optional safety critic.
 
-    agent = SAC(obs_dim, act_dim, SACConfig(), SafetyConfig(mode="gate"))
+    agent = SAC(obs_dim, act_dim, SACConfig(gamma=0.99), SafetyConfig(mode="gate"))
     step = agent.act(obs)                          # ActStep: action (E, A), hold (E,) ...
     agent.observe(obs)                             # folds obs into the normalizer
     metrics = agent.update(buffer.sample(256))     # one gradient step of every network
@@ -36,16 +36,20 @@ from robot_rl.algos.safety_critic import (
 from robot_rl.errors import ConfigError
 from robot_rl.nets import EnsembleCritic, RunningNorm, TanhGaussianActor
 from robot_rl.replay import Batch
+from robot_rl.sim.tasks.base import discount_for
 
 
 @dataclasses.dataclass(kw_only=True)
 class SACConfig:
     """Soft actor-critic hyper-parameters."""
 
-    gamma: float = 0.97
-    """Reward discount."""
+    gamma: float | None = None
+    """Reward discount per env step; None: from the task's horizon in seconds and its
+    control rate (``TaskConfig.discount_horizon``: reach 0.97, push and lift 0.994 at
+    50 Hz)."""
     tau: float = 0.01
-    """Polyak step of the target critics."""
+    """Polyak step of the target critics (RLPD and OmniSafe: 0.005; 0.01 is this runner's
+    measured reach recipe)."""
     actor_lr: float = 3e-4
     """Adam learning rate of the actor."""
     critic_lr: float = 3e-4
@@ -78,6 +82,15 @@ class SACConfig:
     """Transitions collected with uniform random actions before learning starts."""
     normalize_obs: bool = True
     """Normalize observations with running statistics (exported with the policy)."""
+    freeze_normalizer: bool = False
+    """Fix the normalizer's statistics once learning starts: the demonstrations' for
+    fine-tuning, the warm-up transitions' otherwise. Running statistics move under a
+    warm-started network (push: the BC policy's return fell 45.1 -> 36.0 after 4,000 steps
+    with no gradient step); RLPD, SERL and WSRL normalize nothing, DSRL fixes dataset
+    statistics."""
+    backup_entropy: bool = True
+    """Subtract alpha log pi(a'|s') in the TD target (soft Q-learning; RLPD's default, off in
+    its sparse-reward commands)."""
 
     def validate(self) -> None:
         if not 1 <= self.critic_subset <= self.num_critics:
@@ -86,8 +99,16 @@ class SACConfig:
         if self.batch_size < 1 or self.updates_per_step < 0 or self.actor_update_every < 1:
             raise ConfigError("batch_size and actor_update_every must be >= 1, "
                               "updates_per_step >= 0")
-        if not 0.0 <= self.gamma < 1.0 or not 0.0 < self.tau <= 1.0:
+        if (self.gamma is not None and not 0.0 <= self.gamma < 1.0) or \
+                not 0.0 < self.tau <= 1.0:
             raise ConfigError("gamma must be in [0, 1) and tau in (0, 1]")
+
+    def with_gamma(self, control_dt: float, horizon: float) -> SACConfig:
+        """This config with its discount set: as given, or from ``horizon`` seconds at
+        ``control_dt`` seconds per step when None."""
+        if self.gamma is not None:
+            return self
+        return dataclasses.replace(self, gamma=discount_for(horizon, control_dt))
 
 
 @dataclasses.dataclass
@@ -126,12 +147,17 @@ class SAC(nn.Module):
         super().__init__()
         cfg.validate()
         safety.validate()
+        if cfg.gamma is None:
+            raise ConfigError("SAC needs its discount: set SACConfig.gamma (or with_gamma from "
+                              "the task's horizon)")
+        self.gamma: float = cfg.gamma
         self.cfg, self.safety_cfg = cfg, safety
         self.obs_dim, self.act_dim = obs_dim, act_dim
         self.device = torch.device(device)
         self.target_entropy = (-act_dim / 2.0 if cfg.target_entropy is None
                                else cfg.target_entropy)
         self.normalizer = RunningNorm(obs_dim)
+        self.normalizer_frozen = False
         self.actor = actor if actor is not None else \
             TanhGaussianActor(obs_dim, act_dim, cfg.actor_hidden)
         self.critic = EnsembleCritic(cfg.num_critics, obs_dim, act_dim, cfg.critic_hidden,
@@ -170,9 +196,14 @@ class SAC(nn.Module):
         return self.normalizer(obs) if self.cfg.normalize_obs else obs
 
     def observe(self, obs: torch.Tensor) -> None:
-        """Fold collected observations (E, O) into the running normalizer."""
-        if self.cfg.normalize_obs:
+        """Fold collected observations (E, O) into the running normalizer (not once it is
+        frozen)."""
+        if self.cfg.normalize_obs and not self.normalizer_frozen:
             self.normalizer.update(obs.to(self.device))
+
+    def freeze_normalizer(self) -> None:
+        """Keep the normalizer's statistics as they are from now on."""
+        self.normalizer_frozen = True
 
     # -- acting ------------------------------------------------------------------------------
 
@@ -192,9 +223,9 @@ class SAC(nn.Module):
         """The action decision from the actor's pre-tanh Gaussian ``dist`` (mean, log_std;
         (E, A) each) and the critics' normalized input ``x`` (E, O).
 
-        With the gate, the candidates are the decision (mean or sample) and
-        ``candidates - 1`` more samples of the same Gaussian; the gate keeps the best
-        whose estimated cost is under the threshold.
+        The policy's action is the mean (deterministic) or a sample; with the gate it is
+        screened by the safety critic (``gate_decision``): kept while its estimated cost is
+        under the threshold, as the exported artifact keeps it.
         """
         mean, log_std = dist
         u = mean if deterministic else mean + log_std.exp() * torch.randn_like(mean)
@@ -203,24 +234,35 @@ class SAC(nn.Module):
         if not use_gate or self.cost_critic is None:
             no = torch.zeros(x.shape[0], dtype=torch.bool, device=self.device)
             return ActStep(first, no, no)
-        return self.gate_decision(first, dist, x)
+        return self.gate_decision(first, dist, x, deterministic=deterministic)
 
     @torch.no_grad()
     def gate_decision(self, first: torch.Tensor, dist: tuple[torch.Tensor, torch.Tensor],
-                      x: torch.Tensor, by_value: bool = True) -> ActStep:
-        """The safety gate's decision among ``first`` (E, A) (the policy's action) and
-        ``candidates - 1`` more samples of the Gaussian ``dist`` at the normalized ``x``:
-        the best by the critics' value among those under the cost threshold, or with
-        ``by_value=False`` the first of them (the policy's own action when it is safe; the
-        exported artifact's gate, which has no value critic)."""
+                      x: torch.Tensor, deterministic: bool = True,
+                      by_value: bool | None = None) -> ActStep:
+        """The safety gate's decision for the policy's action ``first`` (E, A) at the
+        normalized ``x`` (E, O).
+
+        Candidates: ``first``, then ``candidates - 1`` others: for a deterministic decision
+        ``clip(first + candidate_noise * N(0, I))``, exactly as the exported artifact draws
+        them (evaluation decides as the artifact will); for a sampled one, more samples of
+        the actor's Gaussian ``dist``. The gate keeps the first candidate under the cost
+        threshold (the policy's own action whenever it is safe), or with ``by_value`` (default
+        ``SafetyConfig.by_value``) the best of them by the critics' mean value.
+        """
         assert self.cost_critic is not None, "the gate needs the safety critic"
+        cfg = self.safety_cfg
         mean, log_std = dist
-        E, K, A = x.shape[0], self.safety_cfg.candidates, self.act_dim
+        E, K, A = x.shape[0], cfg.candidates, self.act_dim
         noise = torch.randn(E, K - 1, A, device=self.device, dtype=mean.dtype)
-        rest = torch.tanh(mean[:, None] + log_std.exp()[:, None] * noise)
+        if deterministic:
+            rest = (first[:, None] + cfg.candidate_noise * noise).clamp(-1.0, 1.0)
+        else:
+            rest = torch.tanh(mean[:, None] + log_std.exp()[:, None] * noise)
         cands = torch.cat([first[:, None], rest], dim=1)  # (E, K, A), the policy's own first
         flat_x, flat_a = x.repeat_interleave(K, dim=0), cands.reshape(E * K, A)
         cost = self.cost_critic.estimate(flat_x, flat_a).view(E, K)
+        by_value = cfg.by_value if by_value is None else by_value
         value = self.critic(flat_x, flat_a).mean(0).view(E, K) if by_value else None
         res = self.gate(cands, cost, value)
         return ActStep(res.action, res.hold, res.rejected)
@@ -248,7 +290,8 @@ class SAC(nn.Module):
             subset = torch.randperm(cfg.num_critics, generator=self.gen,
                                     device=self.device)[:cfg.critic_subset]
             y = soft_td_target(batch.reward, batch.terminated, next_q[subset].min(0).values,
-                               next_logp, alpha, cfg.gamma)
+                               next_logp, alpha if cfg.backup_entropy else 0.0,
+                               self.gamma)
         q = self.critic(obs, batch.action)  # (N, B)
         critic_loss = ((q - y) ** 2).mean(1).sum()
         self.critic_opt.zero_grad()
@@ -319,7 +362,7 @@ class SAC(nn.Module):
                  "critic_opt": self.critic_opt.state_dict(),
                  "alpha_opt": self.alpha_opt.state_dict(),
                  "lagrange": self.lagrange.state_dict(), "updates": self.updates,
-                 "gen": self.gen.get_state()}
+                 "gen": self.gen.get_state(), "normalizer_frozen": self.normalizer_frozen}
         if self.cost_opt is not None:
             state["cost_opt"] = self.cost_opt.state_dict()
         return state
@@ -341,3 +384,4 @@ class SAC(nn.Module):
         self.lagrange.load_state_dict(state["lagrange"])
         self.updates = int(state["updates"])
         self.gen.set_state(state["gen"])
+        self.normalizer_frozen = bool(state.get("normalizer_frozen", False))

@@ -136,7 +136,7 @@ def end_to_end_rate(env: Any, seconds: float, repeats: int) -> float:
     from robot_rl.algos import SACConfig, SafetyConfig
     from robot_rl.algos.sac import SAC
 
-    agent = SAC(env.obs_dim, env.act_dim, SACConfig(), SafetyConfig(mode="both"),
+    agent = SAC(env.obs_dim, env.act_dim, SACConfig(gamma=0.99), SafetyConfig(mode="both"),
                 device=str(env.device), seed=0)
     obs = [env.reset(seed=0)]
 

@@ -85,8 +85,9 @@ class ExportConfig:
     """Deploy gate threshold on the estimated discounted cost (default: the training one)."""
     candidates: int | None = None
     """Deploy gate candidates per decision (default: the training number)."""
-    candidate_noise: float = 0.3
-    """Std of the Gaussian perturbations that form the deploy gate's other candidates."""
+    candidate_noise: float | None = None
+    """Std of the Gaussian perturbations that form the deploy gate's other candidates
+    (default: the training one, which training-time evaluation used)."""
 
 
 def train(cfg: Any) -> None:
@@ -230,6 +231,9 @@ def eval_cmd(cfg: EvalConfig) -> None:
             student = load_student(run_dir_of(resolve_checkpoint(cfg.path)))
             result = evaluate(module_policy(student), env, cfg.episodes, seed=cfg.seed,
                               video=writer, renderer=renderer)
+        elif kind == "dsrl":  # ungated by default, as its artifact (no gate) decides
+            result = evaluate_agent(agent, env, cfg.episodes, seed=cfg.seed,
+                                    gate=bool(cfg.gate), video=writer, renderer=renderer)
         else:
             if cfg.gate is not None and cfg.gate != agent.safety_cfg.gate:
                 agent.safety_cfg = dataclasses.replace(
@@ -412,12 +416,13 @@ def export_cmd(cfg: ExportConfig) -> None:
     cost = None
     if agent.cost_critic is not None:
         sc = agent.safety_cfg
-        if cfg.candidate_noise < 0:
+        noise = sc.candidate_noise if cfg.candidate_noise is None else cfg.candidate_noise
+        if noise < 0:
             raise ConfigError("--candidate-noise must be >= 0")
         safety = {"mode": sc.mode, "gamma": sc.gamma, "pessimism": sc.pessimism,
                   "threshold": sc.threshold if cfg.threshold is None else cfg.threshold,
                   "candidates": sc.candidates if cfg.candidates is None else cfg.candidates,
-                  "candidate_noise": cfg.candidate_noise, "fallback": sc.fallback}
+                  "candidate_noise": noise, "fallback": sc.fallback}
         norm = teacher.norm
         cost = DeployCost(ObsNorm(norm.mean, norm.std, norm.clip), agent.cost_critic.q,
                           sc.pessimism)

@@ -74,7 +74,7 @@ class DistributedTraining:
         stats = LoopStats(env_runners=pool.size)
         pool.publish(acting_state(self.agent), version)
         with torch_threads(cfg.threads), \
-                TrainSession(self, lagrange_batch=cfg.num_envs * pool.size) as session:
+                TrainSession(self) as session:
             self.console.print(f"run dir: {self.run_dir}\nlearner on {cfg.device}; "
                                f"{pool.size} env-runners x {cfg.num_envs} envs of "
                                f"{cfg.task}, rollouts of {cfg.dist.collect_steps} steps; "

@@ -196,7 +196,8 @@ class RobotFinetuneRunner(DistributedTraining, Runner):
     def build_agent(self) -> SAC:
         cfg = self.cfg
         safety = dataclasses.replace(cfg.safety_critic, mode=cfg.safety)
-        agent = AnchoredSAC(self.env.obs_dim, self.env.act_dim, cfg.sac, safety,
+        sac = cfg.sac.with_gamma(self.env.control_dt, cfg.env.discount_horizon)
+        agent = AnchoredSAC(self.env.obs_dim, self.env.act_dim, sac, safety,
                             device=cfg.device, seed=cfg.seed)
         agent.awac_beta = cfg.awac
         if cfg.anchor > 0:  # the init policy's actor, frozen
@@ -213,6 +214,7 @@ class RobotFinetuneRunner(DistributedTraining, Runner):
 
     def learn(self) -> dict[str, float]:
         actor = self.env_steps >= self.cfg.actor_warmup
+        self.before_update()
         return self.agent.update(self.sample_batch(), actor=actor)
 
     def sample_batch(self) -> Batch:

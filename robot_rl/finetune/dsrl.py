@@ -39,7 +39,8 @@ from robot_rl.bc import bc_task, load_bc_policy, make_task_env
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.errors import ConfigError
 from robot_rl.policies import ChunkPolicy, ObsHistory
-from robot_rl.runner import Runner, TrainConfig, load_agent
+from robot_rl.evaluate import EvalResult
+from robot_rl.runner import Runner, TrainConfig, evaluate_agent, load_agent
 from robot_rl.sim import TaskConfig, make_task_config
 from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.vec_env import StepResult, VecEnv, check_vec_env
@@ -226,6 +227,11 @@ class DSRLRunner(Runner):
         self.console.print(f"DSRL over the noise of {cfg.policy} ({bc_cfg.algo}, chunk "
                            f"{policy.horizon}x{policy.act_dim}, {K} steps executed); "
                            f"gamma per chunk {self.cfg.sac.gamma:.3f}")
+
+    def evaluate_policy(self, env: VecEnv, episodes: int, seed: int) -> EvalResult:
+        """The actor's mean noise, ungated: the exported DSRL artifact has no gate (its cost
+        critic scores noise, not actions), so evaluation decides as the artifact does."""
+        return evaluate_agent(self.agent, env, episodes, seed=seed, gate=False)
 
     def warmup_action(self, obs: torch.Tensor) -> tuple[torch.Tensor, None, None]:
         """Before learning starts the flow policy acts as trained: standard normal noise,

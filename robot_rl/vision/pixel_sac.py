@@ -1,7 +1,7 @@
 """Asymmetric SAC from pixels: the actor sees what a robot has, the critics see the state.
 
     actor = PixelActor(policy)          # policy: a PixelPolicy, new or a DAgger student
-    agent = PixelSAC(actor, critic_dim, act_dim, SACConfig(), SafetyConfig(mode="gate"),
+    agent = PixelSAC(actor, critic_dim, act_dim, SACConfig(gamma=0.99), SafetyConfig(mode="gate"),
                      state_cols=cols)   # the critic-group columns the state head estimates
     step = agent.act_pixels(proprio, images, critic)   # ActStep; critic (E, C) for the gate
     metrics = agent.update(batch)       # a Batch of a replay buffer with ``replay_extra``

@@ -33,6 +33,8 @@ def make_config() -> ReachConfig:
     return ReachConfig(
         name="reach",
         episode_length=100,
+        # the arm gets there in about a second: gamma 0.97 at 50 Hz (its measured recipe)
+        discount_horizon=2.0 / 3.0,
         action=JointDeltaConfig(gripper=False),
         reward_weights={"reach": 1.0, "success": 1.0, "action_rate": 0.01},
     )

@@ -58,17 +58,68 @@ def test_tanh_gaussian_log_prob_matches_torch_distributions():
                                atol=1e-4, rtol=1e-4)
 
 
-def test_lagrange_multiplier_moves_the_right_way():
-    lag = Lagrange(SafetyConfig(cost_limit=2.0, lambda_lr=0.1))
+def _adam_steps(grads: list[float], lr: float, b1: float = 0.9, b2: float = 0.999,
+                eps: float = 1e-8) -> list[float]:
+    """Adam's updates for a scalar's gradients, written out (Kingma and Ba, Algorithm 1)."""
+    m = v = 0.0
+    out = []
+    for t, g in enumerate(grads, start=1):
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        out.append(-lr * (m / (1 - b1 ** t)) / (math.sqrt(v / (1 - b2 ** t)) + eps))
+    return out
+
+
+def test_lagrange_multiplier_is_adam_on_the_cost_excess_and_bounded():
+    lag = Lagrange(SafetyConfig(cost_limit=2.0, lambda_lr=0.1, lambda_max=100.0))
     assert lag.value == 0.0
-    for _ in range(5):
-        lag.update(6.0)  # violating by 4 -> +0.4 per update
-    assert lag.value == pytest.approx(2.0)
-    lag.update(1.0)  # below the limit -> decreases
-    assert lag.value == pytest.approx(1.9)
+    # dL/dlambda = -(J_c - limit): -4 five times (violated), then +1 (met)
+    steps = _adam_steps([-4.0] * 5 + [1.0], lr=0.1)
+    expected = 0.0
+    for i in range(5):
+        lag.update(6.0)
+        expected += steps[i]
+    assert lag.value == pytest.approx(expected, abs=1e-6)
+    assert lag.value == pytest.approx(0.5, abs=1e-6)  # 0.1 per step, whatever the excess
+    lag.update(1.0)
+    assert lag.value == pytest.approx(expected + steps[5], abs=1e-6)
+    # (Adam's momentum carries it on for a step after the sign changes; then it falls)
     for _ in range(100):
         lag.update(0.0)
     assert lag.value == 0.0  # never negative
+    # a huge excess moves it no faster: no reward-gradient collapse in a costly warm start
+    big = Lagrange(SafetyConfig(cost_limit=1.0, lambda_lr=0.1))
+    for _ in range(10):
+        big.update(85.0)
+    assert big.value == pytest.approx(1.0, abs=1e-5)
+    capped = Lagrange(SafetyConfig(cost_limit=1.0, lambda_lr=0.5, lambda_max=1.2))
+    for _ in range(10):
+        capped.update(5.0)
+    assert capped.value == pytest.approx(1.2)
+
+
+def test_lagrange_state_round_trip_keeps_adam_moments():
+    a = Lagrange(SafetyConfig(lambda_lr=0.1))
+    for _ in range(3):
+        a.update(4.0)
+    b = Lagrange(SafetyConfig(lambda_lr=0.1))
+    b.load_state_dict(a.state_dict())
+    assert b.value == a.value
+    assert a.update(0.2) == pytest.approx(b.update(0.2))
+    old = Lagrange(SafetyConfig(lambda_lr=0.1))
+    old.load_state_dict({"value": 0.7})  # a checkpoint from before the Adam multiplier
+    assert old.value == pytest.approx(0.7)
+
+
+def test_multiplier_steps_on_the_last_episodes_costs():
+    lag = Lagrange(SafetyConfig(lambda_lr=0.1, cost_limit=1.0, cost_window=3))
+    assert lag.step() == 0.0  # no episode yet: nothing to compare
+    lag.add_episodes([9.0, 0.0, 0.0, 0.0])  # window: 0, 0, 0
+    assert lag.step() == 0.0  # J_c = 0 < 1: clamped at 0
+    lag.add_episodes([6.0])  # window 0, 0, 6: J_c = 2 > 1
+    down, up = _adam_steps([1.0, -1.0], lr=0.1)
+    assert lag.step() == pytest.approx(max(down, 0.0) + up, abs=1e-6)
+    assert lag.value > 0.0
 
 
 def test_ensemble_members_are_independent():
@@ -95,9 +146,12 @@ def test_running_norm_matches_batch_statistics():
 
 def test_bad_sac_config_is_refused():
     with pytest.raises(ConfigError, match="critic_subset"):
-        SAC(3, 2, SACConfig(num_critics=2, critic_subset=3), SafetyConfig(mode="off"))
+        SAC(3, 2, SACConfig(gamma=0.99, num_critics=2, critic_subset=3),
+            SafetyConfig(mode="off"))
     with pytest.raises(ConfigError, match="safety mode"):
-        SAC(3, 2, SACConfig(), SafetyConfig(mode="sometimes"))  # type: ignore[arg-type]
+        SAC(3, 2, SACConfig(gamma=0.99), SafetyConfig(mode="sometimes"))  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="discount"):
+        SAC(3, 2, SACConfig(), SafetyConfig(mode="off"))  # gamma left to the task
 
 
 class _ToyCost(torch.nn.Module):
@@ -114,8 +168,8 @@ class _ToyValue(torch.nn.Module):
 
 def test_gate_in_act_picks_best_safe_candidate_else_least_cost():
     torch.manual_seed(0)
-    agent = SAC(3, 2, SACConfig(normalize_obs=False),
-                SafetyConfig(mode="gate", threshold=0.0, candidates=16))
+    agent = SAC(3, 2, SACConfig(gamma=0.99, normalize_obs=False),
+                SafetyConfig(mode="gate", threshold=0.0, candidates=16, by_value=True))
     agent.cost_critic.estimate = _ToyCost().estimate  # type: ignore[union-attr,method-assign]
     agent.critic = _ToyValue()  # type: ignore[assignment]
     obs = torch.zeros(64, 3)
@@ -135,7 +189,92 @@ def test_gate_in_act_picks_best_safe_candidate_else_least_cost():
 
 def test_deterministic_act_without_gate_is_the_tanh_mean():
     torch.manual_seed(0)
-    agent = SAC(5, 3, SACConfig(normalize_obs=False), SafetyConfig(mode="off"))
+    agent = SAC(5, 3, SACConfig(gamma=0.99, normalize_obs=False), SafetyConfig(mode="off"))
     obs = torch.randn(4, 5)
     torch.testing.assert_close(agent.act(obs, deterministic=True).action,
                                agent.actor.mean_action(obs))
+
+
+def test_evaluation_gate_keeps_the_policys_mean_while_safe_as_the_artifact_does():
+    """Deterministic decisions screen the mean with perturbations of it (the artifact's
+    candidates): the mean is kept whenever its cost is under the threshold, even where the
+    critics value another candidate more; only an unsafe mean is replaced."""
+    torch.manual_seed(0)
+    agent = SAC(3, 2, SACConfig(gamma=0.99, normalize_obs=False),
+                SafetyConfig(mode="gate", threshold=0.0, candidates=8, candidate_noise=0.3))
+    assert agent.cost_critic is not None
+    agent.cost_critic.estimate = _ToyCost().estimate  # type: ignore[method-assign]
+    agent.critic = _ToyValue()  # type: ignore[assignment]
+    x = torch.zeros(256, 3)
+    mean = torch.cat([torch.full((128, 1), -0.5), torch.full((128, 1), 0.2)])  # safe / unsafe
+    dist = (torch.atanh(torch.cat([mean, torch.zeros(256, 1)], 1)), torch.zeros(256, 2))
+    step = agent.decide(dist, x, deterministic=True)
+    first = torch.tanh(dist[0])
+    torch.testing.assert_close(step.action[:128], first[:128])  # safe mean: kept as it is
+    unsafe = step.action[128:]
+    moved = ~step.rejected[128:]
+    assert bool(moved.any()) and bool((unsafe[moved, 0] <= 0.0).all())
+    # the replacements are the artifact's perturbations of the mean: within a few sigma
+    assert float((unsafe[:, 0] - 0.2).abs().max()) < 6 * 0.3
+    assert bool((unsafe[~moved, 0] <= 0.2).all())  # none safe: the least-cost candidate
+    # by value (opt-in): the best safe candidate by the critics, not the mean
+    agent.safety_cfg = SafetyConfig(mode="gate", threshold=0.0, candidates=8, by_value=True)
+    valued = agent.decide(dist, x, deterministic=True).action[:128]
+    assert float((valued[:, 1] - first[:128, 1]).mean()) > 0.1  # higher "value" picked
+
+
+def test_discount_from_a_horizon_in_seconds():
+    from robot_rl.sim import make_task_config
+    from robot_rl.sim.tasks.base import discount_for
+
+    # HIL-SERL's 0.97 at 10 Hz is a 3.33 s horizon; at 50 Hz the same horizon is 0.994
+    assert discount_for(10 / 3, 0.1) == pytest.approx(0.97)
+    assert discount_for(10 / 3, 0.02) == pytest.approx(0.994)
+    push, reach = make_task_config("push"), make_task_config("reach")
+    assert push.control_dt == pytest.approx(0.02)
+    assert push.discount() == pytest.approx(0.994)
+    assert reach.discount() == pytest.approx(0.97)  # reach looks 2/3 s ahead
+    push.decimation = 50  # the same task at 10 Hz looks as far ahead
+    assert push.discount() == pytest.approx(0.97)
+    assert SACConfig().with_gamma(0.02, 10 / 3).gamma == pytest.approx(0.994)
+    assert SACConfig(gamma=0.9).with_gamma(0.02, 10 / 3).gamma == 0.9  # a set value stays
+    with pytest.raises(ConfigError, match="horizon"):
+        discount_for(0.01, 0.02)
+
+
+def test_update_backs_up_entropy_only_when_asked(monkeypatch):
+    """RLPD backs up alpha log pi in its TD target (its default); its sparse-reward commands
+    and WSRL do not: the update passes the temperature, or 0, to the target."""
+    import robot_rl.algos.sac as sac_module
+    from robot_rl.replay import Batch
+
+    seen: list[float] = []
+    real = sac_module.soft_td_target
+
+    def spy(reward, terminated, next_q, next_logp, alpha, gamma):  # type: ignore[no-untyped-def]
+        seen.append(float(alpha))
+        return real(reward, terminated, next_q, next_logp, alpha, gamma)
+
+    monkeypatch.setattr(sac_module, "soft_td_target", spy)
+    batch = Batch(torch.zeros(4, 2), torch.zeros(4, 1), torch.ones(4), torch.zeros(4),
+                  torch.zeros(4, 2), torch.zeros(4))
+    for backup, alpha in ((True, 0.5), (False, 0.0)):
+        agent = SAC(2, 1, SACConfig(gamma=0.5, init_alpha=0.5, backup_entropy=backup),
+                    SafetyConfig(mode="off"))
+        agent.update(batch)
+        assert seen[-1] == pytest.approx(alpha)
+
+
+def test_frozen_normalizer_keeps_its_statistics():
+    agent = SAC(2, 1, SACConfig(gamma=0.9), SafetyConfig(mode="off"))
+    agent.observe(torch.tensor([[0.0, 1.0], [2.0, 3.0]]))
+    mean, var = agent.normalizer.mean.clone(), agent.normalizer.var.clone()
+    agent.freeze_normalizer()
+    agent.observe(torch.full((100, 2), 50.0))  # a warm-started policy's new states
+    torch.testing.assert_close(agent.normalizer.mean, mean)
+    torch.testing.assert_close(agent.normalizer.var, var)
+    torch.testing.assert_close(agent.normalizer.mean, torch.tensor([1.0, 2.0]))
+    other = SAC(2, 1, SACConfig(gamma=0.9), SafetyConfig(mode="off"))
+    other.load_full_state(agent.full_state())  # saved with the checkpoint, frozen
+    assert other.normalizer_frozen
+    torch.testing.assert_close(other.normalizer.mean, mean)
