@@ -82,9 +82,9 @@ class TrainWindow:
 
     def add_episodes(self, returns: list[float], costs: list[float],
                      success: list[float]) -> None:
-        """Finished training episodes (their costs enter the Lagrange multiplier's window)."""
-        self.window.add_episodes(returns, costs, success)
-        self.runner.agent.lagrange.add_episodes(costs)
+        self.returns.extend(returns)
+        self.costs.extend(costs)
+        self.success.extend(success)
 
     def add_losses(self, metrics: dict[str, float]) -> None:
         for k, v in metrics.items():
@@ -180,16 +180,9 @@ class TrainSession:
 
     def add_episodes(self, returns: list[float], costs: list[float],
                      success: list[float]) -> None:
-        """Finished training episodes; their costs update the Lagrange multiplier every
-        ``lagrange_batch`` episodes when the safety mode is lagrangian."""
+        """Finished training episodes (their costs enter the Lagrange multiplier's window)."""
         self.window.add_episodes(returns, costs, success)
-        r = self.runner
-        if r.cfg.safety not in ("lagrangian", "both"):
-            return
-        self._ep_costs.extend(costs)
-        if len(self._ep_costs) >= self._lagrange_batch:
-            r.agent.lagrange.update(sum(self._ep_costs) / len(self._ep_costs))
-            self._ep_costs.clear()
+        self.runner.agent.lagrange.add_episodes(costs)
 
     def add_losses(self, metrics: dict[str, float]) -> None:
         self.window.add_losses(metrics)
