@@ -22,6 +22,7 @@ termination zeroes the future.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -59,7 +60,10 @@ class SACConfig:
     init_alpha: float = 0.05
     """Initial entropy temperature."""
     target_entropy: float | None = None
-    """Entropy the temperature is tuned to; None: -act_dim / 2."""
+    """Entropy the temperature is tuned to; None: ``target_entropy_per_dim`` x act_dim."""
+    target_entropy_per_dim: float = -0.5
+    """The target entropy per action dimension where ``target_entropy`` is None (RLPD and
+    SERL: -1/2; WSRL and Cal-QL: -1)."""
     num_critics: int = 2
     """Critic ensemble size N (RLPD uses 10)."""
     critic_subset: int = 2
@@ -111,6 +115,12 @@ class SACConfig:
         return dataclasses.replace(self, gamma=discount_for(horizon, control_dt))
 
 
+CriticRegularizer = Callable[["SAC", torch.Tensor, torch.Tensor, Batch, torch.Tensor],
+                             tuple[torch.Tensor, dict[str, float]]]
+"""A term added to the critics' loss: (agent, obs, next_obs (normalized, (B, O)), batch,
+q (N, B)) -> (scalar, metrics)."""
+
+
 @dataclasses.dataclass
 class ActStep:
     """An action decision for E envs."""
@@ -154,8 +164,8 @@ class SAC(nn.Module):
         self.cfg, self.safety_cfg = cfg, safety
         self.obs_dim, self.act_dim = obs_dim, act_dim
         self.device = torch.device(device)
-        self.target_entropy = (-act_dim / 2.0 if cfg.target_entropy is None
-                               else cfg.target_entropy)
+        self.target_entropy = (cfg.target_entropy_per_dim * act_dim
+                               if cfg.target_entropy is None else cfg.target_entropy)
         self.normalizer = RunningNorm(obs_dim)
         self.normalizer_frozen = False
         self.actor = actor if actor is not None else \
@@ -277,10 +287,15 @@ class SAC(nn.Module):
 
     # -- learning ----------------------------------------------------------------------------
 
-    def update(self, batch: Batch, actor: bool = True) -> dict[str, float]:
-        """One gradient step of the critics, the cost critic, and (every
-        ``actor_update_every``; never with ``actor=False``) the actor and temperature.
-        Returns scalar metrics."""
+    def update(self, batch: Batch, actor: bool = True,
+               critic_regularizer: CriticRegularizer | None = None,
+               actor_every: int | None = None) -> dict[str, float]:
+        """One gradient step of the critics, the cost critic, and (every ``actor_every``,
+        default ``actor_update_every``; never with ``actor=False``) the actor and
+        temperature.
+        ``critic_regularizer(agent, obs, next_obs, batch, q)`` adds a term to the critics'
+        loss (CQL / Cal-QL's; ``obs`` normalized, ``q`` (N, B) at the batch's actions) and
+        returns it with its metrics. Returns scalar metrics."""
         cfg = self.cfg
         obs, next_obs = self.normalize(batch.obs), self.normalize(batch.next_obs)
         alpha = self.alpha.detach()
@@ -294,11 +309,15 @@ class SAC(nn.Module):
                                self.gamma)
         q = self.critic(obs, batch.action)  # (N, B)
         critic_loss = ((q - y) ** 2).mean(1).sum()
+        metrics = {"losses/critic": float(critic_loss.detach()),
+                   "losses/q_mean": float(q.detach().mean())}
+        if critic_regularizer is not None:
+            reg, reg_metrics = critic_regularizer(self, obs, next_obs, batch, q)
+            critic_loss = critic_loss + reg
+            metrics.update(reg_metrics)
         self.critic_opt.zero_grad()
         critic_loss.backward()
         self.critic_opt.step()
-        metrics = {"losses/critic": float(critic_loss.detach()),
-                   "losses/q_mean": float(q.detach().mean())}
 
         if self.cost_critic is not None and self.cost_opt is not None:
             with torch.no_grad():
@@ -313,7 +332,7 @@ class SAC(nn.Module):
             metrics["safety/qc_mean"] = float(yc.mean())
 
         self.updates += 1
-        if actor and self.updates % cfg.actor_update_every == 0:
+        if actor and self.updates % (actor_every or cfg.actor_update_every) == 0:
             metrics.update(self._update_actor(batch, obs))
         self._polyak()
         return metrics

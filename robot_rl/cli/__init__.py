@@ -234,7 +234,8 @@ def _task_default(config: type, args: list[str]) -> Any:
     """Two-phase parsing of configs with a ``task`` name and an ``env`` (the task's config):
     the task named on the command line (or the field's default) gives the default ``env``,
     so every field of that task's config is an option (``--env.episode-length``) and
-    ``--help`` lists them. None for other configs."""
+    ``--help`` lists them; a ``method`` named there gives its recipe's defaults the same
+    way. None for other configs."""
     if not dataclasses.is_dataclass(config):
         return None
     fields = {f.name: f for f in dataclasses.fields(config)}
@@ -242,16 +243,18 @@ def _task_default(config: type, args: list[str]) -> Any:
         return None
     import tyro
 
-    task = fields["task"].default
+    # the task, and a learner's method (whose recipe gives the defaults of --sac.*)
+    picked = {name: fields[name].default for name in ("task", "method") if name in fields}
     for i, a in enumerate(args):
-        if a == "--task" and i + 1 < len(args):
-            task = args[i + 1]
-        elif a.startswith("--task="):
-            task = a.split("=", 1)[1]
+        for name in picked:
+            if a == f"--{name}" and i + 1 < len(args):
+                picked[name] = args[i + 1]
+            elif a.startswith(f"--{name}="):
+                picked[name] = a.split("=", 1)[1]
     required = {name: tyro.MISSING for name, f in fields.items() if f.init and
                 f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
     make: Any = config
-    return make(task=task, **required)
+    return make(**picked, **required)
 
 
 def _fail(console: Console, message: str) -> None:

@@ -29,8 +29,8 @@ Transitions = dict[str, torch.Tensor]
 def transitions(ds: Dataset, device: str | torch.device = "cpu",
                 episodes: list[int] | None = None) -> Transitions:
     """All committed steps as tensors: obs (N, O), action (N, A), reward, cost,
-    terminated (N,), next_obs (N, O), and the masks intervention (N,) and policy (N,) (the
-    step's episode was policy-driven). ``next_obs`` is the recorded next observation (the
+    terminated (N,), next_obs (N, O), the masks intervention (N,) and policy (N,) (the
+    step's episode was policy-driven), and each step's episode index (N,). ``next_obs`` is the recorded next observation (the
     true final one at an episode's end), and only a real termination stops bootstrapping.
     ``episodes``: only these episodes (default all)."""
     f = ds.frames(episodes)
@@ -45,7 +45,8 @@ def transitions(ds: Dataset, device: str | torch.device = "cpu",
             "cost": t("next.cost"), "next_obs": t("next.observation.state"),
             "terminated": t("next.terminated"),
             "intervention": torch.as_tensor(f["intervention"], device=device).bool(),
-            "policy": policy}
+            "policy": policy,
+            "episode": torch.as_tensor(f["episode_index"], device=device).long()}
 
 
 def select(tr: Transitions, mask: torch.Tensor) -> Transitions:
@@ -62,7 +63,7 @@ def add_transitions(buffer: ReplayBuffer, tr: Transitions, root: Path | str = ""
                            f"{buffer.obs.shape[1]} and {buffer.action.shape[1]}")
     if len(tr["obs"]):
         buffer.add(tr["obs"], tr["action"], tr["reward"], tr["cost"], tr["next_obs"],
-                   tr["terminated"])
+                   tr["terminated"], extra={k: tr[k] for k in buffer.extra})
     return int(tr["obs"].shape[0])
 
 
@@ -96,11 +97,13 @@ def demo_buffer(ds: Dataset, env: VecEnv, device: str | torch.device = "cpu") ->
 
 
 def demo_and_online(ds: Dataset, env: VecEnv, device: str | torch.device = "cpu",
-                    max_episodes: int | None = None) -> tuple[ReplayBuffer, Transitions]:
+                    max_episodes: int | None = None, mc_gamma: float | None = None
+                    ) -> tuple[ReplayBuffer, Transitions]:
     """``ds`` split for fine-tuning (see module docstring): a buffer of the demonstrations
     and intervention steps, and the online experience (every step of the policy-driven
     episodes) as transitions for the online buffer. ``max_episodes``: the first N episodes
-    only."""
+    only. ``mc_gamma``: the demo buffer also holds each step's discounted return-to-go in
+    its episode (``calql.MC_RETURN``, Cal-QL's lower bound)."""
     _checked(ds, env)
     episodes = None
     if max_episodes is not None:
@@ -111,6 +114,12 @@ def demo_and_online(ds: Dataset, env: VecEnv, device: str | torch.device = "cpu"
         episodes = episodes[:max_episodes]
     tr = transitions(ds, device, episodes)
     demo = select(tr, ~tr["policy"] | tr["intervention"])
-    buf = ReplayBuffer(max(len(demo["obs"]), 1), env.obs_dim, env.act_dim, device)
+    extra = None
+    if mc_gamma is not None:
+        from robot_rl.finetune.calql import MC_RETURN, mc_returns
+
+        demo[MC_RETURN] = mc_returns(demo["reward"], demo["episode"], mc_gamma)
+        extra = {MC_RETURN: ((), torch.float32)}
+    buf = ReplayBuffer(max(len(demo["obs"]), 1), env.obs_dim, env.act_dim, device, extra=extra)
     add_transitions(buf, demo, ds.root)
     return buf, select(tr, tr["policy"])

@@ -3,24 +3,34 @@
     robot-rl finetune --demos data/push --task push --method rlpd
     robot-rl finetune --demos data/push --task push --method wsrl --offline-steps 20000
 
-Both run the SAC agent of ``robot-rl train`` (critic ensemble with LayerNorm, REDQ-style
-target subset, the safety critic as configured by ``--safety``) and its runner (evaluation,
-checkpoints, TensorBoard), and differ in how they use the demonstrations:
+Both run the SAC agent of ``robot-rl train`` and its runner (evaluation, checkpoints,
+TensorBoard, the safety critic as ``--safety`` sets it) and follow a reference recipe by
+default; ``--method`` picks the recipe's SAC settings (``METHOD_SAC``), and every flag still
+overrides them:
 
-* **RLPD** (Ball et al. 2023): every gradient batch is ``demo_ratio`` demonstrations and the
-  rest online experience (symmetric sampling: 50/50 by default), a 10-critic LayerNorm
-  ensemble, and several gradient steps per env step (update-to-data ratio > 1). Learning
-  starts at once; the demos fill the batches until online data arrives.
-* **WSRL** (Zhou et al. 2024): ``offline_steps`` gradient steps on the demonstrations alone,
-  then ``warmup_steps`` env steps collected by the pre-trained policy with no updates (the
-  warm start that keeps the Q-function from collapsing), then online training on online data
-  only; the demonstrations are never replayed online.
+* **RLPD** (Ball et al. 2023; ``ikostrikov/rlpd``, its README's commands with
+  ``configs/rlpd_config.py``): every gradient batch is half demonstrations and half online
+  experience (128 + 128), 10 LayerNorm critics whose TD target takes the min over a random
+  2, 20 critic steps per env step and one actor and temperature step per env step, initial
+  temperature 1, tau 0.005, 5,000 uniform-random env steps before learning.
+* **WSRL** (Zhou et al. 2024; ``zhouzypaul/wsrl``): ``offline_steps`` gradient steps of
+  Cal-QL on the demonstrations alone (10 LayerNorm critics; ``calql.py``), then
+  ``warmup_steps`` env steps collected by the pre-trained policy with no updates, then SAC
+  on online data only (no CQL, the demonstrations never replayed), 4 critic steps and one
+  actor step per env step, no entropy backup, actor and temperature learning rates 1e-4,
+  target entropy -A.
+
+Deviations from the references, each an option: the discount comes from the task's horizon
+in seconds (push: 0.994 at 50 Hz; RLPD and WSRL use 0.99 per step); observations are
+normalized with statistics frozen from the demonstrations (the references normalize
+nothing; a fixed affine map of the inputs); WSRL's actor steps on a 256-batch (WSRL: the
+1,024 of its 4 critic steps). The compute each recipe costs on a CPU, and the choices the
+benchmark fits to 2 cores, are in docs/data.md.
 
 ``--bc-steps N`` first fits the actor's mean to the demonstrated actions (behaviour cloning),
 for either method, and ``--critic-warmup M`` then trains the critics alone (the actor frozen)
-for M gradient steps on the demonstrations, so that the first actor updates follow critics
-that already value the warm-started policy instead of undoing it. The observation normalizer
-starts from the demonstrations' statistics.
+for M gradient steps on the demonstrations (neither is in the references; both off by
+default).
 
 A dataset may also hold policy-driven episodes a person corrected (``robot-rl record
 --policy``, or the ROS teleop node with an artifact): as in HIL-SERL, their intervention steps
@@ -39,15 +49,33 @@ from rich.console import Console
 from robot_rl.algos import SACConfig
 from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
+from robot_rl.finetune.calql import CalQL, CalQLConfig
 from robot_rl.finetune.demos import add_transitions, demo_and_online
 from robot_rl.replay import Batch, ReplayBuffer
 from robot_rl.runner import Runner, TrainConfig
 from robot_rl.sim.vec_env import VecEnv
 
 
-def _rlpd_sac() -> SACConfig:
-    return SACConfig(num_critics=10, critic_subset=2, layer_norm=True, updates_per_step=8,
-                     learning_starts=0)
+def rlpd_sac() -> SACConfig:
+    """RLPD's SAC (``ikostrikov/rlpd`` README commands, ``configs/rlpd_config.py``), for one
+    env: UTD 20 with the actor once per env step."""
+    return SACConfig(num_critics=10, critic_subset=2, layer_norm=True, tau=0.005,
+                     init_alpha=1.0, updates_per_step=20, actor_update_every=20,
+                     learning_starts=5_000, freeze_normalizer=True)
+
+
+def wsrl_sac() -> SACConfig:
+    """WSRL's online SAC (``zhouzypaul/wsrl``: ``wsrl_config.py``, ``sac_config.py``,
+    ``launch_wsrl_finetune.sh``), for one env: UTD 4 with the actor once per env step."""
+    return SACConfig(num_critics=10, critic_subset=2, layer_norm=True, tau=0.005,
+                     actor_lr=1e-4, alpha_lr=1e-4, init_alpha=1.0, updates_per_step=4,
+                     actor_update_every=4, backup_entropy=False, target_entropy_per_dim=-1.0,
+                     freeze_normalizer=True)
+
+
+METHOD_SAC = {"rlpd": rlpd_sac, "wsrl": wsrl_sac}
+"""Each method's reference SAC settings (``--method`` picks them as the defaults of
+``--sac.*``)."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -62,23 +90,35 @@ class FinetuneConfig(TrainConfig):
     task: str = "push"
     """Task name (the demonstrations' task)."""
     method: Literal["rlpd", "wsrl"] = "rlpd"
-    """rlpd: demos in every batch; wsrl: offline pre-training, warm-up, then online only."""
+    """rlpd: demos in every batch; wsrl: Cal-QL pre-training, warm-up, then online only.
+    Picks the defaults of --sac.*."""
     max_episodes: int | None = None
     """Use the dataset's first N episodes only (default: all)."""
     demo_ratio: float = 0.5
     """RLPD: share of each batch drawn from the demonstrations."""
     offline_steps: int = 20_000
-    """WSRL: gradient steps on the demonstrations before any env step."""
+    """WSRL: gradient steps on the demonstrations before any env step (its adroit runs)."""
+    offline: Literal["calql", "cql", "sac"] = "calql"
+    """WSRL's offline phase: Cal-QL (WSRL's), CQL, or plain SAC (no conservatism)."""
+    calql: CalQLConfig = dataclasses.field(default_factory=CalQLConfig)
+    """WSRL: the conservative regularizer of the offline phase."""
     warmup_steps: int = 5_000
     """WSRL: env steps collected by the pre-trained policy before online updates begin."""
     bc_steps: int = 0
     """Gradient steps of behaviour cloning of the actor's mean on the demos first (0: none)."""
     critic_warmup: int = 0
     """Gradient steps of the critics alone on the demos after --bc-steps (0: none)."""
-    num_envs: int = 4
-    sac: SACConfig = dataclasses.field(default_factory=_rlpd_sac)
-    """SAC hyper-parameters (RLPD's defaults: 10 LayerNorm critics, 8 updates per vector
-    step of 4 envs = UTD 2)."""
+    num_envs: int = 1
+    """Parallel training envs (RLPD and WSRL step one; the UTD is updates_per_step / this)."""
+    sac: SACConfig = dataclasses.field(default_factory=rlpd_sac)
+    """SAC hyper-parameters (default: the method's reference recipe, ``METHOD_SAC``)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # the method's recipe, where the sac config given is another method's untouched one
+        for name, make in METHOD_SAC.items():
+            if name != self.method and self.sac == make():
+                self.sac = METHOD_SAC[self.method]()
 
     def validate(self) -> None:
         super().validate()
@@ -87,6 +127,7 @@ class FinetuneConfig(TrainConfig):
         if min(self.offline_steps, self.warmup_steps, self.bc_steps, self.critic_warmup) < 0:
             raise ConfigError("--offline-steps, --warmup-steps, --bc-steps and "
                               "--critic-warmup must be >= 0")
+        self.calql.validate()
 
 
 class FinetuneRunner(Runner):
@@ -104,8 +145,10 @@ class FinetuneRunner(Runner):
                 cfg.sac, learning_starts=cfg.warmup_steps))
         dataset = Dataset(cfg.demos)  # a missing or corrupt dataset fails before the run dir
         super().__init__(cfg, console, env=env, eval_env=eval_env)
+        calibrated = cfg.method == "wsrl" and cfg.offline == "calql"
         self.demos, online = demo_and_online(dataset, self.env, self.cfg.device,
-                                             self.cfg.max_episodes)
+                                             self.cfg.max_episodes,
+                                             self.agent.gamma if calibrated else None)
         self._pretrained = cfg.resume is not None
         n_online = 0 if self._pretrained else add_transitions(self.buffer, online, cfg.demos)
         n_int = int(online["intervention"].sum())
@@ -119,12 +162,14 @@ class FinetuneRunner(Runner):
     def before_training(self) -> None:
         if not self._pretrained:
             self.agent.observe(self.demos.obs[:len(self.demos)])
+            if self.cfg.sac.freeze_normalizer:  # the demonstrations' statistics, fixed
+                self.before_update()
             if self.cfg.bc_steps:
                 self.behaviour_cloning(self.cfg.bc_steps)
             if self.cfg.critic_warmup:
                 self.offline_pretraining(self.cfg.critic_warmup, actor=False)
             if self.cfg.method == "wsrl" and self.cfg.offline_steps:
-                self.offline_pretraining(self.cfg.offline_steps)
+                self.offline_pretraining(self.cfg.offline_steps, regularizer=self._offline_reg())
             self._pretrained = True
 
     def behaviour_cloning(self, steps: int) -> float:
@@ -143,16 +188,29 @@ class FinetuneRunner(Runner):
         self.console.print(f"behaviour cloning: {steps} steps, action MSE {mse:.4f}")
         return mse
 
-    def offline_pretraining(self, steps: int, actor: bool = True) -> None:
-        """SAC updates on the demos: of every network (WSRL's offline phase), or of the
-        critics alone (``actor=False``: the critic warm-up)."""
+    def _offline_reg(self) -> CalQL | None:
+        """WSRL's offline regularizer: Cal-QL, CQL (uncalibrated) or none (plain SAC)."""
+        if self.cfg.offline == "sac":
+            return None
+        return CalQL(dataclasses.replace(self.cfg.calql,
+                                         calibrated=self.cfg.offline == "calql"))
+
+    def offline_pretraining(self, steps: int, actor: bool = True,
+                            regularizer: CalQL | None = None) -> None:
+        """Updates on the demos alone: of every network, the actor at every step (WSRL's
+        offline phase; with Cal-QL's or CQL's ``regularizer``), or of the critics alone
+        (``actor=False``: the critic warm-up)."""
         metrics: dict[str, float] = {}
         for _ in range(steps):
             metrics = self.agent.update(self.demos.sample(self.cfg.sac.batch_size,
-                                                          self.agent.gen), actor=actor)
-        what = "offline pre-training" if actor else "critic warm-up"
+                                                          self.agent.gen), actor=actor,
+                                        critic_regularizer=regularizer, actor_every=1)
+        what = ("offline pre-training" + (f" ({self.cfg.offline})" if regularizer else "")
+                if actor else "critic warm-up")
+        extra = f", CQL gap {metrics['losses/cql']:.3f}" if "losses/cql" in metrics else ""
         self.console.print(f"{what}: {steps} steps on the demonstrations, "
-                           f"critic loss {metrics.get('losses/critic', float('nan')):.3f}")
+                           f"critic loss {metrics.get('losses/critic', float('nan')):.3f}"
+                           + extra)
 
     # -- hooks of the runner ---------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,89 @@ def test_cli_refuses_a_missing_dataset_in_one_line(tmp_path, capsys):
     assert e.value.code == 2
     assert "is not a dataset" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()  # no run directory was made
+
+
+def test_mc_returns_restart_at_each_episode():
+    from robot_rl.finetune.calql import mc_returns
+
+    r = torch.tensor([1.0, 0.0, 2.0, 1.0, 1.0])
+    ep = torch.tensor([0, 0, 0, 1, 1])
+    # episode 0: 2, 0 + 0.5 * 2 = 1, 1 + 0.5 * 1 = 1.5; episode 1: 1, 1 + 0.5 = 1.5
+    torch.testing.assert_close(mc_returns(r, ep, 0.5), torch.tensor([1.5, 1.0, 2.0, 1.5, 1.0]))
+
+
+class _SumCritic(torch.nn.Module):
+    """Two identical 'critics': Q(s, a) = sum(a)."""
+
+    def forward(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
+        return act.sum(-1)[None].repeat(2, 1)
+
+
+def test_calql_regularizer_by_hand():
+    """One state, one sample of each kind, A = 1: uniform u, policy a (log pi = lp) and next
+    action b; Q = the action. CQL: logsumexp(u - log 0.5, a - lp, b - lp') - Q(s, a_data),
+    and Cal-QL raises the policy samples' values to the MC return first."""
+    import math
+
+    from robot_rl.algos import SAC, SafetyConfig
+    from robot_rl.finetune.calql import MC_RETURN, CalQL, CalQLConfig
+    from robot_rl.replay import Batch
+
+    agent = SAC(2, 1, SACConfig(gamma=0.9, normalize_obs=False), SafetyConfig(mode="off"))
+    agent.critic = _SumCritic()  # type: ignore[assignment]
+    samples = iter([(torch.tensor([[0.2]]), torch.tensor([-1.0]), None),
+                    (torch.tensor([[-0.4]]), torch.tensor([0.5]), None)] * 2)
+    agent.actor_sample = lambda batch, x, next_obs: next(samples)  # type: ignore[method-assign]
+    batch = Batch(torch.zeros(1, 2), torch.tensor([[0.3]]), torch.zeros(1), torch.zeros(1),
+                  torch.zeros(1, 2), torch.zeros(1), extra={MC_RETURN: torch.tensor([0.6])})
+    q_data = torch.tensor([[0.3], [0.3]])
+    torch.manual_seed(0)
+    u = float(torch.rand(1, 1) * 2 - 1)
+    for calibrated, a, b in ((False, 0.2, -0.4), (True, 0.6, 0.6)):
+        torch.manual_seed(0)
+        reg, metrics = CalQL(CalQLConfig(alpha=2.0, actions=1, calibrated=calibrated))(
+            agent, torch.zeros(1, 2), torch.zeros(1, 2), batch, q_data)
+        lse = math.log(math.exp(u - math.log(0.5)) + math.exp(a + 1.0) + math.exp(b - 0.5))
+        assert float(reg) == pytest.approx(2.0 * 2 * (lse - 0.3), rel=1e-5)  # 2 critics
+    assert metrics["charts/calql_bound_rate"] == 1.0  # both policy samples were bounded
+
+
+def test_method_picks_its_reference_recipe(tmp_path):
+    from robot_rl.cli import _task_default
+    from robot_rl.finetune.runner import rlpd_sac, wsrl_sac
+
+    rlpd = FinetuneConfig(demos=tmp_path, method="rlpd")
+    assert rlpd.sac == rlpd_sac()
+    assert (rlpd.sac.num_critics, rlpd.sac.updates_per_step, rlpd.sac.actor_update_every,
+            rlpd.sac.init_alpha, rlpd.sac.tau, rlpd.num_envs) == (10, 20, 20, 1.0, 0.005, 1)
+    wsrl = FinetuneConfig(demos=tmp_path, method="wsrl")
+    assert wsrl.sac == wsrl_sac() and wsrl.offline == "calql"
+    assert (wsrl.sac.updates_per_step, wsrl.sac.backup_entropy,
+            wsrl.sac.target_entropy_per_dim) == (4, False, -1.0)
+    mine = SACConfig(num_critics=3)
+    assert FinetuneConfig(demos=tmp_path, method="wsrl", sac=mine).sac == mine  # kept
+    # the command line: --method gives the defaults of --sac.* (two-phase parse)
+    default = _task_default(FinetuneConfig, ["--method", "wsrl", "--demos", "x"])
+    assert default.sac == wsrl_sac()
+
+
+def test_wsrl_offline_phase_runs_calql_on_the_demos(demos, tmp_path):
+    from robot_rl.finetune.calql import MC_RETURN
+
+    cfg = _cfg(demos, tmp_path, "wsrl", run_name="calql", offline_steps=5, warmup_steps=40,
+               total_steps=2)
+    runner = FinetuneRunner(dataclasses.replace(
+        cfg, sac=dataclasses.replace(cfg.sac, freeze_normalizer=True)))
+    assert MC_RETURN in runner.demos.extra
+    assert float(runner.demos.extra[MC_RETURN][:len(runner.demos)].abs().sum()) > 0
+    critic = [p.detach().clone() for p in runner.agent.critic.parameters()]
+    runner.before_training()
+    assert runner.agent.updates == 5
+    assert not all(torch.equal(a, b)
+                   for a, b in zip(critic, runner.agent.critic.parameters(), strict=True))
+    # frozen on the demonstrations: the warm-up's states do not move it under the
+    # pre-trained networks
+    assert runner.agent.normalizer_frozen
+    mean = runner.agent.normalizer.mean.clone()
+    runner.agent.observe(torch.full((4, runner.env.obs_dim), 9.0))
+    torch.testing.assert_close(runner.agent.normalizer.mean, mean)
