@@ -63,7 +63,7 @@ class EnsembleCritic(nn.Module):
     """
 
     def __init__(self, n: int, obs_dim: int, act_dim: int, hidden: Sequence[int],
-                 layer_norm: bool = True):
+                 layer_norm: bool = True, activation: type[nn.Module] = nn.ReLU):
         super().__init__()
         self.n = n
         sizes = [obs_dim + act_dim, *hidden]
@@ -72,7 +72,7 @@ class EnsembleCritic(nn.Module):
             layers.append(EnsembleLinear(n, d_in, d_out))
             if layer_norm:
                 layers.append(EnsembleLayerNorm(n, d_out))
-            layers.append(nn.ReLU())
+            layers.append(activation())
         layers.append(EnsembleLinear(n, sizes[-1], 1))
         self.net = nn.Sequential(*layers)
 
@@ -84,14 +84,31 @@ class EnsembleCritic(nn.Module):
 
 
 class TanhGaussianActor(nn.Module):
-    """pi(a|s) = tanh(N(mu(s), sigma(s))), actions in (-1, 1)."""
+    """pi(a|s) = tanh(N(mu(s), sigma(s))), actions in (-1, 1).
 
-    def __init__(self, obs_dim: int, act_dim: int, hidden: Sequence[int]):
+    ``log_std_init``: the log std the actor starts from (its head's weights scaled down, its
+    bias set); None leaves the head as initialized, whose log std then starts near
+    ``LOG_STD_MIN + (LOG_STD_MAX - LOG_STD_MIN) / 2`` = -1.5 (sigma 0.22).
+    """
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: Sequence[int],
+                 activation: type[nn.Module] = nn.ReLU, layer_norm: bool = False,
+                 log_std_init: float | None = None):
         super().__init__()
-        self.trunk = mlp([obs_dim, *hidden], nn.ReLU)
-        self.trunk.append(nn.ReLU())
+        self.trunk = mlp([obs_dim, *hidden], activation, layer_norm)
+        if layer_norm:
+            self.trunk.append(nn.LayerNorm(hidden[-1]))
+        self.trunk.append(activation())
         self.mu = nn.Linear(hidden[-1], act_dim)
         self.log_std = nn.Linear(hidden[-1], act_dim)
+        if log_std_init is not None:
+            if not LOG_STD_MIN < log_std_init < LOG_STD_MAX:
+                raise ValueError(f"log_std_init must be in ({LOG_STD_MIN}, {LOG_STD_MAX}), got "
+                                 f"{log_std_init}")
+            with torch.no_grad():
+                self.log_std.weight.mul_(0.01)
+                u = 2.0 * (log_std_init - LOG_STD_MIN) / (LOG_STD_MAX - LOG_STD_MIN) - 1.0
+                self.log_std.bias.fill_(math.atanh(u))
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(mean (B, A), log_std (B, A)) of the pre-tanh Gaussian."""

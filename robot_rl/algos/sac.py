@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Literal
 
 import torch
 from torch import nn
@@ -74,6 +75,13 @@ class SACConfig:
     """Hidden layer sizes of the actor."""
     critic_hidden: tuple[int, ...] = (256, 256)
     """Hidden layer sizes of each critic."""
+    activation: Literal["relu", "tanh"] = "relu"
+    """Hidden activation of actor and critics (DSRL: tanh)."""
+    actor_layer_norm: bool = False
+    """LayerNorm after every hidden actor layer (DSRL)."""
+    actor_log_std_init: float | None = None
+    """The actor's initial log std (pre-tanh); None: the network's own, about -1.5 (DSRL's
+    SB3 actor starts at about 0: sigma 1)."""
     batch_size: int = 256
     """Transitions per gradient step."""
     updates_per_step: int = 1
@@ -114,6 +122,8 @@ class SACConfig:
             return self
         return dataclasses.replace(self, gamma=discount_for(horizon, control_dt))
 
+
+ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh}
 
 CriticRegularizer = Callable[["SAC", torch.Tensor, torch.Tensor, Batch, torch.Tensor],
                              tuple[torch.Tensor, dict[str, float]]]
@@ -169,11 +179,13 @@ class SAC(nn.Module):
         self.normalizer = RunningNorm(obs_dim)
         self.normalizer_frozen = False
         self.actor = actor if actor is not None else \
-            TanhGaussianActor(obs_dim, act_dim, cfg.actor_hidden)
+            TanhGaussianActor(obs_dim, act_dim, cfg.actor_hidden, ACTIVATIONS[cfg.activation],
+                              cfg.actor_layer_norm, cfg.actor_log_std_init)
         self.critic = EnsembleCritic(cfg.num_critics, obs_dim, act_dim, cfg.critic_hidden,
-                                     cfg.layer_norm)
+                                     cfg.layer_norm, ACTIVATIONS[cfg.activation])
         self.critic_target = EnsembleCritic(cfg.num_critics, obs_dim, act_dim,
-                                            cfg.critic_hidden, cfg.layer_norm)
+                                            cfg.critic_hidden, cfg.layer_norm,
+                                            ACTIVATIONS[cfg.activation])
         self.critic_target.load_state_dict(self.critic.state_dict())
         self.critic_target.requires_grad_(False)
         self.log_alpha = nn.Parameter(torch.tensor(float(cfg.init_alpha)).log())

@@ -20,6 +20,7 @@ over. The checkpoint records how many robot episodes it holds (``robot_episodes`
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -201,8 +202,7 @@ class RobotFinetuneRunner(DistributedTraining, Runner):
                             device=cfg.device, seed=cfg.seed)
         agent.awac_beta = cfg.awac
         if cfg.anchor > 0:  # the init policy's actor, frozen
-            anchor = TanhGaussianActor(self.env.obs_dim, self.env.act_dim,
-                                       cfg.sac.actor_hidden).to(cfg.device)
+            anchor = copy.deepcopy(agent.gaussian_actor)  # the same architecture
             modules = load_checkpoint(cfg.init)["agent"]["modules"]
             anchor.load_state_dict({k[len("actor."):]: v for k, v in modules.items()
                                     if k.startswith("actor.")})

@@ -28,7 +28,7 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import torch
 import tyro
@@ -46,10 +46,15 @@ from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.vec_env import StepResult, VecEnv, check_vec_env
 
 
+NoiseSteps = Literal["executed", "horizon"]
+"""Which chunk steps' noise a DSRL action sets: the executed ones or the whole horizon."""
+
+
 class NoiseActionEnv:
     """A ``VecEnv`` whose actions are a flow policy's noise (see module docstring)."""
 
-    def __init__(self, env: VecEnv, policy: ChunkPolicy, noise_scale: float = 1.5):
+    def __init__(self, env: VecEnv, policy: ChunkPolicy, noise_scale: float = 1.5,
+                 noise: NoiseSteps = "executed"):
         check_vec_env(env)
         if policy.kind != "flow":
             raise ConfigError(f"DSRL steers a flow policy's noise; got a {policy.kind!r} policy")
@@ -62,9 +67,11 @@ class NoiseActionEnv:
         self.policy = policy.eval().requires_grad_(False)
         self.noise_scale = noise_scale
         self.horizon, self.execute = policy.horizon, policy.cfg.executed
+        self.noise_steps = self.execute if noise == "executed" else self.horizon
+        """Chunk steps whose noise an action sets (the rest of the chunk's noise is 0)."""
         self.num_envs = env.num_envs
         self.obs_dim = env.obs_dim
-        self.act_dim = policy.horizon * policy.act_dim
+        self.act_dim = self.noise_steps * policy.act_dim
         self.device = env.device
         self.steps_per_step = self.execute
         """Control steps of the wrapped env per step (the runner counts env steps by it)."""
@@ -88,15 +95,19 @@ class NoiseActionEnv:
         return obs
 
     def chunk(self, action: torch.Tensor) -> torch.Tensor:
-        """(E, H, A) chunk the flow policy makes of noise actions (E, H A) now."""
-        noise = self.noise_scale * action.to(self.device).float().view(
-            self.num_envs, self.horizon, self.policy.act_dim)
+        """(E, H, A) chunk the flow policy makes of noise actions (E, S A) now (S: the
+        steps whose noise an action sets; the other H - S steps' noise is 0)."""
+        E, A = self.num_envs, self.policy.act_dim
+        noise = torch.zeros(E, self.horizon, A, device=self.device)
+        noise[:, :self.noise_steps] = self.noise_scale * action.to(self.device).float().view(
+            E, self.noise_steps, A)
         assert self._hist.value is not None, "reset() first"
         with torch.no_grad():
             return self.policy(self._hist.value, noise)
 
     def __repr__(self) -> str:
-        return (f"NoiseActionEnv(noise of {self.horizon}x{self.policy.act_dim}, "
+        return (f"NoiseActionEnv(noise of {self.noise_steps}x{self.policy.act_dim} of a "
+                f"{self.horizon}-step chunk, "
                 f"{self.execute} steps per step, scale {self.noise_scale}) of {self.env}")
 
     def step(self, action: torch.Tensor, hold: torch.Tensor | None = None) -> StepResult:
@@ -157,11 +168,18 @@ class NoiseActionEnv:
         return obs, reward, cost, terminated, truncated, out
 
 
-def _dsrl_sac() -> SACConfig:
-    # DSRL's own recipe (robomimic): few envs, several updates per chunk, a warm-up of the
-    # flow policy's own rollouts, target entropy 0 over the noise
-    return SACConfig(updates_per_step=8, learning_starts=6_000, num_critics=2,
-                     target_entropy=0.0)
+def dsrl_sac() -> SACConfig:
+    """DSRL's SAC over the noise (``ajwagen/dsrl``, ``cfg/robomimic/dsrl_*.yaml``): 20
+    gradient steps per vector step of 4 envs (5 per chunk), target entropy 0, initial
+    temperature 1, tau 0.005, tanh networks with LayerNorm, 2 critics, the actor's noise
+    starting at sigma 1, 1,500 chunks of the flow policy's own noise before learning. Its
+    networks are 3 x 2048; here 3 x 256 (the CPU's fit: a 2,048-wide update costs about 60x
+    more; ``--sac.actor-hidden 2048 2048 2048 --sac.critic-hidden 2048 2048 2048``)."""
+    return SACConfig(updates_per_step=20, learning_starts=6_000, num_critics=2,
+                     critic_subset=2, target_entropy=0.0, init_alpha=1.0, tau=0.005,
+                     activation="tanh", layer_norm=True, actor_layer_norm=True,
+                     actor_hidden=(256, 256, 256), critic_hidden=(256, 256, 256),
+                     actor_log_std_init=0.0, freeze_normalizer=True)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -181,18 +199,25 @@ class DSRLConfig(TrainConfig):
     num_envs: int = 4
     """Parallel environments (few, with several updates per step, as in DSRL)."""
     noise_scale: float = 1.5
-    """SAC's actions in [-1, 1] become noise of this magnitude (the flow's input)."""
-    step_gamma: float = 0.99
-    """Discount per control step; each chunk of K steps is discounted by step_gamma^K
-    (this sets --sac.gamma)."""
-    sac: SACConfig = dataclasses.field(default_factory=_dsrl_sac)
-    """SAC hyper-parameters over the noise (its gamma is set from --step-gamma;
-    learning_starts counts control steps, 6,000 = 1,500 chunks of the flow policy's own
-    noise; 8 updates per step of 4 envs = 2 per chunk)."""
+    """SAC's actions in [-1, 1] become noise of this magnitude (the flow's input; DSRL's
+    action_magnitude on robomimic)."""
+    noise: NoiseSteps = "executed"
+    """Which of the chunk's noise SAC chooses: that of the executed steps (DSRL, whose
+    diffusion horizon is the executed chunk; the rest of the chunk's noise is 0), or the
+    whole horizon's."""
+    step_gamma: float | None = None
+    """Discount per control step (default: the task's horizon in seconds at its control
+    rate; DSRL: 0.99 per chunk); each chunk of K steps is discounted by step_gamma^K (this
+    sets --sac.gamma)."""
+    sac: SACConfig = dataclasses.field(default_factory=dsrl_sac)
+    """SAC hyper-parameters over the noise, DSRL's by default (its gamma is set from
+    --step-gamma; learning_starts counts control steps, 6,000 = 1,500 chunks of the flow
+    policy's own noise)."""
 
     def validate(self) -> None:
         super().validate()
-        if self.noise_scale <= 0 or not 0.0 < self.step_gamma < 1.0:
+        if self.noise_scale <= 0 or (self.step_gamma is not None and
+                                     not 0.0 < self.step_gamma < 1.0):
             raise ConfigError("--noise-scale must be > 0 and --step-gamma in (0, 1)")
 
 
@@ -207,15 +232,16 @@ class DSRLRunner(Runner):
         if cfg.resume is not None:  # the policy and noise scale of the run being resumed
             saved = DSRLConfig.from_saved(load_checkpoint(cfg.resume)["config"])
             cfg = dataclasses.replace(cfg, policy=saved.policy, noise_scale=saved.noise_scale,
-                                      step_gamma=saved.step_gamma)
+                                      noise=saved.noise, step_gamma=saved.step_gamma)
         policy, bc_cfg, bc_state = load_bc_policy(cfg.policy)
         task, making = bc_task(bc_state, cfg.policy, "DSRL"), bc_state.get("env", {})
         env_cfg = make_task_config(task)
         if "episode_length" in making:
             env_cfg.episode_length = int(making["episode_length"])
         K = bc_cfg.policy.executed
-        cfg = dataclasses.replace(cfg, task=task, env=env_cfg, sac=dataclasses.replace(
-            cfg.sac, gamma=cfg.step_gamma ** K))
+        step_gamma = env_cfg.discount() if cfg.step_gamma is None else cfg.step_gamma
+        cfg = dataclasses.replace(cfg, task=task, env=env_cfg, step_gamma=step_gamma,
+                                  sac=dataclasses.replace(cfg.sac, gamma=step_gamma ** K))
         cfg.validate()
 
         super().__init__(cfg, console,
@@ -225,8 +251,20 @@ class DSRLRunner(Runner):
         self.flow_policy = policy
         self._noise_gen = torch.Generator().manual_seed(cfg.seed)
         self.console.print(f"DSRL over the noise of {cfg.policy} ({bc_cfg.algo}, chunk "
-                           f"{policy.horizon}x{policy.act_dim}, {K} steps executed); "
-                           f"gamma per chunk {self.cfg.sac.gamma:.3f}")
+                           f"{policy.horizon}x{policy.act_dim}, {K} steps executed, the "
+                           f"noise of {self.env.act_dim // policy.act_dim} chosen); gamma "
+                           f"per chunk {self.cfg.sac.gamma:.3f}")
+
+    def before_training(self) -> None:
+        """With ``freeze_normalizer``, SAC's normalizer takes the flow policy's fixed dataset
+        statistics (as DSRL) before the first step."""
+        if self.env_steps == 0 and self.cfg.sac.freeze_normalizer:
+            flow, norm = self.flow_policy.obs_norm, self.agent.normalizer
+            with torch.no_grad():
+                norm.mean.copy_(flow.mean)
+                norm.var.copy_(flow.std ** 2)
+                norm.count.fill_(1.0)
+            self.agent.freeze_normalizer()
 
     def evaluate_policy(self, env: VecEnv, episodes: int, seed: int) -> EvalResult:
         """The actor's mean noise, ungated: the exported DSRL artifact has no gate (its cost
@@ -250,7 +288,7 @@ def noise_env(cfg: DSRLConfig, policy: ChunkPolicy, bc_state: dict[str, Any], nu
                         cfg.device)
     if env is None:
         raise ConfigError(f"task {task!r} of {cfg.policy} is not in the simulator's registry")
-    return NoiseActionEnv(env, policy, cfg.noise_scale)
+    return NoiseActionEnv(env, policy, cfg.noise_scale, cfg.noise)
 
 
 def load_dsrl(path: str | Path, num_envs: int, seed: int, dr: DRPreset | None = None

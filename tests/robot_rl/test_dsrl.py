@@ -28,7 +28,8 @@ def _flow(env, horizon: int = 4, execute: int = 3):
 
 
 def test_one_step_executes_the_chunk_in_the_wrapped_env() -> None:
-    wrapped = NoiseActionEnv(make_env("push", 2, seed=0), _flow(make_env("push", 1)), 1.5)
+    wrapped = NoiseActionEnv(make_env("push", 2, seed=0), _flow(make_env("push", 1)), 1.5,
+                             noise="horizon")
     ref = make_env("push", 2, seed=0)
     assert (wrapped.act_dim, wrapped.steps_per_step) == (4 * ref.act_dim, 3)
     assert wrapped.control_dt == pytest.approx(3 * ref.control_dt)
@@ -46,6 +47,21 @@ def test_one_step_executes_the_chunk_in_the_wrapped_env() -> None:
         assert torch.equal(obs, ref_obs) and torch.allclose(reward, r_sum)
         assert torch.equal(info["chunk"], chunk) and info["chunk"].shape == (2, 4, ref.act_dim)
         assert set(info["safety"]) and not bool((terminated | truncated).any())
+
+
+def test_dsrl_chooses_the_executed_steps_noise_and_zeros_the_rest() -> None:
+    """DSRL's noise is its executed chunk's: with H = 4 and K = 3 an action sets 3 x A
+    noise values (scaled), and the fourth step's noise is 0."""
+    policy = _flow(make_env("push", 1))
+    wrapped = NoiseActionEnv(make_env("push", 2, seed=0), policy, 1.5)
+    A = policy.act_dim
+    assert wrapped.act_dim == 3 * A and wrapped.noise_steps == 3
+    obs = wrapped.reset(seed=0)
+    action = torch.rand(2, 3 * A) * 2 - 1
+    noise = torch.zeros(2, 4, A)
+    noise[:, :3] = 1.5 * action.view(2, 3, A)
+    with torch.no_grad():
+        torch.testing.assert_close(wrapped.chunk(action), policy(obs[:, None], noise))
 
 
 def test_an_episode_ending_inside_a_chunk_holds_for_the_rest_of_it() -> None:
@@ -102,7 +118,9 @@ def test_a_dsrl_run_trains_and_is_evaluated(flow_run: Path, tmp_path: Path) -> N
                                                  critic_hidden=(16,)))
     runner = DSRLRunner(cfg, console=Console(file=sys.stderr))
     assert runner.env.act_dim == 4 * make_env("push", 1).act_dim
-    assert runner.cfg.sac.gamma == pytest.approx(0.99 ** 4)
+    # the task's horizon in seconds: push 0.994 per 50 Hz step, to the 4th per chunk
+    assert runner.cfg.step_gamma == pytest.approx(0.994)
+    assert runner.cfg.sac.gamma == pytest.approx(0.994 ** 4)
     history = runner.train()
     assert runner.env_steps == 96 and history[-1]["env_steps"] == 96
     state = load_checkpoint(tmp_path / "dsrl")
@@ -121,3 +139,30 @@ def test_the_warm_up_draws_the_flow_policys_own_noise(flow_run: Path, tmp_path: 
     noise = cfg.noise_scale * a  # the flow's input: standard normal, clipped at +-2
     assert float(noise.std()) == pytest.approx(0.96, abs=0.03)  # clipped at 2 sigma
     assert float((noise.abs() == 2.0).float().mean()) == pytest.approx(0.0455, abs=0.01)
+
+
+def test_dsrl_starts_from_the_noise_the_flow_was_trained_on(flow_run: Path,
+                                                            tmp_path: Path) -> None:
+    """DSRL's actor starts at sigma 1 (pre-tanh), so its first noise, scaled by 1.5, spreads
+    about as N(0, I) does (std ~0.94); the actor of plain SAC here would start at sigma
+    0.22 (std ~0.33); and SAC's normalizer holds the flow's dataset statistics, fixed."""
+    cfg = DSRLConfig(policy=flow_run, num_envs=2, runs_dir=tmp_path, run_name="init",
+                     progress=False, safety="off")
+    runner = DSRLRunner(cfg, console=Console(file=sys.stderr))
+    agent = runner.agent
+    obs = torch.randn(2000, runner.env.obs_dim)
+    with torch.no_grad():
+        x = agent.normalize(obs)
+        mean, log_std = agent.gaussian_actor(x)
+        noise = cfg.noise_scale * agent.gaussian_actor.sample(x)[0]
+    assert float(log_std.mean()) == pytest.approx(0.0, abs=0.05)
+    assert 0.85 < float(noise.std()) < 1.05
+    from robot_rl.algos import SAC, SafetyConfig
+
+    plain = SAC(runner.env.obs_dim, runner.env.act_dim, SACConfig(gamma=0.9),
+                SafetyConfig(mode="off"))
+    with torch.no_grad():
+        assert float(plain.gaussian_actor(x)[1].mean()) == pytest.approx(-1.5, abs=0.3)
+    runner.before_training()
+    torch.testing.assert_close(agent.normalizer.mean, runner.flow_policy.obs_norm.mean)
+    assert agent.normalizer_frozen
