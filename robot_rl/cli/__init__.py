@@ -14,6 +14,7 @@
     robot-rl finetune --demos data/push --method rlpd   offline-to-online from demos (RLPD/WSRL)
     robot-rl finetune-robot --init RUN                  fine-tune on the robot (HIL-SERL, Ray)
     robot-rl bc --demos data/push --algo bc-flow        behaviour cloning of a chunked policy
+    robot-rl bc-filtered RUN                            BC re-trained on its own successes
     robot-rl dsrl RUN                                   fine-tune a flow policy: SAC on its noise
     robot-rl sim info                                   robots, tasks, model sizes
     robot-rl sim rollout --task push --policy expert --video out.mp4
@@ -48,6 +49,7 @@ class Command:
 def _top_level() -> dict[str, Command]:
     # Imported here so ``robot-rl --help`` does not pay for torch and mujoco.
     from robot_rl.bc import BCConfig
+    from robot_rl.bc.filtered import FilteredBCConfig
     from robot_rl.cli import data, deploy, dist, learn
     from robot_rl.dist.robot_learner import RobotFinetuneConfig
     from robot_rl.distill import DistillConfig
@@ -67,11 +69,12 @@ def _top_level() -> dict[str, Command]:
             "finetune": Command(FinetuneConfig, learn.train),
             "finetune-robot": Command(RobotFinetuneConfig, dist.finetune_robot_cmd),
             "bc": Command(BCConfig, learn.bc_cmd),
+            "bc-filtered": Command(FilteredBCConfig, learn.filtered_bc_cmd),
             "dsrl": Command(DSRLConfig, learn.train)}
 
 
 TOP_LEVEL = ("train", "eval", "distill", "distill-pixels", "train-pixels", "export", "deploy",
-             "record", "finetune", "finetune-robot", "bc", "dsrl")
+             "record", "finetune", "finetune-robot", "bc", "bc-filtered", "dsrl")
 
 
 def _commands() -> dict[str, dict[str, Command]]:
@@ -119,6 +122,7 @@ SUMMARIES = {
     "finetune": "Fine-tune from demonstrations with RLPD or WSRL (and the safety critic)",
     "finetune-robot": "Fine-tune a sim-trained policy on the robot: HIL-SERL on Ray",
     "bc": "Behaviour cloning of a chunked policy (flow matching or MLP) from a dataset",
+    "bc-filtered": "Re-train a BC policy on its own successful rollouts (filtered BC)",
     "dsrl": "Fine-tune a flow policy with DSRL: SAC chooses its noise",
     "sim info": "Show the robots, the tasks (sizes, rates, terms) and versions",
     "sim rollout": "Run a policy in the batched simulation; success, return, safety cost",

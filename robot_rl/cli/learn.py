@@ -144,6 +144,20 @@ def bc_cmd(cfg: Any) -> None:
         Console().print(f"learning curve: {png}")
 
 
+def filtered_bc_cmd(cfg: Any) -> None:
+    """``robot-rl bc-filtered``: rounds of rollouts and BC on the successes, then the
+    learning curve."""
+    from robot_rl.bc.filtered import FilteredBC
+    from robot_rl.plot import plot_curves
+
+    fb = FilteredBC(cfg)
+    history = fb.train()
+    png = plot_curves(fb.run_dir / "learning_curve.png", [("filtered bc", history)],
+                      title=fb.run_dir.name)
+    Console().print(f"run: {fb.run_dir} (a bc run: eval, export, dsrl and distill take it); "
+                    f"learning curve: {png}", soft_wrap=True)
+
+
 def eval_cmd(cfg: EvalConfig) -> None:
     from robot_rl.checkpoint import load_checkpoint
     from robot_rl.evaluate import evaluate

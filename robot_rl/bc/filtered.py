@@ -1,0 +1,244 @@
+"""Filtered behaviour cloning: a BC policy re-trained on its own successful rollouts, the cheap
+control every fine-tuner is compared with (``robot-rl bc-filtered``).
+
+    robot-rl bc-filtered runs/push__bc-flow__0__20261123-101500 --rounds 10 --rollouts 64
+
+Each round rolls the acting policy (its EMA weights, the flow's noise sampled as at deploy)
+out for ``rollouts`` episodes in the dataset's task, keeps the episodes that succeeded, and
+trains ``steps`` more gradient steps of the same BC loss on the demonstrations plus every
+episode kept so far (the "success-filtered" self-imitation of RL-100's iterative offline
+stage, and of ReST-style filtering). Evaluation after each round decides as the exported
+policy does (sampled noise, the same chunk execution). The run directory is a BC run
+(``config.json``, ``checkpoints/latest.pt`` of kind ``bc``: eval, export, dsrl and distill
+take it) whose ``eval.csv`` counts env steps and the training cost like the RL runners'.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import torch
+import tyro
+from rich.console import Console
+
+from robot_rl.bc.runner import (
+    BCConfig,
+    BCRunner,
+    chunked_policy_fn,
+    evaluate_chunked,
+    load_bc_policy,
+    make_eval_env,
+)
+from robot_rl.config_io import to_dict
+from robot_rl.errors import ConfigError
+from robot_rl.policies import ChunkData, ChunkPolicy
+from robot_rl.sim.vec_env import VecEnv
+
+FIELDS = ("env_steps", "seconds", "success_rate", "return", "episode_cost",
+          "train_cumulative_cost", "round", "kept_episodes")
+
+
+@dataclasses.dataclass(kw_only=True)
+class FilteredBCConfig:
+    """Re-train a BC policy on its own successful rollouts, round after round.
+
+    Example: robot-rl bc-filtered runs/push__bc-flow__0__20261123-101500 --rounds 10
+    """
+
+    policy: Annotated[Path, tyro.conf.Positional]
+    """The BC run (robot-rl bc) to start from; its dataset and task are used."""
+    rounds: int = 10
+    """Rounds of rollouts then training."""
+    rollouts: int = 64
+    """Episodes rolled out per round (the successful ones are kept)."""
+    steps: int = 2_000
+    """Gradient steps per round, on the demonstrations and every episode kept."""
+    lr: float = 3e-4
+    """AdamW learning rate (cosine decay to a tenth over all rounds)."""
+    num_envs: int = 16
+    """Parallel envs of the rollouts."""
+    total_steps: int | None = None
+    """Stop once this many env steps were rolled out (default: the rounds decide)."""
+    time_budget: float | None = None
+    """Stop after this many seconds."""
+    eval_episodes: int = 64
+    """Evaluation episodes after each round (as the exported policy acts)."""
+    seed: int = 0
+    """Seed of the rollouts, batches and evaluation episodes."""
+    runs_dir: Path = Path("runs")
+    """Parent folder of run directories."""
+    run_name: str | None = None
+    """Run directory name (default {task}__bc-filtered__{seed}__{time})."""
+
+    def validate(self) -> None:
+        if min(self.rounds, self.rollouts, self.steps, self.num_envs, self.eval_episodes) < 1:
+            raise ConfigError("--rounds, --rollouts, --steps, --num-envs and --eval-episodes "
+                              "must be >= 1")
+        if self.lr <= 0:
+            raise ConfigError(f"--lr must be > 0, got {self.lr}")
+
+
+@dataclasses.dataclass
+class Rollouts:
+    """The successful episodes of a round's rollouts, frame by frame."""
+
+    obs: torch.Tensor  # (N, O)
+    actions: torch.Tensor  # (N, A) the executed actions
+    episode: torch.Tensor  # (N,) the kept episode of each frame (0, 1, ...)
+    episodes: int
+    """Episodes finished (kept or not)."""
+    successes: int
+    env_steps: int
+    cost: float
+    """Summed constraint cost of every step."""
+
+
+@torch.no_grad()
+def successful_rollouts(policy: ChunkPolicy, env: VecEnv, episodes: int, seed: int,
+                        gen: torch.Generator) -> Rollouts:
+    """Roll ``policy`` out (noise from ``gen``) until ``episodes`` episodes finished; the
+    successful ones' observations and executed actions. Episodes still running when the
+    last one finishes are dropped."""
+    run = chunked_policy_fn(policy, gen)
+    obs = env.reset(seed=seed)
+    E = env.num_envs
+    steps_obs: list[torch.Tensor] = []
+    steps_act: list[torch.Tensor] = []
+    start = [0] * E
+    kept_obs: list[torch.Tensor] = []
+    kept_act: list[torch.Tensor] = []
+    finished = successes = env_steps = 0
+    cost = 0.0
+    while finished < episodes:
+        action = run(obs)
+        steps_obs.append(obs)
+        steps_act.append(action)
+        obs, _, c, terminated, truncated, info = env.step(action)
+        env_steps += E
+        cost += float(c.sum())
+        ended = terminated | truncated
+        run.reset(ended)
+        t = len(steps_obs)
+        for i in ended.nonzero().squeeze(1).tolist():
+            if finished < episodes:
+                finished += 1
+                if bool(info["episode"]["success"][i]):
+                    successes += 1
+                    kept_obs.append(torch.stack([s[i] for s in steps_obs[start[i]:t]]))
+                    kept_act.append(torch.stack([a[i] for a in steps_act[start[i]:t]]))
+            start[i] = t
+    ep = torch.cat([torch.full((len(o),), k) for k, o in enumerate(kept_obs)]) if kept_obs \
+        else torch.zeros(0, dtype=torch.long)
+    O, A = env.obs_dim, env.act_dim
+    return Rollouts(torch.cat(kept_obs) if kept_obs else torch.zeros(0, O),
+                    torch.cat(kept_act) if kept_act else torch.zeros(0, A), ep.long(),
+                    finished, successes, env_steps, cost)
+
+
+class FilteredBC:
+    """The rounds (see module docstring) on a ``BCRunner`` of the starting run's config."""
+
+    def __init__(self, cfg: FilteredBCConfig, console: Console | None = None):
+        cfg.validate()
+        self.cfg, self.console = cfg, console or Console()
+        start, bc_cfg, state = load_bc_policy(cfg.policy)
+        task = state.get("task") or "data"
+        name = cfg.run_name or f"{task}__bc-filtered__{cfg.seed}__" \
+                               f"{time.strftime('%Y%m%d-%H%M%S')}"
+        run_cfg = dataclasses.replace(bc_cfg, steps=cfg.rounds * cfg.steps, lr=cfg.lr,
+                                      seed=cfg.seed, runs_dir=cfg.runs_dir, run_name=name,
+                                      resume=None, eval_episodes=0, progress=False,
+                                      time_budget=None, target_success=None)
+        self.runner = BCRunner(run_cfg, console=Console(quiet=True))
+        for net in (self.runner.policy, self.runner.ema):  # start from the acting weights
+            if net is not None:
+                net.load_state_dict(start.state_dict())
+        self.run_dir = self.runner.run_dir
+        (self.run_dir / "filtered.json").write_text(json.dumps(
+            {**to_dict(cfg), "start": str(cfg.policy)}, indent=2) + "\n")
+        self.demos = self.runner.data
+        self.env = make_eval_env(self.runner.dataset, cfg.num_envs, cfg.seed + 30_000,
+                                 device=bc_cfg.device)
+        self.eval_env = make_eval_env(self.runner.dataset, min(cfg.eval_episodes, 32),
+                                      cfg.seed + 10_000, device=bc_cfg.device)
+        if self.env is None or self.eval_env is None:
+            raise ConfigError(f"{cfg.policy}'s data is of no simulated task: filtered BC "
+                              f"rolls the policy out in simulation")
+        self.gen = torch.Generator(device=bc_cfg.device).manual_seed(cfg.seed)
+        self.history: list[dict[str, float]] = []
+
+    def _data(self, kept: list[Rollouts]) -> ChunkData:
+        """The demonstrations' frames and every kept episode's, as chunk samples."""
+        d = self.demos
+        obs = [d.obs.cpu()] + [r.obs for r in kept]
+        act = [d.actions.cpu()] + [r.actions for r in kept]
+        # the demos' episodes keep their (ordered) indices; each kept one comes after them
+        ep = [self._demo_episodes]
+        offset = int(self._demo_episodes.max()) + 1 if len(self._demo_episodes) else 0
+        for r in kept:
+            ep.append(r.episode + offset)
+            offset += r.successes
+        pc = self.runner.cfg.policy
+        return ChunkData(torch.cat(obs), torch.cat(act), torch.cat(ep), pc.horizon,
+                         pc.obs_history, d.device)
+
+    def train(self) -> list[dict[str, float]]:
+        cfg, runner = self.cfg, self.runner
+        self._demo_episodes = torch.as_tensor(
+            runner.demos.train["episode_index"]).long()
+        t0 = time.perf_counter()
+        env_steps, cost, kept = 0, 0.0, []
+        self._evaluate(0, env_steps, cost, 0, t0)
+        for rnd in range(1, cfg.rounds + 1):
+            ro = successful_rollouts(runner.acting.eval(), self.env, cfg.rollouts,
+                                     cfg.seed + 1000 * rnd, self.gen)
+            env_steps += ro.env_steps
+            cost += ro.cost
+            if ro.successes:
+                kept.append(ro)
+                runner.data = self._data(kept)
+            runner.policy.train()
+            for _ in range(cfg.steps):
+                runner._update()
+                runner.grad_steps += 1
+            self.console.print(f"round {rnd}: {ro.successes}/{ro.episodes} rollouts "
+                               f"succeeded ({sum(r.successes for r in kept)} kept in all, "
+                               f"{len(runner.data):,} frames)", highlight=False)
+            self._evaluate(rnd, env_steps, cost, sum(r.successes for r in kept), t0)
+            runner.save()
+            if cfg.total_steps is not None and env_steps >= cfg.total_steps:
+                break
+            if cfg.time_budget is not None and time.perf_counter() - t0 >= cfg.time_budget:
+                break
+        return self.history
+
+    def _evaluate(self, rnd: int, env_steps: int, cost: float, kept: int, t0: float) -> None:
+        cfg = self.cfg
+        assert self.eval_env is not None
+        res = evaluate_chunked(self.runner.acting.eval(), self.eval_env, cfg.eval_episodes,
+                               seed=cfg.seed + 10_000)
+        row = {"env_steps": float(env_steps), "seconds": time.perf_counter() - t0,
+               "success_rate": res.success_rate, "return": res.return_mean,
+               "episode_cost": res.cost_mean, "train_cumulative_cost": cost,
+               "round": float(rnd), "kept_episodes": float(kept)}
+        self.history.append(row)
+        with open(self.run_dir / "eval.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=FIELDS)
+            w.writeheader()
+            w.writerows(self.history)
+        self.console.print(f"[{env_steps:>9,} env steps, {row['seconds']:6.0f} s] round {rnd}"
+                           f"  success {res.success_rate:5.1%}  return {res.return_mean:7.2f}"
+                           f"  cost {res.cost_mean:.2f}", highlight=False)
+
+
+def filtered_bc(cfg: FilteredBCConfig, console: Console | None = None) -> Path:
+    """Run filtered BC; its run directory."""
+    fb = FilteredBC(cfg, console)
+    fb.train()
+    return fb.run_dir
+
