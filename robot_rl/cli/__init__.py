@@ -16,6 +16,7 @@
     robot-rl bc --demos data/push --algo bc-flow        behaviour cloning of a chunked policy
     robot-rl bc-filtered RUN                            BC re-trained on its own successes
     robot-rl dsrl RUN                                   fine-tune a flow policy: SAC on its noise
+    robot-rl residual RUN                               fine-tune a flow policy: a residual
     robot-rl sim info                                   robots, tasks, model sizes
     robot-rl sim rollout --task push --policy expert --video out.mp4
     robot-rl bench sim                                  simulation throughput table
@@ -54,6 +55,7 @@ def _top_level() -> dict[str, Command]:
     from robot_rl.dist.robot_learner import RobotFinetuneConfig
     from robot_rl.distill import DistillConfig
     from robot_rl.finetune import DSRLConfig, FinetuneConfig
+    from robot_rl.finetune.residual import ResidualConfig
     from robot_rl.runner import TrainConfig
     from robot_rl.vision.dagger import PixelDistillConfig
     from robot_rl.vision.pixel_runner import PixelTrainConfig
@@ -70,11 +72,12 @@ def _top_level() -> dict[str, Command]:
             "finetune-robot": Command(RobotFinetuneConfig, dist.finetune_robot_cmd),
             "bc": Command(BCConfig, learn.bc_cmd),
             "bc-filtered": Command(FilteredBCConfig, learn.filtered_bc_cmd),
-            "dsrl": Command(DSRLConfig, learn.train)}
+            "dsrl": Command(DSRLConfig, learn.train),
+            "residual": Command(ResidualConfig, learn.train)}
 
 
 TOP_LEVEL = ("train", "eval", "distill", "distill-pixels", "train-pixels", "export", "deploy",
-             "record", "finetune", "finetune-robot", "bc", "bc-filtered", "dsrl")
+             "record", "finetune", "finetune-robot", "bc", "bc-filtered", "dsrl", "residual")
 
 
 def _commands() -> dict[str, dict[str, Command]]:
@@ -124,6 +127,7 @@ SUMMARIES = {
     "bc": "Behaviour cloning of a chunked policy (flow matching or MLP) from a dataset",
     "bc-filtered": "Re-train a BC policy on its own successful rollouts (filtered BC)",
     "dsrl": "Fine-tune a flow policy with DSRL: SAC chooses its noise",
+    "residual": "Fine-tune a flow policy with a bounded residual learned by SAC",
     "sim info": "Show the robots, the tasks (sizes, rates, terms) and versions",
     "sim rollout": "Run a policy in the batched simulation; success, return, safety cost",
     "bench sim": "Simulation throughput: ours vs EnvPool vs gymnasium vs the physical limit",

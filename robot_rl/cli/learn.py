@@ -95,6 +95,7 @@ def train(cfg: Any) -> None:
     ``robot-rl dsrl`` (a DSRLConfig: a flow policy's noise) and ``robot-rl train-pixels``
     (a PixelTrainConfig: asymmetric SAC on cameras)."""
     from robot_rl.finetune import DSRLConfig, DSRLRunner, FinetuneConfig, FinetuneRunner
+    from robot_rl.finetune.residual import ResidualConfig, ResidualRunner
     from robot_rl.plot import plot_curves
     from robot_rl.runner import Runner
     from robot_rl.vision.pixel_runner import PIXEL_POLICY, PixelRunner, PixelTrainConfig
@@ -113,6 +114,9 @@ def train(cfg: Any) -> None:
     elif isinstance(cfg, DSRLConfig):
         runner = DSRLRunner(cfg)
         label = f"{runner.cfg.task} / dsrl"
+    elif isinstance(cfg, ResidualConfig):
+        runner = ResidualRunner(cfg)
+        label = f"{runner.cfg.task} / residual"
     else:
         runner = Runner(cfg)
         label = f"{runner.cfg.task} / safety {runner.cfg.safety}"
@@ -189,6 +193,12 @@ def eval_cmd(cfg: EvalConfig) -> None:
         agent, dsrl_cfg, env = load_dsrl(cfg.path, min(cfg.num_envs, cfg.episodes), cfg.seed,
                                          dr=cfg.dr)
         label = f"{dsrl_cfg.task} / dsrl over {dsrl_cfg.policy}"
+    elif kind == "residual":
+        from robot_rl.finetune.residual import load_residual
+
+        agent, res_cfg, env = load_residual(cfg.path, min(cfg.num_envs, cfg.episodes),
+                                            cfg.seed, dr=cfg.dr)
+        label = f"{res_cfg.task} / residual on {res_cfg.policy}"
     elif bc_state is not None:
         from robot_rl.bc import bc_task, load_bc_policy, make_task_env
 
@@ -226,7 +236,7 @@ def eval_cmd(cfg: EvalConfig) -> None:
     try:
         if artifact:
             result = evaluate(policy_fn, env, cfg.episodes, seed=cfg.seed, video=writer,
-                              renderer=renderer,
+                              renderer=renderer, gate_rejected=policy_fn.rejected,
                               episode_start=lambda done: loaded.reset(done.numpy()))
         elif bc_state is not None:
             from robot_rl.bc import evaluate_chunked
@@ -245,7 +255,7 @@ def eval_cmd(cfg: EvalConfig) -> None:
             student = load_student(run_dir_of(resolve_checkpoint(cfg.path)))
             result = evaluate(module_policy(student), env, cfg.episodes, seed=cfg.seed,
                               video=writer, renderer=renderer)
-        elif kind == "dsrl":  # ungated by default, as its artifact (no gate) decides
+        elif kind in ("dsrl", "residual"):  # ungated by default, as their artifacts decide
             result = evaluate_agent(agent, env, cfg.episodes, seed=cfg.seed,
                                     gate=bool(cfg.gate), video=writer, renderer=renderer)
         else:
@@ -307,13 +317,10 @@ def artifact_policy(cfg: EvalConfig, env_overrides: dict[str, Any] | None = None
 
     policy = load_policy(cfg.path)
     meta = policy.meta
-    # episodes as long as the policy's training env's (push demos: 300 steps, not 200)
-    length = (meta.get("env") or {}).get("episode_length")
-    overrides = {} if length is None else {"episode_length": int(length)}
-    overrides.update(env_overrides or {})
+    overrides = dict(env_overrides or {})
     task: Any = meta["task"]
-    if policy.images:  # a pixel student: the env of its training, cameras included
-        from robot_rl.config_io import from_dict
+    if meta.get("env"):  # the env of its training (episode length, randomization, cameras):
+        from robot_rl.config_io import from_dict  # the run's own evaluation's episodes
         from robot_rl.sim.tasks import TaskConfig
 
         task = from_dict(TaskConfig, meta["env"])
@@ -327,6 +334,8 @@ def artifact_policy(cfg: EvalConfig, env_overrides: dict[str, Any] | None = None
                           "differ)")
     gate = policy.has_cost_critic if cfg.gate is None else cfg.gate
 
+    rejected = torch.zeros(env.num_envs, dtype=torch.bool)
+
     def act(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         x = obs[:, cols].numpy()
         images = {k: v.numpy() for k, v in env.last_images.items()} if policy.images else None
@@ -334,8 +343,11 @@ def artifact_policy(cfg: EvalConfig, env_overrides: dict[str, Any] | None = None
         if not gate:
             return torch.from_numpy(actions), None
         out = [policy.gate(o, a) for o, a in zip(x, actions, strict=True)]
+        rejected[:] = torch.tensor([r for _, _, r in out])
         hold = torch.tensor([h for _, h, _ in out])
         return torch.from_numpy(np.stack([a for a, _, _ in out])), hold
+
+    act.rejected = lambda: rejected  # type: ignore[attr-defined]  # the gate's last rejections
 
     return env, act, f"{meta['task']} / artifact {cfg.path}", policy
 
@@ -412,7 +424,7 @@ def export_cmd(cfg: ExportConfig) -> None:
     ckpt = resolve_checkpoint(cfg.run)
     run = run_dir_of(ckpt)
     kind = _checkpoint_kind(ckpt)
-    if kind in ("bc", "dsrl"):
+    if kind in ("bc", "dsrl", "residual"):
         _export_chunked(cfg, kind, ckpt, run)
         return
     if kind == "pixel_sac":  # the pixel policy file its checkpoints write
@@ -481,8 +493,12 @@ def _export_chunked(cfg: ExportConfig, kind: str, ckpt: Path, run: Path) -> None
     from robot_rl.bc import bc_task, load_bc_policy, make_task_env
     from robot_rl.distill import teacher_policy
     from robot_rl.export.artifact import artifact_meta, chunk_meta, export_artifact
-    from robot_rl.export.modules import ChunkGraph, NoisyChunkGraph
+    from robot_rl.export.modules import ChunkGraph, NoisyChunkGraph, ResidualGraph
 
+    residual = None
+    if kind == "residual" and cfg.policy == "student":
+        raise ConfigError(f"{run} is a residual run: it has no student (export its policy, "
+                          f"the flow and its residual)")
     if cfg.policy == "student":
         from robot_rl.finetune.onestep import load_onestep
 
@@ -507,12 +523,23 @@ def _export_chunked(cfg: ExportConfig, kind: str, ckpt: Path, run: Path) -> None
         provenance = {"run": str(run), "grad_steps": state["grad_steps"],
                       "policy": bc_cfg.algo, "data": state.get("data")}
         ensemble = bc_cfg.ensemble
+    elif kind == "residual":
+        from robot_rl.finetune.residual import load_residual
+
+        agent, res_cfg, _ = load_residual(ckpt, 1, 0)
+        policy, bc_cfg, state = load_bc_policy(res_cfg.policy)
+        module = ChunkGraph(policy)  # the flow with zero noise, as the residual learnt on it
+        residual = ResidualGraph(teacher_policy(agent), res_cfg.scale)
+        provenance = {"run": str(run), "policy": "residual", "flow_policy": str(res_cfg.policy),
+                      "scale": res_cfg.scale}
+        ensemble = None
     else:
         from robot_rl.finetune.dsrl import load_dsrl
 
         agent, dsrl_cfg, _ = load_dsrl(ckpt, 1, 0)
         policy, bc_cfg, state = load_bc_policy(dsrl_cfg.policy)
-        module = ChunkGraph(policy, teacher_policy(agent), dsrl_cfg.noise_scale)
+        steps = bc_cfg.policy.executed if dsrl_cfg.noise == "executed" else policy.horizon
+        module = ChunkGraph(policy, teacher_policy(agent), dsrl_cfg.noise_scale, steps)
         provenance = {"run": str(run), "policy": "dsrl", "flow_policy": str(dsrl_cfg.policy),
                       "noise_scale": dsrl_cfg.noise_scale}
         ensemble = bc_cfg.ensemble
@@ -521,7 +548,7 @@ def _export_chunked(cfg: ExportConfig, kind: str, ckpt: Path, run: Path) -> None
         raise ConfigError(f"task {state['task']!r} of {run} is not in the simulator's registry")
     chunk = chunk_meta(policy.cfg, policy.kind, isinstance(module, NoisyChunkGraph), ensemble)
     meta = artifact_meta(env, policy, None, provenance, chunk=chunk)
-    out = export_artifact(cfg.out or run / "export", module, meta)
+    out = export_artifact(cfg.out or run / "export", module, meta, residual=residual)
     files = ", ".join(sorted(p.name for p in out.iterdir()))
     Console().print(f"exported the {kind} run's chunked policy (H={policy.horizon}, execute "
                     f"{policy.cfg.executed}) to {out}: {files}")

@@ -22,7 +22,7 @@ import torch
 
 from robot_rl import __version__
 from robot_rl.config_io import to_dict
-from robot_rl.export.modules import DeployCost, DeployPolicy
+from robot_rl.export.modules import DeployCost, DeployPolicy, ResidualGraph
 from robot_rl.export.policy import (
     FORMAT,
     VERSION,
@@ -36,6 +36,7 @@ from robot_rl.sim.env import BatchedEnv
 
 POLICY_FILES = {"policy_onnx": "policy.onnx", "policy_torchscript": "policy.pt"}
 COST_FILES = {"onnx": "cost_critic.onnx", "torchscript": "cost_critic.pt"}
+RESIDUAL_FILES = {"onnx": "residual.onnx", "torchscript": "residual.pt"}
 
 
 def task_meta(env: BatchedEnv) -> dict[str, Any]:
@@ -99,12 +100,15 @@ def chunk_meta(cfg: PolicyConfig, kind: str, noise_input: bool,
 
 
 def export_artifact(out: str | Path, policy: torch.nn.Module, meta: dict[str, Any],
-                    cost: DeployCost | None = None, tolerance: float = 1e-5) -> Path:
+                    cost: DeployCost | None = None, tolerance: float = 1e-5,
+                    residual: ResidualGraph | None = None) -> Path:
     """Write the artifact folder ``out`` (replacing an existing one); returns its path.
 
     ``policy``: a ``DeployPolicy``, or for a chunked policy (``meta["chunk"]``) a
     ``ChunkGraph`` / ``NoisyChunkGraph``. ``meta["safety"]`` must name the cost files when
-    ``cost`` is given; this function fills them in.
+    ``cost`` is given; this function fills them in. ``residual``: a chunked policy's
+    per-step correction (``ResidualGraph``), written as ``residual.onnx`` / ``.pt`` and named
+    in ``meta["residual"]``.
     """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -125,8 +129,15 @@ def export_artifact(out: str | Path, policy: torch.nn.Module, meta: dict[str, An
             _write_graph(cost, (obs, torch.zeros(1, act_dim)), ("obs", "action"), "cost", tmp,
                          COST_FILES["onnx"], COST_FILES["torchscript"])
             meta["safety"]["cost_critic"] = dict(COST_FILES)
+        if residual is not None:
+            if not meta.get("chunk"):
+                raise ArtifactError("a residual corrects a chunked policy's actions")
+            residual = residual.eval()
+            _write_graph(residual, (obs, torch.zeros(1, act_dim)), ("obs", "base_action"),
+                         "action", tmp, RESIDUAL_FILES["onnx"], RESIDUAL_FILES["torchscript"])
+            meta["residual"] = {**RESIDUAL_FILES, "scale": residual.scale}
         (tmp / "policy.json").write_text(json.dumps(meta, indent=2) + "\n")
-        _check(tmp, policy, cost, inputs, obs_dim, act_dim, tolerance)
+        _check(tmp, policy, cost, inputs, obs_dim, act_dim, tolerance, residual)
         tmp.chmod(0o755)  # mkdtemp makes it private; an artifact is meant to be shared
         if out.exists():
             shutil.rmtree(out)
@@ -166,7 +177,8 @@ def _random_input(name: str, shape: tuple[int, ...], dtype: str, gen: torch.Gene
 
 
 def _check(folder: Path, policy: torch.nn.Module, cost: DeployCost | None,
-           inputs: list[GraphInput], obs_dim: int, act_dim: int, tolerance: float) -> None:
+           inputs: list[GraphInput], obs_dim: int, act_dim: int, tolerance: float,
+           residual: ResidualGraph | None = None) -> None:
     """Every exported graph agrees with its torch module on random inputs."""
     gen = torch.Generator().manual_seed(0)
     xs = [_random_input(name, shape, dtype, gen) for name, shape, dtype in inputs]
@@ -186,4 +198,11 @@ def _check(folder: Path, policy: torch.nn.Module, cost: DeployCost | None,
             err = float(np.abs(got - ref_c[:8]).max())
             if err > tolerance * max(1.0, float(np.abs(ref_c).max())):
                 raise ArtifactError(f"exported {backend} cost critic differs from torch by "
+                                    f"{err:.2e}")
+        if residual is not None:
+            with torch.no_grad():
+                ref_r = residual(obs, act).numpy()
+            err = float(np.abs(loaded.correct(obs.numpy(), act.numpy()) - ref_r).max())
+            if err > tolerance:
+                raise ArtifactError(f"exported {backend} residual differs from torch by "
                                     f"{err:.2e}")

@@ -9,6 +9,8 @@ files are complete policies and ``policy.json`` records the statistics only for 
                     policy, its integration unrolled (the runtime draws the noise)
     ChunkGraph      obs (B, T O) -> chunk (B, H A): an MLP chunk policy, or a flow policy
                     whose noise a DSRL actor chooses from the newest observation
+    ResidualGraph   obs (B, O), base action (B, A) -> action (B, A): a residual policy's
+                    bounded correction of a chunk policy's action
 """
 
 from __future__ import annotations
@@ -110,18 +112,36 @@ class ChunkGraph(nn.Module):
     without, the policy ignores the noise (an MLP) and gets zeros."""
 
     def __init__(self, policy: ChunkPolicy, noise_actor: nn.Module | None = None,
-                 noise_scale: float = 1.0):
+                 noise_scale: float = 1.0, noise_steps: int | None = None):
+        """``noise_steps``: the chunk steps whose noise the actor chooses (the first S;
+        default all H), the rest's noise 0, as DSRL's ``NoiseActionEnv`` makes it."""
         super().__init__()
         self.policy = policy.eval()
         self.noise_actor = noise_actor
         self.noise_scale = float(noise_scale)
+        self.noise_steps = policy.horizon if noise_steps is None else int(noise_steps)
         self.shape = (policy.obs_history, policy.obs_dim, policy.horizon, policy.act_dim)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         T, n_obs, H, A = self.shape
         hist = obs.view(-1, T, n_obs)
-        if self.noise_actor is None:
-            noise = torch.zeros(hist.shape[0], H, A, dtype=obs.dtype, device=obs.device)
-        else:
-            noise = self.noise_scale * self.noise_actor(hist[:, -1]).view(-1, H, A)
+        noise = torch.zeros(hist.shape[0], H, A, dtype=obs.dtype, device=obs.device)
+        if self.noise_actor is not None:
+            chosen = self.noise_scale * self.noise_actor(hist[:, -1]).view(-1, self.noise_steps,
+                                                                           A)
+            noise = torch.cat([chosen, noise[:, self.noise_steps:]], dim=1)
         return self.policy(hist, noise).flatten(1)
+
+
+class ResidualGraph(nn.Module):
+    """clip(base + scale * residual(obs, base), -1, 1): a residual policy (a ``DeployPolicy``
+    on the observation and the base action, in [-1, 1]) correcting the base action."""
+
+    def __init__(self, residual: DeployPolicy, scale: float):
+        super().__init__()
+        self.residual = residual.eval()
+        self.scale = float(scale)
+
+    def forward(self, obs: torch.Tensor, base: torch.Tensor) -> torch.Tensor:
+        r = self.residual(torch.cat([obs, base], dim=1))
+        return torch.clamp(base + self.scale * r, -1.0, 1.0)

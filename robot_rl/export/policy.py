@@ -126,6 +126,13 @@ class Policy:
             self._cost = self._load(cost_file, [("obs", (self.obs_dim,), "float32"),
                                                 ("action", (self.act_dim,), "float32")],
                                     None, "cost critic")
+        residual = self.meta.get("residual")
+        self._residual = None
+        if residual is not None:
+            self._residual = self._load(residual["torchscript" if ts else "onnx"],
+                                        [("obs", (self.obs_dim,), "float32"),
+                                         ("base_action", (self.act_dim,), "float32")],
+                                        self.act_dim, "residual")
         self.threshold = float(safety.get("threshold", np.inf))
         self.candidates = int(safety.get("candidates", 1))
         self.candidate_noise = float(safety.get("candidate_noise", 0.3))
@@ -174,6 +181,8 @@ class Policy:
                 self._executor = ChunkExecutor(self.chunk, self.horizon, self.execute,
                                                self.obs_history, self.ensemble)
             out = self._executor(x)
+            if self._residual is not None:
+                out = self.correct(x, out)
         else:
             out = self._run(x)
         return out[0] if single else out
@@ -214,6 +223,14 @@ class Policy:
             args.append(np.ascontiguousarray(np.asarray(noise, dtype=np.float32).reshape(
                 x.shape[0], -1)))
         return self._run(*args).reshape(-1, self.horizon, self.act_dim)
+
+    def correct(self, obs: np.ndarray, base: np.ndarray) -> np.ndarray:
+        """A residual artifact's actions (B, A) for observations (B, O) and the chunk
+        policy's actions (B, A) at them (``policy.json``'s ``residual``)."""
+        if self._residual is None:
+            raise ArtifactError(f"{self.path} has no residual")
+        return self._residual(np.ascontiguousarray(obs, dtype=np.float32),
+                              np.ascontiguousarray(base, dtype=np.float32))
 
     def run_graph(self, *inputs: np.ndarray) -> np.ndarray:
         """The exported graph's raw output for its raw inputs (what the export checks)."""

@@ -97,13 +97,18 @@ class NoiseActionEnv:
     def chunk(self, action: torch.Tensor) -> torch.Tensor:
         """(E, H, A) chunk the flow policy makes of noise actions (E, S A) now (S: the
         steps whose noise an action sets; the other H - S steps' noise is 0)."""
-        E, A = self.num_envs, self.policy.act_dim
-        noise = torch.zeros(E, self.horizon, A, device=self.device)
-        noise[:, :self.noise_steps] = self.noise_scale * action.to(self.device).float().view(
-            E, self.noise_steps, A)
         assert self._hist.value is not None, "reset() first"
         with torch.no_grad():
-            return self.policy(self._hist.value, noise)
+            return self.policy(self._hist.value, self.noise(action.to(self.device)))
+
+    def noise(self, action: torch.Tensor) -> torch.Tensor:
+        """(N, H, A) the flow's noise for noise actions (N, S A): ``noise_scale`` times the
+        action for the first S steps, 0 for the rest."""
+        N, A = action.shape[0], self.policy.act_dim
+        noise = torch.zeros(N, self.horizon, A, device=action.device)
+        noise[:, :self.noise_steps] = self.noise_scale * action.float().view(
+            N, self.noise_steps, A)
+        return noise
 
     def __repr__(self) -> str:
         return (f"NoiseActionEnv(noise of {self.noise_steps}x{self.policy.act_dim} of a "

@@ -111,8 +111,7 @@ def _load_run(ckpt: Path, cfg: DistillConfig) -> _Run:
         actor = teacher_policy(agent)  # its deterministic actor, as exported
 
         def dsrl_teacher(hist: torch.Tensor, noise: torch.Tensor | None) -> torch.Tensor:
-            z = noise_env.noise_scale * actor(hist[:, -1]).view(-1, flow.horizon, flow.act_dim)
-            return flow_map(hist, z)
+            return flow_map(hist, noise_env.noise(actor(hist[:, -1])))
 
         def make_noise_env(num_envs: int, seed: int) -> VecEnv:
             return make_noise_env_of(dsrl_cfg, flow, bc_state, num_envs, seed, cfg.dr).env

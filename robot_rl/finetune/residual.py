@@ -1,0 +1,205 @@
+"""A residual fine-tuner on a frozen flow chunk policy (Policy Decorator, Yuan et al. 2024;
+ResFiT, Ankile et al. 2025): SAC and the safety critic learn a small bounded per-step
+correction of the chunk the flow policy executes.
+
+    env = ResidualEnv(make_env("push", 16), flow_policy, scale=0.1)
+    obs = env.reset(seed=0)                       # (E, O + A): observation and base action
+    obs, r, c, terminated, truncated, info = env.step(residual)   # residual (E, A) in [-1, 1]
+
+The flow policy acts as it was trained and is exported (chunks of H, K executed, through
+the chunk executor; its noise zero, so the base is a deterministic function of the
+observations), and the env's action is ``clip(base + scale * residual, -1, 1)``: DSRL
+steers only the noise a whole chunk comes from, a residual corrects inside the chunk, step
+by step. The residual policy and its critics see the observation and the base action the
+flow would take now. ``scale`` bounds the correction (Policy Decorator's bounded residual),
+so exploration stays near the demonstrations and the shield guards every executed action
+as always.
+
+At an episode's end, the final observation's base action (what a critic bootstraps a
+time-out from) is the first action of a fresh chunk at it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import torch
+import tyro
+from rich.console import Console
+
+from robot_rl.algos import SACConfig
+from robot_rl.bc import bc_task, load_bc_policy, make_task_env
+from robot_rl.checkpoint import load_checkpoint
+from robot_rl.errors import ConfigError
+from robot_rl.evaluate import EvalResult
+from robot_rl.policies import ChunkExecutor, ChunkPolicy
+from robot_rl.runner import Runner, TrainConfig, evaluate_agent, load_agent
+from robot_rl.sim import TaskConfig, make_task_config
+from robot_rl.sim.randomization import DRPreset
+from robot_rl.sim.vec_env import POLICY, StepResult, VecEnv, check_vec_env
+
+
+class ResidualEnv:
+    """A ``VecEnv`` whose actions are residuals on a flow policy's actions (module
+    docstring)."""
+
+    def __init__(self, env: VecEnv, policy: ChunkPolicy, scale: float = 0.1):
+        check_vec_env(env)
+        if (policy.obs_dim, policy.act_dim) != (env.obs_dim, env.act_dim):
+            raise ConfigError(f"the policy (obs {policy.obs_dim}, act {policy.act_dim}) does "
+                              f"not fit the env (obs {env.obs_dim}, act {env.act_dim})")
+        if not 0.0 < scale <= 2.0:
+            raise ConfigError(f"the residual scale must be in (0, 2], got {scale}")
+        self.env = env
+        self.policy = policy.eval().requires_grad_(False)
+        self.scale = scale
+        self.num_envs = env.num_envs
+        self.base_dim = env.act_dim
+        self.obs_dim = env.obs_dim + env.act_dim
+        self.act_dim = env.act_dim
+        self.device = env.device
+        self.max_episode_length = env.max_episode_length
+        cfg = policy.cfg
+        self.executor = ChunkExecutor(self._chunk, cfg.horizon, cfg.executed, cfg.obs_history)
+        self.base: torch.Tensor | None = None
+        """(E, A) the flow's action for the current observation."""
+
+    @torch.no_grad()
+    def _chunk(self, obs_hist: torch.Tensor) -> torch.Tensor:
+        p = self.policy
+        return p(obs_hist, torch.zeros(obs_hist.shape[0], p.horizon, p.act_dim,
+                                       device=obs_hist.device))
+
+    @property
+    def control_dt(self) -> float:
+        return self.env.control_dt
+
+    @property
+    def obs_groups(self) -> Mapping[str, int]:
+        return {POLICY: self.obs_dim}
+
+    def group_obs(self) -> dict[str, torch.Tensor]:
+        return {}
+
+    def __repr__(self) -> str:
+        return f"ResidualEnv(residual x {self.scale} on a flow chunk policy) of {self.env}"
+
+    def reset(self, seed: int | None = None) -> torch.Tensor:
+        obs = self.env.reset(seed=seed)
+        self.executor.reset()
+        self.base = self.executor(obs)
+        return torch.cat([obs, self.base], dim=1)
+
+    def applied(self, residual: torch.Tensor) -> torch.Tensor:
+        """(E, A) the action executed for residuals (E, A) now."""
+        assert self.base is not None, "reset() first"
+        return (self.base + self.scale * residual.to(self.device)).clamp(-1.0, 1.0)
+
+    def step(self, action: torch.Tensor, hold: torch.Tensor | None = None) -> StepResult:
+        executed = self.applied(action)
+        obs, reward, cost, terminated, truncated, info = self.env.step(executed, hold)
+        ended = terminated | truncated
+        self.executor.reset(ended)
+        self.base = self.executor(obs)
+        info = dict(info)
+        info["base_action"] = executed
+        final = info["final_obs"]
+        final_base = self.base
+        if bool(ended.any()):
+            T = self.policy.obs_history
+            fresh = self._chunk(final[ended][:, None].repeat(1, T, 1))[:, 0]
+            final_base = self.base.clone()
+            final_base[ended] = fresh
+        info["final_obs"] = torch.cat([final, final_base], dim=1)
+        return torch.cat([obs, self.base], dim=1), reward, cost, terminated, truncated, info
+
+
+def residual_sac() -> SACConfig:
+    """SAC for the residual: LayerNorm critics, the actor starting near zero correction
+    (Policy Decorator also starts its residual at zero), 2 gradient steps per vector step
+    of 16 envs, 2,000 transitions of uniform residuals before learning."""
+    return SACConfig(updates_per_step=2, learning_starts=2_000, freeze_normalizer=True)
+
+
+@dataclasses.dataclass(kw_only=True)
+class ResidualConfig(TrainConfig):
+    """Fine-tune a flow policy (robot-rl bc) with a bounded residual learned by SAC and the
+    safety critic; the flow's weights stay frozen.
+
+    Example: robot-rl residual runs/push__bc-flow__0__20261123-101500 --time-budget 1800
+    """
+
+    policy: Annotated[Path, tyro.conf.Positional]
+    """The flow policy's run directory (robot-rl bc --algo bc-flow, bc-filtered) or
+    checkpoint."""
+    task: tyro.conf.Suppress[str] = "reach"
+    env: tyro.conf.Suppress[TaskConfig] = dataclasses.field(
+        default_factory=lambda: make_task_config("reach"))
+    scale: float = 0.1
+    """The residual's bound: the executed action is clip(base + scale * residual) with the
+    residual in [-1, 1] (actions span [-1, 1])."""
+    sac: SACConfig = dataclasses.field(default_factory=residual_sac)
+    """SAC hyper-parameters of the residual."""
+
+    def validate(self) -> None:
+        super().validate()
+        if not 0.0 < self.scale <= 2.0:
+            raise ConfigError(f"--scale must be in (0, 2], got {self.scale}")
+
+
+class ResidualRunner(Runner):
+    """The SAC runner on ``ResidualEnv``s of the flow policy's task, made as its dataset was
+    recorded (randomization, episode length)."""
+
+    kind = "residual"
+    cfg: ResidualConfig
+
+    def __init__(self, cfg: ResidualConfig, console: Console | None = None):
+        if cfg.resume is not None:  # the policy and scale of the run being resumed
+            saved = ResidualConfig.from_saved(load_checkpoint(cfg.resume)["config"])
+            cfg = dataclasses.replace(cfg, policy=saved.policy, scale=saved.scale)
+        policy, bc_cfg, bc_state = load_bc_policy(cfg.policy)
+        task, making = bc_task(bc_state, cfg.policy, "a residual"), bc_state.get("env", {})
+        env_cfg = make_task_config(task)
+        if "episode_length" in making:
+            env_cfg.episode_length = int(making["episode_length"])
+        cfg = dataclasses.replace(cfg, task=task, env=env_cfg)
+        cfg.validate()
+        super().__init__(cfg, console,
+                         env=residual_env(cfg, policy, bc_state, cfg.num_envs, cfg.seed),
+                         eval_env=residual_env(cfg, policy, bc_state,
+                                               min(cfg.eval_episodes, 32), cfg.seed + 10_000))
+        self.flow_policy = policy
+        self.console.print(f"residual x {cfg.scale} on {cfg.policy} ({bc_cfg.algo}, chunk "
+                           f"{policy.horizon}x{policy.act_dim}, {bc_cfg.policy.executed} "
+                           f"steps executed); gamma {self.cfg.sac.gamma:.4f}")
+
+    def evaluate_policy(self, env: VecEnv, episodes: int, seed: int) -> EvalResult:
+        """The residual actor's mean on the flow's zero-noise chunks, ungated: the exported
+        artifact runs exactly this (its cost critic would score residuals, not actions)."""
+        return evaluate_agent(self.agent, env, episodes, seed=seed, gate=False)
+
+
+def residual_env(cfg: ResidualConfig, policy: ChunkPolicy, bc_state: dict[str, Any],
+                 num_envs: int, seed: int, dr: DRPreset | None = None) -> ResidualEnv:
+    """A ``ResidualEnv`` of the flow policy's task, made as its dataset was recorded."""
+    env = make_task_env(bc_state["task"], bc_state.get("env", {}), num_envs, seed,
+                        dr or cfg.dr, cfg.device)
+    if env is None:
+        raise ConfigError(f"task {bc_state['task']!r} of {cfg.policy} is not in the "
+                          f"simulator's registry")
+    return ResidualEnv(env, policy, cfg.scale)
+
+
+def load_residual(path: str | Path, num_envs: int, seed: int, dr: DRPreset | None = None
+                  ) -> tuple[Any, ResidualConfig, ResidualEnv]:
+    """A residual run's agent, its config and a residual env to act in."""
+    if load_checkpoint(path).get("kind") != "residual":
+        raise ConfigError(f"{path} is not a residual run")
+    agent, cfg, _ = load_agent(path, ResidualConfig)
+    assert isinstance(cfg, ResidualConfig)
+    policy, _, bc_state = load_bc_policy(cfg.policy)
+    return agent, cfg, residual_env(cfg, policy, bc_state, num_envs, seed, dr)

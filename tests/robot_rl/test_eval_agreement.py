@@ -1,0 +1,80 @@
+"""Evaluation measures the policy that ships: ``robot-rl eval RUN`` and ``robot-rl eval
+RUN/export`` give the same episodes for every deterministic kind of run (SAC screened by its
+gate, DSRL, a residual, MLP behaviour cloning; a fine-tuned run is a SAC run)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from robot_rl.algos import SACConfig
+from robot_rl.bc import BCConfig, BCRunner
+from robot_rl.cli.learn import EvalConfig, ExportConfig, eval_cmd, export_cmd
+from robot_rl.finetune import DSRLConfig, DSRLRunner
+from robot_rl.finetune.residual import ResidualConfig, ResidualRunner
+from robot_rl.policies import PolicyConfig
+from robot_rl.recording.record import RecordConfig, record
+from robot_rl.runner import Runner, TrainConfig
+from robot_rl.sim import make_task_config
+
+TINY = dict(batch_size=16, learning_starts=48, actor_hidden=(16,), critic_hidden=(16,))
+
+
+def _evaluate(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[float, float]:
+    """(success %, mean return) that robot-rl eval prints for ``path``."""
+    capsys.readouterr()
+    eval_cmd(EvalConfig(path=path, episodes=6, num_envs=3, seed=7))
+    out = capsys.readouterr().out
+    success = float(re.search(r"success rate\s+│?\s*([\d.]+)%", out).group(1))  # type: ignore[union-attr]
+    ret = float(re.search(r"return \(mean\)\s+│?\s*(-?[\d.]+)", out).group(1))  # type: ignore[union-attr]
+    return success, ret
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("agree")
+    record(RecordConfig(task="reach", teleop="expert", episodes=2, out=root / "demos",
+                        episode_length=20, progress=False))
+    for algo in ("bc-flow", "bc-mlp"):
+        BCRunner(BCConfig(demos=root / "demos", algo=algo,  # type: ignore[arg-type]
+                          policy=PolicyConfig(horizon=4, execute=2, width=16, blocks=1,
+                                              flow_steps=2),
+                          steps=5, eval_episodes=0, runs_dir=root, run_name=algo,
+                          progress=False), console=Console(file=sys.stderr)).train()
+    return root
+
+
+@pytest.mark.slow
+def test_run_and_artifact_agree_for_every_kind(runs: Path, capsys) -> None:
+    quiet = Console(file=sys.stderr)
+    Runner(TrainConfig(task="reach", safety="both", num_envs=4, total_steps=400,
+                       env=make_task_config("reach", episode_length=20), eval_every=400,
+                       eval_episodes=2, runs_dir=runs, run_name="sac", progress=False,
+                       sac=SACConfig(**TINY),  # type: ignore[arg-type]
+                       safety_critic=dict_safety()), console=quiet).train()
+    DSRLRunner(DSRLConfig(policy=runs / "bc-flow", num_envs=2, total_steps=96, eval_every=96,
+                          eval_episodes=2, runs_dir=runs, run_name="dsrl", progress=False,
+                          sac=SACConfig(**TINY)), console=quiet).train()  # type: ignore[arg-type]
+    ResidualRunner(ResidualConfig(policy=runs / "bc-flow", num_envs=2, total_steps=96,
+                                  eval_every=96, eval_episodes=2, runs_dir=runs,
+                                  run_name="residual", progress=False,
+                                  sac=SACConfig(**TINY)),  # type: ignore[arg-type]
+                   console=quiet).train()
+    for name in ("sac", "dsrl", "residual", "bc-mlp"):
+        export_cmd(ExportConfig(run=runs / name, policy="teacher"))
+        run_success, run_return = _evaluate(runs / name, capsys)
+        art_success, art_return = _evaluate(runs / name / "export", capsys)
+        assert abs(run_success - art_success) <= 3.0, name
+        assert art_return == pytest.approx(run_return, abs=0.02), name
+
+
+def dict_safety():  # type: ignore[no-untyped-def]
+    from robot_rl.algos import SafetyConfig
+
+    # gated, with a threshold the untrained critic never exceeds: where the policy's action
+    # is safe both keep it (a rejected action's replacement is random in both, by design)
+    return SafetyConfig(hidden=(16,), threshold=1e3)

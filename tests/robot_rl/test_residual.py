@@ -1,0 +1,97 @@
+"""The residual fine-tuner: the env executes the flow's zero-noise chunks corrected by a
+bounded residual, a run trains, and its artifact (the flow's chunk graph plus the residual
+graph) acts exactly as the run's actor does."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from rich.console import Console
+
+from robot_rl.algos import SACConfig
+from robot_rl.bc import BCConfig, BCRunner, load_bc_policy
+from robot_rl.cli.learn import ExportConfig, export_cmd
+from robot_rl.errors import ConfigError
+from robot_rl.export import load_policy
+from robot_rl.finetune.residual import ResidualConfig, ResidualEnv, ResidualRunner, load_residual
+from robot_rl.policies import ChunkExecutor, PolicyConfig
+from robot_rl.recording.record import RecordConfig, record
+from robot_rl.sim import make_env
+
+
+@pytest.fixture(scope="module")
+def flow_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("residual")
+    record(RecordConfig(task="reach", teleop="expert", episodes=2, out=root / "demos",
+                        episode_length=20, progress=False))
+    BCRunner(BCConfig(demos=root / "demos", policy=PolicyConfig(horizon=4, execute=2,
+                                                                  width=16, blocks=1,
+                                                                  flow_steps=2),
+                      steps=5, eval_episodes=0, runs_dir=root, run_name="bc",
+                      progress=False), console=Console(file=sys.stderr)).train()
+    return root / "bc"
+
+
+def test_the_env_executes_the_flows_chunks_plus_the_bounded_residual(flow_run: Path) -> None:
+    policy, _, _ = load_bc_policy(flow_run)
+    env = ResidualEnv(make_env("reach", 2, seed=0, episode_length=7), policy, scale=0.2)
+    ref = make_env("reach", 2, seed=0, episode_length=7)
+    A = ref.act_dim
+    assert (env.obs_dim, env.act_dim) == (ref.obs_dim + A, A)
+
+    def zero_noise_chunk(hist: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return policy(hist, torch.zeros(hist.shape[0], 4, A))
+
+    base = ChunkExecutor(zero_noise_chunk, 4, 2)
+    obs, ref_obs = env.reset(seed=1), ref.reset(seed=1)
+    gen = torch.Generator().manual_seed(0)
+    for t in range(9):  # across a chunk boundary and an episode's end (7 steps)
+        b = base(ref_obs)
+        torch.testing.assert_close(obs, torch.cat([ref_obs, b], 1))
+        residual = torch.rand(2, A, generator=gen) * 2 - 1
+        executed = (b + 0.2 * residual).clamp(-1, 1)
+        obs, r, *_, info = env.step(residual)
+        ref_obs, ref_r, _, term, trunc, ref_info = ref.step(executed)
+        base.reset(term | trunc)
+        torch.testing.assert_close(r, ref_r)
+        if t == 6:  # the episode ended: the final observation with a fresh chunk's action
+            assert bool(trunc.all())
+            final = ref_info["final_obs"]
+            fresh = zero_noise_chunk(final[:, None])[:, 0]
+            torch.testing.assert_close(info["final_obs"], torch.cat([final, fresh], 1))
+    with pytest.raises(ConfigError, match="scale"):
+        ResidualEnv(make_env("reach", 1), policy, scale=0.0)
+
+
+def test_a_residual_run_exports_what_it_evaluates(flow_run: Path, tmp_path: Path) -> None:
+    cfg = ResidualConfig(policy=flow_run, num_envs=2, total_steps=40, eval_every=40,
+                         eval_episodes=2, runs_dir=tmp_path, run_name="res", progress=False,
+                         safety="off", scale=0.3,
+                         sac=SACConfig(batch_size=8, learning_starts=16, actor_hidden=(8,),
+                                       critic_hidden=(8,)))
+    runner = ResidualRunner(cfg, console=Console(file=sys.stderr))
+    env = runner.env
+    assert isinstance(env, ResidualEnv) and runner.cfg.task == "reach"
+    assert env.obs_dim == env.env.obs_dim + env.act_dim  # the observation and the base action
+    runner.train()
+    export_cmd(ExportConfig(run=tmp_path / "res"))
+    art = load_policy(tmp_path / "res" / "export")
+    assert art.chunked and art.meta["residual"]["scale"] == 0.3
+    agent, _, env = load_residual(tmp_path / "res", 1, 0)
+    obs = env.reset(seed=0)
+    got, want = [], []
+    for _ in range(5):  # the artifact runs its own chunk queue, the env its own
+        raw = obs[:, :env.env.obs_dim]
+        got.append(art(raw[0].numpy()))
+        with torch.no_grad():
+            residual = agent.act(obs, deterministic=True, gate=False).action
+        want.append(env.applied(residual)[0].numpy())
+        obs = env.step(residual)[0]
+    np.testing.assert_allclose(np.stack(got), np.stack(want), atol=1e-5)
+    with pytest.raises(ConfigError, match="no student"):
+        export_cmd(ExportConfig(run=tmp_path / "res", policy="student"))
