@@ -162,13 +162,26 @@ def filtered_bc_cmd(cfg: Any) -> None:
                     f"learning curve: {png}", soft_wrap=True)
 
 
-def eval_cmd(cfg: EvalConfig) -> None:
+@dataclasses.dataclass
+class EvalReport:
+    """What ``evaluate_path`` measured: the episodes' summary and what was written."""
+
+    result: Any
+    """The ``EvalResult``."""
+    label: str
+    """What was evaluated (task / kind)."""
+    video_frames: int | None = None
+    rerun: str | None = None
+
+
+def evaluate_path(cfg: EvalConfig) -> EvalReport:
+    """Evaluate a run, checkpoint, student or artifact as ``robot-rl eval`` does (the
+    decision that ships: an artifact's own, a run's as its artifact makes it)."""
     from robot_rl.checkpoint import load_checkpoint
     from robot_rl.evaluate import evaluate
     from robot_rl.runner import evaluate_agent, load_agent, make_train_env
     from robot_rl.sim.render import EnvRenderer, VideoWriter
 
-    console = Console()
     if cfg.episodes < 1 or cfg.num_envs < 1:
         raise ConfigError("--episodes and --num-envs must be >= 1")
     if cfg.min_success is not None and not 0.0 <= cfg.min_success <= 1.0:
@@ -273,6 +286,16 @@ def eval_cmd(cfg: EvalConfig) -> None:
             view.close()
         if logger is not None:
             logger.close()
+    return EvalReport(result, label, None if writer is None else writer.frames,
+                      None if logger is None else f"{cfg.rerun} ({logger.steps} steps of env "
+                                                   f"0, {logger.episode} episodes)")
+
+
+def eval_cmd(cfg: EvalConfig) -> None:
+    console = Console()
+    report = evaluate_path(cfg)
+    result, label = report.result, report.label
+
     table = Table(title=f"{label}: {result.episodes} episodes (dr {cfg.dr or 'as trained'})",
                   title_justify="left")
     table.add_column("metric")
@@ -284,11 +307,10 @@ def eval_cmd(cfg: EvalConfig) -> None:
     table.add_row("gate rejections / episode", f"{result.gate_rejections:.2f}")
     for name, v in result.interventions.items():
         table.add_row(f"safety/{name} (steps / episode)", f"{v:.2f}")
-    if writer is not None:
-        table.add_row("video", f"{cfg.video} ({writer.frames} frames)")
-    if logger is not None:
-        table.add_row("rerun", f"{cfg.rerun} ({logger.steps} steps of env 0, "
-                      f"{logger.episode} episodes)")
+    if report.video_frames is not None:
+        table.add_row("video", f"{cfg.video} ({report.video_frames} frames)")
+    if report.rerun is not None:
+        table.add_row("rerun", report.rerun)
     console.print(table)
     if cfg.min_success is not None:
         met = result.success_rate >= cfg.min_success
