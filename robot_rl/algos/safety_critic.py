@@ -72,9 +72,9 @@ class SafetyConfig:
     """Lagrangian: the mean episode cost the policy may spend (cost steps per episode)."""
     lambda_lr: float = 1e-3
     """Lagrangian: Adam learning rate of the multiplier, one step per round of collection
-    and learning (the runner's: a vector step of every env). Adam's step is about this size whatever the cost excess,
-    so the multiplier's growth is bounded by it (OmniSafe's SAC-Lag: Adam, 1e-5 per env
-    step)."""
+    and learning (the runner's: a vector step of every env). Adam's step is about this size
+    whatever the cost excess, so the multiplier's growth is bounded by it (OmniSafe's
+    SAC-Lag: Adam, 1e-5 per env step)."""
     lambda_init: float = 0.0
     """Lagrangian: initial multiplier."""
     lambda_max: float = 100.0

@@ -27,7 +27,6 @@ import tyro
 from rich.console import Console
 
 from robot_rl.bc.runner import (
-    BCConfig,
     BCRunner,
     chunked_policy_fn,
     evaluate_chunked,
@@ -134,9 +133,8 @@ def successful_rollouts(policy: ChunkPolicy, env: VecEnv, episodes: int, seed: i
             start[i] = t
     ep = torch.cat([torch.full((len(o),), k) for k, o in enumerate(kept_obs)]) if kept_obs \
         else torch.zeros(0, dtype=torch.long)
-    O, A = env.obs_dim, env.act_dim
-    return Rollouts(torch.cat(kept_obs) if kept_obs else torch.zeros(0, O),
-                    torch.cat(kept_act) if kept_act else torch.zeros(0, A), ep.long(),
+    return Rollouts(torch.cat(kept_obs) if kept_obs else torch.zeros(0, env.obs_dim),
+                    torch.cat(kept_act) if kept_act else torch.zeros(0, env.act_dim), ep.long(),
                     finished, successes, env_steps, cost)
 
 

@@ -30,8 +30,9 @@ def transitions(ds: Dataset, device: str | torch.device = "cpu",
                 episodes: list[int] | None = None) -> Transitions:
     """All committed steps as tensors: obs (N, O), action (N, A), reward, cost,
     terminated (N,), next_obs (N, O), the masks intervention (N,) and policy (N,) (the
-    step's episode was policy-driven), and each step's episode index (N,). ``next_obs`` is the recorded next observation (the
-    true final one at an episode's end), and only a real termination stops bootstrapping.
+    step's episode was policy-driven), and each step's episode index (N,). ``next_obs`` is
+    the recorded next observation (the true final one at an episode's end), and only a real
+    termination stops bootstrapping.
     ``episodes``: only these episodes (default all)."""
     f = ds.frames(episodes)
 

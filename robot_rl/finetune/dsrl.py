@@ -38,13 +38,12 @@ from robot_rl.algos import SAC, SACConfig
 from robot_rl.bc import bc_task, load_bc_policy, make_task_env
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.errors import ConfigError
-from robot_rl.policies import ChunkPolicy, ObsHistory
 from robot_rl.evaluate import EvalResult
+from robot_rl.policies import ChunkPolicy, ObsHistory
 from robot_rl.runner import Runner, TrainConfig, evaluate_agent, load_agent
 from robot_rl.sim import TaskConfig, make_task_config
 from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.vec_env import StepResult, VecEnv, check_vec_env
-
 
 NoiseSteps = Literal["executed", "horizon"]
 """Which chunk steps' noise a DSRL action sets: the executed ones or the whole horizon."""

@@ -279,7 +279,8 @@ def pixel_agent(cfg: PixelTrainConfig, env: BatchedEnv, student: PixelPolicy | N
                           f"{len(state_cols)})")
     safety = dataclasses.replace(cfg.safety_critic, mode=cfg.safety)
     agent = PixelSAC(PixelActor(policy, cfg.init_log_std), env.obs_groups[CRITIC], env.act_dim,
-                     cfg.sac.with_gamma(env.control_dt, cfg.env.discount_horizon), safety, state_cols=state_cols if policy.state_dim else None,
+                     cfg.sac.with_gamma(env.control_dt, cfg.env.discount_horizon), safety,
+                     state_cols=state_cols if policy.state_dim else None,
                      state_weight=cfg.state_weight,
                      rl_trains_perception=cfg.rl_trains_perception,
                      anchor_weight=cfg.anchor_weight if cfg.anchor_weight is not None else

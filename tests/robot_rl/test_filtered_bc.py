@@ -92,8 +92,8 @@ def test_kept_episodes_join_the_demonstrations(bc_run: Path, tmp_path: Path):
                                      run_name="join"), console=Console(file=sys.stderr))
     fb._demo_episodes = torch.as_tensor(fb.runner.demos.train["episode_index"]).long()
     n_demo = len(fb.demos)
-    O, A = fb.env.obs_dim, fb.env.act_dim  # type: ignore[union-attr]
-    kept = Rollouts(torch.ones(10, O), torch.full((10, A), 0.5),
+    n_obs, A = fb.env.obs_dim, fb.env.act_dim  # type: ignore[union-attr]
+    kept = Rollouts(torch.ones(10, n_obs), torch.full((10, A), 0.5),
                     torch.tensor([0] * 4 + [1] * 6), 2, 2, 40, 0.0)
     data = fb._data([kept])
     assert len(data) == n_demo + 10

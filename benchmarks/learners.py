@@ -1,0 +1,413 @@
+"""Learners that are right: push (and lift) from 20 demonstrations, every learner side by side.
+
+    python benchmarks/learners.py                          # push: every row, then the tables
+    python benchmarks/learners.py --task lift              # the same table for lift
+    python benchmarks/learners.py --rows sac rlpd          # some rows (results.json keeps the rest)
+    python benchmarks/learners.py --part table             # print what was measured
+
+One learner at a time on this machine's two cores, each from the same 20 demonstrations
+(``--style`` demos of ``--task``, recorded once with ``robot-rl record --teleop expert
+--success-only``) and the same seed, each within its wall-clock budget:
+
+  sac        SAC from scratch (no demonstrations): ``robot-rl train`` with the task's discount
+  rlpd       RLPD from the demonstrations (``robot-rl finetune --method rlpd``), its compute
+             fitted to 2 cores (``--rlpd-*``: critics, UTD; stated in the table)
+  bc         flow-BC of the demonstrations (``robot-rl bc``), the start of the three below
+  dsrl       DSRL on the flow policy's noise (``robot-rl dsrl``)
+  residual   a bounded residual on the flow policy (``robot-rl residual``)
+  filtered   filtered BC: the flow policy re-trained on its own successes (``bc-filtered``)
+  student    the one-step student of the best chunked learner (``robot-rl distill``)
+
+Each learner evaluates as its exported artifact acts (``eval_every`` env steps, 64
+episodes); the table gives env steps and seconds to 80 / 90 / 95% in those evaluations,
+then the final policy's success over ``--final-episodes`` (200) fresh episodes, its training
+cost per 1,000 env steps, and the recipe. Targets (issue 47): SAC to 80% in <= 300k env
+steps; RLPD to 80% in <= 1/3 of SAC's env steps; a fine-tuner >= 95% within 300k env steps
+and 60 minutes at a training cost no higher than SAC's; the student >= 95% of its teacher's
+success, >= 10x lower latency and p99 <= 50 us.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import tyro
+from rich.console import Console
+from rich.table import Table
+
+Row = Literal["sac", "rlpd", "bc", "dsrl", "residual", "filtered", "student"]
+EPISODE_LENGTH = {"push": 300, "lift": 200}
+
+
+@dataclasses.dataclass
+class Args:
+    part: Literal["run", "table"] = "run"
+    task: Literal["push", "lift"] = "push"
+    rows: tuple[Row, ...] = ("sac", "rlpd", "bc", "dsrl", "residual", "filtered", "student")
+    """The learners to run, in order (bc before the three that start from it)."""
+    demos: int = 20
+    style: str = "multimodal-human"
+    """Expert style of the demonstrations."""
+    eval_every: int = 20_000
+    """Env steps between the learners' evaluations."""
+    eval_episodes: int = 64
+    final_episodes: int = 200
+    """Fresh episodes of each final policy (the success claims of 90% and more)."""
+    sac_budget: float = 2400.0
+    """SAC from scratch: wall-clock budget [s] (it also stops two evaluations after 95%)."""
+    sac_updates: int = 2
+    """SAC: gradient steps per vector step of 16 envs."""
+    rlpd_budget: float = 1500.0
+    rlpd_critics: int = 10
+    """RLPD's critic ensemble (its reference: 10)."""
+    rlpd_utd: float = 1.0
+    """RLPD's critic updates per env step (its reference: 20; see the docs for the fit)."""
+    rlpd_envs: int = 4
+    bc_steps: int = 10_000
+    finetune_budget: float = 1800.0
+    """DSRL, residual and filtered BC: wall-clock budget each [s]."""
+    finetune_steps: int = 300_000
+    """DSRL, residual and filtered BC: env steps each at most."""
+    dsrl_updates: int = 20
+    """DSRL's gradient steps per vector step of 4 envs (its reference: 20)."""
+    residual_updates: int = 2
+    residual_scale: float = 0.1
+    filtered_rollouts: int = 64
+    filtered_steps: int = 2_000
+    student_hidden: tuple[int, ...] = (128,)
+    latency_calls: int = 2_000
+    out: Path = Path("runs/bench/learners")
+    redo: bool = False
+    """Run rows again even if results.json has them."""
+    seed: int = 0
+
+
+def _key(args: Args, row: str) -> str:
+    return f"{args.task}/{args.style}/{args.demos}/{row}"
+
+
+def _results(args: Args) -> dict[str, Any]:
+    path = args.out / "results.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def _save(args: Args, row: str, value: dict[str, Any]) -> None:
+    res = _results(args)
+    res[_key(args, row)] = value
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(res, indent=2) + "\n")
+
+
+def dataset(args: Args, console: Console) -> Path:
+    """The demonstrations (recorded once)."""
+    from robot_rl.recording.record import RecordConfig, record
+
+    out = args.out / "data" / f"{args.task}-{args.style}-{args.demos}"
+    if not (out / "meta" / "info.json").is_file():
+        console.print(f"recording {args.demos} {args.style} demonstrations of {args.task}...")
+        record(RecordConfig(task=args.task, teleop="expert", expert_style=args.style,  # type: ignore[arg-type]
+                            episodes=args.demos, out=out,
+                            episode_length=EPISODE_LENGTH[args.task], success_only=True,
+                            seed=args.seed, progress=False), console=Console(quiet=True))
+    return out
+
+
+def final_success(run: Path, episodes: int, seed: int) -> dict[str, float]:
+    """The final policy's success, return and cost over fresh episodes, as ``robot-rl
+    eval`` measures it (the decision its artifact makes)."""
+    from robot_rl.cli.learn import EvalConfig, evaluate_path
+
+    res = evaluate_path(EvalConfig(path=run, episodes=episodes, num_envs=32,
+                                   seed=seed + 50_000)).result
+    return {"final_success": res.success_rate, "final_return": res.return_mean,
+            "final_cost": res.cost_mean, "final_episodes": res.episodes}
+
+
+def curve_summary(run: Path) -> dict[str, Any]:
+    """Env steps and seconds to 80 / 90 / 95% success, first and best success, training
+    cost and its rate per 1,000 env steps, from a run's eval.csv."""
+    from robot_rl.runner import read_curve
+
+    history = read_curve(run)
+    out: dict[str, Any] = {}
+    for target in (80, 90, 95):
+        hit = next((h for h in history if h["success_rate"] >= target / 100), None)
+        out[f"env_steps_to_{target}"] = None if hit is None else hit["env_steps"]
+        out[f"seconds_to_{target}"] = None if hit is None else hit["seconds"]
+    last = history[-1]
+    return {**out, "first_success": history[0]["success_rate"],
+            "best_success": max(h["success_rate"] for h in history),
+            "last_eval_success": last["success_rate"],
+            "env_steps": last["env_steps"], "seconds": last["seconds"],
+            "train_cost": last["train_cumulative_cost"],
+            "cost_per_1k_steps": 1000 * last["train_cumulative_cost"] / max(last["env_steps"], 1),
+            "run": str(run)}
+
+
+def _common(args: Args) -> dict[str, Any]:
+    return dict(eval_every=args.eval_every, eval_episodes=args.eval_episodes,
+                runs_dir=args.out / "runs" / args.task, save_replay=False,
+                checkpoint_every=1e9, progress=False, seed=args.seed, target_success=0.95,
+                target_evals=2)
+
+
+def row_sac(args: Args, console: Console) -> dict[str, Any]:
+    from robot_rl.runner import Runner, TrainConfig
+    from robot_rl.sim import make_task_config
+
+    env = make_task_config(args.task, episode_length=EPISODE_LENGTH[args.task])
+    cfg = TrainConfig(task=args.task, env=env, time_budget=args.sac_budget,
+                      run_name="sac", **_common(args))
+    cfg.sac.updates_per_step = args.sac_updates
+    runner = Runner(cfg, console=Console(file=sys.stderr))
+    runner.train()
+    s = runner.cfg.sac
+    return {**curve_summary(runner.run_dir),
+            "recipe": f"16 envs, 2 LayerNorm critics 256x256, {s.updates_per_step} updates "
+                      f"per 16 env steps, gamma {s.gamma:.3f}"}
+
+
+def row_rlpd(args: Args, console: Console) -> dict[str, Any]:
+    from robot_rl.finetune import FinetuneConfig, FinetuneRunner
+    from robot_rl.finetune.runner import rlpd_sac
+    from robot_rl.sim import make_task_config
+
+    env = make_task_config(args.task, episode_length=EPISODE_LENGTH[args.task])
+    updates = max(1, round(args.rlpd_utd * args.rlpd_envs))
+    sac = dataclasses.replace(rlpd_sac(), num_critics=args.rlpd_critics,
+                              updates_per_step=updates,
+                              actor_update_every=max(1, round(args.rlpd_utd)))
+    cfg = FinetuneConfig(demos=dataset(args, console), task=args.task, env=env,
+                         method="rlpd", num_envs=args.rlpd_envs, sac=sac,
+                         time_budget=args.rlpd_budget, run_name="rlpd", **_common(args))
+    runner = FinetuneRunner(cfg, console=Console(file=sys.stderr))
+    runner.train()
+    return {**curve_summary(runner.run_dir),
+            "recipe": f"{args.rlpd_envs} envs, {args.rlpd_critics} LayerNorm critics "
+                      f"256x256 (min of 2), UTD {args.rlpd_utd:g} (reference 20), actor "
+                      f"every {sac.actor_update_every} critic steps, 50/50 batches"}
+
+
+def row_bc(args: Args, console: Console) -> dict[str, Any]:
+    from robot_rl.bc import BCConfig, BCRunner
+    from robot_rl.policies import PolicyConfig
+
+    cfg = BCConfig(demos=dataset(args, console), algo="bc-flow",
+                   policy=PolicyConfig(horizon=8, execute=4, width=256, blocks=2),
+                   steps=args.bc_steps, eval_every=args.bc_steps,
+                   eval_episodes=args.eval_episodes, seed=args.seed,
+                   runs_dir=args.out / "runs" / args.task, run_name="bc-flow", progress=False,
+                   checkpoint_every=1e9)
+    runner = BCRunner(cfg, console=Console(file=sys.stderr))
+    t0 = time.perf_counter()
+    runner.train()
+    return {"env_steps": 0, "seconds": time.perf_counter() - t0, "run": str(runner.run_dir),
+            "first_success": runner.history[-1]["success_rate"], "train_cost": 0.0,
+            "cost_per_1k_steps": 0.0,
+            "recipe": f"flow matching, H 8 / K 4, 256 x 2 blocks, {args.bc_steps:,} steps"}
+
+
+def _bc_run(args: Args) -> Path:
+    bc = _results(args).get(_key(args, "bc"))
+    if bc is None:
+        raise SystemExit("run the bc row first (the flow policy the fine-tuners start from)")
+    return Path(bc["run"])
+
+
+def row_dsrl(args: Args, console: Console) -> dict[str, Any]:
+    from robot_rl.finetune import DSRLConfig, DSRLRunner
+    from robot_rl.finetune.dsrl import dsrl_sac
+
+    sac = dataclasses.replace(dsrl_sac(), updates_per_step=args.dsrl_updates)
+    runner = DSRLRunner(DSRLConfig(policy=_bc_run(args), sac=sac,
+                                   time_budget=args.finetune_budget,
+                                   total_steps=args.finetune_steps, run_name="dsrl",
+                                   **_common(args)), console=Console(file=sys.stderr))
+    runner.train()
+    return {**curve_summary(runner.run_dir),
+            "recipe": f"4 envs, noise of the {runner.env.noise_steps} executed steps, tanh + "
+                      f"LayerNorm 3x256, {args.dsrl_updates} updates per vector step, "
+                      f"gamma {runner.cfg.sac.gamma:.3f} per chunk"}
+
+
+def row_residual(args: Args, console: Console) -> dict[str, Any]:
+    from robot_rl.finetune.residual import ResidualConfig, ResidualRunner, residual_sac
+
+    sac = dataclasses.replace(residual_sac(), updates_per_step=args.residual_updates)
+    runner = ResidualRunner(ResidualConfig(policy=_bc_run(args), sac=sac,
+                                           scale=args.residual_scale,
+                                           time_budget=args.finetune_budget,
+                                           total_steps=args.finetune_steps,
+                                           run_name="residual", **_common(args)),
+                            console=Console(file=sys.stderr))
+    runner.train()
+    return {**curve_summary(runner.run_dir),
+            "recipe": f"16 envs, residual x {args.residual_scale}, 2 LayerNorm critics "
+                      f"256x256, {args.residual_updates} updates per 16 env steps"}
+
+
+def row_filtered(args: Args, console: Console) -> dict[str, Any]:
+    from robot_rl.bc.filtered import FilteredBC, FilteredBCConfig
+
+    fb = FilteredBC(FilteredBCConfig(
+        policy=_bc_run(args), rounds=1000, rollouts=args.filtered_rollouts,
+        steps=args.filtered_steps, total_steps=args.finetune_steps,
+        time_budget=args.finetune_budget, eval_episodes=args.eval_episodes, seed=args.seed,
+        runs_dir=args.out / "runs" / args.task, run_name="filtered"),
+        console=Console(file=sys.stderr))
+    fb.train()
+    return {**curve_summary(fb.run_dir),
+            "recipe": f"{args.filtered_rollouts} rollouts then {args.filtered_steps:,} BC "
+                      f"steps per round"}
+
+
+def row_student(args: Args, console: Console) -> dict[str, Any]:
+    from robot_rl.cli.learn import ExportConfig, export_cmd
+    from robot_rl.distill import DistillConfig
+    from robot_rl.export import load_policy
+    from robot_rl.finetune.onestep import distill_chunked
+
+    res = _results(args)
+    dsrl = res.get(_key(args, "dsrl"))
+    run = Path(dsrl["run"]) if dsrl else _bc_run(args)
+    _, report = distill_chunked(DistillConfig(run=run, hidden=args.student_hidden,
+                                              iterations=8, num_envs=16, grad_steps=2000,
+                                              batch_size=256, dr="off", eval_episodes=0,
+                                              progress=False), Console(file=sys.stderr))
+    lat = {}
+    for which in ("teacher", "student"):
+        out = args.out / "artifacts" / args.task / which
+        export_cmd(ExportConfig(run=run, policy=which, out=out))  # type: ignore[arg-type]
+        lat[which] = _latency(load_policy(out), args.latency_calls)
+    paired = {which: final_success(args.out / "artifacts" / args.task / which,
+                                   args.final_episodes, args.seed)["final_success"]
+              for which in ("teacher", "student")}
+    return {"teacher": str(run), "teacher_success": paired["teacher"],
+            "student_success": paired["student"], "teacher_p50_us": lat["teacher"][0],
+            "teacher_p99_us": lat["teacher"][1], "student_p50_us": lat["student"][0],
+            "student_p99_us": lat["student"][1]}
+
+
+def _latency(policy: Any, calls: int) -> tuple[float, float]:
+    """p50 / p99 [us] of one chunk call of the exported graph (onnxruntime, one sample)."""
+    rng = np.random.default_rng(0)
+    hist = rng.standard_normal((1, policy.obs_history, policy.obs_dim)).astype(np.float32)
+    times = []
+    for i in range(calls + 100):
+        t0 = time.perf_counter()
+        policy.chunk(hist)
+        if i >= 100:
+            times.append(time.perf_counter() - t0)
+    return float(np.percentile(times, 50) * 1e6), float(np.percentile(times, 99) * 1e6)
+
+
+ROWS = {"sac": row_sac, "rlpd": row_rlpd, "bc": row_bc, "dsrl": row_dsrl,
+        "residual": row_residual, "filtered": row_filtered, "student": row_student}
+LABELS = {"sac": "SAC from scratch", "rlpd": "RLPD", "bc": "flow-BC",
+          "dsrl": "flow-BC + DSRL", "residual": "flow-BC + residual",
+          "filtered": "flow-BC + filtered BC"}
+
+
+def run(args: Args, console: Console) -> None:
+    for row in args.rows:
+        if _key(args, row) in _results(args) and not args.redo:
+            continue
+        console.print(f"[bold]{_key(args, row)}[/bold]")
+        t0 = time.perf_counter()
+        value = ROWS[row](args, console)
+        if row != "student":
+            value.update(final_success(Path(value["run"]), args.final_episodes, args.seed))
+        value["wall_seconds"] = time.perf_counter() - t0
+        _save(args, row, value)
+        console.print(f"  done in {value['wall_seconds']:.0f} s")
+    table(args, console)
+
+
+def table(args: Args, console: Console) -> None:
+    res = _results(args)
+    t = Table(title=f"{args.task}, {args.demos} {args.style} demonstrations: env steps (s) "
+                    f"to success in {args.eval_episodes}-episode evaluations; final success "
+                    f"over fresh episodes", title_justify="left")
+    for col in ("learner", "start", "to 80%", "to 90%", "to 95%", "best", "final",
+                "env steps", "seconds", "cost / 1k steps", "recipe"):
+        t.add_column(col, justify="left" if col in ("learner", "recipe") else "right")
+
+    def to(v: dict[str, Any], pct: int) -> str:
+        n = v.get(f"env_steps_to_{pct}")
+        if n is None:
+            return "-" if "env_steps_to_80" not in v else f"> {v['env_steps']:,.0f}"
+        return f"{n:,.0f} ({v[f'seconds_to_{pct}']:.0f} s)"
+
+    total = 0.0
+    for row, label in LABELS.items():
+        v = res.get(_key(args, row))
+        if v is None:
+            continue
+        total += v.get("wall_seconds", 0.0)
+        final = f"{v['final_success']:.1%} ({v['final_episodes']})" if "final_success" in v \
+            else "-"
+        best = f"{v['best_success']:.0%}" if "best_success" in v else "-"
+        t.add_row(label, f"{v['first_success']:.0%}", to(v, 80), to(v, 90), to(v, 95), best,
+                  final, f"{v['env_steps']:,.0f}", f"{v['seconds']:.0f}",
+                  f"{v['cost_per_1k_steps']:.2f}", v["recipe"])
+    console.print(t)
+    _targets(args, res, console)
+    s = res.get(_key(args, "student"))
+    if s is not None:
+        total += s.get("wall_seconds", 0.0)
+        st = Table(title="one-step student vs its teacher (exported; success over "
+                         f"{args.final_episodes} paired episodes; one chunk call, onnxruntime, "
+                         "1 thread)", title_justify="left")
+        for col in ("teacher", "teacher", "student", "kept", "teacher p50 / p99 [us]",
+                    "student p50 / p99 [us]", "speed-up (p50)"):
+            st.add_column(col, justify="right")
+        st.add_row(Path(s["teacher"]).name, f"{s['teacher_success']:.1%}",
+                   f"{s['student_success']:.1%}",
+                   f"{s['student_success'] / max(s['teacher_success'], 1e-9):.1%}",
+                   f"{s['teacher_p50_us']:.0f} / {s['teacher_p99_us']:.0f}",
+                   f"{s['student_p50_us']:.1f} / {s['student_p99_us']:.1f}",
+                   f"{s['teacher_p50_us'] / s['student_p50_us']:.1f}x")
+        console.print(st)
+    console.print(f"wall clock of the rows above: {total / 60:.0f} min")
+
+
+def _targets(args: Args, res: dict[str, Any], console: Console) -> None:
+    """The issue's targets, met or not, from the rows measured."""
+    if args.task != "push":
+        return
+    sac, rlpd = res.get(_key(args, "sac")), res.get(_key(args, "rlpd"))
+    lines = []
+    if sac is not None:
+        n = sac.get("env_steps_to_80")
+        got = f"> {sac['env_steps']:,.0f}" if n is None else f"{n:,.0f}"
+        lines.append(f"SAC to 80% in <= 300k env steps: "
+                     f"{'met' if n is not None and n <= 300_000 else 'not met'} ({got})")
+    if sac is not None and rlpd is not None:
+        s80, r80 = sac.get("env_steps_to_80"), rlpd.get("env_steps_to_80")
+        met = r80 is not None and s80 is not None and r80 <= s80 / 3
+        lines.append(f"RLPD to 80% in <= 1/3 of SAC's env steps: {'met' if met else 'not met'}")
+    for row in ("dsrl", "residual", "filtered"):
+        v = res.get(_key(args, row))
+        if v is None or sac is None:
+            continue
+        ok = v.get("final_success", 0.0) >= 0.95 and v["env_steps"] <= 300_000 and \
+            v["seconds"] <= 3600 and v["cost_per_1k_steps"] <= sac["cost_per_1k_steps"]
+        lines.append(f"{LABELS[row]} >= 95% within 300k env steps and 60 min, cost <= SAC's: "
+                     f"{'met' if ok else 'not met'}")
+    for line in lines:
+        console.print(line)
+
+
+def main(args: Args) -> None:
+    console = Console(width=max(160, Console().width))
+    (run if args.part == "run" else table)(args, console)
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))
