@@ -19,7 +19,7 @@ import torch
 
 from robot_rl.data.format import DatasetError
 from robot_rl.data.reader import Dataset
-from robot_rl.replay import ReplayBuffer
+from robot_rl.replay import ExtraSpec, ReplayBuffer
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.vec_env import VecEnv
 
@@ -115,7 +115,7 @@ def demo_and_online(ds: Dataset, env: VecEnv, device: str | torch.device = "cpu"
         episodes = episodes[:max_episodes]
     tr = transitions(ds, device, episodes)
     demo = select(tr, ~tr["policy"] | tr["intervention"])
-    extra = None
+    extra: ExtraSpec | None = None
     if mc_gamma is not None:
         from robot_rl.finetune.calql import MC_RETURN, mc_returns
 

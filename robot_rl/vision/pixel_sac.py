@@ -43,7 +43,7 @@ import torch
 from torch import nn
 
 from robot_rl.algos import SAC, SACConfig, SafetyConfig
-from robot_rl.algos.sac import ActStep
+from robot_rl.algos.sac import ActStep, CriticRegularizer
 from robot_rl.nets import LOG_STD_MAX, LOG_STD_MIN, tanh_gaussian_log_prob
 from robot_rl.replay import Batch, ExtraSpec
 from robot_rl.vision.student import PixelPolicy
@@ -190,8 +190,10 @@ class PixelSAC(SAC):
             aux = torch.stack(losses).sum() if losses else None
         return torch.tanh(u), tanh_gaussian_log_prob(u, mean, log_std), aux
 
-    def update(self, batch: Batch, actor: bool = True) -> dict[str, float]:
-        metrics = super().update(batch, actor)
+    def update(self, batch: Batch, actor: bool = True,
+               critic_regularizer: CriticRegularizer | None = None,
+               actor_every: int | None = None) -> dict[str, float]:
+        metrics = super().update(batch, actor, critic_regularizer, actor_every)
         self.q_scale = 0.99 * self.q_scale + 0.01 * abs(metrics["losses/q_mean"]) \
             if self.updates > 1 else abs(metrics["losses/q_mean"])
         return metrics
