@@ -269,8 +269,10 @@ class SAC(nn.Module):
         ``clip(first + candidate_noise * N(0, I))``, exactly as the exported artifact draws
         them (evaluation decides as the artifact will); for a sampled one, more samples of
         the actor's Gaussian ``dist``. The gate keeps the first candidate under the cost
-        threshold (the policy's own action whenever it is safe), or with ``by_value`` (default
-        ``SafetyConfig.by_value``) the best of them by the critics' mean value.
+        threshold (the policy's own action whenever it is safe), or with ``by_value`` the best
+        of them by the critics' mean value (default: ``SafetyConfig.by_value`` for sampled
+        decisions, an exploration choice; never for deterministic ones, which are the
+        artifact's decision and it has no value critic).
         """
         assert self.cost_critic is not None, "the gate needs the safety critic"
         cfg = self.safety_cfg
@@ -284,7 +286,8 @@ class SAC(nn.Module):
         cands = torch.cat([first[:, None], rest], dim=1)  # (E, K, A), the policy's own first
         flat_x, flat_a = x.repeat_interleave(K, dim=0), cands.reshape(E * K, A)
         cost = self.cost_critic.estimate(flat_x, flat_a).view(E, K)
-        by_value = cfg.by_value if by_value is None else by_value
+        if by_value is None:
+            by_value = cfg.by_value and not deterministic
         value = self.critic(flat_x, flat_a).mean(0).view(E, K) if by_value else None
         res = self.gate(cands, cost, value)
         return ActStep(res.action, res.hold, res.rejected)

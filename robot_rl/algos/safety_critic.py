@@ -61,11 +61,12 @@ class SafetyConfig:
     """Gate: std of the perturbations of a deterministic action that form its other
     candidates (the exported artifact's default too)."""
     by_value: bool = False
-    """Gate: among the safe candidates take the best by the critics' mean value (Recovery
-    RL / SQRL's choice) instead of the policy's own action whenever it is safe. Off by
-    default: critics trained on demonstrations extrapolate, and their argmax picked
-    out-of-distribution actions (push, 96 episodes, same weights: 0% success by value
-    against 10.4% keeping the policy's action; docs/training.md)."""
+    """Gate, while exploring: among the safe candidates take the best by the critics' mean
+    value (Recovery RL / SQRL's choice) instead of the sampled action whenever it is safe.
+    Deterministic decisions (evaluation, the exported artifact) always keep the policy's own
+    action while it is safe: critics trained on demonstrations extrapolate, and their argmax
+    picked out-of-distribution actions (push, 96 episodes, same weights: 0% success by
+    value against 10.4% keeping the policy's action; docs/learners.md)."""
     fallback: Literal["least_cost", "hold"] = "least_cost"
     """Gate: what to do when every candidate is rejected."""
     cost_limit: float = 1.0

@@ -217,10 +217,14 @@ def test_evaluation_gate_keeps_the_policys_mean_while_safe_as_the_artifact_does(
     # the replacements are the artifact's perturbations of the mean: within a few sigma
     assert float((unsafe[:, 0] - 0.2).abs().max()) < 6 * 0.3
     assert bool((unsafe[~moved, 0] <= 0.2).all())  # none safe: the least-cost candidate
-    # by value (opt-in): the best safe candidate by the critics, not the mean
+    # by value (an opt-in for exploration): sampled decisions take the best safe candidate
+    # by the critics; deterministic ones still keep the safe mean (the artifact's rule)
     agent.safety_cfg = SafetyConfig(mode="gate", threshold=0.0, candidates=8, by_value=True)
-    valued = agent.decide(dist, x, deterministic=True).action[:128]
-    assert float((valued[:, 1] - first[:128, 1]).mean()) > 0.1  # higher "value" picked
+    torch.testing.assert_close(agent.decide(dist, x, deterministic=True).action[:128],
+                               first[:128])
+    explored = agent.decide((dist[0], torch.full((256, 2), -1.0)), x).action[:128]
+    kept = agent.decide((dist[0], torch.full((256, 2), -1.0)), x, gate=False).action[:128]
+    assert float((explored[:, 1] - kept[:, 1]).mean()) > 0.1  # higher "value" picked
 
 
 def test_discount_from_a_horizon_in_seconds():
