@@ -1,8 +1,11 @@
 """Offline-to-online fine-tuning from demonstrations (RLPD, WSRL) with the safety critic.
 
     runner.py   FinetuneConfig and FinetuneRunner (the SAC runner with demonstrations)
+    calql.py    Cal-QL, WSRL's offline regularizer
     demos.py    datasets into replay buffers (checked against the env's task)
     dsrl.py     DSRL: SAC over a flow policy's noise (NoiseActionEnv, DSRLConfig, DSRLRunner)
+    residual.py a bounded residual on a flow policy (ResidualEnv, ResidualConfig, ...)
+    onestep.py  one-step students of flow and DSRL runs
 """
 
 from __future__ import annotations
