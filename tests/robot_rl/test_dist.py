@@ -78,7 +78,8 @@ def test_acting_state_leaves_the_learners_own_tensors_and_refuses_another_agent(
     state = acting_state(agent)
     assert not any(k.startswith(("critic_target.", "cost_critic.q_target.")) for k in state)
     assert any(k.startswith("cost_critic.q.") for k in state)  # the gate needs it
-    other = SAC(11, 3, cfg.sac, dataclasses.replace(cfg.safety_critic, mode="both"))
+    other = SAC(11, 3, dataclasses.replace(cfg.sac, gamma=0.97),
+                dataclasses.replace(cfg.safety_critic, mode="both"))
     with pytest.raises((ValueError, RuntimeError)):
         load_acting_state(other, state)
 

@@ -24,7 +24,7 @@ from robot_rl.sim import make_env
 def artifact(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, DeployPolicy, DeployCost]:
     torch.manual_seed(0)
     env = make_env("reach_hazard", 1)
-    agent = SAC(env.obs_dim, env.act_dim, SACConfig(actor_hidden=(32, 32)),
+    agent = SAC(env.obs_dim, env.act_dim, SACConfig(gamma=0.97, actor_hidden=(32, 32)),
                 SafetyConfig(mode="gate", hidden=(32, 32), num_critics=3))
     agent.observe(torch.randn(256, env.obs_dim) * 3 + 1)  # non-trivial normalization
     teacher = teacher_policy(agent)

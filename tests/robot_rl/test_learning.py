@@ -13,7 +13,7 @@ def test_sac_learns_a_one_step_task():
     """Reward -||a - s||^2 with one-step episodes: the mean action must approach s."""
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(0)
-    cfg = SACConfig(actor_hidden=(64, 64), critic_hidden=(64, 64), batch_size=128,
+    cfg = SACConfig(gamma=0.97, actor_hidden=(64, 64), critic_hidden=(64, 64), batch_size=128,
                     init_alpha=0.01, target_entropy=-4.0, actor_lr=1e-3, critic_lr=1e-3)
     agent = SAC(2, 2, cfg, SafetyConfig(mode="lagrangian", hidden=(32, 32)))
     buf = ReplayBuffer(20_000, 2, 2)

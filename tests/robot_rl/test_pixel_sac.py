@@ -79,7 +79,7 @@ def test_the_actor_mean_is_the_pixel_policy_and_its_spread_starts_as_configured(
 def _agent(safety: str = "off", **kw: object) -> PixelSAC:
     # critic state: 6 columns; the state head estimates columns 4 and 5
     return PixelSAC(PixelActor(_policy()), critic_dim=6, act_dim=3,
-                    cfg=SACConfig(batch_size=8, num_critics=2),
+                    cfg=SACConfig(gamma=0.97, batch_size=8, num_critics=2),
                     safety=SafetyConfig(mode=safety, candidates=4),  # type: ignore[arg-type]
                     state_cols=torch.tensor([4, 5]), **kw)  # type: ignore[arg-type]
 
@@ -137,7 +137,7 @@ def test_critics_learn_from_state_and_perception_from_the_state_loss():
     # auxiliary loss, is not touched
     on_features = dataclasses.replace(SMALL, act_on="features")
     feats = PixelSAC(PixelActor(PixelPolicy(on_features, SHAPES, 5, 3, state_dim=2)), 6, 3,
-                     SACConfig(batch_size=8), SafetyConfig(mode="off"),
+                     SACConfig(gamma=0.97, batch_size=8), SafetyConfig(mode="off"),
                      state_cols=torch.tensor([4, 5]), state_weight=0.0)
     buf = _filled(feats)
     enc, head = _params(feats.policy.encoders), _params(feats.policy.state_head)
