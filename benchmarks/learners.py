@@ -36,10 +36,11 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 import tyro
 from rich.console import Console
 from rich.table import Table
+
+from robot_rl.bench.learning import chunk_latency, curve_summary
 
 Row = Literal["sac", "rlpd", "bc", "dsrl", "residual", "filtered", "student"]
 EPISODE_LENGTH = {"push": 300, "lift": 200}
@@ -127,27 +128,6 @@ def final_success(run: Path, episodes: int, seed: int) -> dict[str, float]:
                                    seed=seed + 50_000)).result
     return {"final_success": res.success_rate, "final_return": res.return_mean,
             "final_cost": res.cost_mean, "final_episodes": res.episodes}
-
-
-def curve_summary(run: Path) -> dict[str, Any]:
-    """Env steps and seconds to 80 / 90 / 95% success, first and best success, training
-    cost and its rate per 1,000 env steps, from a run's eval.csv."""
-    from robot_rl.runner import read_curve
-
-    history = read_curve(run)
-    out: dict[str, Any] = {}
-    for target in (80, 90, 95):
-        hit = next((h for h in history if h["success_rate"] >= target / 100), None)
-        out[f"env_steps_to_{target}"] = None if hit is None else hit["env_steps"]
-        out[f"seconds_to_{target}"] = None if hit is None else hit["seconds"]
-    last = history[-1]
-    return {**out, "first_success": history[0]["success_rate"],
-            "best_success": max(h["success_rate"] for h in history),
-            "last_eval_success": last["success_rate"],
-            "env_steps": last["env_steps"], "seconds": last["seconds"],
-            "train_cost": last["train_cumulative_cost"],
-            "cost_per_1k_steps": 1000 * last["train_cumulative_cost"] / max(last["env_steps"], 1),
-            "run": str(run)}
 
 
 def _common(args: Args) -> dict[str, Any]:
@@ -284,7 +264,7 @@ def row_student(args: Args, console: Console) -> dict[str, Any]:
     for which in ("teacher", "student"):
         out = args.out / "artifacts" / args.task / which
         export_cmd(ExportConfig(run=run, policy=which, out=out))  # type: ignore[arg-type]
-        lat[which] = _latency(load_policy(out), args.latency_calls)
+        lat[which] = chunk_latency(load_policy(out), args.latency_calls)
     paired = {which: final_success(args.out / "artifacts" / args.task / which,
                                    args.final_episodes, args.seed)["final_success"]
               for which in ("teacher", "student")}
@@ -292,19 +272,6 @@ def row_student(args: Args, console: Console) -> dict[str, Any]:
             "student_success": paired["student"], "teacher_p50_us": lat["teacher"][0],
             "teacher_p99_us": lat["teacher"][1], "student_p50_us": lat["student"][0],
             "student_p99_us": lat["student"][1]}
-
-
-def _latency(policy: Any, calls: int) -> tuple[float, float]:
-    """p50 / p99 [us] of one chunk call of the exported graph (onnxruntime, one sample)."""
-    rng = np.random.default_rng(0)
-    hist = rng.standard_normal((1, policy.obs_history, policy.obs_dim)).astype(np.float32)
-    times = []
-    for i in range(calls + 100):
-        t0 = time.perf_counter()
-        policy.chunk(hist)
-        if i >= 100:
-            times.append(time.perf_counter() - t0)
-    return float(np.percentile(times, 50) * 1e6), float(np.percentile(times, 99) * 1e6)
 
 
 ROWS = {"sac": row_sac, "rlpd": row_rlpd, "bc": row_bc, "dsrl": row_dsrl,

@@ -41,7 +41,7 @@ from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate
 from robot_rl.policies import ChunkExecutor, ChunkPolicy, PolicyConfig, make_policy
-from robot_rl.sim import make_env
+from robot_rl.sim import TaskConfig, make_env, make_task_config
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.tasks import list_tasks
@@ -442,6 +442,27 @@ def bc_task(state: dict[str, Any], path: str | Path, use: str) -> str:
                           f"error in eval.csv; `robot-rl data import` maps a real arm's data "
                           f"onto a task)")
     return str(task)
+
+
+def bc_env(state: dict[str, Any], path: str | Path, use: str, num_envs: int, seed: int,
+           dr: DRPreset | None = None, device: str = "cpu") -> BatchedEnv:
+    """A simulated env of a BC checkpoint's task as its data was recorded (randomization,
+    episode length); ConfigError naming ``use`` where its data is of no task of ours."""
+    env = make_task_env(bc_task(state, path, use), state.get("env", {}), num_envs, seed, dr,
+                        device)
+    if env is None:
+        raise ConfigError(f"task {state['task']!r} of {path} is not in the simulator's "
+                          f"registry")
+    return env
+
+
+def bc_task_config(state: dict[str, Any], path: str | Path, use: str) -> TaskConfig:
+    """The task config of a BC checkpoint's data as it was recorded (its episode length)."""
+    cfg = make_task_config(bc_task(state, path, use))
+    making = state.get("env", {})
+    if "episode_length" in making:
+        cfg.episode_length = int(making["episode_length"])
+    return cfg
 
 
 def load_bc_policy(path: str | Path, state: dict[str, Any] | None = None

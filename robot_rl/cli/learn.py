@@ -213,14 +213,11 @@ def evaluate_path(cfg: EvalConfig) -> EvalReport:
                                             cfg.seed, dr=cfg.dr)
         label = f"{res_cfg.task} / residual on {res_cfg.policy}"
     elif bc_state is not None:
-        from robot_rl.bc import bc_task, load_bc_policy, make_task_env
+        from robot_rl.bc import bc_env, load_bc_policy
 
         chunked, bc_cfg, _ = load_bc_policy(cfg.path, bc_state)
-        env = make_task_env(bc_task(bc_state, cfg.path, "evaluation"), bc_state.get("env", {}),
-                            min(cfg.num_envs, cfg.episodes), cfg.seed, dr=cfg.dr)
-        if env is None:
-            raise ConfigError(f"task {bc_state['task']!r} of {cfg.path} is not in the "
-                              f"simulator's registry")
+        env = bc_env(bc_state, cfg.path, "evaluation", min(cfg.num_envs, cfg.episodes),
+                     cfg.seed, dr=cfg.dr)
         label = f"{bc_state['task']} / {bc_cfg.algo}"
     else:
         agent, train_cfg, _ = load_agent(cfg.path)
@@ -512,7 +509,7 @@ def _export_chunked(cfg: ExportConfig, kind: str, ckpt: Path, run: Path) -> None
     actor inside the graph), or with ``--policy student`` the run's one-step student
     (robot-rl distill). A DSRL cost critic scores noise, not actions: the artifact has no
     gate (the shield still guards every action)."""
-    from robot_rl.bc import bc_task, load_bc_policy, make_task_env
+    from robot_rl.bc import bc_env, load_bc_policy
     from robot_rl.distill import teacher_policy
     from robot_rl.export.artifact import artifact_meta, chunk_meta, export_artifact
     from robot_rl.export.modules import ChunkGraph, NoisyChunkGraph, ResidualGraph
@@ -565,9 +562,7 @@ def _export_chunked(cfg: ExportConfig, kind: str, ckpt: Path, run: Path) -> None
         provenance = {"run": str(run), "policy": "dsrl", "flow_policy": str(dsrl_cfg.policy),
                       "noise_scale": dsrl_cfg.noise_scale}
         ensemble = bc_cfg.ensemble
-    env = make_task_env(bc_task(state, run, "an exported policy"), state.get("env", {}), 1, 0)
-    if env is None:
-        raise ConfigError(f"task {state['task']!r} of {run} is not in the simulator's registry")
+    env = bc_env(state, run, "an exported policy", 1, 0)
     chunk = chunk_meta(policy.cfg, policy.kind, isinstance(module, NoisyChunkGraph), ensemble)
     meta = artifact_meta(env, policy, None, provenance, chunk=chunk)
     out = export_artifact(cfg.out or run / "export", module, meta, residual=residual)

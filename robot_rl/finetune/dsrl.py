@@ -35,7 +35,7 @@ import tyro
 from rich.console import Console
 
 from robot_rl.algos import SAC, SACConfig
-from robot_rl.bc import bc_task, load_bc_policy, make_task_env
+from robot_rl.bc import bc_env, bc_task_config, load_bc_policy
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult
@@ -238,10 +238,8 @@ class DSRLRunner(Runner):
             cfg = dataclasses.replace(cfg, policy=saved.policy, noise_scale=saved.noise_scale,
                                       noise=saved.noise, step_gamma=saved.step_gamma)
         policy, bc_cfg, bc_state = load_bc_policy(cfg.policy)
-        task, making = bc_task(bc_state, cfg.policy, "DSRL"), bc_state.get("env", {})
-        env_cfg = make_task_config(task)
-        if "episode_length" in making:
-            env_cfg.episode_length = int(making["episode_length"])
+        env_cfg = bc_task_config(bc_state, cfg.policy, "DSRL")
+        task = env_cfg.name
         K = bc_cfg.policy.executed
         step_gamma = env_cfg.discount() if cfg.step_gamma is None else cfg.step_gamma
         cfg = dataclasses.replace(cfg, task=task, env=env_cfg, step_gamma=step_gamma,
@@ -287,11 +285,7 @@ def noise_env(cfg: DSRLConfig, policy: ChunkPolicy, bc_state: dict[str, Any], nu
               seed: int, dr: DRPreset | None = None) -> NoiseActionEnv:
     """A ``NoiseActionEnv`` of the flow policy's task, made as its dataset was recorded
     (``dr``: a preset replacing the run's)."""
-    task = bc_state["task"]
-    env = make_task_env(task, bc_state.get("env", {}), num_envs, seed, dr or cfg.dr,
-                        cfg.device)
-    if env is None:
-        raise ConfigError(f"task {task!r} of {cfg.policy} is not in the simulator's registry")
+    env = bc_env(bc_state, cfg.policy, "DSRL", num_envs, seed, dr or cfg.dr, cfg.device)
     return NoiseActionEnv(env, policy, cfg.noise_scale, cfg.noise)
 
 

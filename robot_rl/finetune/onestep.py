@@ -71,7 +71,7 @@ class _Run:
 
 
 def _load_run(ckpt: Path, cfg: DistillConfig) -> _Run:
-    from robot_rl.bc import make_task_env
+    from robot_rl.bc import bc_env
     from robot_rl.finetune.dsrl import load_dsrl
 
     kind = load_checkpoint(ckpt).get("kind")
@@ -79,7 +79,8 @@ def _load_run(ckpt: Path, cfg: DistillConfig) -> _Run:
         flow, bc_cfg, state = load_bc_policy(ckpt)
         if flow.kind != "flow":
             raise ConfigError(f"{ckpt} is a bc-mlp run: it already acts in one step")
-        bc_task(state, ckpt, "distillation (evaluated in simulation)")
+        use = "distillation (evaluated in simulation)"
+        bc_task(state, ckpt, use)
 
         assert isinstance(flow, FlowPolicy)
         integrate = flow.integrate
@@ -89,10 +90,7 @@ def _load_run(ckpt: Path, cfg: DistillConfig) -> _Run:
             return integrate(hist, noise)
 
         def make(num_envs: int, seed: int) -> VecEnv:
-            env = make_task_env(state["task"], state.get("env", {}), num_envs, seed, cfg.dr)
-            if env is None:
-                raise ConfigError(f"task {state['task']!r} is not in the registry")
-            return env
+            return bc_env(state, ckpt, use, num_envs, seed, cfg.dr)
 
         def acting(gen: torch.Generator) -> ChunkExecutor:
             return ChunkExecutor(lambda h: flow.sample(h, gen), flow.horizon,

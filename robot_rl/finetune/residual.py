@@ -31,7 +31,7 @@ import tyro
 from rich.console import Console
 
 from robot_rl.algos import SACConfig
-from robot_rl.bc import bc_task, load_bc_policy, make_task_env
+from robot_rl.bc import bc_env, bc_task_config, load_bc_policy
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult
@@ -162,11 +162,8 @@ class ResidualRunner(Runner):
             saved = ResidualConfig.from_saved(load_checkpoint(cfg.resume)["config"])
             cfg = dataclasses.replace(cfg, policy=saved.policy, scale=saved.scale)
         policy, bc_cfg, bc_state = load_bc_policy(cfg.policy)
-        task, making = bc_task(bc_state, cfg.policy, "a residual"), bc_state.get("env", {})
-        env_cfg = make_task_config(task)
-        if "episode_length" in making:
-            env_cfg.episode_length = int(making["episode_length"])
-        cfg = dataclasses.replace(cfg, task=task, env=env_cfg)
+        env_cfg = bc_task_config(bc_state, cfg.policy, "a residual")
+        cfg = dataclasses.replace(cfg, task=env_cfg.name, env=env_cfg)
         cfg.validate()
         super().__init__(cfg, console,
                          env=residual_env(cfg, policy, bc_state, cfg.num_envs, cfg.seed),
@@ -186,11 +183,7 @@ class ResidualRunner(Runner):
 def residual_env(cfg: ResidualConfig, policy: ChunkPolicy, bc_state: dict[str, Any],
                  num_envs: int, seed: int, dr: DRPreset | None = None) -> ResidualEnv:
     """A ``ResidualEnv`` of the flow policy's task, made as its dataset was recorded."""
-    env = make_task_env(bc_state["task"], bc_state.get("env", {}), num_envs, seed,
-                        dr or cfg.dr, cfg.device)
-    if env is None:
-        raise ConfigError(f"task {bc_state['task']!r} of {cfg.policy} is not in the "
-                          f"simulator's registry")
+    env = bc_env(bc_state, cfg.policy, "a residual", num_envs, seed, dr or cfg.dr, cfg.device)
     return ResidualEnv(env, policy, cfg.scale)
 
 

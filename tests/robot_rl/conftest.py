@@ -45,3 +45,4 @@ def ray_cluster() -> Iterator[object]:
     yield cluster
     ray.shutdown()
     cluster.shutdown()
+

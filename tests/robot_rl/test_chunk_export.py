@@ -14,14 +14,13 @@ import torch
 from rich.console import Console
 
 from robot_rl.algos import SACConfig
-from robot_rl.bc import BCConfig, BCRunner, load_bc_policy
+from robot_rl.bc import load_bc_policy
 from robot_rl.checkpoint import CheckpointError
 from robot_rl.cli.learn import ExportConfig, export_cmd
 from robot_rl.export import load_policy
 from robot_rl.finetune import DSRLConfig, DSRLRunner
 from robot_rl.finetune.dsrl import load_dsrl
-from robot_rl.policies import PolicyConfig
-from robot_rl.recording.record import RecordConfig, record
+from tests.robot_rl.flow_runs import tiny_bc_runs
 
 H, K = 4, 2
 
@@ -29,14 +28,8 @@ H, K = 4, 2
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("chunk_export")
-    record(RecordConfig(task="reach", teleop="expert", episodes=2, out=root / "demos",
-                        episode_length=30, progress=False))
-    for algo in ("bc-flow", "bc-mlp"):
-        BCRunner(BCConfig(demos=root / "demos", algo=algo,  # type: ignore[arg-type]
-                          policy=PolicyConfig(horizon=H, execute=K, obs_history=2, width=16,
-                                              blocks=1, flow_steps=3),
-                          steps=5, eval_episodes=0, runs_dir=root, run_name=algo,
-                          progress=False), console=Console(file=sys.stderr)).train()
+    tiny_bc_runs(root, "reach", episode_length=30, horizon=H, execute=K,
+                 algos=("bc-flow", "bc-mlp"), obs_history=2, flow_steps=3)
     return root
 
 

@@ -12,13 +12,12 @@ import torch
 from rich.console import Console
 
 from robot_rl.algos import SACConfig
-from robot_rl.bc import BCConfig, BCRunner
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.errors import ConfigError
 from robot_rl.finetune import DSRLConfig, DSRLRunner, NoiseActionEnv
 from robot_rl.policies import PolicyConfig, make_policy
-from robot_rl.recording.record import RecordConfig, record
 from robot_rl.sim import make_env
+from tests.robot_rl.flow_runs import tiny_bc_runs
 
 
 def _flow(env, horizon: int = 4, execute: int = 3):
@@ -99,13 +98,8 @@ def test_dsrl_refuses_what_it_cannot_steer() -> None:
 @pytest.fixture(scope="module")
 def flow_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("dsrl")
-    record(RecordConfig(task="push", teleop="expert", episodes=2, out=root / "demos",
-                        episode_length=24, progress=False))
-    BCRunner(BCConfig(demos=root / "demos", policy=PolicyConfig(horizon=4, width=16,
-                                                                  blocks=1, flow_steps=2),
-                      steps=5, eval_episodes=0, runs_dir=root, run_name="bc",
-                      progress=False), console=Console(file=sys.stderr)).train()
-    return root / "bc"
+    tiny_bc_runs(root, "push", episode_length=24, horizon=4)
+    return root / "bc-flow"
 
 
 def test_a_dsrl_run_trains_and_is_evaluated(flow_run: Path, tmp_path: Path) -> None:

@@ -11,14 +11,12 @@ import pytest
 from rich.console import Console
 
 from robot_rl.algos import SACConfig
-from robot_rl.bc import BCConfig, BCRunner
 from robot_rl.cli.learn import EvalConfig, ExportConfig, evaluate_path, export_cmd
 from robot_rl.finetune import DSRLConfig, DSRLRunner
 from robot_rl.finetune.residual import ResidualConfig, ResidualRunner
-from robot_rl.policies import PolicyConfig
-from robot_rl.recording.record import RecordConfig, record
 from robot_rl.runner import Runner, TrainConfig
 from robot_rl.sim import make_task_config
+from tests.robot_rl.flow_runs import tiny_bc_runs
 
 TINY = dict(batch_size=16, learning_starts=48, actor_hidden=(16,), critic_hidden=(16,))
 
@@ -32,14 +30,8 @@ def _evaluate(path: Path) -> tuple[float, float]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("agree")
-    record(RecordConfig(task="reach", teleop="expert", episodes=2, out=root / "demos",
-                        episode_length=20, progress=False))
-    for algo in ("bc-flow", "bc-mlp"):
-        BCRunner(BCConfig(demos=root / "demos", algo=algo,  # type: ignore[arg-type]
-                          policy=PolicyConfig(horizon=4, execute=2, width=16, blocks=1,
-                                              flow_steps=2),
-                          steps=5, eval_episodes=0, runs_dir=root, run_name=algo,
-                          progress=False), console=Console(file=sys.stderr)).train()
+    tiny_bc_runs(root, "reach", episode_length=20, horizon=4, execute=2,
+                 algos=("bc-flow", "bc-mlp"))
     return root
 
 

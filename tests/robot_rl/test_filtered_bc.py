@@ -11,12 +11,11 @@ import pytest
 import torch
 from rich.console import Console
 
-from robot_rl.bc import BCConfig, BCRunner
 from robot_rl.bc.filtered import FilteredBC, FilteredBCConfig, successful_rollouts
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.policies import PolicyConfig
-from robot_rl.recording.record import RecordConfig, record
 from robot_rl.sim import make_env
+from tests.robot_rl.flow_runs import tiny_bc_runs
 
 
 class _Expert:
@@ -52,13 +51,8 @@ def test_rollouts_keep_the_successful_episodes_frames():
 @pytest.fixture(scope="module")
 def bc_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("fbc")
-    record(RecordConfig(task="push", teleop="expert", episodes=2, out=root / "demos",
-                        episode_length=24, progress=False))
-    BCRunner(BCConfig(demos=root / "demos", policy=PolicyConfig(horizon=4, width=16,
-                                                                  blocks=1, flow_steps=2),
-                      steps=5, eval_episodes=0, runs_dir=root, run_name="bc",
-                      progress=False), console=Console(file=sys.stderr)).train()
-    return root / "bc"
+    tiny_bc_runs(root, "push", episode_length=24, horizon=4)
+    return root / "bc-flow"
 
 
 def test_a_filtered_run_trains_round_by_round_as_a_bc_run(bc_run: Path, tmp_path: Path):

@@ -13,27 +13,21 @@ import torch
 from rich.console import Console
 
 from robot_rl.algos import SACConfig
-from robot_rl.bc import BCConfig, BCRunner, load_bc_policy
+from robot_rl.bc import load_bc_policy
 from robot_rl.cli.learn import ExportConfig, export_cmd
 from robot_rl.errors import ConfigError
 from robot_rl.export import load_policy
 from robot_rl.finetune.residual import ResidualConfig, ResidualEnv, ResidualRunner, load_residual
-from robot_rl.policies import ChunkExecutor, PolicyConfig
-from robot_rl.recording.record import RecordConfig, record
+from robot_rl.policies import ChunkExecutor
 from robot_rl.sim import make_env
+from tests.robot_rl.flow_runs import tiny_bc_runs
 
 
 @pytest.fixture(scope="module")
 def flow_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("residual")
-    record(RecordConfig(task="reach", teleop="expert", episodes=2, out=root / "demos",
-                        episode_length=20, progress=False))
-    BCRunner(BCConfig(demos=root / "demos", policy=PolicyConfig(horizon=4, execute=2,
-                                                                  width=16, blocks=1,
-                                                                  flow_steps=2),
-                      steps=5, eval_episodes=0, runs_dir=root, run_name="bc",
-                      progress=False), console=Console(file=sys.stderr)).train()
-    return root / "bc"
+    tiny_bc_runs(root, "reach", episode_length=20, horizon=4, execute=2)
+    return root / "bc-flow"
 
 
 def test_the_env_executes_the_flows_chunks_plus_the_bounded_residual(flow_run: Path) -> None:
