@@ -30,7 +30,7 @@ import torch
 import tyro
 from rich.console import Console
 
-from robot_rl.algos import SACConfig
+from robot_rl.algos import SAC, SACConfig
 from robot_rl.bc import bc_env, bc_task_config, load_bc_policy
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.errors import ConfigError
@@ -118,9 +118,9 @@ class ResidualEnv:
 
 
 def residual_sac() -> SACConfig:
-    """SAC for the residual: LayerNorm critics, the actor starting near zero correction
-    (Policy Decorator also starts its residual at zero), 2 gradient steps per vector step
-    of 16 envs, 2,000 transitions of uniform residuals before learning."""
+    """SAC for the residual: LayerNorm critics, 2 gradient steps per vector step of 16
+    envs, 2,000 transitions of uniform residuals before learning (the actor's mean starts at
+    zero correction: ``ResidualRunner.build_agent``)."""
     return SACConfig(updates_per_step=2, learning_starts=2_000, freeze_normalizer=True)
 
 
@@ -173,6 +173,16 @@ class ResidualRunner(Runner):
         self.console.print(f"residual x {cfg.scale} on {cfg.policy} ({bc_cfg.algo}, chunk "
                            f"{policy.horizon}x{policy.act_dim}, {bc_cfg.policy.executed} "
                            f"steps executed); gamma {self.cfg.sac.gamma:.4f}")
+
+    def build_agent(self) -> SAC:
+        """SAC whose actor's mean starts at exactly zero correction: the run starts from the
+        flow policy itself (Policy Decorator's zero-initialized residual)."""
+        agent = super().build_agent()
+        if self.cfg.resume is None:
+            with torch.no_grad():
+                agent.gaussian_actor.mu.weight.zero_()
+                agent.gaussian_actor.mu.bias.zero_()
+        return agent
 
     def evaluate_policy(self, env: VecEnv, episodes: int, seed: int) -> EvalResult:
         """The residual actor's mean on the flow's zero-noise chunks, ungated: the exported

@@ -89,3 +89,18 @@ def test_a_residual_run_exports_what_it_evaluates(flow_run: Path, tmp_path: Path
     np.testing.assert_allclose(np.stack(got), np.stack(want), atol=1e-5)
     with pytest.raises(ConfigError, match="no student"):
         export_cmd(ExportConfig(run=tmp_path / "res", policy="student"))
+
+
+def test_a_residual_run_starts_from_the_flow_policy_itself(flow_run: Path, tmp_path: Path):
+    """The residual actor's mean starts at zero: the first evaluation is the flow's own."""
+    runner = ResidualRunner(ResidualConfig(policy=flow_run, num_envs=2, runs_dir=tmp_path,
+                                           run_name="zero", progress=False, safety="off",
+                                           sac=SACConfig(actor_hidden=(8,),
+                                                         critic_hidden=(8,))),
+                            console=Console(file=sys.stderr))
+    obs = runner.env.reset(seed=0)
+    with torch.no_grad():
+        residual = runner.agent.act(obs, deterministic=True, gate=False).action
+    assert float(residual.abs().max()) == 0.0
+    assert isinstance(runner.env, ResidualEnv)
+    torch.testing.assert_close(runner.env.applied(residual), runner.env.base)
