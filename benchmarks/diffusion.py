@@ -280,7 +280,7 @@ def part_finetune(args: Args, console: Console) -> None:
 
 
 def part_student(args: Args, console: Console) -> None:
-    from robot_rl.cli.learn import ExportConfig, export_cmd
+    from robot_rl.cli.export import ExportConfig, export_cmd
     from robot_rl.distill import DistillConfig
     from robot_rl.export import load_policy
     from robot_rl.finetune.onestep import distill_chunked

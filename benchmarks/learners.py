@@ -248,7 +248,7 @@ def row_filtered(args: Args, console: Console) -> dict[str, Any]:
 
 
 def row_student(args: Args, console: Console) -> dict[str, Any]:
-    from robot_rl.cli.learn import ExportConfig, export_cmd
+    from robot_rl.cli.export import ExportConfig, export_cmd
     from robot_rl.distill import DistillConfig
     from robot_rl.export import load_policy
     from robot_rl.finetune.onestep import distill_chunked

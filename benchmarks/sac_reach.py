@@ -142,7 +142,7 @@ def run_sb3(args: Args, console: Console) -> list[dict[str, float]]:
 
 
 def student_figures(run_dir: Path, console: Console, reuse: bool) -> dict[str, Any]:
-    from robot_rl.cli.learn import ExportConfig, export_cmd
+    from robot_rl.cli.export import ExportConfig, export_cmd
     from robot_rl.distill import DistillConfig, distill
     from robot_rl.export import load_policy
 

@@ -51,7 +51,7 @@ def _top_level() -> dict[str, Command]:
     # Imported here so ``robot-rl --help`` does not pay for torch and mujoco.
     from robot_rl.bc import BCConfig
     from robot_rl.bc.filtered import FilteredBCConfig
-    from robot_rl.cli import data, deploy, dist, learn
+    from robot_rl.cli import data, deploy, dist, export, learn
     from robot_rl.dist.robot_learner import RobotFinetuneConfig
     from robot_rl.distill import DistillConfig
     from robot_rl.finetune import DSRLConfig, FinetuneConfig
@@ -65,7 +65,7 @@ def _top_level() -> dict[str, Command]:
             "distill": Command(DistillConfig, learn.distill_cmd),
             "distill-pixels": Command(PixelDistillConfig, learn.distill_pixels_cmd),
             "train-pixels": Command(PixelTrainConfig, learn.train),
-            "export": Command(learn.ExportConfig, learn.export_cmd),
+            "export": Command(export.ExportConfig, export.export_cmd),
             "deploy": Command(deploy.DeployCommandConfig, deploy.deploy_cmd),
             "record": Command(data.RecordConfig, data.record_cmd),
             "finetune": Command(FinetuneConfig, learn.train),

@@ -21,7 +21,7 @@ H, K = 4, 2
 @pytest.fixture(scope="module")
 def chunk_artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from robot_rl.bc import BCConfig, BCRunner
-    from robot_rl.cli.learn import ExportConfig, export_cmd
+    from robot_rl.cli.export import ExportConfig, export_cmd
     from robot_rl.policies import PolicyConfig
     from robot_rl.recording.record import RecordConfig, record
 

@@ -16,7 +16,7 @@ from rich.console import Console
 from robot_rl.algos import SACConfig
 from robot_rl.bc import load_bc_policy
 from robot_rl.checkpoint import CheckpointError
-from robot_rl.cli.learn import ExportConfig, export_cmd
+from robot_rl.cli.export import ExportConfig, export_cmd
 from robot_rl.export import load_policy
 from robot_rl.finetune import DSRLConfig, DSRLRunner
 from robot_rl.finetune.dsrl import load_dsrl

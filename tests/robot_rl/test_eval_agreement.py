@@ -11,7 +11,8 @@ import pytest
 from rich.console import Console
 
 from robot_rl.algos import SACConfig
-from robot_rl.cli.learn import EvalConfig, ExportConfig, evaluate_path, export_cmd
+from robot_rl.cli.export import ExportConfig, export_cmd
+from robot_rl.cli.learn import EvalConfig, evaluate_path
 from robot_rl.finetune import DSRLConfig, DSRLRunner
 from robot_rl.finetune.residual import ResidualConfig, ResidualRunner
 from robot_rl.runner import Runner, TrainConfig

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from robot_rl.algos import SACConfig
 from robot_rl.bc import load_bc_policy
-from robot_rl.cli.learn import ExportConfig, export_cmd
+from robot_rl.cli.export import ExportConfig, export_cmd
 from robot_rl.errors import ConfigError
 from robot_rl.export import load_policy
 from robot_rl.finetune.residual import ResidualConfig, ResidualEnv, ResidualRunner, load_residual
