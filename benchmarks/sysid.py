@@ -221,8 +221,9 @@ def part_ladder(a: Args, console: Console) -> None:
     from nominal: where it starts to lose."""
     import dataclasses as dc
 
+    from robot_rl.evaluate import evaluate_agent
     from robot_rl.robots import get_robot
-    from robot_rl.runner import evaluate_agent, load_agent
+    from robot_rl.runner import load_agent
     from robot_rl.sim import make_env
     from robot_rl.sim.identified import IdentifiedDynamics
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
+from robot_rl.algos.sac import SAC, ActStep
 from robot_rl.sim.render import EnvRenderer, VideoWriter
 from robot_rl.sim.vec_env import VecEnv
 
@@ -113,3 +115,27 @@ def evaluate(policy: EvalPolicy, env: VecEnv, episodes: int, seed: int = 0,
         cost_mean=sum(costs) / n, length_mean=sum(lengths) / n,
         interventions={k: v / ran for k, v in interventions.items()},
         gate_rejections=rejections / ran)
+
+
+def evaluate_agent(agent: SAC, env: VecEnv, episodes: int, seed: int = 0,
+                   gate: bool | None = None, **kwargs: Any) -> EvalResult:
+    """Evaluate the agent's deterministic (mean) policy, screened by the safety critic's
+    gate as the exported artifact screens it when its safety mode gates (``gate``: force
+    the gate on or off)."""
+    return evaluate_decisions(lambda obs: agent.act(obs, deterministic=True, gate=gate), env,
+                              episodes, seed=seed, **kwargs)
+
+
+def evaluate_decisions(decide: Callable[[torch.Tensor], ActStep], env: VecEnv, episodes: int,
+                       seed: int = 0, **kwargs: Any) -> EvalResult:
+    """Evaluate a policy that makes an agent's decisions (``ActStep``: actions, holds, gate
+    rejections) from each observation; the rejections are counted."""
+    last: dict[str, torch.Tensor] = {}
+
+    def policy(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        step = decide(obs)
+        last["rejected"] = step.rejected
+        return step.action, step.hold if bool(step.hold.any()) else None
+
+    return evaluate(policy, env, episodes, seed=seed,
+                    gate_rejected=lambda: last["rejected"], **kwargs)

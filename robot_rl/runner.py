@@ -25,7 +25,6 @@ import csv
 import dataclasses
 import json
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -34,7 +33,6 @@ import tyro
 from rich.console import Console
 
 from robot_rl.algos import SAC, SACConfig, SafetyConfig, SafetyMode
-from robot_rl.algos.sac import ActStep
 from robot_rl.checkpoint import (
     CHECKPOINT,
     FORMAT_VERSION,
@@ -45,7 +43,7 @@ from robot_rl.checkpoint import (
 )
 from robot_rl.config_io import from_dict, to_dict
 from robot_rl.errors import ConfigError
-from robot_rl.evaluate import EvalResult, evaluate
+from robot_rl.evaluate import EvalResult, evaluate_agent
 from robot_rl.ray_options import RayOptions
 from robot_rl.replay import Batch, ReplayBuffer
 from robot_rl.sim import TaskConfig, WarpOptions, dr_preset, make_env, make_task_config
@@ -481,30 +479,6 @@ class Runner:
                 raise CheckpointError(f"cannot read replay buffer {replay}: {e}") from None
         self.console.print(f"resumed {self.run_dir} at {self.env_steps:,} env steps "
                            f"({len(self.buffer):,} transitions in replay)")
-
-
-def evaluate_agent(agent: SAC, env: VecEnv, episodes: int, seed: int = 0,
-                   gate: bool | None = None, **kwargs: Any) -> EvalResult:
-    """Evaluate the agent's deterministic (mean) policy, screened by the safety critic's
-    gate as the exported artifact screens it when its safety mode gates (``gate``: force
-    the gate on or off)."""
-    return evaluate_decisions(lambda obs: agent.act(obs, deterministic=True, gate=gate), env,
-                              episodes, seed=seed, **kwargs)
-
-
-def evaluate_decisions(decide: Callable[[torch.Tensor], ActStep], env: VecEnv, episodes: int,
-                       seed: int = 0, **kwargs: Any) -> EvalResult:
-    """Evaluate a policy that makes an agent's decisions (``ActStep``: actions, holds, gate
-    rejections) from each observation; the rejections are counted."""
-    last: dict[str, torch.Tensor] = {}
-
-    def policy(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        step = decide(obs)
-        last["rejected"] = step.rejected
-        return step.action, step.hold if bool(step.hold.any()) else None
-
-    return evaluate(policy, env, episodes, seed=seed,
-                    gate_rejected=lambda: last["rejected"], **kwargs)
 
 
 def read_curve(run_dir: Path) -> list[dict[str, float]]:

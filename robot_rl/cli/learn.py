@@ -153,8 +153,8 @@ def evaluate_path(cfg: EvalConfig) -> EvalReport:
     """Evaluate a run, checkpoint, student or artifact as ``robot-rl eval`` does (the
     decision that ships: an artifact's own, a run's as its artifact makes it)."""
     from robot_rl.checkpoint import load_checkpoint
-    from robot_rl.evaluate import evaluate
-    from robot_rl.runner import evaluate_agent, load_agent, make_train_env
+    from robot_rl.evaluate import evaluate, evaluate_agent
+    from robot_rl.runner import load_agent, make_train_env
     from robot_rl.sim.render import EnvRenderer, VideoWriter
 
     if cfg.episodes < 1 or cfg.num_envs < 1:

@@ -282,8 +282,8 @@ def _evaluate_on(cfg: SysidGapConfig, overrides: dict[str, Any]) -> Any:
 
     from robot_rl.checkpoint import load_checkpoint
     from robot_rl.cli.learn import EvalConfig, artifact_policy
-    from robot_rl.evaluate import evaluate
-    from robot_rl.runner import evaluate_agent, load_agent
+    from robot_rl.evaluate import evaluate, evaluate_agent
+    from robot_rl.runner import load_agent
     from robot_rl.sim import make_env
 
     n = min(cfg.num_envs, cfg.episodes)

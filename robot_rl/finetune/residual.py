@@ -34,9 +34,9 @@ from robot_rl.algos import SAC, SACConfig
 from robot_rl.bc import bc_env, bc_task_config, load_bc_policy
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.errors import ConfigError
-from robot_rl.evaluate import EvalResult
+from robot_rl.evaluate import EvalResult, evaluate_agent
 from robot_rl.policies import ChunkExecutor, ChunkPolicy
-from robot_rl.runner import Runner, TrainConfig, evaluate_agent, load_agent
+from robot_rl.runner import Runner, TrainConfig, load_agent
 from robot_rl.sim import TaskConfig, make_task_config
 from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.vec_env import POLICY, StepResult, VecEnv, check_vec_env

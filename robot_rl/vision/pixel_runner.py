@@ -37,9 +37,9 @@ from robot_rl.algos import SACConfig
 from robot_rl.checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint
 from robot_rl.config_io import from_dict
 from robot_rl.errors import ConfigError
-from robot_rl.evaluate import EvalResult
+from robot_rl.evaluate import EvalResult, evaluate_decisions
 from robot_rl.replay import ReplayBuffer
-from robot_rl.runner import Runner, TrainConfig, evaluate_decisions
+from robot_rl.runner import Runner, TrainConfig
 from robot_rl.sim import make_env
 from robot_rl.sim.cameras import CameraConfig
 from robot_rl.sim.env import BatchedEnv
