@@ -82,6 +82,10 @@ class Args:
     filtered_rollouts: int = 64
     filtered_steps: int = 2_000
     student_hidden: tuple[int, ...] = (128,)
+    student_iterations: int = 8
+    """DAgger iterations of the one-step student."""
+    student_grad_steps: int = 2_000
+    """Gradient steps per DAgger iteration of the student."""
     latency_calls: int = 2_000
     out: Path = Path("runs/bench/learners")
     redo: bool = False
@@ -257,7 +261,8 @@ def row_student(args: Args, console: Console) -> dict[str, Any]:
     dsrl = res.get(_key(args, "dsrl"))
     run = Path(dsrl["run"]) if dsrl else _bc_run(args)
     _, report = distill_chunked(DistillConfig(run=run, hidden=args.student_hidden,
-                                              iterations=8, num_envs=16, grad_steps=2000,
+                                              iterations=args.student_iterations,
+                                              num_envs=16, grad_steps=args.student_grad_steps,
                                               batch_size=256, dr="off", eval_episodes=0,
                                               progress=False), Console(file=sys.stderr))
     lat = {}
