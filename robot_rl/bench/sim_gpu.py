@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -172,18 +173,30 @@ def run(cfg: BenchSimGPUConfig) -> dict:
                 "end to end", "memory / world"):
         table.add_column(col, justify="right")
     results: dict = {"warp": {}, "cpu": {}}
+    t_start = time.perf_counter()
+
+    def say(msg: str) -> None:
+        # Each figure as it is measured: the first build compiles Warp's kernels (minutes on
+        # a fresh machine), and a run cut short still shows what it had measured.
+        console.print(f"[{time.perf_counter() - t_start:6.0f} s] {msg}", highlight=False)
+
     for n in cfg.num_envs:
         free0 = _free_bytes(torch.device(cfg.device))
+        say(f"warp {n:,} worlds: building the env (compiles kernels on first use)")
         env = make_env(cfg.task, n, backend="warp", device=cfg.device, seed=0,
                        dr=cfg.dr)  # type: ignore[arg-type]
         phys = physics_rate(env, cfg.seconds, cfg.repeats)
+        say(f"warp {n:,} worlds: physics {_fmt(phys)} env steps/s")
         e2e = end_to_end_rate(env, cfg.seconds, cfg.repeats) if cfg.end_to_end else None
+        if e2e is not None:
+            say(f"warp {n:,} worlds: end to end {_fmt(e2e)} env steps/s")
         free1 = _free_bytes(env.device)
         own = env.backend.memory_bytes() / n  # type: ignore[attr-defined]
         per_world = None if free0 is None or free1 is None else (free0 - free1) / n
         cap = env.backend.capacity  # type: ignore[attr-defined]
         limit = mjw_alone_rate(env.model, n, cfg.device, env.cfg.decimation, cap.nconmax,
                                cap.njmax, cfg.seconds, cfg.repeats)
+        say(f"warp {n:,} worlds: mjw alone {_fmt(limit)} env steps/s")
         results["warp"][n] = {"physics": phys, "limit": limit, "end_to_end": e2e,
                               "bytes_per_world": per_world, "array_bytes_per_world": own}
         mem = (f"{per_world / 1024:,.1f} KiB " if per_world is not None else "") + \
@@ -196,6 +209,7 @@ def run(cfg: BenchSimGPUConfig) -> dict:
                        dr=cfg.dr)  # type: ignore[arg-type]
         phys = physics_rate(env, cfg.seconds, cfg.repeats)
         e2e = end_to_end_rate(env, cfg.seconds, cfg.repeats) if cfg.end_to_end else None
+        say(f"cpu {n:,} envs: physics {_fmt(phys)}, end to end {_fmt(e2e)} env steps/s")
         results["cpu"][n] = {"physics": phys, "end_to_end": e2e}
         table.add_row(f"cpu ({threads} threads)", f"{n:,}", _fmt(phys), "", "", _fmt(e2e), "")
     console.print(table)
