@@ -72,7 +72,11 @@ class Args:
     rlpd_envs: int = 4
     bc_steps: int = 10_000
     finetune_budget: float = 1800.0
-    """DSRL, residual and filtered BC: wall-clock budget each [s]."""
+    """DSRL, residual and filtered BC: wall-clock budget each [s] (see the next two)."""
+    dsrl_budget: float | None = None
+    """DSRL's own wall-clock budget [s] (default: --finetune-budget)."""
+    filtered_budget: float | None = None
+    """Filtered BC's own wall-clock budget [s] (default: --finetune-budget)."""
     finetune_steps: int = 300_000
     """DSRL, residual and filtered BC: env steps each at most."""
     dsrl_updates: int = 20
@@ -210,7 +214,7 @@ def row_dsrl(args: Args, console: Console) -> dict[str, Any]:
 
     sac = dataclasses.replace(dsrl_sac(), updates_per_step=args.dsrl_updates)
     runner = DSRLRunner(DSRLConfig(policy=_bc_run(args), sac=sac,
-                                   time_budget=args.finetune_budget,
+                                   time_budget=args.dsrl_budget or args.finetune_budget,
                                    total_steps=args.finetune_steps, run_name="dsrl",
                                    **_common(args)), console=Console(file=sys.stderr))
     runner.train()
@@ -242,7 +246,8 @@ def row_filtered(args: Args, console: Console) -> dict[str, Any]:
     fb = FilteredBC(FilteredBCConfig(
         policy=_bc_run(args), rounds=1000, rollouts=args.filtered_rollouts,
         steps=args.filtered_steps, total_steps=args.finetune_steps,
-        time_budget=args.finetune_budget, eval_episodes=args.eval_episodes, seed=args.seed,
+        time_budget=args.filtered_budget or args.finetune_budget,
+        eval_episodes=args.eval_episodes, seed=args.seed,
         runs_dir=args.out / "runs" / args.task, run_name="filtered"),
         console=Console(file=sys.stderr))
     fb.train()
@@ -341,7 +346,8 @@ def table(args: Args, console: Console) -> None:
             st.add_column(col, justify="right")
         st.add_row(Path(s["teacher"]).name, f"{s['teacher_success']:.1%}",
                    f"{s['student_success']:.1%}",
-                   f"{s['student_success'] / max(s['teacher_success'], 1e-9):.1%}",
+                   f"{s['student_success'] / s['teacher_success']:.1%}"
+                   if s["teacher_success"] > 0 else "-",
                    f"{s['teacher_p50_us']:.0f} / {s['teacher_p99_us']:.0f}",
                    f"{s['student_p50_us']:.1f} / {s['student_p99_us']:.1f}",
                    f"{s['teacher_p50_us'] / s['student_p50_us']:.1f}x")
