@@ -138,6 +138,11 @@ def final_success(run: Path, episodes: int, seed: int) -> dict[str, float]:
             "final_cost": res.cost_mean, "final_episodes": res.episodes}
 
 
+def _budget(own: float | None, args: Args) -> float:
+    """A fine-tuner's wall-clock budget: its own where given, else --finetune-budget."""
+    return args.finetune_budget if own is None else own
+
+
 def _common(args: Args) -> dict[str, Any]:
     return dict(eval_every=args.eval_every, eval_episodes=args.eval_episodes,
                 runs_dir=args.out / "runs" / args.task, save_replay=False,
@@ -214,7 +219,7 @@ def row_dsrl(args: Args, console: Console) -> dict[str, Any]:
 
     sac = dataclasses.replace(dsrl_sac(), updates_per_step=args.dsrl_updates)
     runner = DSRLRunner(DSRLConfig(policy=_bc_run(args), sac=sac,
-                                   time_budget=args.dsrl_budget or args.finetune_budget,
+                                   time_budget=_budget(args.dsrl_budget, args),
                                    total_steps=args.finetune_steps, run_name="dsrl",
                                    **_common(args)), console=Console(file=sys.stderr))
     runner.train()
@@ -246,7 +251,7 @@ def row_filtered(args: Args, console: Console) -> dict[str, Any]:
     fb = FilteredBC(FilteredBCConfig(
         policy=_bc_run(args), rounds=1000, rollouts=args.filtered_rollouts,
         steps=args.filtered_steps, total_steps=args.finetune_steps,
-        time_budget=args.filtered_budget or args.finetune_budget,
+        time_budget=_budget(args.filtered_budget, args),
         eval_episodes=args.eval_episodes, seed=args.seed,
         runs_dir=args.out / "runs" / args.task, run_name="filtered"),
         console=Console(file=sys.stderr))

@@ -54,6 +54,12 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     return state
 
 
+def checkpoint_kind(path: str | Path) -> str:
+    """What a run directory or checkpoint holds: the ``kind`` its runner saved ("sac",
+    "dsrl", "residual", "bc", "pixel_sac"); checkpoints older than the field are "sac"."""
+    return str(load_checkpoint(path).get("kind", "sac"))
+
+
 def run_dir_of(checkpoint: Path) -> Path:
     """The run directory a checkpoint file belongs to (its grandparent)."""
     return checkpoint.parent.parent

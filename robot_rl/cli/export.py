@@ -15,7 +15,6 @@ import torch
 import tyro
 from rich.console import Console
 
-from robot_rl.cli.learn import checkpoint_kind
 from robot_rl.errors import ConfigError
 
 
@@ -44,9 +43,8 @@ class ExportConfig:
     (default: the training one, which training-time evaluation used)."""
 
 
-
 def export_cmd(cfg: ExportConfig) -> None:
-    from robot_rl.checkpoint import resolve_checkpoint, run_dir_of
+    from robot_rl.checkpoint import checkpoint_kind, resolve_checkpoint, run_dir_of
     from robot_rl.distill import load_student, teacher_policy
     from robot_rl.export.artifact import artifact_meta, export_artifact
     from robot_rl.export.modules import DeployCost, ObsNorm

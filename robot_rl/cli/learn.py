@@ -293,13 +293,6 @@ def eval_cmd(cfg: EvalConfig) -> None:
             raise SystemExit(1)
 
 
-def checkpoint_kind(path: Path) -> str:
-    """What a run directory or checkpoint holds: "sac", "dsrl" or "bc"."""
-    from robot_rl.checkpoint import load_checkpoint
-
-    return str(load_checkpoint(path).get("kind", "sac"))
-
-
 def artifact_policy(cfg: EvalConfig, env_overrides: dict[str, Any] | None = None
                     ) -> tuple[Any, Any, str, Any]:
     """Env and batched policy function of an exported artifact (evaluated through ONNX);
@@ -361,7 +354,7 @@ def _artifact_columns(env_layout: list[tuple[str, int]], layout: list[dict[str, 
 
 
 def distill_cmd(cfg: Any) -> None:
-    from robot_rl.checkpoint import resolve_checkpoint
+    from robot_rl.checkpoint import checkpoint_kind, resolve_checkpoint
     from robot_rl.distill import distill
 
     console = Console()

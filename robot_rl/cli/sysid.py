@@ -280,7 +280,7 @@ def _evaluate_on(cfg: SysidGapConfig, overrides: dict[str, Any]) -> Any:
     """The policy's evaluation in an env with ``overrides`` (no randomization)."""
     import dataclasses as dc
 
-    from robot_rl.checkpoint import load_checkpoint
+    from robot_rl.checkpoint import checkpoint_kind
     from robot_rl.cli.learn import EvalConfig, artifact_policy
     from robot_rl.evaluate import evaluate, evaluate_agent
     from robot_rl.runner import load_agent
@@ -293,7 +293,7 @@ def _evaluate_on(cfg: SysidGapConfig, overrides: dict[str, Any]) -> Any:
                        seed=cfg.seed), overrides)
         return evaluate(act, env, cfg.episodes, seed=cfg.seed,
                         episode_start=lambda done: loaded.reset(done.numpy()))
-    kind = str(load_checkpoint(cfg.path).get("kind", "sac"))
+    kind = checkpoint_kind(cfg.path)
     if kind != "sac":
         raise ConfigError(f"{cfg.path} is a {kind!r} run; sysid gap takes robot-rl train runs "
                           "and exported artifacts")
