@@ -34,13 +34,17 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import tyro
 from rich.console import Console
 from rich.table import Table
 
 from robot_rl.bench.learning import chunk_latency, curve_summary
+from robot_rl.recording.record import ActionName
+
+if TYPE_CHECKING:
+    from robot_rl.sim.tasks.base import TaskConfig
 
 Row = Literal["sac", "rlpd", "bc", "dsrl", "residual", "filtered", "student"]
 EPISODE_LENGTH = {"push": 300, "lift": 200}
@@ -55,6 +59,9 @@ class Args:
     demos: int = 20
     style: str = "multimodal-human"
     """Expert style of the demonstrations."""
+    action: ActionName = "task"
+    """The action space every learner acts in (the demonstrations are recorded in it): the
+    task's own (joint-delta), ee-delta or ee-position (``robot-rl record --action``)."""
     eval_every: int = 20_000
     """Env steps between the learners' evaluations."""
     eval_episodes: int = 64
@@ -98,7 +105,18 @@ class Args:
 
 
 def _key(args: Args, row: str) -> str:
-    return f"{args.task}/{args.style}/{args.demos}/{row}"
+    space = "" if args.action == "task" else f"{args.action}/"
+    return f"{args.task}/{space}{args.style}/{args.demos}/{row}"
+
+
+def _env(args: Args) -> TaskConfig:
+    """The task's config as every learner (and the demonstrations) use it."""
+    from robot_rl.recording.record import named_action
+    from robot_rl.sim import make_task_config
+
+    action = named_action(args.task, args.action)
+    extra = {} if action is None else {"action": action}
+    return make_task_config(args.task, episode_length=EPISODE_LENGTH[args.task], **extra)
 
 
 def _results(args: Args) -> dict[str, Any]:
@@ -117,11 +135,12 @@ def dataset(args: Args, console: Console) -> Path:
     """The demonstrations (recorded once)."""
     from robot_rl.recording.record import RecordConfig, record
 
-    out = args.out / "data" / f"{args.task}-{args.style}-{args.demos}"
+    space = "" if args.action == "task" else f"-{args.action}"
+    out = args.out / "data" / f"{args.task}{space}-{args.style}-{args.demos}"
     if not (out / "meta" / "info.json").is_file():
         console.print(f"recording {args.demos} {args.style} demonstrations of {args.task}...")
         record(RecordConfig(task=args.task, teleop="expert", expert_style=args.style,  # type: ignore[arg-type]
-                            episodes=args.demos, out=out,
+                            episodes=args.demos, out=out, action=args.action,
                             episode_length=EPISODE_LENGTH[args.task], success_only=True,
                             seed=args.seed, progress=False), console=Console(quiet=True))
     return out
@@ -152,10 +171,8 @@ def _common(args: Args) -> dict[str, Any]:
 
 def row_sac(args: Args, console: Console) -> dict[str, Any]:
     from robot_rl.runner import Runner, TrainConfig
-    from robot_rl.sim import make_task_config
 
-    env = make_task_config(args.task, episode_length=EPISODE_LENGTH[args.task])
-    cfg = TrainConfig(task=args.task, env=env, time_budget=args.sac_budget,
+    cfg = TrainConfig(task=args.task, env=_env(args), time_budget=args.sac_budget,
                       run_name="sac", **_common(args))
     cfg.sac.updates_per_step = args.sac_updates
     runner = Runner(cfg, console=Console(file=sys.stderr))
@@ -169,9 +186,8 @@ def row_sac(args: Args, console: Console) -> dict[str, Any]:
 def row_rlpd(args: Args, console: Console) -> dict[str, Any]:
     from robot_rl.finetune import FinetuneConfig, FinetuneRunner
     from robot_rl.finetune.runner import rlpd_sac
-    from robot_rl.sim import make_task_config
 
-    env = make_task_config(args.task, episode_length=EPISODE_LENGTH[args.task])
+    env = _env(args)
     updates = max(1, round(args.rlpd_utd * args.rlpd_envs))
     sac = dataclasses.replace(rlpd_sac(), num_critics=args.rlpd_critics,
                               updates_per_step=updates,

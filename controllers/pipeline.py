@@ -153,7 +153,8 @@ class ActionPipeline:
         """Start the robots ``ids`` afresh at joint positions ``q`` (E, n): stateful action
         spaces forget their memory, the joint commands' speed restarts at rest."""
         self.action_space.reset(ids, q)
-        if self.action_space.kind == "joint":
+        if self.action_space.kind == "joint" or isinstance(self.controller, DiffIK):
+            # joint targets, or pose targets the differential IK makes joint targets
             self._track_at(q).v[ids] = 0.0
 
     def _track_at(self, q: Array) -> JointTrack:

@@ -42,6 +42,12 @@ def from_dict(cls: type[T], data: dict[str, Any]) -> T:
     return cls(**kwargs)
 
 
+def from_value(tp: Any, value: Any) -> Any:
+    """A ``to_dict`` value as type ``tp`` (a dataclass, a tagged union of configs, a tuple,
+    a path)."""
+    return _convert(tp, value)
+
+
 def _convert(tp: Any, value: Any) -> Any:
     if value is None:
         return None

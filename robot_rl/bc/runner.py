@@ -144,14 +144,14 @@ class BCConfig:
 def make_task_env(task: str, making: dict[str, Any], num_envs: int, seed: int,
                   dr: DRPreset | None = None, device: str = "cpu") -> BatchedEnv | None:
     """A simulated env of ``task`` made as a dataset's was recorded (``making``: its
-    randomization and episode length); None if the task is not in the registry."""
+    randomization, episode length and action space); None if the task is not in the
+    registry."""
+    from robot_rl.recording.record import making_overrides
+
     if task not in list_tasks():
         return None
-    overrides: dict[str, Any] = {}
-    if "episode_length" in making:
-        overrides["episode_length"] = int(making["episode_length"])
     return make_env(task, num_envs, dr=dr or making.get("dr", "off"), seed=seed,
-                    device=device, **overrides)
+                    device=device, **making_overrides(making))
 
 
 def make_eval_env(ds: Dataset, num_envs: int, seed: int, dr: DRPreset | None = None,
@@ -457,12 +457,11 @@ def bc_env(state: dict[str, Any], path: str | Path, use: str, num_envs: int, see
 
 
 def bc_task_config(state: dict[str, Any], path: str | Path, use: str) -> TaskConfig:
-    """The task config of a BC checkpoint's data as it was recorded (its episode length)."""
-    cfg = make_task_config(bc_task(state, path, use))
-    making = state.get("env", {})
-    if "episode_length" in making:
-        cfg.episode_length = int(making["episode_length"])
-    return cfg
+    """The task config of a BC checkpoint's data as it was recorded (its episode length and
+    action space)."""
+    from robot_rl.recording.record import making_overrides
+
+    return make_task_config(bc_task(state, path, use), **making_overrides(state.get("env", {})))
 
 
 def load_bc_policy(path: str | Path, state: dict[str, Any] | None = None

@@ -5,6 +5,7 @@ one env; every control step goes into a DatasetWriter, every episode is committe
     robot-rl record --task push --teleop expert --episodes 20 --out data/push   # no person
     robot-rl record --task push --teleop expert --expert-style multimodal-human \
         --episode-length 300 --success-only --episodes 20 --out data/push-mh
+    robot-rl record --task push --teleop expert --action ee-position --out data/push-ee
 
 Each episode starts from ``env.reset(seed=s)`` with its seed ``s`` stored in the episode row, so
 ``robot-rl data replay`` rebuilds the same initial state and replays the actions. A person
@@ -36,17 +37,42 @@ import torch
 from rich.console import Console
 from rich.live import Live
 
-from robot_rl.config_io import to_dict
+from robot_rl.config_io import from_value, to_dict
+from robot_rl.controllers import ActionConfig, EEDeltaConfig, JointDeltaConfig
 from robot_rl.data.format import DEFAULT_KEYFRAME_INTERVAL, DatasetSpec, camera_size_problem
 from robot_rl.data.writer import DatasetWriter
 from robot_rl.errors import ConfigError
 from robot_rl.recording.pacing import Pacing, SuccessEnds
-from robot_rl.sim import make_env
+from robot_rl.sim import make_env, make_task_config
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.experts import Expert, ExpertStyle, make_expert
 from robot_rl.sim.randomization import DRPreset
 
 TeleopKind = Literal["keyboard", "spacemouse", "gamepad", "expert"]
+ActionName = Literal["task", "joint-delta", "ee-delta", "ee-position"]
+
+
+def named_action(task: str, name: ActionName) -> ActionConfig | None:
+    """The action space ``name`` of ``task`` with the task's gripper choice (None: the
+    task's own): joint-delta, ee-delta (end-effector position and rotation offsets) or
+    ee-position (position offsets; the hand keeps its home orientation)."""
+    if name == "task":
+        return None
+    gripper = make_task_config(task).action.gripper
+    if name == "joint-delta":
+        return JointDeltaConfig(gripper=gripper)
+    return EEDeltaConfig(rotation=name == "ee-delta", gripper=gripper)
+
+
+def making_overrides(making: dict[str, Any]) -> dict[str, Any]:
+    """The task-config overrides of a dataset's env making (its episode length and action
+    space; absent ones are the task's own)."""
+    overrides: dict[str, Any] = {}
+    if making.get("episode_length") is not None:
+        overrides["episode_length"] = int(making["episode_length"])
+    if making.get("action") is not None:
+        overrides["action"] = from_value(ActionConfig, making["action"])
+    return overrides
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -96,6 +122,10 @@ class RecordConfig:
     """Keep only successful episodes (the expert's failures are recorded again)."""
     dr: DRPreset = "off"
     """Domain randomization of the recording env."""
+    action: ActionName = "task"
+    """The action space the demonstrations are recorded in: the task's own, joint-delta,
+    ee-delta (end-effector position and rotation offsets) or ee-position (position offsets;
+    the hand keeps its home orientation). Learners from the dataset act in it."""
     episode_length: int | None = None
     """Override the task's episode length (control steps). With a person driving, the
     episode's step limit instead of --episode-time."""
@@ -158,10 +188,10 @@ def dataset_spec(env: BatchedEnv, cameras: tuple[tuple[str, int, int], ...] = ()
 
 
 def make_recording_env(task: str, dr: str = "off", episode_length: int | None = None,
-                       seed: int = 0) -> BatchedEnv:
-    overrides: dict[str, Any] = {}
-    if episode_length is not None:
-        overrides["episode_length"] = episode_length
+                       seed: int = 0, action: ActionConfig | None = None) -> BatchedEnv:
+    """One env of ``task`` as a dataset records it (``action``: None for the task's own)."""
+    overrides = making_overrides({"episode_length": episode_length,
+                                  "action": None if action is None else to_dict(action)})
     return make_env(task, 1, dr=dr, seed=seed, **overrides)  # type: ignore[arg-type]
 
 
@@ -212,10 +242,12 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
     pacing = None if expert else cfg.pacing()
     steps = cfg.episode_length if pacing is None else \
         pacing.steps(make_task_config(cfg.task).control_dt, cfg.episode_length)
-    env = make_recording_env(cfg.task, cfg.dr, steps, cfg.seed)
+    env = make_recording_env(cfg.task, cfg.dr, steps, cfg.seed,
+                             named_action(cfg.task, cfg.action))
     h, w = cfg.camera_size
     spec = dataset_spec(env, tuple((c, h, w) for c in cfg.cameras),
                         {"dr": cfg.dr, "episode_length": env.cfg.episode_length,
+                         "action": to_dict(env.cfg.action),
                          **({"render_mode": cfg.render_mode} if cfg.cameras else {})},
                         cfg.keyframe_interval)
     if policy is None and cfg.policy is not None:

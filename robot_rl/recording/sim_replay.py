@@ -41,7 +41,8 @@ def replay_episode(ds: Dataset, index: int, video: Path | None = None,
     """Replay episode ``index`` of ``ds`` (see module docstring); optionally film it.
     ``on_step(t, info)`` gets each replayed step's info (reward and cost terms, shield
     flags, ...)."""
-    from robot_rl.recording.record import dataset_spec, make_recording_env
+    from robot_rl.recording.record import dataset_spec, making_overrides
+    from robot_rl.sim import make_env
 
     rows = [r for r in ds.episodes if r["episode_index"] == index]
     if not rows:
@@ -53,8 +54,8 @@ def replay_episode(ds: Dataset, index: int, video: Path | None = None,
         raise DatasetError(f"episode {index} has no reset seed or env making: it was not "
                            f"recorded in simulation, or they were lost{lost}; there is no "
                            f"initial state to replay it from")
-    env = make_recording_env(spec.task, spec.env.get("dr", "off"),
-                             spec.env.get("episode_length"))
+    env = make_env(spec.task, 1, dr=spec.env.get("dr", "off"),
+                   **making_overrides(spec.env))
     ds.check(dataset_spec(env))
     frames = ds.episode(index)
     env.reset(seed=seed)

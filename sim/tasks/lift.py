@@ -140,7 +140,6 @@ def turned_expert(state: SimState, cfg: LiftConfig, mode: torch.Tensor,
     0 above the cube, turning; 1 descending, open; 2 closing at the grasp point; 3 lifting
     (back to 0 if the cube slips out).
     """
-    assert isinstance(cfg.action, JointDeltaConfig)
     phase, yaw = memory[:, 0].long(), memory[:, 1]
     folded = _folded_yaw(state).to(memory.dtype)
     turn = torch.where(folded < 0, 1.0, -1.0) * (math.pi / 2) * mode.to(memory.dtype)
@@ -163,7 +162,7 @@ def turned_expert(state: SimState, cfg: LiftConfig, mode: torch.Tensor,
     phase = torch.where((phase == 3) & ~_grasped(state), 0, phase)
     target = torch.where((phase == 0)[:, None], above,
                          torch.where((phase == 3)[:, None], lift_pt, grasp_pt))
-    arm = move_ee(state, target - ee, cfg.action.scale, yaw=yaw.to(ee.dtype))
+    arm = move_ee(state, target - ee, cfg.action, yaw=yaw.to(ee.dtype))
     grip = torch.where(phase >= 2, 1.0, -1.0).to(arm.dtype)[:, None]
     memory = torch.stack([phase.to(memory.dtype), yaw, torch.ones_like(yaw)], dim=1)
     return torch.cat([arm, grip], dim=1).float(), memory
@@ -180,7 +179,6 @@ def _grasp_and_lift(state: SimState, cfg: LiftConfig, turn: torch.Tensor | float
                     ) -> torch.Tensor:
     """The expert's action with the hand's yaw turned by ``turn`` (E,) beyond the nearest
     face-aligned yaw."""
-    assert isinstance(cfg.action, JointDeltaConfig)
     ee, cube = state.sensors["ee_pos"], state.sensors["cube_pos"]
     h = cfg.cube_half_size
     yaw = _folded_yaw(state) + turn
@@ -195,7 +193,7 @@ def _grasp_and_lift(state: SimState, cfg: LiftConfig, turn: torch.Tensor | float
     target = torch.where(closed_on_cube[:, None], lift_pt,
                          torch.where((at_grasp | xy_ok)[:, None], grasp_pt, above))
     close = closed_on_cube | at_grasp
-    arm = move_ee(state, target - ee, cfg.action.scale, yaw=yaw)
+    arm = move_ee(state, target - ee, cfg.action, yaw=yaw)
     grip = torch.where(close, 1.0, -1.0).to(arm.dtype)[:, None]
     return torch.cat([arm, grip], dim=1).float()
 

@@ -6,6 +6,7 @@ import functools
 
 import torch
 
+from robot_rl.controllers import ActionConfig, EEDeltaConfig, JointDeltaConfig
 from robot_rl.controllers.ik import (
     dls_joint_delta,
     orientation_error,
@@ -13,37 +14,57 @@ from robot_rl.controllers.ik import (
     rot_z,
     shrink_to_caps,
 )
+from robot_rl.errors import ConfigError
 from robot_rl.robots import RobotSpec
 from robot_rl.sim.state import SimState
 
 
-def move_ee(state: SimState, pos_err: torch.Tensor, step: float,
+def move_ee(state: SimState, pos_err: torch.Tensor, action: ActionConfig,
             yaw: torch.Tensor | None = None, gain: float = 0.5,
             max_move: float = 0.02) -> torch.Tensor:
-    """Joint-delta arm action (E, n) that moves the end effector by ``pos_err`` (E, 3).
+    """Arm action (E, A) of the ``action`` space (joint_delta or ee_delta) that moves the end
+    effector by ``pos_err`` (E, 3).
 
     The orientation is driven to the home orientation, turned by ``yaw`` (E,) about the world
-    z axis if given; the home posture is the secondary (null-space) objective. Each control
-    step asks for ``gain`` of the remaining error, at most ``max_move`` metres: the joint-delta
-    space carries velocity over to the next step, and a full-error step would overshoot.
+    z axis if given. Each control step asks for ``gain`` of the remaining error, at most
+    ``max_move`` metres: the arm carries velocity over to the next step, and a full-error step
+    would overshoot. In ee_delta the action is that move (and, with rotation actions, that
+    share of the orientation error) over the space's scales; the controller's differential
+    IK turns it into joint targets.
 
-    Under the joint PD law a joint covers about ``1 - exp(-dt kp / kd)`` of a target offset in
-    one control step, a different fraction for each joint; the step is divided by it so the
-    joints move together along the IK direction. Each offset is capped so the PD law's steady
-    speed (offset * kp / kd) stays at 80% of the joint's velocity limit: the experts'
+    In joint_delta the home posture is the secondary (null-space) objective. Under the joint
+    PD law a joint covers about ``1 - exp(-dt kp / kd)`` of a target offset in one control
+    step, a different fraction for each joint; the step is divided by it so the joints move
+    together along the IK direction. Each offset is capped so the PD law's steady speed
+    (offset * kp / kd) stays at 80% of the joint's velocity limit: the experts'
     demonstrations are themselves safe.
     """
-    dist = torch.linalg.vector_norm(pos_err, dim=1, keepdim=True)
-    pos_err = pos_err * (gain * torch.clamp(max_move / (gain * dist).clamp(min=1e-9), max=1.0))
     rot = quat_to_mat(state.sensors["ee_quat"])
     rot_des = state.limits.ee_home_rot.expand_as(rot)
     if yaw is not None:
         rot_des = rot_z(yaw) @ rot_des
-    err = torch.cat([pos_err, gain * orientation_error(rot, rot_des)], dim=1)
+    if isinstance(action, EEDeltaConfig):
+        parts = [_shrink(pos_err, action.pos_scale) / action.pos_scale]
+        if action.rotation:
+            parts.append(_shrink(orientation_error(rot, rot_des), action.rot_scale)
+                         / action.rot_scale)
+        return torch.cat(parts, dim=1).float()
+    pos_err = gain * _shrink(pos_err, max_move / gain)
+    rot_err = gain * orientation_error(rot, rot_des)
+    if not isinstance(action, JointDeltaConfig):
+        raise ConfigError(f"the scripted experts act in joint_delta or ee_delta, not "
+                          f"{action.type}")
+    err = torch.cat([pos_err, rot_err], dim=1)
     posture = 0.2 * (state.limits.home - state.joint_pos)
     dq = dls_joint_delta(state.ee_jacobian(), err, posture_err=posture)
-    response, caps = _pd_response(state, step)
-    return shrink_to_caps(dq / response, caps) / step
+    response, caps = _pd_response(state, action.scale)
+    return (shrink_to_caps(dq / response, caps) / action.scale).float()
+
+
+def _shrink(x: torch.Tensor, most: float) -> torch.Tensor:
+    """(E, k) rows of ``x`` scaled down to a norm of at most ``most``, directions kept."""
+    norm = torch.linalg.vector_norm(x, dim=1, keepdim=True)
+    return x * torch.clamp(most / norm.clamp(min=1e-9), max=1.0)
 
 
 def _pd_response(state: SimState, step: float) -> tuple[torch.Tensor, torch.Tensor]:

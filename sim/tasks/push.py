@@ -119,7 +119,6 @@ def success(state: SimState, cfg: PushConfig) -> torch.Tensor:
 
 def expert(state: SimState, cfg: PushConfig) -> torch.Tensor:
     """Get behind the puck on the puck-goal line, lower to puck height, push through it."""
-    assert isinstance(cfg.action, JointDeltaConfig)
     ee, puck = state.sensors["ee_pos"], state.sensors["puck_pos"]
     goal_xy = state.buffers["goal"][:, :2]
     line = goal_xy - puck[:, :2]
@@ -145,7 +144,7 @@ def expert(state: SimState, cfg: PushConfig) -> torch.Tensor:
         torch.where((aligned | near_standoff)[:, None], point(standoff, z_push),  # descend
                     torch.where(low[:, None], point(ee[:, :2], z_hover),      # lift clear
                                 point(standoff, z_hover))))                   # go above standoff
-    return move_ee(state, target - ee, cfg.action.scale).float()
+    return move_ee(state, target - ee, cfg.action)
 
 
 # The multimodal expert's waypoints, in the push-line frame (along u, beside it along n).
@@ -188,7 +187,7 @@ def around_expert(state: SimState, cfg: PushConfig, mode: torch.Tensor,
     target = waypoints[torch.arange(len(phase), device=phase.device), phase.clamp(max=3)]
     reached = torch.linalg.vector_norm(target - ee, dim=1) < _REACHED
     phase = torch.where((phase < 4) & reached, phase + 1, phase)
-    routed = move_ee(state, target - ee, cfg.action.scale).float()  # type: ignore[union-attr]
+    routed = move_ee(state, target - ee, cfg.action)
     action = torch.where((phase < 4)[:, None], routed, expert(state, cfg))
     return action, phase[:, None].to(memory.dtype)
 

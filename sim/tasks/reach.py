@@ -8,7 +8,6 @@ import mujoco
 import torch
 
 from robot_rl.controllers import EEDeltaConfig, JointDeltaConfig
-from robot_rl.errors import ConfigError
 from robot_rl.robots import RobotSpec
 from robot_rl.sim.scene import SceneBuilder
 from robot_rl.sim.state import SimState
@@ -79,10 +78,7 @@ def expert(state: SimState, cfg: ReachConfig) -> torch.Tensor:
         a = torch.zeros(state.num_envs, 6 if cfg.action.rotation else 3, device=state.device)
         a[:, :3] = _to_target(state) / cfg.action.pos_scale
         return a.clamp(-1.0, 1.0)
-    if not isinstance(cfg.action, JointDeltaConfig):
-        raise ConfigError(f"the reach expert acts in joint_delta or ee_delta, not "
-                          f"{cfg.action.type}")
-    return move_ee(state, _to_target(state), cfg.action.scale).float()
+    return move_ee(state, _to_target(state), cfg.action)
 
 
 TASK = TaskDef(

@@ -100,6 +100,25 @@ def test_next_observation_is_the_following_frame_and_the_final_one_at_the_end(pu
     assert f["next.done"][-1] and not f["next.done"][:-1].any()
 
 
+def test_a_recording_in_another_action_space_replays_and_learners_act_in_it(tmp_path):
+    """``--action ee-position``: the dataset records its action space; replay, and the env
+    a learner from it evaluates in (``make_eval_env``), act in that space, not the task's."""
+    from robot_rl.bc import make_eval_env
+    from robot_rl.controllers import EEDeltaConfig
+
+    out = tmp_path / "ee"
+    record(RecordConfig(task="push", teleop="expert", episodes=2, out=out, progress=False,
+                        episode_length=EP_LEN, action="ee-position"))
+    ds = Dataset(out)
+    assert ds.spec is not None and ds.spec.action_names == ("ee.x", "ee.y", "ee.z")
+    r = replay_episode(ds, 1)
+    assert r.frames == EP_LEN and r.max_obs_error < 1e-6
+    env = make_eval_env(ds, 2, seed=0)
+    assert env is not None and env.act_dim == 3
+    assert env.cfg.action == EEDeltaConfig(rotation=False, gripper=False)
+    assert env.cfg.episode_length == EP_LEN
+
+
 def test_corrupt_or_mismatched_datasets_are_refused_naming_the_field(push_data, tmp_path):
     reach = make_recording_env("reach")
     with pytest.raises(DatasetError, match="task: the dataset has 'push'"):

@@ -62,7 +62,7 @@ def test_table_contact_cost_fires_when_pressing_on_the_table(shield: bool) -> No
     for _ in range(120):  # drive env 0's end effector 5 cm into the table, env 1 holds
         target = env.state.sensors["ee_pos"].clone()
         target[0] = torch.tensor([0.45, 0.0, -0.05], dtype=target.dtype)
-        action = move_ee(env.state, target - env.state.sensors["ee_pos"], 0.1).float()
+        action = move_ee(env.state, target - env.state.sensors["ee_pos"], env.cfg.action)
         action[1] = 0.0
         _, _, _, _, _, info = env.step(action)
         fired |= info["cost_terms"]["table_contact"].bool()

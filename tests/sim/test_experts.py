@@ -109,3 +109,32 @@ def test_reach_human_style_uses_the_scripted_expert() -> None:
     for _ in range(5):
         assert torch.allclose(expert(env.state), env.expert_action())
         env.step(env.expert_action())
+
+
+def test_push_expert_acts_in_end_effector_position_offsets() -> None:
+    """In ee-delta (position only) the expert's action is the wanted move over the space's
+    scale: it points from the hand to its waypoint, and the scripted push succeeds."""
+    from robot_rl.controllers import EEDeltaConfig
+
+    env = make_env("push", 6, episode_length=300,
+                   action=EEDeltaConfig(rotation=False, gripper=False))
+    expert = make_expert(env, "scripted")
+    env.reset(seed=0)
+    first = expert(env.state)
+    assert first.shape == (6, 3) and float(first.abs().max()) <= 1.0
+    # at home the hand is high above the table: the first move is down toward push height
+    assert (first[:, 2] < 0).all()
+    success = torch.zeros(6, dtype=torch.bool)
+    for _ in range(300):
+        _, _, _, _, _, info = env.step(expert(env.state))
+        success |= info["success"]
+    assert success.all(), f"scripted push in ee-position: {success.tolist()}"
+
+
+def test_experts_refuse_action_spaces_they_cannot_act_in() -> None:
+    from robot_rl.controllers import JointTorqueConfig
+
+    env = make_env("push", 2, action=JointTorqueConfig())
+    env.reset(seed=0)
+    with pytest.raises(ConfigError, match="joint_delta or ee_delta, not joint_torque"):
+        make_expert(env, "scripted")(env.state)
