@@ -4,6 +4,8 @@
     python benchmarks/learners.py --task lift              # the same table for lift
     python benchmarks/learners.py --rows sac rlpd          # some rows (results.json keeps the rest)
     python benchmarks/learners.py --part table             # print what was measured
+    python benchmarks/learners.py --action ee-position     # every learner in end-effector offsets
+    python benchmarks/learners.py --part failures          # push: where the expert and flow-BC fail
 
 One learner at a time on this machine's two cores, each from the same 20 demonstrations
 (``--style`` demos of ``--task``, recorded once with ``robot-rl record --teleop expert
@@ -52,7 +54,9 @@ EPISODE_LENGTH = {"push": 300, "lift": 200}
 
 @dataclasses.dataclass
 class Args:
-    part: Literal["run", "table"] = "run"
+    part: Literal["run", "table", "failures"] = "run"
+    """run the rows then print the tables; print the tables; or (push) where the
+    demonstrations' expert and the bc row's flow policy fail, by the push's geometry."""
     task: Literal["push", "lift"] = "push"
     rows: tuple[Row, ...] = ("sac", "rlpd", "bc", "dsrl", "residual", "filtered", "student")
     """The learners to run, in order (bc before the three that start from it)."""
@@ -329,7 +333,9 @@ def run(args: Args, console: Console) -> None:
 
 def table(args: Args, console: Console) -> None:
     res = _results(args)
-    t = Table(title=f"{args.task}, {args.demos} {args.style} demonstrations: env steps (s) "
+    space = "the task's action space" if args.action == "task" else args.action
+    t = Table(title=f"{args.task} in {space}, {args.demos} {args.style} demonstrations: env "
+                    f"steps (s) "
                     f"to success in {args.eval_episodes}-episode evaluations; final success "
                     f"over fresh episodes", title_justify="left")
     for col in ("learner", "start", "to 80%", "to 90%", "to 95%", "best", "final",
@@ -403,9 +409,102 @@ def _targets(args: Args, res: dict[str, Any], console: Console) -> None:
         console.print(line)
 
 
+def _push_episodes(env: Any, act: Any, start: Any, rounds: int, seed: int
+                   ) -> list[dict[str, float]]:
+    """Per episode of ``act`` in the push ``env`` (rounds x num_envs, one episode each):
+    the push's length and direction, how far the puck moved, how close it came, the first
+    success step (-1: none)."""
+    import math
+
+    import torch
+
+    rows: list[dict[str, float]] = []
+    for r in range(rounds):
+        obs = env.reset(seed=seed + r)
+        start(torch.ones(env.num_envs, dtype=torch.bool))
+        s = env.state
+        puck0, goal = s.sensors["puck_pos"][:, :2].clone(), s.buffers["goal"][:, :2].clone()
+        closest = torch.full((env.num_envs,), math.inf)
+        moved = torch.zeros(env.num_envs)
+        first = torch.full((env.num_envs,), -1)
+        with torch.no_grad():
+            for t in range(env.max_episode_length - 1):  # the last step would reset
+                obs, _, _, _, _, info = env.step(act(obs))
+                puck = env.state.sensors["puck_pos"][:, :2]
+                closest = torch.minimum(closest, torch.linalg.vector_norm(goal - puck, dim=1))
+                moved = torch.maximum(moved, torch.linalg.vector_norm(puck - puck0, dim=1))
+                first = torch.where(info["success"].bool() & (first < 0), t, first)
+        line = goal - puck0
+        for i in range(env.num_envs):
+            rows.append({"length": float(line[i].norm()),
+                         "direction": math.degrees(math.atan2(float(line[i, 1]),
+                                                              float(line[i, 0]))),
+                         "moved": float(moved[i]), "closest": float(closest[i]),
+                         "first": int(first[i])})
+    return rows
+
+
+def failures(args: Args, console: Console) -> None:
+    """Where the demonstrations' expert and the bc row's flow policy fail on push."""
+    import statistics
+
+    import torch
+
+    from robot_rl.bc import bc_env, load_bc_policy
+    from robot_rl.bc.runner import chunked_policy_fn
+    from robot_rl.policies import ChunkExecutor
+    from robot_rl.sim import make_env
+    from robot_rl.sim.experts import make_expert
+
+    if args.task != "push":
+        raise SystemExit("--part failures reads the puck: push only")
+    expert_env = make_env(_env(args), 32, seed=args.seed)
+    expert = make_expert(expert_env, args.style, seed=args.seed)  # type: ignore[arg-type]
+    policies: dict[str, tuple[Any, Any]] = {
+        f"expert ({args.style})": (lambda _: expert(expert_env.state), lambda _: None)}
+    run = _bc_run(args)
+    policy, bc_cfg, state = load_bc_policy(run)
+    policy = policy.eval()
+    gen = torch.Generator().manual_seed(args.seed)
+    sampled = chunked_policy_fn(policy, gen, bc_cfg.ensemble)
+    policies["flow-BC, sampled noise (as exported)"] = (sampled, sampled.reset)
+    zero = ChunkExecutor(lambda h: policy(h, torch.zeros(h.shape[0], policy.horizon,
+                                                         policy.act_dim)),
+                         policy.cfg.horizon, policy.cfg.executed, policy.cfg.obs_history)
+    policies["flow-BC, zero noise (the residual's base)"] = (zero, zero.reset)
+    t = Table(title=f"push in {args.action}: success by the push's length and direction "
+                    f"(0 deg: away from the robot), {8 * 32} episodes each; failures by what "
+                    f"the puck did", title_justify="left")
+    for col in ("policy", "success", "median step", "< 15 cm", "15-20 cm", "20-30 cm",
+                ">= 30 cm", "away", "to +y", "to -y", "puck still", "> 10 cm off",
+                "4-10 cm off"):
+        t.add_column(col, justify="left" if col == "policy" else "right")
+
+    def rate(rows: list[dict[str, float]]) -> str:
+        won = sum(r["first"] >= 0 for r in rows)
+        return f"{won}/{len(rows)}" if rows else "-"
+
+    for name, (act, start) in policies.items():
+        env = expert_env if name.startswith("expert") else \
+            bc_env(state, run, "--part failures", 32, args.seed)
+        rows = _push_episodes(env, act, start, 8, args.seed + 70_000)
+        won = [r for r in rows if r["first"] >= 0]
+        lost = [r for r in rows if r["first"] < 0]
+        t.add_row(name, f"{len(won) / len(rows):.1%}",
+                  f"{statistics.median(r['first'] for r in won):.0f}" if won else "-",
+                  *(rate([r for r in rows if lo <= r["length"] < hi])
+                    for lo, hi in ((0, 0.15), (0.15, 0.2), (0.2, 0.3), (0.3, 9))),
+                  *(rate([r for r in rows if lo <= r["direction"] < hi])
+                    for lo, hi in ((-45, 45), (45, 180), (-180, -45))),
+                  str(sum(r["moved"] < 0.01 for r in lost)),
+                  str(sum(r["moved"] >= 0.01 and r["closest"] > 0.10 for r in lost)),
+                  str(sum(r["moved"] >= 0.01 and r["closest"] <= 0.10 for r in lost)))
+    console.print(t)
+
+
 def main(args: Args) -> None:
     console = Console(width=max(160, Console().width))
-    (run if args.part == "run" else table)(args, console)
+    {"run": run, "table": table, "failures": failures}[args.part](args, console)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import dataclasses
 import mujoco
 import torch
 
-from robot_rl.controllers import EEDeltaConfig, JointDeltaConfig
+from robot_rl.controllers import JointDeltaConfig
 from robot_rl.robots import RobotSpec
 from robot_rl.sim.scene import SceneBuilder
 from robot_rl.sim.state import SimState
@@ -72,12 +72,8 @@ def success(state: SimState, cfg: ReachConfig) -> torch.Tensor:
 
 
 def expert(state: SimState, cfg: ReachConfig) -> torch.Tensor:
-    """Straight to the target: joint deltas through the Jacobian, or (ee_delta) the
-    position offset itself, keeping the orientation."""
-    if isinstance(cfg.action, EEDeltaConfig):
-        a = torch.zeros(state.num_envs, 6 if cfg.action.rotation else 3, device=state.device)
-        a[:, :3] = _to_target(state) / cfg.action.pos_scale
-        return a.clamp(-1.0, 1.0)
+    """Straight to the target (joint deltas through the Jacobian, or end-effector offsets),
+    keeping the home orientation."""
     return move_ee(state, _to_target(state), cfg.action)
 
 
