@@ -55,8 +55,9 @@ EPISODE_LENGTH = {"push": 300, "lift": 200}
 @dataclasses.dataclass
 class Args:
     part: Literal["run", "table", "failures"] = "run"
-    """run the rows then print the tables; print the tables; or (push) where the
-    demonstrations' expert and the bc row's flow policy fail, by the push's geometry."""
+    """run: the rows, then the tables; table: the tables of what was measured; failures
+    (push): where the demonstrations' expert and the bc row's flow policy fail, by the
+    push's length and direction."""
     task: Literal["push", "lift"] = "push"
     rows: tuple[Row, ...] = ("sac", "rlpd", "bc", "dsrl", "residual", "filtered", "student")
     """The learners to run, in order (bc before the three that start from it)."""
