@@ -453,7 +453,7 @@ def failures(args: Args, console: Console) -> None:
 
     from robot_rl.bc import bc_env, load_bc_policy
     from robot_rl.bc.runner import chunked_policy_fn
-    from robot_rl.policies import ChunkExecutor
+    from robot_rl.finetune.residual import base_executor
     from robot_rl.sim import make_env
     from robot_rl.sim.experts import make_expert
 
@@ -469,9 +469,7 @@ def failures(args: Args, console: Console) -> None:
     gen = torch.Generator().manual_seed(args.seed)
     sampled = chunked_policy_fn(policy, gen, bc_cfg.ensemble)
     policies["flow-BC, sampled noise (as exported)"] = (sampled, sampled.reset)
-    zero = ChunkExecutor(lambda h: policy(h, torch.zeros(h.shape[0], policy.horizon,
-                                                         policy.act_dim)),
-                         policy.cfg.horizon, policy.cfg.executed, policy.cfg.obs_history)
+    zero = base_executor(policy)
     policies["flow-BC, zero noise (the residual's base)"] = (zero, zero.reset)
     t = Table(title=f"push in {args.action}: success by the push's length and direction "
                     f"(0 deg: away from the robot), {8 * 32} episodes each; failures by what "

@@ -42,6 +42,21 @@ from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.vec_env import POLICY, StepResult, VecEnv, check_vec_env
 
 
+@torch.no_grad()
+def base_chunk(policy: ChunkPolicy, obs_hist: torch.Tensor) -> torch.Tensor:
+    """(B, H, A) the flow's chunk at zero noise for observation histories (B, T, O): the
+    residual's base, as the exported artifact runs it."""
+    return policy(obs_hist, torch.zeros(obs_hist.shape[0], policy.horizon, policy.act_dim,
+                                        device=obs_hist.device))
+
+
+def base_executor(policy: ChunkPolicy) -> ChunkExecutor:
+    """The flow policy acting step by step as the residual's base (zero noise)."""
+    cfg = policy.cfg
+    return ChunkExecutor(lambda hist: base_chunk(policy, hist), cfg.horizon, cfg.executed,
+                         cfg.obs_history)
+
+
 class ResidualEnv:
     """A ``VecEnv`` whose actions are residuals on a flow policy's actions (module
     docstring)."""
@@ -62,16 +77,9 @@ class ResidualEnv:
         self.act_dim = env.act_dim
         self.device = env.device
         self.max_episode_length = env.max_episode_length
-        cfg = policy.cfg
-        self.executor = ChunkExecutor(self._chunk, cfg.horizon, cfg.executed, cfg.obs_history)
+        self.executor = base_executor(policy)
         self.base: torch.Tensor | None = None
         """(E, A) the flow's action for the current observation."""
-
-    @torch.no_grad()
-    def _chunk(self, obs_hist: torch.Tensor) -> torch.Tensor:
-        p = self.policy
-        return p(obs_hist, torch.zeros(obs_hist.shape[0], p.horizon, p.act_dim,
-                                       device=obs_hist.device))
 
     @property
     def control_dt(self) -> float:
@@ -110,7 +118,7 @@ class ResidualEnv:
         final_base = self.base
         if bool(ended.any()):
             T = self.policy.obs_history
-            fresh = self._chunk(final[ended][:, None].repeat(1, T, 1))[:, 0]
+            fresh = base_chunk(self.policy, final[ended][:, None].repeat(1, T, 1))[:, 0]
             final_base = self.base.clone()
             final_base[ended] = fresh
         info["final_obs"] = torch.cat([final, final_base], dim=1)

@@ -190,8 +190,9 @@ def dataset_spec(env: BatchedEnv, cameras: tuple[tuple[str, int, int], ...] = ()
 def make_recording_env(task: str, dr: str = "off", episode_length: int | None = None,
                        seed: int = 0, action: ActionConfig | None = None) -> BatchedEnv:
     """One env of ``task`` as a dataset records it (``action``: None for the task's own)."""
-    overrides = making_overrides({"episode_length": episode_length,
-                                  "action": None if action is None else to_dict(action)})
+    overrides = making_overrides({"episode_length": episode_length})
+    if action is not None:
+        overrides["action"] = action
     return make_env(task, 1, dr=dr, seed=seed, **overrides)  # type: ignore[arg-type]
 
 

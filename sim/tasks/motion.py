@@ -14,6 +14,7 @@ from robot_rl.controllers.ik import (
     rot_z,
     shrink_to_caps,
 )
+from robot_rl.controllers.xp import clamp_norm
 from robot_rl.errors import ConfigError
 from robot_rl.robots import RobotSpec
 from robot_rl.sim.state import SimState
@@ -46,27 +47,20 @@ def move_ee(state: SimState, pos_err: torch.Tensor, action: ActionConfig,
     if yaw is not None:
         rot_des = rot_z(yaw) @ rot_des
     if isinstance(action, EEDeltaConfig):
-        parts = [_shrink(pos_err, action.pos_scale) / action.pos_scale]
+        parts = [clamp_norm(pos_err, action.pos_scale) / action.pos_scale]
         if action.rotation:
-            parts.append(_shrink(orientation_error(rot, rot_des), action.rot_scale)
+            parts.append(clamp_norm(orientation_error(rot, rot_des), action.rot_scale)
                          / action.rot_scale)
         return torch.cat(parts, dim=1).float()
-    pos_err = gain * _shrink(pos_err, max_move / gain)
-    rot_err = gain * orientation_error(rot, rot_des)
     if not isinstance(action, JointDeltaConfig):
         raise ConfigError(f"the scripted experts act in joint_delta or ee_delta, not "
                           f"{action.type}")
-    err = torch.cat([pos_err, rot_err], dim=1)
+    err = torch.cat([gain * clamp_norm(pos_err, max_move / gain),
+                     gain * orientation_error(rot, rot_des)], dim=1)
     posture = 0.2 * (state.limits.home - state.joint_pos)
     dq = dls_joint_delta(state.ee_jacobian(), err, posture_err=posture)
     response, caps = _pd_response(state, action.scale)
     return (shrink_to_caps(dq / response, caps) / action.scale).float()
-
-
-def _shrink(x: torch.Tensor, most: float) -> torch.Tensor:
-    """(E, k) rows of ``x`` scaled down to a norm of at most ``most``, directions kept."""
-    norm = torch.linalg.vector_norm(x, dim=1, keepdim=True)
-    return x * torch.clamp(most / norm.clamp(min=1e-9), max=1.0)
 
 
 def _pd_response(state: SimState, step: float) -> tuple[torch.Tensor, torch.Tensor]:
