@@ -114,6 +114,13 @@ def _key(args: Args, row: str) -> str:
     return f"{args.task}/{space}{args.style}/{args.demos}/{row}"
 
 
+def _table_name(args: Args) -> str:
+    """The folder name of one table's demonstrations and runs (task, space, style, demos):
+    tables of another space or style never share a run directory."""
+    space = "" if args.action == "task" else f"-{args.action}"
+    return f"{args.task}{space}-{args.style}-{args.demos}"
+
+
 def _env(args: Args) -> TaskConfig:
     """The task's config as every learner (and the demonstrations) use it."""
     from robot_rl.recording.record import named_action
@@ -140,8 +147,7 @@ def dataset(args: Args, console: Console) -> Path:
     """The demonstrations (recorded once)."""
     from robot_rl.recording.record import RecordConfig, record
 
-    space = "" if args.action == "task" else f"-{args.action}"
-    out = args.out / "data" / f"{args.task}{space}-{args.style}-{args.demos}"
+    out = args.out / "data" / _table_name(args)
     if not (out / "meta" / "info.json").is_file():
         console.print(f"recording {args.demos} {args.style} demonstrations of {args.task}...")
         record(RecordConfig(task=args.task, teleop="expert", expert_style=args.style,  # type: ignore[arg-type]
@@ -169,7 +175,7 @@ def _budget(own: float | None, args: Args) -> float:
 
 def _common(args: Args) -> dict[str, Any]:
     return dict(eval_every=args.eval_every, eval_episodes=args.eval_episodes,
-                runs_dir=args.out / "runs" / args.task, save_replay=False,
+                runs_dir=args.out / "runs" / _table_name(args), save_replay=False,
                 checkpoint_every=1e9, progress=False, seed=args.seed, target_success=0.95,
                 target_evals=2)
 
@@ -216,8 +222,8 @@ def row_bc(args: Args, console: Console) -> dict[str, Any]:
                    policy=PolicyConfig(horizon=8, execute=4, width=256, blocks=2),
                    steps=args.bc_steps, eval_every=args.bc_steps,
                    eval_episodes=args.eval_episodes, seed=args.seed,
-                   runs_dir=args.out / "runs" / args.task, run_name="bc-flow", progress=False,
-                   checkpoint_every=1e9)
+                   runs_dir=args.out / "runs" / _table_name(args), run_name="bc-flow",
+                   progress=False, checkpoint_every=1e9)
     runner = BCRunner(cfg, console=Console(file=sys.stderr))
     t0 = time.perf_counter()
     runner.train()
@@ -274,7 +280,7 @@ def row_filtered(args: Args, console: Console) -> dict[str, Any]:
         steps=args.filtered_steps, total_steps=args.finetune_steps,
         time_budget=_budget(args.filtered_budget, args),
         eval_episodes=args.eval_episodes, seed=args.seed,
-        runs_dir=args.out / "runs" / args.task, run_name="filtered"),
+        runs_dir=args.out / "runs" / _table_name(args), run_name="filtered"),
         console=Console(file=sys.stderr))
     fb.train()
     return {**curve_summary(fb.run_dir),
