@@ -103,6 +103,9 @@ class Args:
     student_grad_steps: int = 2_000
     """Gradient steps per DAgger iteration of the student."""
     latency_calls: int = 2_000
+    threads: int | None = 1
+    """CPU threads of the RL learners (torch and the physics; None: one per core). The tables
+    so far were measured with 1, the runner's default, which leaves the second core idle."""
     out: Path = Path("runs/bench/learners")
     redo: bool = False
     """Run rows again even if results.json has them."""
@@ -177,7 +180,7 @@ def _common(args: Args) -> dict[str, Any]:
     return dict(eval_every=args.eval_every, eval_episodes=args.eval_episodes,
                 runs_dir=args.out / "runs" / _table_name(args), save_replay=False,
                 checkpoint_every=1e9, progress=False, seed=args.seed, target_success=0.95,
-                target_evals=2)
+                target_evals=2, threads=args.threads)
 
 
 def row_sac(args: Args, console: Console) -> dict[str, Any]:
@@ -333,6 +336,8 @@ def run(args: Args, console: Console) -> None:
         if row != "student":
             value.update(final_success(Path(value["run"]), args.final_episodes, args.seed))
         value["wall_seconds"] = time.perf_counter() - t0
+        if row in ("sac", "rlpd", "dsrl", "residual"):
+            value["recipe"] += f", {args.threads or 'all'} thread(s)"
         _save(args, row, value)
         console.print(f"  done in {value['wall_seconds']:.0f} s")
     table(args, console)
