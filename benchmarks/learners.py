@@ -82,6 +82,9 @@ class Args:
     rlpd_utd: float = 1.0
     """RLPD's critic updates per env step (its reference: 20; see the docs for the fit)."""
     rlpd_envs: int = 4
+    rlpd_init_alpha: float = 1.0
+    """RLPD's initial temperature (its reference: 1.0; a deviation to measure at a CPU update
+    ratio, where the temperature comes down 160x slower per env step than at UTD 20)."""
     bc_steps: int = 10_000
     finetune_budget: float = 1800.0
     """DSRL, residual and filtered BC: wall-clock budget each [s] (see the next two)."""
@@ -204,7 +207,7 @@ def row_rlpd(args: Args, console: Console) -> dict[str, Any]:
     env = _env(args)
     updates = max(1, round(args.rlpd_utd * args.rlpd_envs))
     sac = dataclasses.replace(rlpd_sac(), num_critics=args.rlpd_critics,
-                              updates_per_step=updates,
+                              updates_per_step=updates, init_alpha=args.rlpd_init_alpha,
                               actor_update_every=max(1, round(args.rlpd_utd)))
     cfg = FinetuneConfig(demos=dataset(args, console), task=args.task, env=env,
                          method="rlpd", num_envs=args.rlpd_envs, sac=sac,
@@ -214,7 +217,8 @@ def row_rlpd(args: Args, console: Console) -> dict[str, Any]:
     return {**curve_summary(runner.run_dir),
             "recipe": f"{args.rlpd_envs} envs, {args.rlpd_critics} LayerNorm critics "
                       f"256x256 (min of 2), UTD {args.rlpd_utd:g} (reference 20), actor "
-                      f"every {sac.actor_update_every} critic steps, 50/50 batches"}
+                      f"every {sac.actor_update_every} critic steps, 50/50 batches, "
+                      f"initial alpha {args.rlpd_init_alpha:g}"}
 
 
 def row_bc(args: Args, console: Console) -> dict[str, Any]:
