@@ -42,7 +42,7 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
-from robot_rl.bench.learning import chunk_latency, curve_summary
+from robot_rl.bench.learning import chunk_latency, curve_summary, push_episodes
 from robot_rl.recording.record import ActionName
 
 if TYPE_CHECKING:
@@ -351,9 +351,8 @@ def table(args: Args, console: Console) -> None:
     res = _results(args)
     space = "the task's action space" if args.action == "task" else args.action
     t = Table(title=f"{args.task} in {space}, {args.demos} {args.style} demonstrations: env "
-                    f"steps (s) "
-                    f"to success in {args.eval_episodes}-episode evaluations; final success "
-                    f"over fresh episodes", title_justify="left")
+                    f"steps (s) to success in {args.eval_episodes}-episode evaluations; "
+                    f"final success over fresh episodes", title_justify="left")
     for col in ("learner", "start", "to 80%", "to 90%", "to 95%", "best", "final",
                 "env steps", "seconds", "cost / 1k steps", "recipe"):
         t.add_column(col, justify="left" if col in ("learner", "recipe") else "right")
@@ -425,41 +424,6 @@ def _targets(args: Args, res: dict[str, Any], console: Console) -> None:
         console.print(line)
 
 
-def _push_episodes(env: Any, act: Any, start: Any, rounds: int, seed: int
-                   ) -> list[dict[str, float]]:
-    """Per episode of ``act`` in the push ``env`` (rounds x num_envs, one episode each):
-    the push's length and direction, how far the puck moved, how close it came, the first
-    success step (-1: none)."""
-    import math
-
-    import torch
-
-    rows: list[dict[str, float]] = []
-    for r in range(rounds):
-        obs = env.reset(seed=seed + r)
-        start(torch.ones(env.num_envs, dtype=torch.bool))
-        s = env.state
-        puck0, goal = s.sensors["puck_pos"][:, :2].clone(), s.buffers["goal"][:, :2].clone()
-        closest = torch.full((env.num_envs,), math.inf)
-        moved = torch.zeros(env.num_envs)
-        first = torch.full((env.num_envs,), -1)
-        with torch.no_grad():
-            for t in range(env.max_episode_length - 1):  # the last step would reset
-                obs, _, _, _, _, info = env.step(act(obs))
-                puck = env.state.sensors["puck_pos"][:, :2]
-                closest = torch.minimum(closest, torch.linalg.vector_norm(goal - puck, dim=1))
-                moved = torch.maximum(moved, torch.linalg.vector_norm(puck - puck0, dim=1))
-                first = torch.where(info["success"].bool() & (first < 0), t, first)
-        line = goal - puck0
-        for i in range(env.num_envs):
-            rows.append({"length": float(line[i].norm()),
-                         "direction": math.degrees(math.atan2(float(line[i, 1]),
-                                                              float(line[i, 0]))),
-                         "moved": float(moved[i]), "closest": float(closest[i]),
-                         "first": int(first[i])})
-    return rows
-
-
 def failures(args: Args, console: Console) -> None:
     """Where the demonstrations' expert and the bc row's flow policy fail on push."""
     import statistics
@@ -498,10 +462,10 @@ def failures(args: Args, console: Console) -> None:
         won = sum(r["first"] >= 0 for r in rows)
         return f"{won}/{len(rows)}" if rows else "-"
 
+    flow_env = bc_env(state, run, "--part failures", 32, args.seed)
     for name, (act, start) in policies.items():
-        env = expert_env if name.startswith("expert") else \
-            bc_env(state, run, "--part failures", 32, args.seed)
-        rows = _push_episodes(env, act, start, 8, args.seed + 70_000)
+        env = expert_env if name.startswith("expert") else flow_env
+        rows = push_episodes(env, act, start, 8, args.seed + 70_000)
         won = [r for r in rows if r["first"] >= 0]
         lost = [r for r in rows if r["first"] < 0]
         t.add_row(name, f"{len(won) / len(rows):.1%}",

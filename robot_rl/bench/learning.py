@@ -1,13 +1,16 @@
-"""What the learning benchmarks read off their runs: the learning curve's milestones and a
-chunked artifact's call latency."""
+"""What the learning benchmarks read off their runs: the learning curve's milestones, a
+chunked artifact's call latency, and push episodes measured one by one."""
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 
 def curve_summary(run: Path, targets: tuple[int, ...] = (80, 90, 95)) -> dict[str, Any]:
@@ -44,3 +47,37 @@ def chunk_latency(policy: Any, calls: int) -> tuple[float, float]:
         if i >= 100:
             times.append(time.perf_counter() - t0)
     return float(np.percentile(times, 50) * 1e6), float(np.percentile(times, 99) * 1e6)
+
+
+def push_episodes(env: Any, act: Callable[[torch.Tensor], torch.Tensor],
+                  start: Callable[[torch.Tensor], object], rounds: int, seed: int
+                  ) -> list[dict[str, float]]:
+    """Per episode of ``act`` (observations (E, O) -> actions (E, A)) in a push ``env``
+    (``rounds`` x num_envs episodes, each round reset with seed ``seed + round``; ``start``
+    gets the (E,) mask of envs that begin an episode): the push's length [m] and direction
+    [deg, 0: away from the robot], how far the puck moved [m], how close it came to the
+    goal [m], and the first success step (-1: none)."""
+    rows: list[dict[str, float]] = []
+    for r in range(rounds):
+        obs = env.reset(seed=seed + r)
+        start(torch.ones(env.num_envs, dtype=torch.bool))
+        s = env.state
+        puck0, goal = s.sensors["puck_pos"][:, :2].clone(), s.buffers["goal"][:, :2].clone()
+        closest = torch.full((env.num_envs,), math.inf)
+        moved = torch.zeros(env.num_envs)
+        first = torch.full((env.num_envs,), -1)
+        with torch.no_grad():
+            for t in range(env.max_episode_length - 1):  # the last step would reset
+                obs, _, _, _, _, info = env.step(act(obs))
+                puck = env.state.sensors["puck_pos"][:, :2]
+                closest = torch.minimum(closest, torch.linalg.vector_norm(goal - puck, dim=1))
+                moved = torch.maximum(moved, torch.linalg.vector_norm(puck - puck0, dim=1))
+                first = torch.where(info["success"].bool() & (first < 0), t, first)
+        line = goal - puck0
+        for i in range(env.num_envs):
+            rows.append({"length": float(line[i].norm()),
+                         "direction": math.degrees(math.atan2(float(line[i, 1]),
+                                                              float(line[i, 0]))),
+                         "moved": float(moved[i]), "closest": float(closest[i]),
+                         "first": int(first[i])})
+    return rows
