@@ -67,6 +67,9 @@ class Args:
     action: ActionName = "task"
     """The action space every learner acts in (the demonstrations are recorded in it): the
     task's own (joint-delta), ee-delta or ee-position (``robot-rl record --action``)."""
+    motion: bool = False
+    """The motion profile of joint targets on (``--env.motion.enabled``) for every learner
+    and the demonstrations (``robot-rl record --motion``)."""
     eval_every: int = 20_000
     """Env steps between the learners' evaluations."""
     eval_episodes: int = 64
@@ -115,26 +118,33 @@ class Args:
     seed: int = 0
 
 
+def _space(args: Args) -> list[str]:
+    """The table's action space and motion profile as parts of its names (none for the
+    task's own space without the profile)."""
+    return ([] if args.action == "task" else [args.action]) + (["motion"] if args.motion
+                                                                else [])
+
+
 def _key(args: Args, row: str) -> str:
-    space = "" if args.action == "task" else f"{args.action}/"
-    return f"{args.task}/{space}{args.style}/{args.demos}/{row}"
+    return "/".join([args.task, *_space(args), args.style, str(args.demos), row])
 
 
 def _table_name(args: Args) -> str:
-    """The folder name of one table's demonstrations and runs (task, space, style, demos):
-    tables of another space or style never share a run directory."""
-    space = "" if args.action == "task" else f"-{args.action}"
-    return f"{args.task}{space}-{args.style}-{args.demos}"
+    """The folder name of one table's demonstrations and runs (task, space, motion, style,
+    demos): tables of another space, profile or style never share a run directory."""
+    return "-".join([args.task, *_space(args), args.style, str(args.demos)])
 
 
 def _env(args: Args) -> TaskConfig:
     """The task's config as every learner (and the demonstrations) use it."""
+    from robot_rl.controllers import MotionConfig
     from robot_rl.recording.record import named_action
     from robot_rl.sim import make_task_config
 
     action = named_action(args.task, args.action)
     extra = {} if action is None else {"action": action}
-    return make_task_config(args.task, episode_length=EPISODE_LENGTH[args.task], **extra)
+    return make_task_config(args.task, episode_length=EPISODE_LENGTH[args.task],
+                            motion=MotionConfig(enabled=args.motion), **extra)
 
 
 def _results(args: Args) -> dict[str, Any]:
@@ -158,6 +168,7 @@ def dataset(args: Args, console: Console) -> Path:
         console.print(f"recording {args.demos} {args.style} demonstrations of {args.task}...")
         record(RecordConfig(task=args.task, teleop="expert", expert_style=args.style,  # type: ignore[arg-type]
                             episodes=args.demos, out=out, action=args.action,
+                            motion=args.motion,
                             episode_length=EPISODE_LENGTH[args.task], success_only=True,
                             seed=args.seed, progress=False), console=Console(quiet=True))
     return out
@@ -350,6 +361,7 @@ def run(args: Args, console: Console) -> None:
 def table(args: Args, console: Console) -> None:
     res = _results(args)
     space = "the task's action space" if args.action == "task" else args.action
+    space += ", motion profile on" if args.motion else ""
     t = Table(title=f"{args.task} in {space}, {args.demos} {args.style} demonstrations: env "
                     f"steps (s) to success in {args.eval_episodes}-episode evaluations; "
                     f"final success over fresh episodes", title_justify="left")

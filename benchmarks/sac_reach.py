@@ -27,6 +27,7 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
+from robot_rl.controllers import MotionConfig
 from robot_rl.evaluate import evaluate
 from robot_rl.plot import plot_curves, time_to
 from robot_rl.runner import Runner, TrainConfig
@@ -72,6 +73,8 @@ DEMO_SAC = {"actor_hidden": (128, 128), "critic_hidden": (128, 128), "updates_pe
 """make demo's SAC settings (the Makefile's DEMO_SAC, as flags; a test keeps them equal)."""
 DEMO_SAFETY_HIDDEN = (128, 128)
 """make demo's safety-critic hidden sizes."""
+DEMO_ENV = ["--env.motion.enabled"]
+"""make demo's env flags (the Makefile's DEMO_ENV): the motion profile of joint targets."""
 
 
 def demo_flags() -> list[str]:
@@ -92,6 +95,7 @@ def run_ours(args: Args) -> tuple[list[dict[str, float]], Path]:
     if args.recipe == "demo":
         cfg.sac = dataclasses.replace(cfg.sac, **DEMO_SAC)  # type: ignore[arg-type]
         cfg.safety_critic = dataclasses.replace(cfg.safety_critic, hidden=DEMO_SAFETY_HIDDEN)
+        cfg.env = dataclasses.replace(cfg.env, motion=MotionConfig(enabled=True))
     runner = Runner(cfg)
     return runner.train(), runner.run_dir
 

@@ -37,6 +37,7 @@ from robot_rl.controllers.base import Controller, DirectTorque
 from robot_rl.controllers.diff_ik import DiffIK, DiffIKConfig
 from robot_rl.controllers.factory import ControllerConfig, make_controller
 from robot_rl.controllers.joint import JointController, JointImpedanceConfig, JointPDConfig
+from robot_rl.controllers.motion import MotionConfig, MotionProfile
 from robot_rl.controllers.osc import OperationalSpace, OSCConfig, cartesian_impedance
 from robot_rl.controllers.pd import pd_torque, realize_pd_in_model
 from robot_rl.controllers.shield import LAYERS, SafetyShield, ShieldConfig
@@ -48,7 +49,8 @@ __all__ = [
     "EEPose", "EEPoseConfig",
     "EStop", "JointController", "JointDelta", "JointDeltaConfig",
     "JointImpedanceConfig", "JointPDConfig", "JointTorque", "JointTorqueConfig",
-    "JointVelocity", "JointVelocityConfig", "OSCConfig", "OperationalSpace", "SafetyShield",
+    "JointVelocity", "JointVelocityConfig", "MotionConfig", "MotionProfile", "OSCConfig",
+    "OperationalSpace", "SafetyShield",
     "ShieldConfig", "Targets", "Watchdog", "cartesian_impedance", "make_action_space",
     "make_controller", "pd_torque", "realize_pd_in_model",
 ]

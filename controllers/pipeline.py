@@ -8,6 +8,7 @@ the compiled model; nothing about acting is written twice. Its stages:
         action (E, A) -> shield.filter_action     NaN guard, bounds, rate limit
                       -> action space, or its hold where ``hold`` / NaN
                       -> differential IK (pose targets on a joint servo: joint targets)
+                      -> motion profile (joint targets, where enabled: controllers.motion)
                       -> shield.filter_targets    workspace, joint limits, speed, torque, floor
         -> ControlStep(action, targets, invalid, held, flags)
     command(targets, arm, interface)                              at the command rate
@@ -45,6 +46,7 @@ from robot_rl.controllers.base import Controller, DirectTorque
 from robot_rl.controllers.compiled import arg, is_f64
 from robot_rl.controllers.diff_ik import DiffIK
 from robot_rl.controllers.factory import ControllerConfig, make_controller
+from robot_rl.controllers.motion import MotionConfig, MotionProfile
 from robot_rl.controllers.servo import CommandInterface, hold_command, velocity_servo
 from robot_rl.controllers.shield import Flags, JointTrack, SafetyShield, ShieldConfig
 from robot_rl.controllers.xp import Array, flatnonzero
@@ -65,6 +67,7 @@ class ControlSource(Protocol):
     action: ActionConfig
     controller: ControllerConfig | None
     shield: ShieldConfig
+    motion: MotionConfig
     decimation: int
 
     @property
@@ -93,10 +96,13 @@ class ControlStep:
 class ActionPipeline:
     """Action space, controller and shield of one task on one robot (module docstring)."""
 
-    def __init__(self, action_space: ActionSpace, controller: Controller, shield: SafetyShield):
+    def __init__(self, action_space: ActionSpace, controller: Controller, shield: SafetyShield,
+                 motion: MotionProfile | None = None):
         self.action_space = action_space
         self.controller = controller
         self.shield = shield
+        self.motion = motion
+        """The joint targets' motion profile (None: targets go to the shield as made)."""
         self.robot = action_space.robot
         self.dim = action_space.dim
         """Action dimension A."""
@@ -185,6 +191,10 @@ class ActionPipeline:
             if bool(held.any()):
                 targets = targets.where(held, Targets("joint", joint=arm.q * 1.0))
         track = self._track_at(arm.q) if targets.kind == "joint" else None
+        if track is not None and self.motion is not None:
+            k = self.shield.limits(arm.q)
+            targets, track.v = self.motion(targets, arm.q, track.v, k["lag"], k["qd_lim"],
+                                           held)
         targets, target_flags = self.shield.filter_targets(targets, arm, track)
         flags.update(target_flags)
         return ControlStep(applied, targets, invalid, held, flags)
@@ -254,4 +264,6 @@ def make_action_pipeline(cfg: ControlSource, robot: RobotSpec) -> ActionPipeline
                           f"controller's substeps {controller.substeps}")
     shield = SafetyShield(cfg.shield, robot, cfg.safety.workspace_lo, cfg.safety.workspace_hi,
                           controller.kp, controller.kd, control_dt=cfg.control_dt)
-    return ActionPipeline(space, controller, shield)
+    motion = MotionProfile(cfg.motion, cfg.shield.max_joint_accel, cfg.control_dt) \
+        if cfg.motion.enabled else None
+    return ActionPipeline(space, controller, shield, motion)

@@ -38,7 +38,7 @@ from rich.console import Console
 from rich.live import Live
 
 from robot_rl.config_io import from_value, to_dict
-from robot_rl.controllers import ActionConfig, EEDeltaConfig, JointDeltaConfig
+from robot_rl.controllers import ActionConfig, EEDeltaConfig, JointDeltaConfig, MotionConfig
 from robot_rl.data.format import DEFAULT_KEYFRAME_INTERVAL, DatasetSpec, camera_size_problem
 from robot_rl.data.writer import DatasetWriter
 from robot_rl.errors import ConfigError
@@ -65,13 +65,15 @@ def named_action(task: str, name: ActionName) -> ActionConfig | None:
 
 
 def making_overrides(making: dict[str, Any]) -> dict[str, Any]:
-    """The task-config overrides of a dataset's env making (its episode length and action
-    space; absent ones are the task's own)."""
+    """The task-config overrides of a dataset's env making (its episode length, action space
+    and motion profile; absent ones are the task's own)."""
     overrides: dict[str, Any] = {}
     if making.get("episode_length") is not None:
         overrides["episode_length"] = int(making["episode_length"])
     if making.get("action") is not None:
         overrides["action"] = from_value(ActionConfig, making["action"])
+    if making.get("motion") is not None:
+        overrides["motion"] = from_value(MotionConfig, making["motion"])
     return overrides
 
 
@@ -126,6 +128,9 @@ class RecordConfig:
     """The action space the demonstrations are recorded in: the task's own, joint-delta,
     ee-delta (end-effector position and rotation offsets) or ee-position (position offsets;
     the hand keeps its home orientation). Learners from the dataset act in it."""
+    motion: bool | None = None
+    """Record with the motion profile of joint targets on (``--env.motion.enabled`` of the
+    learners; None: the task's own setting). Learners from the dataset act with it."""
     episode_length: int | None = None
     """Override the task's episode length (control steps). With a person driving, the
     episode's step limit instead of --episode-time."""
@@ -188,11 +193,15 @@ def dataset_spec(env: BatchedEnv, cameras: tuple[tuple[str, int, int], ...] = ()
 
 
 def make_recording_env(task: str, dr: str = "off", episode_length: int | None = None,
-                       seed: int = 0, action: ActionConfig | None = None) -> BatchedEnv:
-    """One env of ``task`` as a dataset records it (``action``: None for the task's own)."""
+                       seed: int = 0, action: ActionConfig | None = None,
+                       motion: bool | None = None) -> BatchedEnv:
+    """One env of ``task`` as a dataset records it (``action``: None for the task's own;
+    ``motion``: the motion profile on or off, None for the task's own)."""
     overrides = making_overrides({"episode_length": episode_length})
     if action is not None:
         overrides["action"] = action
+    if motion is not None:
+        overrides["motion"] = MotionConfig(enabled=motion)
     return make_env(task, 1, dr=dr, seed=seed, **overrides)  # type: ignore[arg-type]
 
 
@@ -244,11 +253,12 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
     steps = cfg.episode_length if pacing is None else \
         pacing.steps(make_task_config(cfg.task).control_dt, cfg.episode_length)
     env = make_recording_env(cfg.task, cfg.dr, steps, cfg.seed,
-                             named_action(cfg.task, cfg.action))
+                             named_action(cfg.task, cfg.action), cfg.motion)
     h, w = cfg.camera_size
     spec = dataset_spec(env, tuple((c, h, w) for c in cfg.cameras),
                         {"dr": cfg.dr, "episode_length": env.cfg.episode_length,
                          "action": to_dict(env.cfg.action),
+                         "motion": to_dict(env.cfg.motion),
                          **({"render_mode": cfg.render_mode} if cfg.cameras else {})},
                         cfg.keyframe_interval)
     if policy is None and cfg.policy is not None:

@@ -40,6 +40,7 @@ from robot_rl.controllers import (
     OSCConfig,
     ShieldConfig,
 )
+from robot_rl.controllers.motion import MotionConfig
 from robot_rl.errors import ConfigError
 from robot_rl.sim.cameras import CameraConfig
 from robot_rl.sim.randomization import DRConfig
@@ -104,6 +105,9 @@ class TaskConfig:
     or osc; None picks joint_pd for joint targets and diff_ik for pose targets."""
     shield: ShieldConfig = dataclasses.field(default_factory=ShieldConfig)
     """Safety shield margins (its workspace box is ``safety.workspace_lo/hi``)."""
+    motion: MotionConfig = dataclasses.field(default_factory=MotionConfig)
+    """Motion profile of joint targets before the shield (``controllers.motion``): the
+    commands accelerate and brake within what the shield passes."""
     dr: DRConfig = dataclasses.field(default_factory=DRConfig)
     """Domain randomization ranges (see ``dr_preset``)."""
     safety: SafetyCostConfig = dataclasses.field(default_factory=SafetyCostConfig)

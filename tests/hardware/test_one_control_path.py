@@ -22,6 +22,7 @@ from robot_rl.controllers import (
     JointImpedanceConfig,
     JointTorqueConfig,
     JointVelocityConfig,
+    MotionConfig,
     OSCConfig,
     ShieldConfig,
 )
@@ -31,15 +32,19 @@ from robot_rl.sim import make_env
 from tests.hardware.conftest import ScriptedRobot
 
 CASES = [
-    ("joint_delta", JointDeltaConfig(gripper=False), None, "position"),
-    ("joint_delta_velocity_iface", JointDeltaConfig(gripper=False), None, "velocity"),
-    ("joint_velocity", JointVelocityConfig(gripper=False), None, "position"),
-    ("joint_impedance", JointDeltaConfig(gripper=False), JointImpedanceConfig(), "position"),
-    ("ee_delta_diff_ik", EEDeltaConfig(gripper=False), None, "position"),
-    ("ee_pose_diff_ik_velocity_iface", EEPoseConfig(gripper=False), None, "velocity"),
-    ("ee_delta_osc", EEDeltaConfig(gripper=False), OSCConfig(), "effort"),
-    ("ee_pose_osc", EEPoseConfig(gripper=False), OSCConfig(), "effort"),
-    ("joint_torque", JointTorqueConfig(), None, "effort"),
+    ("joint_delta", JointDeltaConfig(gripper=False), None, "position", False),
+    ("joint_delta_velocity_iface", JointDeltaConfig(gripper=False), None, "velocity", False),
+    ("joint_velocity", JointVelocityConfig(gripper=False), None, "position", False),
+    ("joint_impedance", JointDeltaConfig(gripper=False), JointImpedanceConfig(), "position",
+     False),
+    ("ee_delta_diff_ik", EEDeltaConfig(gripper=False), None, "position", False),
+    ("ee_pose_diff_ik_velocity_iface", EEPoseConfig(gripper=False), None, "velocity", False),
+    ("ee_delta_osc", EEDeltaConfig(gripper=False), OSCConfig(), "effort", False),
+    ("ee_pose_osc", EEPoseConfig(gripper=False), OSCConfig(), "effort", False),
+    ("joint_torque", JointTorqueConfig(), None, "effort", False),
+    # the motion profile of joint targets (controllers.motion) runs in both the same way
+    ("joint_delta_motion", JointDeltaConfig(gripper=False), None, "position", True),
+    ("ee_delta_diff_ik_motion", EEDeltaConfig(gripper=False), None, "velocity", True),
 ]
 
 
@@ -71,11 +76,13 @@ def _actions(n: int, dim: int, seed: int) -> np.ndarray:
     return a
 
 
-@pytest.mark.parametrize(("name", "action", "controller", "interface"), CASES,
+@pytest.mark.parametrize(("name", "action", "controller", "interface", "motion"), CASES,
                          ids=[c[0] for c in CASES])
-def test_env_and_runtime_send_the_same_joint_commands(name, action, controller, interface):
+def test_env_and_runtime_send_the_same_joint_commands(name, action, controller, interface,
+                                                      motion):
     env = make_env("reach", 1, dr="off", action=action, controller=controller,
-                   shield=ShieldConfig(max_action_delta=0.5))
+                   shield=ShieldConfig(max_action_delta=0.5),
+                   motion=MotionConfig(enabled=motion))
     env.reset(seed=7)
     robot = ScriptedRobot(interface=interface)
     rt = DeployRuntime(_Scripted(env), robot,  # type: ignore[arg-type]

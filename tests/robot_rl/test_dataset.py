@@ -119,6 +119,21 @@ def test_a_recording_in_another_action_space_replays_and_learners_act_in_it(tmp_
     assert env.cfg.episode_length == EP_LEN
 
 
+def test_a_recording_with_the_motion_profile_replays_and_learners_act_with_it(tmp_path):
+    """``--motion``: the dataset records the profile in its env making; replay reproduces the
+    episode only with it, and a learner's env from the dataset has it on."""
+    from robot_rl.bc import make_eval_env
+
+    out = tmp_path / "motion"
+    record(RecordConfig(task="push", teleop="expert", episodes=1, out=out, progress=False,
+                        episode_length=EP_LEN, motion=True))
+    ds = Dataset(out)
+    assert ds.spec is not None and ds.spec.env["motion"]["enabled"] is True
+    assert replay_episode(ds, 0).max_obs_error < 1e-6
+    env = make_eval_env(ds, 2, seed=0)
+    assert env is not None and env.cfg.motion.enabled
+
+
 def test_corrupt_or_mismatched_datasets_are_refused_naming_the_field(push_data, tmp_path):
     reach = make_recording_env("reach")
     with pytest.raises(DatasetError, match="task: the dataset has 'push'"):

@@ -1,0 +1,148 @@
+"""How policies move the arm: shield interventions per layer, joint speed, acceleration and
+jerk, and success, for the scripted experts and exported artifacts, with the motion profile
+of joint targets (``controllers/motion.py``) off and on.
+
+    python benchmarks/behaviour.py                                   # the experts
+    python benchmarks/behaviour.py --artifacts runs/demo/reach/export --tasks
+
+Each row is ``--rounds`` x ``--num-envs`` episodes (seeds 70,000 + round). Experts run with
+the profile off and on; an artifact runs as it was trained (``--toggle``: also with the
+profile the other way, which measures the env and not a policy trained for it). The table is
+also written to ``--out`` as JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+import tyro
+from rich.console import Console
+from rich.table import Table
+
+from robot_rl.bench.behaviour import Act, Behaviour, expert_policy, measure
+
+
+@dataclasses.dataclass
+class Args:
+    """The behaviour benchmark (module docstring)."""
+
+    tasks: tuple[str, ...] = ("reach", "push", "lift")
+    """Tasks whose scripted experts are measured."""
+    styles: tuple[str, ...] = ("scripted", "multimodal-human")
+    """Expert styles (a task without a style is skipped, with a note)."""
+    push_actions: tuple[str, ...] = ("task", "ee-position")
+    """Push's experts also act in these spaces (the learners' tables use both)."""
+    artifacts: tuple[Path, ...] = ()
+    """Exported artifacts (``robot-rl export``) to measure in their training env."""
+    toggle: bool = False
+    """Artifacts: also with the motion profile the other way than trained."""
+    episode_length: int | None = None
+    """The experts' episodes in control steps (default: each task's own; the learners'
+    tables run push for 300 and lift for 200)."""
+    rounds: int = 2
+    num_envs: int = 32
+    threads: int = 2
+    out: Path = Path("runs/bench/behaviour.json")
+
+
+def artifact_policy(path: Path, num_envs: int, seed: int, motion: bool | None
+                    ) -> tuple[Any, Act, Callable[[torch.Tensor], None]]:
+    """(env, act, start) of an exported artifact in its training env (``motion``: the
+    profile as trained, None, or forced on or off)."""
+    from robot_rl.cli.learn import EvalConfig
+    from robot_rl.cli.learn import artifact_policy as load
+    from robot_rl.controllers import MotionConfig
+
+    overrides = {} if motion is None else {"motion": MotionConfig(enabled=motion)}
+    env, act, _, loaded = load(EvalConfig(path=path, episodes=num_envs, num_envs=num_envs,
+                                          seed=seed), overrides)
+    return env, act, lambda done: loaded.reset(done.numpy())
+
+
+def _row(t: Table, name: str, motion: str, b: Behaviour) -> None:
+    top = sorted(b.layers.items(), key=lambda kv: -kv[1])[:3]
+    layers = ", ".join(f"{k} {v:.1%}" for k, v in top)
+    t.add_row(name, motion, f"{b.success:.1%}", f"{b.any_layer:.1%}", layers or "-",
+              f"{b.speed_mean:.2f}", f"{b.accel_p99:.1f}", f"{b.jerk_rms:.0f}")
+
+
+def main(args: Args) -> None:
+    from robot_rl.errors import ConfigError
+    from robot_rl.recording.record import named_action
+
+    torch.set_num_threads(args.threads)
+    console = Console()
+    if console.width < 170:  # a log file or a narrow terminal: the table's rows stay whole
+        console = Console(width=170)
+    t = Table(title=f"behaviour: {args.rounds} x {args.num_envs} episodes per row; shares of "
+                    "control steps", title_justify="left")
+    for col in ("policy", "motion profile", "success", "any shield layer", "top layers",
+                "joint speed, mean [rad/s]", "joint accel, p99 [rad/s²]",
+                "jerk, rms [rad/s³]"):
+        t.add_column(col, justify="left" if col in ("policy", "top layers") else "right")
+    rows: list[dict] = []
+    cases: list[tuple[str, str, bool, object]] = []
+    for task in args.tasks:
+        spaces = args.push_actions if task == "push" else ("task",)
+        for space in spaces:
+            for style in args.styles:
+                for motion in (False, True):
+                    cases.append((f"{task} expert, {style}"
+                                  + ("" if space == "task" else f", {space}"),
+                                  "on" if motion else "off", motion, (task, style, space)))
+    for path in args.artifacts:
+        cases.append((str(path), "as trained", None, path))
+        if args.toggle:
+            cases.append((str(path), "toggled", True, path))
+    for name, label, motion, what in cases:
+        t0 = time.perf_counter()
+        try:
+            if isinstance(what, Path):
+                env, act, start = artifact_policy(what, args.num_envs, 0, None)
+                trained = env.cfg.motion.enabled
+                label = f"{'on' if trained else 'off'} (as trained)"
+                if motion is not None:
+                    env, act, start = artifact_policy(what, args.num_envs, 0, not trained)
+                    label = f"{'off' if trained else 'on'} (toggled)"
+            else:
+                task, style, space = what  # type: ignore[misc]
+                env, act, start = expert_policy(task, style, bool(motion), args.num_envs, 0,
+                                                named_action(task, space),
+                                                args.episode_length)
+        except ConfigError as err:
+            console.print(f"[yellow]skipped {name}: {err}[/yellow]")
+            continue
+        b = measure(env, act, start, args.rounds, 70_000)
+        _row(t, name, label, b)
+        rows.append({"policy": name, "motion": label, **dataclasses.asdict(b)})
+        console.print(f"  {name} ({label}): {time.perf_counter() - t0:.0f} s", style="dim")
+    console.print(t)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(rows, indent=2) + "\n")
+    md = args.out.with_suffix(".md")
+    md.write_text(_markdown(rows))
+    console.print(f"written: {args.out}, {md} (the table for the docs)")
+
+
+def _markdown(rows: list[dict]) -> str:
+    """The table as markdown (the docs' copy)."""
+    out = ["| policy | motion profile | success | any shield layer | top layers | joint speed, "
+           "mean [rad/s] | joint accel, p99 [rad/s²] | jerk, rms [rad/s³] |",
+           "|---|---|---:|---:|---|---:|---:|---:|"]
+    for r in rows:
+        top = sorted(r["layers"].items(), key=lambda kv: -kv[1])[:3]
+        layers = ", ".join(f"{k} {v:.1%}" for k, v in top) or "-"
+        out.append(f"| {r['policy']} | {r['motion']} | {r['success']:.1%} | "
+                   f"{r['any_layer']:.1%} | {layers} | {r['speed_mean']:.2f} | "
+                   f"{r['accel_p99']:.1f} | {r['jerk_rms']:.0f} |")
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))

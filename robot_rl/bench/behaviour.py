@@ -1,0 +1,105 @@
+"""How a policy moves the arm in simulation: the shield's interventions per layer, joint
+speed, acceleration and jerk, and success, for the scripted experts and exported artifacts,
+with the motion profile of joint targets off and on (``benchmarks/behaviour.py``, which also
+loads the artifacts).
+
+Every count is of control steps of the episodes measured (E envs x rounds x episode length;
+an env's step that resets it is left out of the motion statistics). Joint acceleration and
+jerk are finite differences of the joint speeds at the control rate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from robot_rl.controllers import LAYERS, ActionConfig, MotionConfig
+
+Act = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor | None]]
+"""Observations (E, O) -> (actions (E, A), hold (E,) bool or None)."""
+
+
+@dataclasses.dataclass
+class Behaviour:
+    """What ``measure`` reports for one policy in one env."""
+
+    episodes: int
+    success: float
+    """Share of the episodes that succeeded (at any step, as ``robot-rl eval`` counts)."""
+    any_layer: float
+    """Share of control steps with an intervention of any shield layer."""
+    layers: dict[str, float]
+    """Share of control steps each layer intervened in (the layers that did)."""
+    speed_mean: float
+    """Mean joint speed |qd| over joints and steps [rad/s]."""
+    accel_p99: float
+    """99th percentile of |qdd| over joints and steps [rad/s^2]."""
+    jerk_rms: float
+    """Root mean square of the joint jerk [rad/s^3]."""
+
+
+@torch.no_grad()
+def measure(env: Any, act: Act, start: Callable[[torch.Tensor], None], rounds: int,
+            seed: int) -> Behaviour:
+    """Run ``rounds`` x num_envs episodes of ``act`` in ``env`` (each round reset with seed
+    ``seed + round``; ``start`` gets the (E,) mask of envs that begin an episode)."""
+    E, T, dt = env.num_envs, env.max_episode_length, env.control_dt
+    counts = torch.zeros(len(LAYERS))
+    any_layer = 0.0
+    success: list[bool] = []
+    speeds, accels, jerks = [], [], []
+    for r in range(rounds):
+        obs = env.reset(seed=seed + r)
+        start(torch.ones(E, dtype=torch.bool))
+        qd = [env.state.joint_vel.clone()]
+        for _ in range(T):
+            action, hold = act(obs)
+            obs, _, _, terminated, truncated, info = env.step(action, hold=hold)
+            done = terminated | truncated
+            start(done)
+            flags = torch.stack([info["safety"][name].cpu() for name in LAYERS])  # (L, E)
+            counts += flags.sum(1)
+            any_layer += float(flags.any(0).sum())
+            # the state after a reset is the next episode's: the episode's motion ends here
+            qd.append(torch.where(done[:, None], torch.nan, env.state.joint_vel))
+            if "episode" in info:
+                ended = info["episode"]["done"].cpu()
+                success += [bool(s) for s in info["episode"]["success"][ended].cpu()]
+            if bool(done.all()):
+                break
+        v = torch.stack(qd)  # (T + 1, E, n); NaN after a reset
+        a = (v[1:] - v[:-1]) / dt
+        j = (a[1:] - a[:-1]) / dt
+        speeds.append(v[v.isfinite()].abs())
+        accels.append(a[a.isfinite()].abs())
+        jerks.append(j[j.isfinite()])
+    steps = rounds * T * E
+    share = counts / steps
+    acc = torch.cat(accels)
+    jerk = torch.cat(jerks)
+    return Behaviour(
+        episodes=len(success), success=sum(success) / max(len(success), 1),
+        any_layer=any_layer / steps,
+        layers={name: float(s) for name, s in zip(LAYERS, share, strict=True) if s > 0},
+        speed_mean=float(torch.cat(speeds).mean()),
+        accel_p99=float(torch.quantile(acc[torch.randperm(len(acc))[:1_000_000]], 0.99)),
+        jerk_rms=float(jerk.square().mean().sqrt()))
+
+
+def expert_policy(task: str, style: str, motion: bool, num_envs: int, seed: int,
+                  action: ActionConfig | None = None, episode_length: int | None = None
+                  ) -> tuple[Any, Act, Callable[[Any], None]]:
+    """(env, act, start) of ``task``'s scripted expert in ``style`` with the motion profile
+    on or off (``action``, ``episode_length``: other than the task's own)."""
+    from robot_rl.sim import make_env
+    from robot_rl.sim.experts import make_expert
+
+    extra: dict[str, Any] = {} if action is None else {"action": action}
+    if episode_length is not None:
+        extra["episode_length"] = episode_length
+    env = make_env(task, num_envs, seed=seed, motion=MotionConfig(enabled=motion), **extra)
+    expert = make_expert(env, style, seed=seed)  # type: ignore[arg-type]
+    return env, (lambda _: (expert(env.state), None)), (lambda _: None)
