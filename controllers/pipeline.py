@@ -49,7 +49,7 @@ from robot_rl.controllers.factory import ControllerConfig, make_controller
 from robot_rl.controllers.motion import MotionConfig, MotionProfile
 from robot_rl.controllers.servo import CommandInterface, hold_command, velocity_servo
 from robot_rl.controllers.shield import Flags, JointTrack, SafetyShield, ShieldConfig
-from robot_rl.controllers.xp import Array, flatnonzero
+from robot_rl.controllers.xp import Array, flatnonzero, namespace
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -236,14 +236,40 @@ class ActionPipeline:
                               f"{' or '.join(self.interfaces)} interfaces, not {interface!r}")
         if not self.controller.in_model:
             if self.fused:
-                return self.controller.shielded_torque(targets, arm, self.shield)
-            return self.shield.filter_torque(self.controller.torque(targets, arm), arm)
-        q_target = targets.joint
-        assert q_target is not None
-        if interface == "position":
-            return q_target, {}
-        k = self.shield.limits(q_target)
-        return velocity_servo(q_target, arm.q, k["kp"], k["kd"], k["qd_lim"]), {}
+                out, flags = self.controller.shielded_torque(targets, arm, self.shield)
+            else:
+                out, flags = self.shield.filter_torque(self.controller.torque(targets, arm),
+                                                       arm)
+        else:
+            q_target = targets.joint
+            assert q_target is not None
+            flags = {}
+            if interface == "position":
+                out = q_target
+            else:
+                k = self.shield.limits(q_target)
+                out = velocity_servo(q_target, arm.q, k["kp"], k["kd"], k["qd_lim"])
+        return self._finite(out, arm, interface, flags)
+
+    def _finite(self, command: Array, arm: ArmState, interface: CommandInterface,
+                flags: Flags) -> tuple[Array, Flags]:
+        """The last guard of the command path: a robot whose command has a NaN or inf
+        anywhere (a controller's singular solve, a NaN that got past the action layers) gets
+        the hold command at its measured position instead, flagged ``nan_guard``. (A reading
+        that is itself not finite is the runtime's to drop; here its speed counts as zero,
+        and a torque or velocity command from it is zero.)"""
+        xp = namespace(command)
+        bad = ~xp.isfinite(command).all(-1)
+        if not bool(bad.any()):
+            return command, flags
+        zero = xp.zeros_like(arm.qd)
+        qd = xp.where(xp.isfinite(arm.qd), arm.qd, zero)
+        fresh = bool(xp.isfinite(arm.q).all())
+        q = arm.q if fresh or interface == "position" else zero
+        hold = self.hold_command(interface, q, q, qd, fresh)
+        flags = dict(flags)
+        flags["nan_guard"] = bad if "nan_guard" not in flags else flags["nan_guard"] | bad
+        return xp.where(bad[:, None], hold, command), flags
 
     def hold_command(self, interface: CommandInterface, q_hold: Array, q: Array, qd: Array,
                      fresh: bool = True) -> Array:

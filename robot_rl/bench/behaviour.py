@@ -103,3 +103,41 @@ def expert_policy(task: str, style: str, motion: bool, num_envs: int, seed: int,
     env = make_env(task, num_envs, seed=seed, motion=MotionConfig(enabled=motion), **extra)
     expert = make_expert(env, style, seed=seed)  # type: ignore[arg-type]
     return env, (lambda _: (expert(env.state), None)), (lambda _: None)
+
+
+@dataclasses.dataclass
+class Hold:
+    """What ``hold`` reports: one long episode per env, success judged at its end."""
+
+    goals: int
+    held: int
+    """Envs in success (the task's test) at the episode's last step."""
+    final_error: list[float]
+    """Per env, the task's distance at the end [m] (reach: end effector to target)."""
+    joint_limits: float
+    """Share of steps the shield's joint-limit layer intervened in (a drift into a limit)."""
+    any_layer: float
+    """Share of steps with any shield intervention."""
+
+
+@torch.no_grad()
+def hold(env: Any, act: Act, start: Callable[[torch.Tensor], None], seed: int,
+         distance: Callable[[Any], torch.Tensor]) -> Hold:
+    """One episode of ``env.max_episode_length`` control steps per env (all but the step
+    that would reset it); ``distance(env)``: (E,) the task's error at the end."""
+    E, T = env.num_envs, env.max_episode_length
+    obs = env.reset(seed=seed)
+    start(torch.ones(E, dtype=torch.bool))
+    limits = any_layer = 0.0
+    success = torch.zeros(E, dtype=torch.bool)
+    for _ in range(T - 1):
+        action, h = act(obs)
+        obs, _, _, _, _, info = env.step(action, hold=h)
+        flags = torch.stack([info["safety"][name].cpu() for name in LAYERS])
+        limits += float(info["safety"]["joint_limits"].sum())
+        any_layer += float(flags.any(0).sum())
+        success = info["success"].bool().cpu()
+    steps = (T - 1) * E
+    return Hold(goals=E, held=int(success.sum()),
+                final_error=[round(float(d), 4) for d in distance(env)],
+                joint_limits=limits / steps, any_layer=any_layer / steps)

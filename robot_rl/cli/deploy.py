@@ -24,7 +24,7 @@ class DeployCommandConfig:
     """Run an exported policy on a robot at a fixed rate, behind the gate and the shield.
 
     Examples:
-      robot-rl deploy runs/demo/reach/artifact --robot sim --duration 10
+      robot-rl deploy runs/demo/reach/export --robot sim --duration 10
       robot-rl deploy runs/pixel_student --robot sim --episodes 20   (push through cameras)
       robot-rl deploy ARTIFACT --robot sim --ros            (sim_robot_node + policy_node)
       robot-rl deploy ARTIFACT --robot ros --ros-params-file launch/config/arm7.yaml
@@ -219,8 +219,9 @@ def print_summary(console: Console, s: dict[str, Any]) -> None:
     table.add_row("bad readings dropped", str(s["bad_readings"]))
     shield = ", ".join(f"{k} {v}" for k, v in s["shield"].items() if v) or "none"
     table.add_row("shield interventions", shield)
-    if s.get("frame_age_ms") and s["policy_steps"]:
-        p50, p99, mx = s["frame_age_ms"]
+    ages = s.get("frame_age_ms")
+    if ages and s["policy_steps"] and all(math.isfinite(x) for x in ages):  # saw cameras
+        p50, p99, mx = ages
         table.add_row("camera frame age", f"p50 {p50:.1f}  p99 {p99:.1f}  max {mx:.1f} ms; "
                       f"holds for stale frames {s['camera_holds']}")
     if "episodes" in s:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import mujoco
@@ -138,6 +139,12 @@ class TaskConfig:
     """When sensors are evaluated after a control step: ``current`` recomputes them at the new
     state (one extra position/velocity pass); ``last_substep`` keeps MuJoCo's mj_step values,
     from the start of the last physics substep (what gymnasium and EnvPool report)."""
+
+    def __post_init__(self) -> None:
+        # a run (and its artifact) is loaded from other working directories than the one it
+        # was started in: its identified-dynamics file is kept by its absolute path
+        if self.identified is not None:
+            self.identified = str(Path(self.identified).expanduser().resolve())
 
     @property
     def control_dt(self) -> float:

@@ -35,7 +35,9 @@ def make_config() -> ReachConfig:
         # the arm gets there in about a second: gamma 0.97 at 50 Hz (its measured recipe)
         discount_horizon=2.0 / 3.0,
         action=JointDeltaConfig(gripper=False),
-        reward_weights={"reach": 1.0, "success": 1.0, "action_rate": 0.01},
+        # joint_vel and posture: off (on the command line to be tried; issue 48)
+        reward_weights={"reach": 1.0, "success": 1.0, "action_rate": 0.01, "joint_vel": 0.0,
+                        "posture": 0.0},
     )
 
 
@@ -96,6 +98,8 @@ TASK = TaskDef(
         "reach": reward_reach,
         "success": terms.indicator(success),
         "action_rate": terms.reward_action_rate,
+        "joint_vel": terms.reward_joint_vel,
+        "posture": terms.reward_posture,
     },
     costs=terms.SAFETY_COSTS,
     success=success,

@@ -78,6 +78,20 @@ def reward_action_rate(state: SimState, cfg: TaskConfig) -> torch.Tensor:
     return -(d * d).sum(dim=1)
 
 
+def reward_joint_vel(state: SimState, cfg: TaskConfig) -> torch.Tensor:
+    """-||qd||^2 [rad^2/s^2]: an arm that has arrived stops, in every joint (its null space
+    included, which the end-effector terms do not see)."""
+    qd = state.joint_vel
+    return -(qd * qd).sum(dim=1)
+
+
+def reward_posture(state: SimState, cfg: TaskConfig) -> torch.Tensor:
+    """-||q - q_home||^2 [rad^2]: a slope towards the home posture where the task's terms are
+    flat (a 7-joint arm's null space)."""
+    d = state.joint_pos - state.limits.home
+    return -(d * d).sum(dim=1)
+
+
 def indicator(condition: Term) -> Term:
     """A reward term that is 1 while ``condition`` (a bool term, e.g. success) holds."""
 

@@ -145,3 +145,33 @@ def test_estop_latches_until_reset() -> None:
     assert stop.active and stop.reason == "operator" and stop.count == 1
     stop.reset()
     assert not stop.active
+
+
+@pytest.mark.parametrize("numpy_state", [True, False])
+@pytest.mark.parametrize(("controller", "interface"), [
+    ("osc", "effort"), ("diff_ik", "position"), ("diff_ik", "velocity")])
+def test_a_nan_anywhere_on_the_command_path_holds(controller, interface, numpy_state) -> None:
+    # A pose target with a NaN (what a singular solve or a bad upstream value leaves) reaches
+    # the command stage: that robot gets the hold command, the other its own command.
+    from robot_rl.controllers import EEDeltaConfig, OSCConfig
+
+    env = make_env("reach", 2, action=EEDeltaConfig(gripper=False),
+                   controller=OSCConfig() if controller == "osc" else None)
+    env.reset(seed=0)
+    pipe = env.pipeline
+    arm = env.state.arm_state(mass=True, numpy=numpy_state)
+    xp = np if numpy_state else torch
+    action = xp.zeros((2, env.act_dim), dtype=xp.float32)
+    action[:, 0] = 0.5
+    targets = pipe.act(action, action * 0, arm).targets
+    clean, _ = pipe.command(targets, arm, interface)
+    if targets.kind == "pose":
+        targets.pos[0, 1] = np.nan
+    else:
+        targets.joint[0, 2] = np.nan
+    cmd, flags = pipe.command(targets, arm, interface)
+    assert bool(xp.isfinite(cmd).all())
+    assert bool(flags["nan_guard"][0]) and not bool(flags["nan_guard"][1])
+    hold = pipe.hold_command(interface, arm.q, arm.q, arm.qd)
+    np.testing.assert_allclose(np.asarray(cmd[0]), np.asarray(hold[0]), atol=1e-9)
+    np.testing.assert_allclose(np.asarray(cmd[1]), np.asarray(clean[1]), atol=1e-9)

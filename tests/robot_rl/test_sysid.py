@@ -219,6 +219,23 @@ def test_make_env_takes_the_identified_arm_and_centres_randomization(tmp_path) -
         make_env("reach", 1, identified=str(tmp_path / "missing.json"))
 
 
+def test_a_relative_identified_path_is_kept_absolute(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A run saved with ``--env.identified arm.json`` loads from another directory."""
+    from robot_rl.config_io import from_dict, to_dict
+    from robot_rl.sim import make_env, make_task_config
+    from robot_rl.sim.tasks import TaskConfig
+
+    truth(link_mass=1.4).save(tmp_path / "arm.json")
+    monkeypatch.chdir(tmp_path)
+    saved = to_dict(make_task_config("reach", identified="arm.json"))
+    assert saved["identified"] == str(tmp_path / "arm.json")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    env = make_env(from_dict(TaskConfig, saved), 1)
+    assert env.identified is not None
+
+
 def _recording(streams: ArmStreams, rate: float = 250.0):  # type: ignore[no-untyped-def]
     from robot_rl.sysid.record import Recording
 
