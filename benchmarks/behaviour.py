@@ -4,11 +4,18 @@ of joint targets (``controllers/motion.py``) off and on.
 
     python benchmarks/behaviour.py                                   # the experts
     python benchmarks/behaviour.py --artifacts runs/demo/reach/export --tasks
+    python benchmarks/behaviour.py --tasks --hold runs/demo/reach/export   # + the hold test
 
 Each row is ``--rounds`` x ``--num-envs`` episodes (seeds 70,000 + round). Experts run with
 the profile off and on; an artifact runs as it was trained (``--toggle``: also with the
 profile the other way, which measures the env and not a policy trained for it). The table is
 also written to ``--out`` as JSON.
+
+The hold test (``--hold ARTIFACT``, reach): ``robot-rl deploy ARTIFACT --robot sim`` in real
+time for ``--hold-seconds`` (30) to each of ``--hold-goals`` (16) goals (``--deploy.seed``
+0..15), on the nominal arm and on the held-out arm of ``--held-out`` (the simulated arm's
+flags); a goal is held when the end effector is within the success radius at the end. That
+is 16 minutes per artifact on 2 cores.
 """
 
 from __future__ import annotations
@@ -45,6 +52,17 @@ class Args:
     episode_length: int | None = None
     """The experts' episodes in control steps (default: each task's own; the learners'
     tables run push for 300 and lift for 200)."""
+    hold: tuple[Path, ...] = ()
+    """Reach artifacts for the real-time hold test on the simulated arm (module docstring)."""
+    hold_env: tuple[Path, ...] = ()
+    """Reach artifacts for the hold test in the batched env (not in real time: the goals at
+    once, ``--hold-seconds`` of control steps, the artifact's training env; seconds each)."""
+    hold_goals: int = 16
+    hold_seconds: float = 30.0
+    held_out: str = ("--sim.mass-scale 1.5 --sim.damping-scale 0.7 --sim.frictionloss 2.0 "
+                     "--sim.actuation-delay 0.015")
+    """The held-out arm of the hold test: links 1.5x as heavy, 0.7x the damping, 2 Nm of
+    friction in every joint, 15 ms actuation delay."""
     rounds: int = 2
     num_envs: int = 32
     threads: int = 2
@@ -122,7 +140,22 @@ def main(args: Args) -> None:
         _row(t, name, label, b)
         rows.append({"policy": name, "motion": label, **dataclasses.asdict(b)})
         console.print(f"  {name} ({label}): {time.perf_counter() - t0:.0f} s", style="dim")
-    console.print(t)
+    if t.row_count:
+        console.print(t)
+    for path in args.hold_env:
+        h = env_hold(path, args.hold_goals, args.hold_seconds)
+        rows.append({"policy": str(path), "hold": "env", **h})
+        console.print(f"hold in the env, {path}: {h['held']}/{h['goals']} goals held after "
+                      f"{args.hold_seconds:g} s; end-effector error {_cm(h['distance_m'])} cm; "
+                      f"shield interventions per step {h['shield_per_step']}")
+    for path in args.hold:
+        for arm, flags in (("nominal", ""), ("held-out", args.held_out)):
+            h = hold_test(path, args.hold_goals, args.hold_seconds, flags.split(), console)
+            rows.append({"policy": str(path), "hold": arm, **h})
+            console.print(f"hold, {path}, {arm} arm: {h['held']}/{h['goals']} goals held after "
+                          f"{args.hold_seconds:g} s; end-effector error "
+                          f"{_cm(h['distance_m'])} cm; shield interventions per policy step "
+                          f"{h['shield_per_step']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(rows, indent=2) + "\n")
     md = args.out.with_suffix(".md")
@@ -130,17 +163,81 @@ def main(args: Args) -> None:
     console.print(f"written: {args.out}, {md} (the table for the docs)")
 
 
+def _cm(d: list[float]) -> str:
+    return ", ".join(f"{x * 100:.1f}" for x in d)
+
+
+def env_hold(path: Path, goals: int, seconds: float) -> dict[str, Any]:
+    """The hold test in the batched env (``--hold-env``): one episode of ``seconds`` per
+    goal, all goals at once; the same figures as ``hold_test``."""
+    from robot_rl.bench.behaviour import hold
+    from robot_rl.cli.learn import EvalConfig
+    from robot_rl.cli.learn import artifact_policy as load
+
+    made = json.loads((path / "policy.json").read_text())["env"]
+    steps = round(seconds / (made["physics_dt"] * made["decimation"])) + 1  # the last resets
+    env, act, _, loaded = load(EvalConfig(path=path, episodes=goals, num_envs=goals, seed=0),
+                               {"episode_length": steps})
+    h = hold(env, act, lambda done: loaded.reset(done.numpy()), 4242,
+             lambda e: torch.linalg.vector_norm(e.state.buffers["target"]
+                                                - e.state.sensors["ee_pos"], dim=1))
+    return {"goals": h.goals, "held": h.held, "distance_m": h.final_error,
+            "shield_per_step": h.layers}
+
+
+def hold_test(path: Path, goals: int, seconds: float, sim_flags: list[str], console: Console
+              ) -> dict[str, Any]:
+    """``robot-rl deploy PATH --robot sim`` in real time to ``goals`` goals (seeds 0..goals-1)
+    for ``seconds`` each: how many end within the success radius, the end effector's final
+    distances [m], and the shield's interventions per policy step by layer."""
+    import subprocess
+    import sys
+    import tempfile
+
+    held, dist, shield, steps = 0, [], {}, 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in range(goals):
+            out = Path(tmp) / f"{seed}.json"
+            cmd = [sys.executable, "-m", "robot_rl.cli", "deploy", str(path), "--robot", "sim",
+                   "--duration", str(seconds), "--deploy.seed", str(seed), "--summary-json",
+                   str(out), *sim_flags]
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            s = json.loads(out.read_text())
+            held += bool(s["success"])
+            dist.append(float(s["ee_goal_distance_m"]))
+            steps += int(s["policy_steps"])
+            for k, v in s["shield"].items():
+                shield[k] = shield.get(k, 0) + int(v)
+            console.print(f"  hold {path} seed {seed}: {'held' if s['success'] else 'lost'} "
+                          f"at {dist[-1] * 100:.1f} cm", style="dim")
+    return {"goals": goals, "held": held, "distance_m": dist,
+            "shield_per_step": {k: round(v / max(steps, 1), 4) for k, v in shield.items() if v}}
+
+
 def _markdown(rows: list[dict]) -> str:
     """The table as markdown (the docs' copy)."""
-    out = ["| policy | motion profile | success | any shield layer | top layers | joint speed, "
-           "mean [rad/s] | joint accel, p99 [rad/s²] | jerk, rms [rad/s³] |",
-           "|---|---|---:|---:|---|---:|---:|---:|"]
+    out = [] if all("hold" in r for r in rows) else [
+        "| policy | motion profile | success | any shield layer | top layers | joint speed, "
+        "mean [rad/s] | joint accel, p99 [rad/s²] | jerk, rms [rad/s³] |",
+        "|---|---|---:|---:|---|---:|---:|---:|"]
     for r in rows:
+        if "hold" in r:
+            continue
         top = sorted(r["layers"].items(), key=lambda kv: -kv[1])[:3]
         layers = ", ".join(f"{k} {v:.1%}" for k, v in top) or "-"
         out.append(f"| {r['policy']} | {r['motion']} | {r['success']:.1%} | "
                    f"{r['any_layer']:.1%} | {layers} | {r['speed_mean']:.2f} | "
                    f"{r['accel_p99']:.1f} | {r['jerk_rms']:.0f} |")
+    holds = [r for r in rows if "hold" in r]
+    if holds and out:
+        out.append("")
+    if holds:
+        out += ["| artifact | arm | goals held | end-effector error at the end [cm] | "
+                "shield interventions per policy step |", "|---|---|---:|---|---|"]
+        for r in holds:
+            shield = ", ".join(f"{k} {v:.1%}" for k, v in r["shield_per_step"].items()) or "-"
+            out.append(f"| {r['policy']} | {r['hold']} | {r['held']}/{r['goals']} | "
+                       f"{_cm(r['distance_m'])} | {shield} |")
     return "\n".join(out) + "\n"
 
 

@@ -73,8 +73,9 @@ DEMO_SAC = {"actor_hidden": (128, 128), "critic_hidden": (128, 128), "updates_pe
 """make demo's SAC settings (the Makefile's DEMO_SAC, as flags; a test keeps them equal)."""
 DEMO_SAFETY_HIDDEN = (128, 128)
 """make demo's safety-critic hidden sizes."""
-DEMO_ENV = ["--env.motion.enabled"]
-"""make demo's env flags (the Makefile's DEMO_ENV): the motion profile of joint targets."""
+DEMO_ENV = ["--env.motion.enabled", "--env.reward-weights.joint-vel", "0.05"]
+"""make demo's env flags (the Makefile's DEMO_ENV): the motion profile of joint targets and
+reach's joint-speed penalty."""
 
 
 def demo_flags() -> list[str]:
@@ -95,7 +96,9 @@ def run_ours(args: Args) -> tuple[list[dict[str, float]], Path]:
     if args.recipe == "demo":
         cfg.sac = dataclasses.replace(cfg.sac, **DEMO_SAC)  # type: ignore[arg-type]
         cfg.safety_critic = dataclasses.replace(cfg.safety_critic, hidden=DEMO_SAFETY_HIDDEN)
-        cfg.env = dataclasses.replace(cfg.env, motion=MotionConfig(enabled=True))
+        cfg.env = dataclasses.replace(cfg.env, motion=MotionConfig(enabled=True),
+                                      reward_weights={**cfg.env.reward_weights,
+                                                      "joint_vel": 0.05})
     runner = Runner(cfg)
     return runner.train(), runner.run_dir
 

@@ -114,8 +114,8 @@ class Hold:
     """Envs in success (the task's test) at the episode's last step."""
     final_error: list[float]
     """Per env, the task's distance at the end [m] (reach: end effector to target)."""
-    joint_limits: float
-    """Share of steps the shield's joint-limit layer intervened in (a drift into a limit)."""
+    layers: dict[str, float]
+    """Share of steps each shield layer intervened in (the layers that did)."""
     any_layer: float
     """Share of steps with any shield intervention."""
 
@@ -128,16 +128,19 @@ def hold(env: Any, act: Act, start: Callable[[torch.Tensor], None], seed: int,
     E, T = env.num_envs, env.max_episode_length
     obs = env.reset(seed=seed)
     start(torch.ones(E, dtype=torch.bool))
-    limits = any_layer = 0.0
+    counts = torch.zeros(len(LAYERS))
+    any_layer = 0.0
     success = torch.zeros(E, dtype=torch.bool)
     for _ in range(T - 1):
         action, h = act(obs)
         obs, _, _, _, _, info = env.step(action, hold=h)
         flags = torch.stack([info["safety"][name].cpu() for name in LAYERS])
-        limits += float(info["safety"]["joint_limits"].sum())
+        counts += flags.sum(1)
         any_layer += float(flags.any(0).sum())
         success = info["success"].bool().cpu()
     steps = (T - 1) * E
     return Hold(goals=E, held=int(success.sum()),
                 final_error=[round(float(d), 4) for d in distance(env)],
-                joint_limits=limits / steps, any_layer=any_layer / steps)
+                layers={name: round(float(c) / steps, 4)
+                        for name, c in zip(LAYERS, counts, strict=True) if c > 0},
+                any_layer=any_layer / steps)
