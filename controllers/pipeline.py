@@ -191,11 +191,16 @@ class ActionPipeline:
             if bool(held.any()):
                 targets = targets.where(held, Targets("joint", joint=arm.q * 1.0))
         track = self._track_at(arm.q) if targets.kind == "joint" else None
+        profiled = None
         if track is not None and self.motion is not None:
             k = self.shield.limits(arm.q)
-            targets, track.v = self.motion(targets, arm.q, track.v, k["lag"], k["qd_lim"],
-                                           held)
+            targets, profiled = self.motion(targets, arm.q, track.v, k["lag"], k["qd_lim"],
+                                            held)
+        # the shield bounds the command against the speed of the last one (track.v), and
+        # leaves track.v at this command's speed; a disabled shield leaves it to the profile
         targets, target_flags = self.shield.filter_targets(targets, arm, track)
+        if profiled is not None and not self.shield.cfg.enabled:
+            track.v = profiled
         flags.update(target_flags)
         return ControlStep(applied, targets, invalid, held, flags)
 
@@ -264,9 +269,11 @@ class ActionPipeline:
             return command, flags
         zero = xp.zeros_like(arm.qd)
         qd = xp.where(xp.isfinite(arm.qd), arm.qd, zero)
-        fresh = bool(xp.isfinite(arm.q).all())
-        q = arm.q if fresh or interface == "position" else zero
-        hold = self.hold_command(interface, q, q, qd, fresh)
+        read = xp.isfinite(arm.q).all(-1)  # (E,) robots whose reading is finite
+        q = arm.q if interface == "position" else xp.where(read[:, None], arm.q, zero)
+        hold = self.hold_command(interface, q, q, qd)
+        if interface != "position":  # no reading: no torque, no speed
+            hold = xp.where(read[:, None], hold, zero)
         flags = dict(flags)
         flags["nan_guard"] = bad if "nan_guard" not in flags else flags["nan_guard"] | bad
         return xp.where(bad[:, None], hold, command), flags

@@ -89,3 +89,27 @@ def test_the_profile_takes_the_shaping_off_the_shield() -> None:
     # (about 70% of its steps); with it, the shield passes them.
     assert _joint_velocity_share(False) > 0.3
     assert _joint_velocity_share(True) < 0.01
+
+
+def test_the_shield_bounds_a_profiled_command_against_the_last_command() -> None:
+    # The shield's acceleration bound takes the speed of the last command it let through
+    # (the track); the profile must not overwrite it before the shield runs (it did: the
+    # bound then compared each command with itself and stopped binding).
+    env = make_env("reach", 2, seed=0, motion=MotionConfig(enabled=True))
+    env.reset(seed=0)
+    pipe = env.pipeline
+    arm = env.state.arm_state(numpy=env.numpy_control)
+    action = np.full((2, env.act_dim), 0.9, dtype=np.float32)
+    pipe.act(action, action * 0, arm)
+    after_first = np.array(pipe._track.v, copy=True)
+    seen = []
+    filter_targets = pipe.shield.filter_targets
+
+    def spy(t, s, track=None):  # type: ignore[no-untyped-def]
+        seen.append(np.array(track.v, copy=True))
+        return filter_targets(t, s, track)
+
+    pipe.shield.filter_targets = spy  # type: ignore[method-assign]
+    pipe.act(-action, action, arm)
+    np.testing.assert_array_equal(seen[0], after_first)
+    assert np.abs(after_first).max() > 0.1  # the first command moved
