@@ -199,7 +199,7 @@ class ActionPipeline:
         # the shield bounds the command against the speed of the last one (track.v), and
         # leaves track.v at this command's speed; a disabled shield leaves it to the profile
         targets, target_flags = self.shield.filter_targets(targets, arm, track)
-        if profiled is not None and not self.shield.cfg.enabled:
+        if profiled is not None and track is not None and not self.shield.cfg.enabled:
             track.v = profiled
         flags.update(target_flags)
         return ControlStep(applied, targets, invalid, held, flags)
