@@ -69,15 +69,18 @@ class Args:
     out: Path = Path("runs/bench/behaviour.json")
 
 
-def artifact_policy(path: Path, num_envs: int, seed: int, motion: bool | None
+def _trained_env(path: Path) -> dict[str, Any]:
+    """The task config an exported artifact was trained in (its policy.json's ``env``)."""
+    return json.loads((path / "policy.json").read_text())["env"]
+
+
+def artifact_policy(path: Path, num_envs: int, seed: int, **overrides: Any
                     ) -> tuple[Any, Act, Callable[[torch.Tensor], None]]:
-    """(env, act, start) of an exported artifact in its training env (``motion``: the
-    profile as trained, None, or forced on or off)."""
+    """(env, act, start) of an exported artifact in its training env, with task config
+    fields replaced by ``overrides``."""
     from robot_rl.cli.learn import EvalConfig
     from robot_rl.cli.learn import artifact_policy as load
-    from robot_rl.controllers import MotionConfig
 
-    overrides = {} if motion is None else {"motion": MotionConfig(enabled=motion)}
     env, act, _, loaded = load(EvalConfig(path=path, episodes=num_envs, num_envs=num_envs,
                                           seed=seed), overrides)
     return env, act, lambda done: loaded.reset(done.numpy())
@@ -91,6 +94,7 @@ def _row(t: Table, name: str, motion: str, b: Behaviour) -> None:
 
 
 def main(args: Args) -> None:
+    from robot_rl.controllers import MotionConfig
     from robot_rl.errors import ConfigError
     from robot_rl.recording.record import named_action
 
@@ -105,34 +109,31 @@ def main(args: Args) -> None:
                 "jerk, rms [rad/s³]"):
         t.add_column(col, justify="left" if col in ("policy", "top layers") else "right")
     rows: list[dict] = []
-    cases: list[tuple[str, str, bool, object]] = []
+    Made = tuple[Any, Act, Callable[[torch.Tensor], None]]
+    cases: list[tuple[str, str, Callable[[], Made]]] = []  # (policy, profile, its env)
     for task in args.tasks:
-        spaces = args.push_actions if task == "push" else ("task",)
-        for space in spaces:
+        for space in args.push_actions if task == "push" else ("task",):
             for style in args.styles:
                 for motion in (False, True):
-                    cases.append((f"{task} expert, {style}"
-                                  + ("" if space == "task" else f", {space}"),
-                                  "on" if motion else "off", motion, (task, style, space)))
+                    cases.append((
+                        f"{task} expert, {style}" + ("" if space == "task" else f", {space}"),
+                        "on" if motion else "off",
+                        lambda t=task, st=style, m=motion, sp=space: expert_policy(
+                            t, st, m, args.num_envs, 0, named_action(t, sp),
+                            args.episode_length)))
     for path in args.artifacts:
-        cases.append((str(path), "as trained", None, path))
+        trained = bool(_trained_env(path).get("motion", {}).get("enabled", False))
+        on, off = ("on", "off") if trained else ("off", "on")
+        cases.append((str(path), f"{on} (as trained)",
+                      lambda p=path: artifact_policy(p, args.num_envs, 0)))
         if args.toggle:
-            cases.append((str(path), "toggled", True, path))
-    for name, label, motion, what in cases:
+            cases.append((str(path), f"{off} (toggled)", lambda p=path, m=not trained:
+                          artifact_policy(p, args.num_envs, 0,
+                                          motion=MotionConfig(enabled=m))))
+    for name, label, make in cases:
         t0 = time.perf_counter()
         try:
-            if isinstance(what, Path):
-                env, act, start = artifact_policy(what, args.num_envs, 0, None)
-                trained = env.cfg.motion.enabled
-                label = f"{'on' if trained else 'off'} (as trained)"
-                if motion is not None:
-                    env, act, start = artifact_policy(what, args.num_envs, 0, not trained)
-                    label = f"{'off' if trained else 'on'} (toggled)"
-            else:
-                task, style, space = what  # type: ignore[misc]
-                env, act, start = expert_policy(task, style, bool(motion), args.num_envs, 0,
-                                                named_action(task, space),
-                                                args.episode_length)
+            env, act, start = make()
         except ConfigError as err:
             console.print(f"[yellow]skipped {name}: {err}[/yellow]")
             continue
@@ -142,20 +143,17 @@ def main(args: Args) -> None:
         console.print(f"  {name} ({label}): {time.perf_counter() - t0:.0f} s", style="dim")
     if t.row_count:
         console.print(t)
-    for path in args.hold_env:
-        h = env_hold(path, args.hold_goals, args.hold_seconds)
-        rows.append({"policy": str(path), "hold": "env", **h})
-        console.print(f"hold in the env, {path}: {h['held']}/{h['goals']} goals held after "
-                      f"{args.hold_seconds:g} s; end-effector error {_cm(h['distance_m'])} cm; "
-                      f"shield interventions per step {h['shield_per_step']}")
-    for path in args.hold:
-        for arm, flags in (("nominal", ""), ("held-out", args.held_out)):
-            h = hold_test(path, args.hold_goals, args.hold_seconds, flags.split(), console)
-            rows.append({"policy": str(path), "hold": arm, **h})
-            console.print(f"hold, {path}, {arm} arm: {h['held']}/{h['goals']} goals held after "
-                          f"{args.hold_seconds:g} s; end-effector error "
-                          f"{_cm(h['distance_m'])} cm; shield interventions per policy step "
-                          f"{h['shield_per_step']}")
+    holds = [(path, "env", lambda p=path: env_hold(p, args.hold_goals, args.hold_seconds))
+             for path in args.hold_env]
+    holds += [(path, arm, lambda p=path, f=flags: hold_test(
+        p, args.hold_goals, args.hold_seconds, f.split(), console))
+        for path in args.hold for arm, flags in (("nominal", ""), ("held-out", args.held_out))]
+    for path, arm, test in holds:
+        h = test()
+        rows.append({"policy": str(path), "hold": arm, **h})
+        console.print(f"hold, {path}, {arm}: {h['held']}/{h['goals']} goals held after "
+                      f"{args.hold_seconds:g} s; end-effector error {_cm(h['distance_m'])} "
+                      f"cm; shield interventions per policy step {h['shield_per_step']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(rows, indent=2) + "\n")
     md = args.out.with_suffix(".md")
@@ -171,14 +169,11 @@ def env_hold(path: Path, goals: int, seconds: float) -> dict[str, Any]:
     """The hold test in the batched env (``--hold-env``): one episode of ``seconds`` per
     goal, all goals at once; the same figures as ``hold_test``."""
     from robot_rl.bench.behaviour import hold
-    from robot_rl.cli.learn import EvalConfig
-    from robot_rl.cli.learn import artifact_policy as load
 
-    made = json.loads((path / "policy.json").read_text())["env"]
+    made = _trained_env(path)
     steps = round(seconds / (made["physics_dt"] * made["decimation"])) + 1  # the last resets
-    env, act, _, loaded = load(EvalConfig(path=path, episodes=goals, num_envs=goals, seed=0),
-                               {"episode_length": steps})
-    h = hold(env, act, lambda done: loaded.reset(done.numpy()), 4242,
+    env, act, start = artifact_policy(path, goals, 0, episode_length=steps)
+    h = hold(env, act, start, 4242,
              lambda e: torch.linalg.vector_norm(e.state.buffers["target"]
                                                 - e.state.sensors["ee_pos"], dim=1))
     return {"goals": h.goals, "held": h.held, "distance_m": h.final_error,

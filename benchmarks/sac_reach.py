@@ -73,9 +73,18 @@ DEMO_SAC = {"actor_hidden": (128, 128), "critic_hidden": (128, 128), "updates_pe
 """make demo's SAC settings (the Makefile's DEMO_SAC, as flags; a test keeps them equal)."""
 DEMO_SAFETY_HIDDEN = (128, 128)
 """make demo's safety-critic hidden sizes."""
-DEMO_ENV = ["--env.motion.enabled", "--env.reward-weights.joint-vel", "0.05"]
-"""make demo's env flags (the Makefile's DEMO_ENV): the motion profile of joint targets and
-reach's joint-speed penalty."""
+DEMO_REWARD_WEIGHTS = {"joint_vel": 0.05}
+"""make demo's env (the Makefile's DEMO_ENV, as flags; a test keeps them equal): the motion
+profile of joint targets on, and these of reach's reward weights (its joint-speed
+penalty)."""
+
+
+def demo_env_flags() -> list[str]:
+    """The ``robot-rl train`` flags of the demo's env."""
+    flags = ["--env.motion.enabled"]
+    for name, weight in DEMO_REWARD_WEIGHTS.items():
+        flags += [f"--env.reward-weights.{name.replace('_', '-')}", str(weight)]
+    return flags
 
 
 def demo_flags() -> list[str]:
@@ -98,7 +107,7 @@ def run_ours(args: Args) -> tuple[list[dict[str, float]], Path]:
         cfg.safety_critic = dataclasses.replace(cfg.safety_critic, hidden=DEMO_SAFETY_HIDDEN)
         cfg.env = dataclasses.replace(cfg.env, motion=MotionConfig(enabled=True),
                                       reward_weights={**cfg.env.reward_weights,
-                                                      "joint_vel": 0.05})
+                                                      **DEMO_REWARD_WEIGHTS})
     runner = Runner(cfg)
     return runner.train(), runner.run_dir
 

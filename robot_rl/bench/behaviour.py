@@ -41,14 +41,32 @@ class Behaviour:
     """Root mean square of the joint jerk [rad/s^3]."""
 
 
+class _ShieldTally:
+    """The shield's interventions over control steps: per layer, and steps with any."""
+
+    def __init__(self) -> None:
+        self.counts = torch.zeros(len(LAYERS))
+        self.any = 0.0
+
+    def add(self, safety: dict[str, torch.Tensor]) -> None:
+        """One step's ``info["safety"]`` ({layer: (E,) bool})."""
+        flags = torch.stack([safety[name].cpu() for name in LAYERS])  # (L, E)
+        self.counts += flags.sum(1)
+        self.any += float(flags.any(0).sum())
+
+    def layers(self, steps: int) -> dict[str, float]:
+        """Share of ``steps`` each layer intervened in (the layers that did)."""
+        return {name: float(c) / steps for name, c in zip(LAYERS, self.counts, strict=True)
+                if c > 0}
+
+
 @torch.no_grad()
 def measure(env: Any, act: Act, start: Callable[[torch.Tensor], None], rounds: int,
             seed: int) -> Behaviour:
     """Run ``rounds`` x num_envs episodes of ``act`` in ``env`` (each round reset with seed
     ``seed + round``; ``start`` gets the (E,) mask of envs that begin an episode)."""
     E, T, dt = env.num_envs, env.max_episode_length, env.control_dt
-    counts = torch.zeros(len(LAYERS))
-    any_layer = 0.0
+    shield = _ShieldTally()
     success: list[bool] = []
     speeds, accels, jerks = [], [], []
     for r in range(rounds):
@@ -60,9 +78,7 @@ def measure(env: Any, act: Act, start: Callable[[torch.Tensor], None], rounds: i
             obs, _, _, terminated, truncated, info = env.step(action, hold=hold)
             done = terminated | truncated
             start(done)
-            flags = torch.stack([info["safety"][name].cpu() for name in LAYERS])  # (L, E)
-            counts += flags.sum(1)
-            any_layer += float(flags.any(0).sum())
+            shield.add(info["safety"])
             # the state after a reset is the next episode's: the episode's motion ends here
             qd.append(torch.where(done[:, None], torch.nan, env.state.joint_vel))
             if "episode" in info:
@@ -77,13 +93,11 @@ def measure(env: Any, act: Act, start: Callable[[torch.Tensor], None], rounds: i
         accels.append(a[a.isfinite()].abs())
         jerks.append(j[j.isfinite()])
     steps = rounds * T * E
-    share = counts / steps
     acc = torch.cat(accels)
     jerk = torch.cat(jerks)
     return Behaviour(
         episodes=len(success), success=sum(success) / max(len(success), 1),
-        any_layer=any_layer / steps,
-        layers={name: float(s) for name, s in zip(LAYERS, share, strict=True) if s > 0},
+        any_layer=shield.any / steps, layers=shield.layers(steps),
         speed_mean=float(torch.cat(speeds).mean()),
         accel_p99=float(torch.quantile(acc[torch.randperm(len(acc))[:1_000_000]], 0.99)),
         jerk_rms=float(jerk.square().mean().sqrt()))
@@ -128,19 +142,15 @@ def hold(env: Any, act: Act, start: Callable[[torch.Tensor], None], seed: int,
     E, T = env.num_envs, env.max_episode_length
     obs = env.reset(seed=seed)
     start(torch.ones(E, dtype=torch.bool))
-    counts = torch.zeros(len(LAYERS))
-    any_layer = 0.0
+    shield = _ShieldTally()
     success = torch.zeros(E, dtype=torch.bool)
     for _ in range(T - 1):
         action, h = act(obs)
         obs, _, _, _, _, info = env.step(action, hold=h)
-        flags = torch.stack([info["safety"][name].cpu() for name in LAYERS])
-        counts += flags.sum(1)
-        any_layer += float(flags.any(0).sum())
+        shield.add(info["safety"])
         success = info["success"].bool().cpu()
     steps = (T - 1) * E
     return Hold(goals=E, held=int(success.sum()),
                 final_error=[round(float(d), 4) for d in distance(env)],
-                layers={name: round(float(c) / steps, 4)
-                        for name, c in zip(LAYERS, counts, strict=True) if c > 0},
-                any_layer=any_layer / steps)
+                layers={k: round(v, 4) for k, v in shield.layers(steps).items()},
+                any_layer=shield.any / steps)
