@@ -5,6 +5,7 @@
     python benchmarks/learners.py --rows sac rlpd          # some rows (results.json keeps the rest)
     python benchmarks/learners.py --part table             # print what was measured
     python benchmarks/learners.py --action ee-position     # every learner in end-effector offsets
+    python benchmarks/learners.py --control-hz 20          # every learner (and the demos) at 20 Hz
     python benchmarks/learners.py --part failures          # push: where the expert and flow-BC fail
 
 One learner at a time on this machine's two cores, each from the same 20 demonstrations
@@ -49,7 +50,8 @@ if TYPE_CHECKING:
     from robot_rl.sim.tasks.base import TaskConfig
 
 Row = Literal["sac", "rlpd", "bc", "dsrl", "residual", "filtered", "student"]
-EPISODE_LENGTH = {"push": 300, "lift": 200}
+EPISODE_SECONDS = {"push": 6.0, "lift": 4.0}
+"""Each task's episode in seconds (300 and 200 control steps at 50 Hz)."""
 
 
 @dataclasses.dataclass
@@ -67,6 +69,9 @@ class Args:
     action: ActionName = "task"
     """The action space every learner acts in (the demonstrations are recorded in it): the
     task's own (joint-delta), ee-delta or ee-position (``robot-rl record --action``)."""
+    control_hz: float = 50.0
+    """The rate every learner (and the demonstrations) acts at [Hz]: the physics step times
+    the task's decimation; each episode keeps its length in seconds."""
     motion: bool = False
     """The motion profile of joint targets on (``--env.motion.enabled``) for every learner
     and the demonstrations (``robot-rl record --motion``)."""
@@ -121,8 +126,9 @@ class Args:
 def _space(args: Args) -> list[str]:
     """The table's action space and motion profile as parts of its names (none for the
     task's own space without the profile)."""
-    return ([] if args.action == "task" else [args.action]) + (["motion"] if args.motion
-                                                                else [])
+    return (([] if args.action == "task" else [args.action])
+            + ([] if args.control_hz == 50.0 else [f"{args.control_hz:g}hz"])
+            + (["motion"] if args.motion else []))
 
 
 def _key(args: Args, row: str) -> str:
@@ -143,8 +149,19 @@ def _env(args: Args) -> TaskConfig:
 
     action = named_action(args.task, args.action)
     extra = {} if action is None else {"action": action}
-    return make_task_config(args.task, episode_length=EPISODE_LENGTH[args.task],
+    decimation, length = _rate(args)
+    return make_task_config(args.task, episode_length=length, decimation=decimation,
                             motion=MotionConfig(enabled=args.motion), **extra)
+
+
+def _rate(args: Args) -> tuple[int, int]:
+    """(decimation, episode length in control steps) of ``--control-hz``."""
+    from robot_rl.sim import make_task_config
+    from robot_rl.sim.tasks.base import decimation_for
+
+    physics_dt = make_task_config(args.task).physics_dt
+    decimation = decimation_for(args.control_hz, physics_dt)
+    return decimation, round(EPISODE_SECONDS[args.task] / (physics_dt * decimation))
 
 
 def _results(args: Args) -> dict[str, Any]:
@@ -168,8 +185,8 @@ def dataset(args: Args, console: Console) -> Path:
         console.print(f"recording {args.demos} {args.style} demonstrations of {args.task}...")
         record(RecordConfig(task=args.task, teleop="expert", expert_style=args.style,  # type: ignore[arg-type]
                             episodes=args.demos, out=out, action=args.action,
-                            motion=args.motion,
-                            episode_length=EPISODE_LENGTH[args.task], success_only=True,
+                            motion=args.motion, control_hz=args.control_hz,
+                            episode_length=_rate(args)[1], success_only=True,
                             seed=args.seed, progress=False), console=Console(quiet=True))
     return out
 
@@ -361,6 +378,7 @@ def run(args: Args, console: Console) -> None:
 def table(args: Args, console: Console) -> None:
     res = _results(args)
     space = "the task's action space" if args.action == "task" else args.action
+    space += f" at {args.control_hz:g} Hz"
     space += ", motion profile on" if args.motion else ""
     t = Table(title=f"{args.task} in {space}, {args.demos} {args.style} demonstrations: env "
                     f"steps (s) to success in {args.eval_episodes}-episode evaluations; "

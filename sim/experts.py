@@ -38,24 +38,25 @@ EXPERT_STYLES: tuple[str, ...] = get_args(ExpertStyle)
 @dataclasses.dataclass(frozen=True)
 class HumanLikeConfig:
     """How the human-like style departs from the scripted expert (arm actions only; the
-    gripper command is the expert's)."""
+    gripper command is the expert's). Times are in seconds, so the style is the same
+    person at any control rate (at 50 Hz: pauses of 5-20 steps, 2% of steps starting one)."""
 
     speed: tuple[float, float] = (0.5, 1.0)
     """Per-episode factor on the arm action, uniform in this range."""
     jitter_std: float = 0.1
     """Stationary std of the AR(1) jitter added to the arm action [action units]."""
     jitter_corr: float = 0.9
-    """Step-to-step correlation of the jitter."""
-    pause_prob: float = 0.02
-    """Probability per step of starting a pause (arm action 0: the joints hold)."""
-    pause_steps: tuple[int, int] = (5, 20)
-    """A pause's length in control steps, uniform in this range (inclusive)."""
+    """Correlation of the jitter over 20 ms (at a control step of dt: this ** (dt / 0.02))."""
+    pause_rate: float = 1.0
+    """Pauses started per second (arm action 0: the joints hold) [1/s]."""
+    pause_time: tuple[float, float] = (0.1, 0.4)
+    """A pause's length, uniform in this range [s]."""
     detour_prob: float = 0.5
     """Probability that an episode has a detour."""
-    detour_start: tuple[int, int] = (0, 30)
-    """The detour's first step in the episode, uniform in this range (inclusive)."""
-    detour_steps: tuple[int, int] = (10, 25)
-    """The detour's length in control steps, uniform in this range (inclusive)."""
+    detour_start: tuple[float, float] = (0.0, 0.6)
+    """The detour's start in the episode, uniform in this range [s]."""
+    detour_time: tuple[float, float] = (0.2, 0.5)
+    """The detour's length, uniform in this range [s]."""
     detour_scale: float = 0.4
     """Size of the detour's constant push on the arm action (a random direction)."""
 
@@ -78,6 +79,7 @@ class Expert:
         self.style = style
         self.modal = task.modal_expert is not None and style != "scripted"
         self.human = (human or HumanLikeConfig()) if style.endswith("human") else None
+        self.dt = env.control_dt
         self.task, self.cfg = task, env.cfg
         E, A, dev = env.num_envs, env.act_dim, env.device
         self.arm_dim = A - int(env.pipeline.action_space.has_gripper)
@@ -118,6 +120,10 @@ class Expert:
     def _randint(self, n: int, lo: int, hi: int) -> torch.Tensor:
         return torch.randint(lo, hi + 1, (n,), generator=self.gen, device=self.gen.device)
 
+    def _steps(self, span: tuple[float, float]) -> tuple[int, int]:
+        """A range of times [s] as control steps."""
+        return round(span[0] / self.dt), round(span[1] / self.dt)
+
     def _new_episodes(self, ids: torch.Tensor) -> None:
         n = len(ids)
         self.memory[ids] = 0.0
@@ -132,9 +138,10 @@ class Expert:
                                                       device=self.gen.device)
         self.pause_left[ids] = 0
         has = self._uniform(n, 0.0, 1.0) < h.detour_prob
-        start = self._randint(n, *h.detour_start)
+        start = self._randint(n, *self._steps(h.detour_start))
         self.detour_from[ids] = torch.where(has, start, -1)
-        self.detour_to[ids] = torch.where(has, start + self._randint(n, *h.detour_steps), -1)
+        length = self._randint(n, *self._steps(h.detour_time))
+        self.detour_to[ids] = torch.where(has, start + length, -1)
         d = torch.randn(n, self.arm_dim, generator=self.gen, device=self.gen.device)
         self.detour[ids] = h.detour_scale * d / torch.linalg.vector_norm(
             d, dim=1, keepdim=True).clamp(min=1e-6)
@@ -143,11 +150,12 @@ class Expert:
         h = self.human
         assert h is not None
         E, k = action.shape[0], self.arm_dim
-        rho = h.jitter_corr
+        rho = h.jitter_corr ** (self.dt / 0.02)
         self.jitter = rho * self.jitter + h.jitter_std * (1.0 - rho * rho) ** 0.5 * torch.randn(
             E, k, generator=self.gen, device=self.gen.device)
-        starting = (self.pause_left == 0) & (self._uniform(E, 0.0, 1.0) < h.pause_prob)
-        self.pause_left = torch.where(starting, self._randint(E, *h.pause_steps),
+        starting = (self.pause_left == 0) & (self._uniform(E, 0.0, 1.0)
+                                             < h.pause_rate * self.dt)
+        self.pause_left = torch.where(starting, self._randint(E, *self._steps(h.pause_time)),
                                       self.pause_left)
         paused = self.pause_left > 0
         self.pause_left = (self.pause_left - 1).clamp(min=0)

@@ -47,6 +47,7 @@ from robot_rl.sim import make_env, make_task_config
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.experts import Expert, ExpertStyle, make_expert
 from robot_rl.sim.randomization import DRPreset
+from robot_rl.sim.tasks.base import decimation_for
 
 TeleopKind = Literal["keyboard", "spacemouse", "gamepad", "expert"]
 ActionName = Literal["task", "joint-delta", "ee-delta", "ee-position"]
@@ -65,11 +66,13 @@ def named_action(task: str, name: ActionName) -> ActionConfig | None:
 
 
 def making_overrides(making: dict[str, Any]) -> dict[str, Any]:
-    """The task-config overrides of a dataset's env making (its episode length, action space
-    and motion profile; absent ones are the task's own)."""
+    """The task-config overrides of a dataset's env making (its episode length, control rate
+    as a decimation, action space and motion profile; absent ones are the task's own)."""
     overrides: dict[str, Any] = {}
     if making.get("episode_length") is not None:
         overrides["episode_length"] = int(making["episode_length"])
+    if making.get("decimation") is not None:
+        overrides["decimation"] = int(making["decimation"])
     if making.get("action") is not None:
         overrides["action"] = from_value(ActionConfig, making["action"])
     if making.get("motion") is not None:
@@ -134,6 +137,10 @@ class RecordConfig:
     episode_length: int | None = None
     """Override the task's episode length (control steps). With a person driving, the
     episode's step limit instead of --episode-time."""
+    control_hz: float | None = None
+    """The control rate to record at [Hz] (None: the task's own, 50 Hz for the built-in
+    tasks); the physics rate over it must be a whole number. Learners from the dataset act
+    at it. --episode-length counts steps at this rate."""
     episode_time: float = 60.0
     """With a person driving: the longest episode [s] (Enter or success end it sooner)."""
     success_ends: SuccessEnds = "auto"
@@ -153,6 +160,11 @@ class RecordConfig:
             raise ConfigError(f"--episodes must be >= 1, got {self.episodes}")
         if self.expert_noise < 0:
             raise ConfigError("--expert-noise must be >= 0")
+        if self.control_hz is not None:
+            try:
+                decimation_for(self.control_hz, make_task_config(self.task).physics_dt)
+            except ConfigError as e:
+                raise ConfigError(f"--control-hz: {e}") from None
         if (why := camera_size_problem(*self.camera_size)) is not None:
             raise ConfigError(f"--camera-size {why}")
         if self.keyframe_interval < 1:
@@ -194,10 +206,15 @@ def dataset_spec(env: BatchedEnv, cameras: tuple[tuple[str, int, int], ...] = ()
 
 def make_recording_env(task: str, dr: str = "off", episode_length: int | None = None,
                        seed: int = 0, action: ActionConfig | None = None,
-                       motion: bool | None = None) -> BatchedEnv:
+                       motion: bool | None = None, control_hz: float | None = None
+                       ) -> BatchedEnv:
     """One env of ``task`` as a dataset records it (``action``: None for the task's own;
-    ``motion``: the motion profile on or off, None for the task's own)."""
+    ``motion``: the motion profile on or off, None for the task's own; ``control_hz``: the
+    control rate, None for the task's own)."""
     overrides = making_overrides({"episode_length": episode_length})
+    if control_hz is not None:
+        overrides["decimation"] = decimation_for(control_hz,
+                                                 make_task_config(task).physics_dt)
     if action is not None:
         overrides["action"] = action
     if motion is not None:
@@ -247,16 +264,17 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
     console = console or Console()
     device = teleop if teleop is not None else open_teleop(cfg.teleop)
     expert = device is None
-    from robot_rl.sim import make_task_config
-
     pacing = None if expert else cfg.pacing()
+    control_dt = make_task_config(cfg.task).control_dt if cfg.control_hz is None \
+        else 1.0 / cfg.control_hz
     steps = cfg.episode_length if pacing is None else \
-        pacing.steps(make_task_config(cfg.task).control_dt, cfg.episode_length)
+        pacing.steps(control_dt, cfg.episode_length)
     env = make_recording_env(cfg.task, cfg.dr, steps, cfg.seed,
-                             named_action(cfg.task, cfg.action), cfg.motion)
+                             named_action(cfg.task, cfg.action), cfg.motion, cfg.control_hz)
     h, w = cfg.camera_size
     spec = dataset_spec(env, tuple((c, h, w) for c in cfg.cameras),
                         {"dr": cfg.dr, "episode_length": env.cfg.episode_length,
+                         "decimation": env.cfg.decimation,
                          "action": to_dict(env.cfg.action),
                          "motion": to_dict(env.cfg.motion),
                          **({"render_mode": cfg.render_mode} if cfg.cameras else {})},

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from robot_rl.data import Dataset, DatasetError, DatasetWriter
+from robot_rl.errors import ConfigError
 from robot_rl.recording.record import RecordConfig, dataset_spec, make_recording_env, record
 from robot_rl.recording.sim_replay import replay_episode
 
@@ -132,6 +133,24 @@ def test_a_recording_with_the_motion_profile_replays_and_learners_act_with_it(tm
     assert replay_episode(ds, 0).max_obs_error < 1e-6
     env = make_eval_env(ds, 2, seed=0)
     assert env is not None and env.cfg.motion.enabled
+
+
+def test_a_recording_at_another_control_rate_replays_and_learners_act_at_it(tmp_path):
+    """``--control-hz 20``: 20 frames per second, the decimation (25 physics steps of 2 ms)
+    in the env making; replay reproduces it and a learner's env from it steps at 50 ms."""
+    from robot_rl.bc import make_eval_env
+
+    out = tmp_path / "rate"
+    record(RecordConfig(task="push", teleop="expert", episodes=1, out=out, progress=False,
+                        episode_length=EP_LEN, control_hz=20.0))
+    ds = Dataset(out)
+    assert ds.spec is not None and ds.spec.fps == pytest.approx(20.0)
+    assert ds.spec.env["decimation"] == 25
+    assert replay_episode(ds, 0).max_obs_error < 1e-6
+    env = make_eval_env(ds, 2, seed=0)
+    assert env is not None and env.control_dt == pytest.approx(0.05)
+    with pytest.raises(ConfigError, match="--control-hz: .*whole number"):
+        RecordConfig(task="push", teleop="expert", control_hz=30.0).validate()
 
 
 def test_corrupt_or_mismatched_datasets_are_refused_naming_the_field(push_data, tmp_path):

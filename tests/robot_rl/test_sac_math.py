@@ -227,6 +227,16 @@ def test_evaluation_gate_keeps_the_policys_mean_while_safe_as_the_artifact_does(
     assert float((explored[:, 1] - kept[:, 1]).mean()) > 0.1  # higher "value" picked
 
 
+def test_decimation_from_a_control_rate():
+    from robot_rl.sim.tasks.base import decimation_for
+
+    # physics at 2 ms (500 Hz): 50 Hz is 10 steps, 20 Hz 25, 10 Hz (HIL-SERL's) 50
+    assert [decimation_for(hz, 0.002) for hz in (50, 20, 10, 500)] == [10, 25, 50, 1]
+    for hz in (30.0, 1000.0, 0.0):  # 16.7 and 0.5 steps: not whole; 0 Hz: no rate
+        with pytest.raises(ConfigError, match="whole number|> 0 Hz"):
+            decimation_for(hz, 0.002)
+
+
 def test_discount_from_a_horizon_in_seconds():
     from robot_rl.sim import make_task_config
     from robot_rl.sim.tasks.base import discount_for

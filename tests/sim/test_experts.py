@@ -66,11 +66,11 @@ def test_modes_are_redrawn_when_an_env_resets_itself() -> None:
     assert any(not torch.equal(drawn[0], d) for d in drawn[1:])
 
 
-QUIET = HumanLikeConfig(speed=(1.0, 1.0), jitter_std=0.0, pause_prob=0.0, detour_prob=0.0)
+QUIET = HumanLikeConfig(speed=(1.0, 1.0), jitter_std=0.0, pause_rate=0.0, detour_prob=0.0)
 
 
 def test_human_style_pauses_jitters_and_is_seeded() -> None:
-    human = HumanLikeConfig(pause_prob=0.2, detour_prob=1.0)
+    human = HumanLikeConfig(pause_rate=10.0, detour_prob=1.0)
 
     def run(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
         env = make_env("push", 4)
@@ -91,6 +91,20 @@ def test_human_style_pauses_jitters_and_is_seeded() -> None:
     assert bool(paused.any()), "no pause in 40 steps at 20% per step"
     moving = ~paused
     assert float((a - plain)[moving].abs().mean()) > 0.02, "no jitter or detour"
+
+
+def test_the_human_style_keeps_its_times_in_seconds_at_any_control_rate() -> None:
+    """A pause of 0.2 s is 10 control steps at 50 Hz and 4 at 20 Hz (decimation 25); the
+    jitter's correlation over one step is 0.9 at 50 Hz and 0.9 ** 2.5 at 20 Hz."""
+    human = HumanLikeConfig(pause_rate=1e6, pause_time=(0.2, 0.2), detour_prob=0.0)
+    for decimation, steps, rho in ((10, 10, 0.9), (25, 4, 0.9 ** 2.5)):
+        env = make_env("push", 2, decimation=decimation)
+        expert = make_expert(env, "human", seed=0, human=human)
+        env.reset(seed=0)
+        assert bool((expert(env.state) == 0).all()), "a pause starts at once at this rate"
+        # the pause counter is decremented on the step that starts it
+        assert expert.pause_left.tolist() == [steps - 1] * 2
+        assert human.jitter_corr ** (expert.dt / 0.02) == pytest.approx(rho)
 
 
 def test_styles_a_task_lacks_are_refused() -> None:
