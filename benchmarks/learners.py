@@ -94,6 +94,8 @@ class Args:
     """RLPD's initial temperature (its reference: 1.0; a deviation to measure at a CPU update
     ratio, where the temperature comes down 160x slower per env step than at UTD 20)."""
     bc_steps: int = 10_000
+    bc_execute: int = 4
+    """Steps of each 8-step chunk flow-BC executes before it plans again."""
     finetune_budget: float = 1800.0
     """DSRL, residual and filtered BC: wall-clock budget each [s] (see the next two)."""
     dsrl_budget: float | None = None
@@ -254,7 +256,8 @@ def row_bc(args: Args, console: Console) -> dict[str, Any]:
     from robot_rl.policies import PolicyConfig
 
     cfg = BCConfig(demos=dataset(args, console), algo="bc-flow",
-                   policy=PolicyConfig(horizon=8, execute=4, width=256, blocks=2),
+                   policy=PolicyConfig(horizon=8, execute=args.bc_execute, width=256,
+                                       blocks=2),
                    steps=args.bc_steps, eval_every=args.bc_steps,
                    eval_episodes=args.eval_episodes, seed=args.seed,
                    runs_dir=args.out / "runs" / _table_name(args), run_name="bc-flow",
@@ -265,7 +268,8 @@ def row_bc(args: Args, console: Console) -> dict[str, Any]:
     return {"env_steps": 0, "seconds": time.perf_counter() - t0, "run": str(runner.run_dir),
             "first_success": runner.history[-1]["success_rate"], "train_cost": 0.0,
             "cost_per_1k_steps": 0.0,
-            "recipe": f"flow matching, H 8 / K 4, 256 x 2 blocks, {args.bc_steps:,} steps"}
+            "recipe": f"flow matching, H 8 / K {args.bc_execute}, 256 x 2 blocks, "
+                      f"{args.bc_steps:,} steps"}
 
 
 def _bc_run(args: Args) -> Path:
