@@ -93,6 +93,9 @@ class Args:
     rlpd_init_alpha: float = 1.0
     """RLPD's initial temperature (its reference: 1.0; a deviation to measure at a CPU update
     ratio, where the temperature comes down 160x slower per env step than at UTD 20)."""
+    rlpd_freeze_normalizer: bool = True
+    """RLPD: the observation normalizer frozen at the demonstrations' statistics (ours; the
+    reference normalizes nothing); off: running statistics, as SAC from scratch."""
     bc_steps: int = 10_000
     bc_execute: int = 4
     """Steps of each 8-step chunk flow-BC executes before it plans again."""
@@ -238,6 +241,7 @@ def row_rlpd(args: Args, console: Console) -> dict[str, Any]:
     updates = max(1, round(args.rlpd_utd * args.rlpd_envs))
     sac = dataclasses.replace(rlpd_sac(), num_critics=args.rlpd_critics,
                               updates_per_step=updates, init_alpha=args.rlpd_init_alpha,
+                              freeze_normalizer=args.rlpd_freeze_normalizer,
                               actor_update_every=max(1, round(args.rlpd_utd)))
     cfg = FinetuneConfig(demos=dataset(args, console), task=args.task, env=env,
                          method="rlpd", num_envs=args.rlpd_envs, sac=sac,
@@ -248,7 +252,8 @@ def row_rlpd(args: Args, console: Console) -> dict[str, Any]:
             "recipe": f"{args.rlpd_envs} envs, {args.rlpd_critics} LayerNorm critics "
                       f"256x256 (min of 2), UTD {args.rlpd_utd:g} (reference 20), actor "
                       f"every {sac.actor_update_every} critic steps, 50/50 batches, "
-                      f"initial alpha {args.rlpd_init_alpha:g}"}
+                      f"initial alpha {args.rlpd_init_alpha:g}"
+                      + ("" if args.rlpd_freeze_normalizer else ", running normalizer")}
 
 
 def row_bc(args: Args, console: Console) -> dict[str, Any]:
