@@ -93,6 +93,8 @@ class Args:
     rlpd_init_alpha: float = 1.0
     """RLPD's initial temperature (its reference: 1.0; a deviation to measure at a CPU update
     ratio, where the temperature comes down 160x slower per env step than at UTD 20)."""
+    rlpd_demo_ratio: float = 0.5
+    """RLPD: share of each batch drawn from the demonstrations (its reference: 0.5)."""
     rlpd_freeze_normalizer: bool = True
     """RLPD: the observation normalizer frozen at the demonstrations' statistics (ours; the
     reference normalizes nothing); off: running statistics, as SAC from scratch."""
@@ -245,13 +247,15 @@ def row_rlpd(args: Args, console: Console) -> dict[str, Any]:
                               actor_update_every=max(1, round(args.rlpd_utd)))
     cfg = FinetuneConfig(demos=dataset(args, console), task=args.task, env=env,
                          method="rlpd", num_envs=args.rlpd_envs, sac=sac,
+                         demo_ratio=args.rlpd_demo_ratio,
                          time_budget=args.rlpd_budget, run_name="rlpd", **_common(args))
     runner = FinetuneRunner(cfg, console=Console(file=sys.stderr))
     runner.train()
     return {**curve_summary(runner.run_dir),
             "recipe": f"{args.rlpd_envs} envs, {args.rlpd_critics} LayerNorm critics "
                       f"256x256 (min of 2), UTD {args.rlpd_utd:g} (reference 20), actor "
-                      f"every {sac.actor_update_every} critic steps, 50/50 batches, "
+                      f"every {sac.actor_update_every} critic steps, "
+                      f"{args.rlpd_demo_ratio:.0%} demonstrations per batch, "
                       f"initial alpha {args.rlpd_init_alpha:g}"
                       + ("" if args.rlpd_freeze_normalizer else ", running normalizer")}
 
