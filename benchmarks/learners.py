@@ -149,26 +149,19 @@ def _table_name(args: Args) -> str:
 
 
 def _env(args: Args) -> TaskConfig:
-    """The task's config as every learner (and the demonstrations) use it."""
+    """The task's config as every learner (and the demonstrations) use it: at
+    ``--control-hz``, each episode ``EPISODE_SECONDS`` long."""
     from robot_rl.controllers import MotionConfig
     from robot_rl.recording.record import named_action
     from robot_rl.sim import make_task_config
-
-    action = named_action(args.task, args.action)
-    extra = {} if action is None else {"action": action}
-    decimation, length = _rate(args)
-    return make_task_config(args.task, episode_length=length, decimation=decimation,
-                            motion=MotionConfig(enabled=args.motion), **extra)
-
-
-def _rate(args: Args) -> tuple[int, int]:
-    """(decimation, episode length in control steps) of ``--control-hz``."""
-    from robot_rl.sim import make_task_config
     from robot_rl.sim.tasks.base import decimation_for
 
-    physics_dt = make_task_config(args.task).physics_dt
-    decimation = decimation_for(args.control_hz, physics_dt)
-    return decimation, round(EPISODE_SECONDS[args.task] / (physics_dt * decimation))
+    action = named_action(args.task, args.action)
+    cfg = make_task_config(args.task, motion=MotionConfig(enabled=args.motion),
+                           **({} if action is None else {"action": action}))
+    cfg.decimation = decimation_for(args.control_hz, cfg.physics_dt)
+    cfg.episode_length = round(EPISODE_SECONDS[args.task] / cfg.control_dt)
+    return cfg
 
 
 def _results(args: Args) -> dict[str, Any]:
@@ -193,7 +186,7 @@ def dataset(args: Args, console: Console) -> Path:
         record(RecordConfig(task=args.task, teleop="expert", expert_style=args.style,  # type: ignore[arg-type]
                             episodes=args.demos, out=out, action=args.action,
                             motion=args.motion, control_hz=args.control_hz,
-                            episode_length=_rate(args)[1], success_only=True,
+                            episode_length=_env(args).episode_length, success_only=True,
                             seed=args.seed, progress=False), console=Console(quiet=True))
     return out
 

@@ -40,7 +40,7 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
-from robot_rl.errors import RobotRLError  # noqa: E402
+from robot_rl.errors import ConfigError, RobotRLError  # noqa: E402
 from robot_rl.hardware.cameras.base import CameraFrame  # noqa: E402
 from robot_rl.hardware.cameras.sim_camera import SimArmCameras, SimCameraConfig  # noqa: E402
 from robot_rl.hardware.robot import JointReading  # noqa: E402
@@ -60,6 +60,7 @@ from robot_rl.hardware.sim_task import SimTaskEpisodes  # noqa: E402
 from robot_rl.hardware.timing import Throttle  # noqa: E402
 from robot_rl.sim import make_task_config  # noqa: E402
 from robot_rl.sim.cameras import CameraConfig  # noqa: E402
+from robot_rl.sim.tasks.base import decimation_for  # noqa: E402
 
 
 @dataclasses.dataclass
@@ -111,10 +112,10 @@ class SimRobotNode(Node):
         p = self.params = declare(self, SimRobotNodeParams)
         if p.command_type not in COMMAND_TYPES:
             raise RobotRLError(f"command_type must be one of {COMMAND_TYPES}")
-        every = round(1.0 / (p.physics_dt * p.publish_rate_hz))
-        if every < 1 or abs(every * p.physics_dt * p.publish_rate_hz - 1.0) > 1e-6:
-            raise RobotRLError(f"publish_rate_hz {p.publish_rate_hz:g} must divide the "
-                               f"physics rate {1 / p.physics_dt:g} Hz")
+        try:
+            every = decimation_for(p.publish_rate_hz, p.physics_dt)
+        except ConfigError as e:
+            raise ConfigError(f"publish_rate_hz: {e}") from None
         cfg = SimRobotConfig(robot=p.robot, interface=p.interface,  # type: ignore[arg-type]
                              physics_dt=p.physics_dt, sensing_latency=p.sensing_latency,
                              actuation_delay=p.actuation_delay, q_noise_std=p.q_noise_std,

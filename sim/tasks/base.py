@@ -186,15 +186,15 @@ def discount_for(horizon: float, control_dt: float) -> float:
     return 1.0 - control_dt / horizon
 
 
-def decimation_for(control_hz: float, physics_dt: float) -> int:
-    """The physics steps per control step of a control rate of ``control_hz``: the physics
-    rate over it, which must be a whole number."""
-    if control_hz <= 0:
-        raise ConfigError(f"a control rate must be > 0 Hz, got {control_hz:g}")
-    decimation = round(1.0 / (physics_dt * control_hz))
-    if decimation < 1 or abs(decimation * physics_dt * control_hz - 1.0) > 1e-6:
-        raise ConfigError(f"a control rate of {control_hz:g} Hz is not the physics rate "
-                          f"({1.0 / physics_dt:g} Hz) over a whole number")
+def decimation_for(rate_hz: float, physics_dt: float) -> int:
+    """The physics steps per step of a loop at ``rate_hz`` (a control rate, a sensor's
+    publishing rate): the physics rate over it, which must be a whole number."""
+    if rate_hz <= 0:
+        raise ConfigError(f"a rate must be > 0 Hz, got {rate_hz:g}")
+    decimation = round(1.0 / (physics_dt * rate_hz))
+    if decimation < 1 or abs(decimation * physics_dt * rate_hz - 1.0) > 1e-6:
+        raise ConfigError(f"{rate_hz:g} Hz is not the physics rate ({1.0 / physics_dt:g} Hz) "
+                          f"over a whole number")
     return decimation
 
 
