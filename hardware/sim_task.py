@@ -12,8 +12,10 @@ and success functions on a one-env simulation of the same scene:
     episodes.success(robot.scene_state())          # the task's success test on the truth
 
 ``run_episodes`` does it all for a deploy runtime: per episode a new scene and goal, the
-runtime started on fresh data, the episode over at success (checked off the loop's thread, as
-a person watching would) or after the task's episode length, the results per episode.
+runtime started on fresh data, the episode run for the task's episode length and judged at
+its end, as training judges it (one definition: ``robot_rl.sim.tasks.base``), the results per
+episode. A person watching (a thread off the loop's) also notes when the task first
+succeeded.
 """
 
 from __future__ import annotations
@@ -82,9 +84,12 @@ class EpisodeResult:
     """One episode on the simulated arm."""
 
     success: bool
-    """The task's success test held at some check during the episode."""
+    """The task's success test at the episode's end."""
     seconds: float
-    """From start to success or to the time limit [s]."""
+    """From the policy's first act to the end [s]."""
+    first_success: float | None
+    """Seconds from the first act to the first check at which the test held (None: never);
+    the test checked ``check_hz`` times a second."""
     started: bool
     """The runtime started (fresh joint states and camera frames arrived)."""
     holds: int
@@ -121,8 +126,9 @@ def run_episodes(runtime: DeployRuntime, robot: SceneArm, episodes: SimTaskEpiso
 def _episode(runtime: DeployRuntime, robot: SceneArm, episodes: SimTaskEpisodes,
              seconds: float, check_hz: float, restart: bool) -> EpisodeResult:
     """One episode from a held runtime in a placed scene (``run_episodes``)."""
-    done, won = threading.Event(), threading.Event()
+    done = threading.Event()
     began: list[float] = []
+    first: list[float] = []
     holds_before = runtime.watchdog.trips + runtime.stats.camera_holds
 
     def on_tick(rt: DeployRuntime) -> None:
@@ -136,10 +142,9 @@ def _episode(runtime: DeployRuntime, robot: SceneArm, episodes: SimTaskEpisodes,
             done.set()
 
     def watch() -> None:  # a person looking at the scene
-        while not done.wait(1.0 / check_hz):
+        while not first and not done.wait(1.0 / check_hz):
             if began and episodes.success(robot.scene_state()):
-                won.set()
-                done.set()
+                first.append(time.monotonic() - began[0])
 
     watcher = threading.Thread(target=watch, name="episode-judge", daemon=True)
     watcher.start()
@@ -149,5 +154,6 @@ def _episode(runtime: DeployRuntime, robot: SceneArm, episodes: SimTaskEpisodes,
         done.set()
         watcher.join()
     took = time.monotonic() - began[0] if began else 0.0
+    won = bool(began) and episodes.success(robot.scene_state())  # held where it ended
     holds = runtime.watchdog.trips + runtime.stats.camera_holds - holds_before
-    return EpisodeResult(won.is_set(), took, bool(began), holds)
+    return EpisodeResult(won, took, first[0] if first else None, bool(began), holds)

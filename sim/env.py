@@ -8,8 +8,10 @@ Finished envs reset automatically inside ``step``; ``info["final_obs"]`` holds e
 observation before any reset (equal to ``obs`` where the env did not finish), so off-policy
 learners bootstrap time-outs correctly. ``info`` also carries per-term reward and cost
 breakdowns, success flags, divergence and invalid-action flags, and episode statistics of the
-envs that finished. It is a ``robot_rl.sim.VecEnv`` (the protocol learners drive), with a
-``critic`` observation group: the noise-free observation plus the task's privileged terms.
+envs that finished. An episode succeeds when the task's success test holds at its last step
+(``robot_rl.sim.tasks.base``: one definition, also the deploy harness's and the datasets').
+It is a ``robot_rl.sim.VecEnv`` (the protocol learners drive), with a ``critic``
+observation group: the noise-free observation plus the task's privileged terms.
 With cameras (``make_env(..., cameras=CameraConfig(...))``), ``info["images"]`` and
 ``info["final_images"]`` hold their images (E, C, H, W) after and before the resets, with
 the visual randomization redrawn at each env's reset and, where it times frames as a camera
@@ -123,7 +125,6 @@ class BatchedEnv:
         self._delay = torch.zeros(E, dtype=torch.long, device=dev)
         self._ep_return = torch.zeros(E, device=dev)
         self._ep_cost = torch.zeros(E, device=dev)
-        self._ep_success = torch.zeros(E, dtype=torch.bool, device=dev)
         self.invalid_action_count = torch.zeros(E, dtype=torch.long, device=dev)
         """Per-env number of steps whose action had NaN/inf entries (the env held instead)."""
         self._shield_count_rows = torch.zeros(len(LAYERS), E, dtype=torch.long, device=dev)
@@ -270,7 +271,6 @@ class BatchedEnv:
 
         self._ep_return += reward
         self._ep_cost += cost
-        self._ep_success |= success
         info: dict = {
             "final_obs": obs,
             "reward_terms": dict(zip(self._reward_names, rewards.unbind(0), strict=True)),
@@ -294,7 +294,7 @@ class BatchedEnv:
                 "return": self._ep_return.clone(),
                 "cost": self._ep_cost.clone(),
                 "length": state.episode_step.clone(),
-                "success": self._ep_success.clone(),
+                "success": success & ~diverged,  # at the episode's last step
                 "done": done,
             }
             self._reset_envs(ids)
@@ -452,7 +452,6 @@ class BatchedEnv:
                                              device=s.device)
         self._ep_return[ids] = 0.0
         self._ep_cost[ids] = 0.0
-        self._ep_success[ids] = False
 
     def __repr__(self) -> str:
         return (f"BatchedEnv(task={self.cfg.name!r}, robot={self.cfg.robot!r}, "

@@ -250,17 +250,19 @@ def _gop(ds: Dataset) -> str:
 
 
 def _outcomes(ds: Dataset) -> tuple[int | None, int | None]:
-    """(successful episodes, intervention steps) from the episode rows, or counted from the
-    frames where the rows lack them (after a LeRobot edit); None where neither has them."""
+    """(successful episodes, intervention steps) from the episode rows, or counted from the frames
+    (success at each episode's last frame) where the rows lack them (after a LeRobot edit);
+    None where neither has them."""
     eps = ds.episodes
     if eps and "robot_rl/success" in eps[0]:
         return (sum(bool(r.get("robot_rl/success")) for r in eps),
                 sum(int(r.get("robot_rl/interventions", 0)) for r in eps))
     if not eps or not {"next.success", "intervention"} & set(ds.features):
         return None, None
-    f = ds.frames()
-    success = int(np.unique(f["episode_index"][f["next.success"].astype(bool)]).size) \
-        if "next.success" in f else None
+    f = ds.frames()  # in episode order: an episode's last frame is where the next one begins
+    ep = f["episode_index"]
+    last = np.append(ep[1:] != ep[:-1], True)
+    success = int(f["next.success"][last].astype(bool).sum()) if "next.success" in f else None
     interventions = int(f["intervention"].astype(bool).sum()) if "intervention" in f else None
     return success, interventions
 

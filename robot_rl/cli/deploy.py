@@ -160,10 +160,12 @@ def _run_sim(cfg: DeployCommandConfig, policy: Any, console: Console) -> dict[st
             return summary
 
         def report(i: int, r: Any) -> None:
+            reached = ("never reached" if r.first_success is None else
+                       f"first reached after {r.first_success:.1f} s")
             console.print(f"episode {i + 1}/{cfg.episodes}: "
-                          + ("success" if r.success else "failure" if r.started else
-                             "never started (no fresh joint states or frames)")
-                          + f" after {r.seconds:.1f} s"
+                          + (f"success at the end of {r.seconds:.1f} s ({reached})" if r.success
+                             else f"failure at the end of {r.seconds:.1f} s ({reached})"
+                             if r.started else "never started (no fresh joint states or frames)")
                           + (f", {r.holds} hold(s)" if r.holds else ""), highlight=False)
 
         results = run_episodes(runtime, robot, SimTaskEpisodes(task_cfg, cfg.deploy.seed),
@@ -226,7 +228,8 @@ def print_summary(console: Console, s: dict[str, Any]) -> None:
                       f"holds for stale frames {s['camera_holds']}")
     if "episodes" in s:
         n = len(s["episodes"])
-        table.add_row("episode success", f"{round(s['episode_success_rate'] * n)}/{n} "
+        table.add_row("episode success (at the end)",
+                      f"{round(s['episode_success_rate'] * n)}/{n} "
                       f"({s['episode_success_rate']:.0%})")
     else:
         table.add_row("task success (last step)", str(s["success"]))

@@ -251,7 +251,8 @@ class DatasetWriter:
 
     def save_episode(self, success: bool | None = None) -> float:
         """Commit the open episode; returns the seconds it took. ``success`` labels the episode
-        (default: any frame's success flag)."""
+        (default: its last frame's success flag: an episode succeeds when the task's test
+        holds at its end, ``robot_rl.sim.tasks.base``)."""
         ep = self._episode
         if ep is None:
             raise DatasetError("no open episode to save")
@@ -346,7 +347,8 @@ class DatasetWriter:
         c = ep.columns
         row.update({
             "robot_rl/seed": -1 if ep.seed is None else int(ep.seed),
-            "robot_rl/success": bool(any(c["next.success"])) if success is None else success,
+            "robot_rl/success": (bool(c["next.success"][-1]) if success is None and
+                                 c["next.success"] else bool(success)),
             "robot_rl/interventions": int(sum(c["intervention"])),
             "robot_rl/return": float(sum(c["next.reward"])),
             "robot_rl/cost": float(sum(c["next.cost"])),

@@ -274,7 +274,7 @@ class OnlineRobotLoop:
             self.writer.discard_episode()
             self.log(f"episode dropped ({why})")
         else:
-            success = any(step.success for _, step, _ in frames)
+            success = bool(frames[-1][1].success)  # at the episode's end (one definition)
             ep = _episode(self.writer.num_episodes, frames, success, self._ep_version,
                           time.monotonic() - self._begun_t)
             ep.evaluation, ep.ended = self._eval, time.monotonic()

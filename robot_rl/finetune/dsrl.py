@@ -16,11 +16,12 @@ noise as the flow policy was trained to see it (standard normal, clipped to the 
 the first transitions are the BC policy's own and exploration starts from the
 demonstrations.
 
-One step returns the sums of the executed steps' rewards and costs (so discount with
-gamma^K per step), the OR of their success, termination, truncation and shield flags, and
-the observation after the last one. An env whose episode ends inside a chunk holds still
-(the env's hold) for the chunk's remaining steps, at the start of its next episode; its
-``final_obs`` and ``episode`` entries are those of the step where it ended.
+One step returns the sums of the executed steps' rewards and costs (so discount with gamma^K
+per step), the OR of their termination, truncation and shield flags, the success test at the
+last step taken (the state the chunk leaves), and the observation after it. An env whose
+episode ends inside a chunk holds still (the env's hold) for the chunk's remaining steps, at
+the start of its next episode; its ``final_obs`` and ``episode`` entries are those of the step
+where it ended.
 """
 
 from __future__ import annotations
@@ -139,7 +140,7 @@ class NoiseActionEnv:
             cost += torch.where(live, c, 0.0)
             terminated |= term & live
             truncated |= trunc & live
-            success |= info["success"] & live
+            success = torch.where(live, info["success"], success)
             for name, flag in info.get("safety", {}).items():
                 safety[name] = safety.get(name, torch.zeros_like(flag)) | (flag & live)
             for key, summed in terms.items():

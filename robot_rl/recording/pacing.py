@@ -3,9 +3,11 @@
 
 An episode with a person driving lasts until Enter (``next``: saved), until the task's
 success test holds (``success_ends="auto"``: saved at once; ``"confirm"``: the person is told
-and Enter saves it), or until the time limit or the task's own termination. An episode that
-ends that way without success is saved only if the person labelled it (y/n) or
-``keep_failures`` is set; otherwise it is dropped and recorded again. The RL episode length
+and Enter saves it), or until the time limit or the task's own termination. Its success is
+the test at its last step (unless the person labelled it y/n): with "confirm", a puck that
+left the goal before Enter is a failure. An episode that ends at the time limit without
+success is saved only if the person labelled it or ``keep_failures`` is set; otherwise it is
+dropped and recorded again. The RL episode length
 plays no part.
 """
 
@@ -43,18 +45,20 @@ class Pacing:
             return episode_length
         return max(1, int(np.ceil(self.episode_time / control_dt - 1e-9)))
 
-    def outcome(self, enter: bool, ended: bool, success_now: bool, success: bool,
-                label: bool | None) -> tuple[str, bool] | None:
+    def outcome(self, enter: bool, ended: bool, success_now: bool, label: bool | None
+                ) -> tuple[str, bool] | None:
         """After a step: None (the episode goes on), or ("save" | "fail", its success).
         ``enter``: the person pressed Enter; ``ended``: the time limit or the task's
-        termination; ``success_now``: the task's test at this step; ``success``: at any step
-        so far; ``label``: the person's y/n, if any."""
-        kept = success if label is None else label
+        termination; ``success_now``: the task's test at this step, the episode's last if it
+        ends here (an episode succeeds when the test holds at its end: one definition,
+        ``robot_rl.sim.tasks.base``); ``label``: the person's y/n, if any, which overrides
+        it."""
+        kept = success_now if label is None else label
         if enter:
             return "save", kept
         if success_now and self.success_ends == "auto":
-            return "save", True if label is None else label
+            return "save", kept
         if ended:
-            keep = success or label is not None or self.keep_failures
+            keep = success_now or label is not None or self.keep_failures
             return ("save" if keep else "fail"), kept
         return None

@@ -429,7 +429,8 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
         policy.reset()  # a chunked policy starts the episode with a fresh chunk
     writer.begin_episode(seed=seed, source=source)
     label: bool | None = None
-    success = False
+    reached = False  # the task's test held at some step (the "confirm" prompt)
+    success = False  # ... at the latest step: the episode's success if it ends there
     period = env.control_dt
     t0 = next_t = time.monotonic()
     n = 0
@@ -465,13 +466,14 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
         q = env.state.joint_pos[0].numpy().copy()
         qd = env.state.joint_vel[0].numpy().copy()
         next_obs, reward, cost, terminated, truncated, info = env.step(action)
-        success = success or bool(info["success"][0])
+        success = bool(info["success"][0])
+        reached = reached or success
         writer.add_frame(obs=obs[0].numpy(), joint_pos=q, joint_vel=qd,
                          action=action[0].numpy(), next_obs=info["final_obs"][0].numpy(),
                          applied_action=info["applied_action"][0].numpy(),
                          reward=float(reward[0]), cost=float(cost[0]),
                          terminated=bool(terminated[0]), truncated=bool(truncated[0]),
-                         success=bool(info["success"][0]), intervention=intervention,
+                         success=success, intervention=intervention,
                          images=images)
         obs = next_obs
         n += 1
@@ -492,11 +494,10 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
                 return _Outcome("save", success, label, n)
         else:
             status.elapsed = now - t0
-            outcome = _person_outcome(pacing, events, ended, bool(info["success"][0]),
-                                      success, label, n)
+            outcome = _person_outcome(pacing, events, ended, success, label, n)
             if outcome is not None:
                 return outcome
-            if success and pacing.success_ends == "confirm" and not status.note:
+            if reached and pacing.success_ends == "confirm" and not status.note:
                 status.note = "success: Enter saves the episode"
                 live.update(status.render())
         if realtime:
@@ -509,7 +510,7 @@ def _episode(env: BatchedEnv, writer: DatasetWriter, seed: int, source: str, dev
 
 
 def _person_outcome(pacing: Pacing, events: frozenset[str], ended: bool, success_now: bool,
-                    success: bool, label: bool | None, n: int) -> _Outcome | None:
+                    label: bool | None, n: int) -> _Outcome | None:
     """How a person's episode ends after this step (None: it goes on); see ``Pacing``."""
-    got = pacing.outcome("next" in events, ended, success_now, success, label)
+    got = pacing.outcome("next" in events, ended, success_now, label)
     return None if got is None else _Outcome(got[0], got[1], label, n)

@@ -105,8 +105,9 @@ class RobotRecorder:
         self.dropped = 0
         self.save_seconds: list[float] = []
         self._label: bool | None = None
-        self._succeeded = False
-        self._success_now = False
+        self._succeeded = False  # at any step: the "confirm" prompt
+        self._success_now = False  # at a policy step since the last tick
+        self._success_last = False  # at the latest policy step
         self._told = False
         self._prev: PolicyStep | None = None
         runtime.override = self._override
@@ -143,8 +144,7 @@ class RobotRecorder:
         if not self.recording:
             return
         ended = self.writer.frames_in_episode >= self.episode_length
-        got = self.pacing.outcome("next" in ev, ended, self._success_now, self._succeeded,
-                                  self._label)
+        got = self.pacing.outcome("next" in ev, ended, self._success_now, self._label)
         self._success_now = False
         if got is not None:
             kind, _ = got
@@ -176,7 +176,7 @@ class RobotRecorder:
         self.mapper.reset()
         self.writer.begin_episode(seed=None, source=self.source)
         self._label, self._succeeded, self._prev = None, False, None
-        self._success_now = self._told = False
+        self._success_now = self._success_last = self._told = False
         self.log(f"episode {self.writer.num_episodes + 1}/{self.episodes}: recording "
                  f"(Enter saves, x re-records, y/n label, q quits)")
 
@@ -187,7 +187,7 @@ class RobotRecorder:
             rt.observer.sample_goal()
         frames = self.writer.frames_in_episode
         if save and frames > 0:
-            success = self._succeeded if self._label is None else self._label
+            success = self._success_last if self._label is None else self._label
             dt = self.writer.save_episode(success=success)
             self.saved += 1
             self.save_seconds.append(dt)
@@ -215,6 +215,7 @@ class RobotRecorder:
         prev, self._prev = self._prev, step
         self._succeeded = self._succeeded or step.success
         self._success_now = self._success_now or step.success
+        self._success_last = step.success  # the episode's success if it ends here
         if prev is None:
             return
         add_step_frame(self.writer, prev, step, terminated=False,

@@ -30,7 +30,7 @@ class ReplayResult:
     max_obs_error: float
     """Largest |replayed - recorded| observation element."""
     success: bool
-    """The task's success test at any replayed step."""
+    """The task's success test at the last replayed step (the episode's success)."""
     recorded_success: bool
 
 
@@ -78,7 +78,7 @@ def replay_episode(ds: Dataset, index: int, video: Path | None = None,
                 writer.write(renderer.render())
             action = torch.as_tensor(frames["action"][t], dtype=torch.float32)[None]
             _, _, _, _, _, info = env.step(action)
-            success = success or bool(info["success"][0])
+            success = bool(info["success"][0])
             if on_step is not None:
                 on_step(t, info)
     finally:

@@ -16,6 +16,13 @@
     build_scene   fn(robot, cfg, action_space) -> MjSpec
 
 Costs are kept apart from rewards: the safety critic learns them.
+
+**Success** is one definition everywhere: an episode succeeds when ``success`` holds at its
+last step (reach and lift: the hand or the object held at the goal when the time is up; push:
+the puck at the goal at the end; with ``terminate_on_success``, the step that ends it). The
+training and ``robot-rl eval`` evaluations, the deploy harness on the simulated arm and the
+datasets' episode flags (``robot-rl record --success-only`` keeps these episodes) all judge
+it so; touching the goal on the way is not success.
 """
 
 from __future__ import annotations
@@ -232,6 +239,8 @@ class TaskDef:
     rewards: dict[str, Term]
     costs: dict[str, Term]
     success: Term
+    """The task's test at one step; an episode succeeds when it holds at its last step (see
+    module docstring)."""
     terminated: Term | None
     expert: Term | None
     """Scripted policy, or None if the task has none."""

@@ -117,12 +117,23 @@ def success(state: SimState, cfg: PushConfig) -> torch.Tensor:
     return torch.linalg.vector_norm(_puck_to_goal(state), dim=1) < cfg.success_radius
 
 
+_STOP = 0.01
+"""The expert stops pushing with the puck this close to the goal [m]."""
+_APPROACH = 0.5
+"""Near the goal, the push's lead (how far ahead of the hand its target is) is this fraction
+of the puck's remaining distance: the hand, and the puck, slow down as they arrive (a puck
+pushed at full speed slides about 3 cm on after the hand stops)."""
+_MARGIN = 0.005
+"""... and keeps still while the puck is this far inside the success radius [m]."""
+
+
 def expert(state: SimState, cfg: PushConfig) -> torch.Tensor:
     """Get behind the puck on the puck-goal line, lower to puck height, push through it."""
     ee, puck = state.sensors["ee_pos"], state.sensors["puck_pos"]
     goal_xy = state.buffers["goal"][:, :2]
     line = goal_xy - puck[:, :2]
-    u = line / torch.linalg.vector_norm(line, dim=1, keepdim=True).clamp(min=1e-6)  # (E, 2)
+    to_go = torch.linalg.vector_norm(line, dim=1, keepdim=True)  # (E, 1)
+    u = line / to_go.clamp(min=1e-6)  # (E, 2)
     rel = ee[:, :2] - puck[:, :2]
     along = (rel * u).sum(dim=1)
     off_line = rel - along[:, None] * u  # (E, 2) the end effector's offset from the push line
@@ -132,18 +143,23 @@ def expert(state: SimState, cfg: PushConfig) -> torch.Tensor:
     z_hover = z_push + 0.06
     low = ee[:, 2] < z_push + 0.015
     standoff = puck[:, :2] - (cfg.puck_radius + 0.03) * u
-    # While pushing, advance along the line and steer back onto it.
-    pushing = ee[:, :2] + 0.04 * u - 0.8 * off_line
+    # While pushing, advance along the line and steer back onto it; slow down near the goal
+    # so the puck stops there rather than sliding on (success is judged at the episode's end)
+    lead = (_APPROACH * (to_go - _STOP)).clamp(0.0, 0.04)
+    pushing = ee[:, :2] + lead * u - 0.8 * off_line
 
     def point(xy: torch.Tensor, z: float) -> torch.Tensor:
         return torch.cat([xy, torch.full_like(xy[:, :1], z)], dim=1)
 
     near_standoff = torch.linalg.vector_norm(ee[:, :2] - standoff, dim=1) < 0.02
+    # the puck well inside the success radius: keep still (going round it again would knock it)
+    there = to_go[:, 0] < cfg.success_radius - _MARGIN
     target = torch.where(
         (aligned & low)[:, None], point(pushing, z_push),                    # push
         torch.where((aligned | near_standoff)[:, None], point(standoff, z_push),  # descend
                     torch.where(low[:, None], point(ee[:, :2], z_hover),      # lift clear
                                 point(standoff, z_hover))))                   # go above standoff
+    target = torch.where(there[:, None], ee, target)                         # hold
     return move_ee(state, target - ee, cfg.action)
 
 

@@ -283,20 +283,24 @@ def test_how_a_persons_episode_ends() -> None:
     keep = RecordConfig(keep_failures=True).pacing()
     none: frozenset[str] = frozenset()
     enter = frozenset({"next"})
-    # Enter saves, with the task's success or the person's label
-    assert _person_outcome(auto, enter, False, False, False, None, 5).kind == "save"
-    assert _person_outcome(auto, enter, False, False, True, False, 5).success is False
+    # Enter saves, with the task's success at that (the last) step or the person's label
+    assert _person_outcome(auto, enter, False, False, None, 5).kind == "save"
+    assert _person_outcome(auto, enter, False, False, None, 5).success is False
+    assert _person_outcome(auto, enter, False, True, False, 5).success is False
     # success ends the episode at once (auto), or waits for Enter (confirm)
-    got = _person_outcome(auto, none, False, True, True, None, 5)
+    got = _person_outcome(auto, none, False, True, None, 5)
     assert got is not None and got.kind == "save" and got.success
-    assert _person_outcome(confirm, none, False, True, True, None, 5) is None
-    assert _person_outcome(confirm, enter, False, True, True, None, 6).success
+    assert _person_outcome(confirm, none, False, True, None, 5) is None
+    assert _person_outcome(confirm, enter, False, True, None, 6).success
+    # success is judged at the end: a goal reached, then lost before Enter, is a failure
+    assert _person_outcome(confirm, enter, False, False, None, 7).success is False
     # the time limit (or termination) without success drops it, unless labelled or kept
-    assert _person_outcome(auto, none, True, False, False, None, 9).kind == "fail"
-    assert _person_outcome(auto, none, True, False, False, False, 9).kind == "save"
-    assert _person_outcome(keep, none, True, False, False, None, 9).kind == "save"
-    assert _person_outcome(confirm, none, True, False, True, None, 9).kind == "save"
-    assert _person_outcome(auto, none, False, False, False, None, 9) is None  # goes on
+    assert _person_outcome(auto, none, True, False, None, 9).kind == "fail"
+    assert _person_outcome(auto, none, True, False, False, 9).kind == "save"
+    assert _person_outcome(keep, none, True, False, None, 9).kind == "save"
+    assert _person_outcome(confirm, none, True, True, None, 9).kind == "save"
+    assert _person_outcome(confirm, none, True, False, None, 9).kind == "fail"  # lost
+    assert _person_outcome(auto, none, False, False, None, 9) is None  # goes on
     with pytest.raises(ConfigError, match="episode-time"):
         RecordConfig(episode_time=0).validate()
 

@@ -1,6 +1,9 @@
-"""Each safety cost fires when its condition is forced; each expert succeeds."""
+"""Each safety cost fires when its condition is forced; an episode succeeds when the task's
+test holds at its last step; each expert succeeds so."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 import torch
@@ -79,16 +82,30 @@ def test_contact_sensor_ignores_objects_resting_on_the_table() -> None:
     assert float(env.state.sensors["arm_table_force"].norm()) == 0.0
 
 
+def test_an_episode_succeeds_when_the_test_holds_at_its_last_step() -> None:
+    env = make_env("reach", 3, episode_length=4)
+    # env 0: success at steps 1-2 only (the goal touched, then left); env 1: at the last
+    # step only; env 2: never
+    held = torch.tensor([[1, 0, 0], [1, 0, 0], [0, 0, 0], [0, 1, 0]], dtype=torch.bool)
+    env.task = dataclasses.replace(
+        env.task, success=lambda state, cfg: held[int(state.episode_step[0]) - 1])
+    env.reset(seed=0)
+    for t in range(4):
+        _, _, _, _, truncated, info = env.step(torch.zeros(3, env.act_dim))
+        assert torch.equal(info["success"], held[t])  # the per-step test, unchanged
+    assert truncated.all()
+    assert info["episode"]["success"].tolist() == [False, True, False]
+
+
 @pytest.mark.parametrize("task", ARM_TASKS)
 def test_expert_succeeds(task: str) -> None:
     env = make_env(task, 16)
     env.reset(seed=3)
-    success = torch.zeros(16, dtype=torch.bool)
     cost = torch.zeros(16)
     for _ in range(env.cfg.episode_length):
         _, _, c, _, _, info = env.step(env.expert_action())
-        success |= info["success"]
         cost += c
+    success = info["episode"]["success"]  # held at the end
     assert success.float().mean() >= 0.9, f"{task} expert success {success.float().mean():.2f}"
     assert cost.sum() <= 2, "the scripted experts are meant to be safe demonstrators"
 
