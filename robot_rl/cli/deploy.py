@@ -44,8 +44,9 @@ class DeployCommandConfig:
     the task's episode length)."""
     episodes: int | None = None
     """Run this many episodes on the simulated arm, each in a new scene drawn as the task's
-    resets draw it (objects, goal), until the task's success test holds or the time is up;
-    prints the success rate. A policy that sees cameras (a pixel student) gets them rendered
+    resets draw it (objects, goal), each for --duration (default: the task's episode length)
+    and judged at its end, as training judges an episode; prints the success rate and when
+    each first reached the goal. A policy that sees cameras (a pixel student) gets them rendered
     from the simulated arm's scene (--camera.*)."""
     camera: SimCameraConfig = dataclasses.field(default_factory=SimCameraConfig)
     """The simulated cameras: frame rate, latency, dropped frames (policies that see
