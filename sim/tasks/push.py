@@ -127,8 +127,30 @@ _MARGIN = 0.005
 """... and keeps still while the puck is this far inside the success radius [m]."""
 
 
+_DESCENT = 0.012
+"""The last ``_SLOW_ZONE`` above push height, the target is at most this far below the hand
+[m]: the hand comes down slowly enough for the shield's floor layer (which keeps the
+fingers above the table by their stopping distance) not to act."""
+_SLOW_ZONE = 0.03
+"""Height above push height from which the hand comes down slowly [m]."""
+
+
+def _eased_down(target: torch.Tensor, ee: torch.Tensor, z_push: float) -> torch.Tensor:
+    """The offset (E, 3) from the hand ``ee`` to ``target``: fast down to ``_SLOW_ZONE``
+    above ``z_push``, then at most ``_DESCENT`` below the hand."""
+    floor = torch.minimum(ee[:, 2] - _DESCENT, torch.full_like(ee[:, 2], z_push + _SLOW_ZONE))
+    z = torch.maximum(target[:, 2], floor)
+    return torch.cat([target[:, :2] - ee[:, :2], (z - ee[:, 2])[:, None]], dim=1)
+
+
 def expert(state: SimState, cfg: PushConfig) -> torch.Tensor:
-    """Get behind the puck on the puck-goal line, lower to puck height, push through it."""
+    """Get behind the puck on the puck-goal line, lower to puck height (slowly, the last few
+    centimetres), push it to the goal."""
+    return _push(state, cfg, ease=True)
+
+
+def _push(state: SimState, cfg: PushConfig, ease: bool) -> torch.Tensor:
+    """The scripted expert; ``ease``: come down slowly near the table (``_eased_down``)."""
     ee, puck = state.sensors["ee_pos"], state.sensors["puck_pos"]
     goal_xy = state.buffers["goal"][:, :2]
     line = goal_xy - puck[:, :2]
@@ -160,7 +182,8 @@ def expert(state: SimState, cfg: PushConfig) -> torch.Tensor:
                     torch.where(low[:, None], point(ee[:, :2], z_hover),      # lift clear
                                 point(standoff, z_hover))))                   # go above standoff
     target = torch.where(there[:, None], ee, target)                         # hold
-    return move_ee(state, target - ee, cfg.action)
+    err = _eased_down(target, ee, z_push) if ease else target - ee
+    return move_ee(state, err, cfg.action)
 
 
 # The multimodal expert's waypoints, in the push-line frame (along u, beside it along n).
@@ -204,7 +227,9 @@ def around_expert(state: SimState, cfg: PushConfig, mode: torch.Tensor,
     reached = torch.linalg.vector_norm(target - ee, dim=1) < _REACHED
     phase = torch.where((phase < 4) & reached, phase + 1, phase)
     routed = move_ee(state, target - ee, cfg.action)
-    action = torch.where((phase < 4)[:, None], routed, expert(state, cfg))
+    # the route and its push keep their pace (its demonstrations are already slow at low
+    # control rates; issue 47's tables use them)
+    action = torch.where((phase < 4)[:, None], routed, _push(state, cfg, ease=False))
     return action, phase[:, None].to(memory.dtype)
 
 

@@ -152,3 +152,33 @@ def test_experts_refuse_action_spaces_they_cannot_act_in() -> None:
     env.reset(seed=0)
     with pytest.raises(ConfigError, match="joint_delta or ee_delta, not joint_torque"):
         make_expert(env, "scripted")(env.state)
+
+
+def test_the_push_expert_comes_down_slowly_near_the_table() -> None:
+    from robot_rl.sim.tasks.push import _eased_down
+
+    z_push = 0.028  # the expert's push height; the slow zone is 3 cm above it, steps 1.2 cm
+    ee = torch.tensor([[0.5, 0.0, z_push + 0.10], [0.5, 0.0, z_push + 0.02],
+                       [0.5, 0.0, z_push + 0.005], [0.5, 0.0, z_push]])
+    target = torch.tensor([[0.6, 0.1, z_push], [0.5, 0.0, z_push], [0.5, 0.0, z_push],
+                           [0.5, 0.0, z_push + 0.06]])
+    err = _eased_down(target, ee, z_push)
+    assert torch.allclose(err[:, :2], (target - ee)[:, :2])  # sideways as asked
+    # fast down to the zone's top; then 1.2 cm below the hand at most; up as asked
+    assert torch.allclose(err[:, 2], torch.tensor([-0.07, -0.012, -0.005, 0.06]), atol=1e-6)
+
+
+def test_the_scripted_push_expert_leaves_the_shield_idle_with_the_motion_profile() -> None:
+    from robot_rl.controllers import MotionConfig
+
+    env = make_env("push", 16, motion=MotionConfig(enabled=True))
+    env.reset(seed=0)
+    steps = floor = 0
+    for _ in range(env.cfg.episode_length):
+        _, _, _, _, _, info = env.step(env.expert_action())
+        acted = torch.stack(list(info["safety"].values())).any(0)
+        steps += int(acted.sum())
+        floor += int(info["safety"]["table_floor"].sum())
+    share = steps / (16 * env.cfg.episode_length)
+    # without the slow last centimetres the floor layer acted on about 7% of the steps
+    assert share <= 0.05 and floor / (16 * env.cfg.episode_length) <= 0.03, (share, floor)
