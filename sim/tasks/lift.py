@@ -15,7 +15,7 @@ from robot_rl.sim.scene import SceneBuilder
 from robot_rl.sim.state import SimState
 from robot_rl.sim.tasks import terms
 from robot_rl.sim.tasks.base import ModalExpert, TaskConfig, TaskDef
-from robot_rl.sim.tasks.motion import move_ee, quat_yaw
+from robot_rl.sim.tasks.motion import eased_down, move_ee, quat_yaw
 
 Vec2 = tuple[float, float]
 
@@ -124,7 +124,8 @@ def success(state: SimState, cfg: LiftConfig) -> torch.Tensor:
 
 
 def expert(state: SimState, cfg: LiftConfig) -> torch.Tensor:
-    """Open above the cube aligned with its faces, descend, close, lift."""
+    """Open above the cube aligned with its faces, descend (slowly, the last few
+    centimetres), close, lift."""
     return _grasp_and_lift(state, cfg, 0.0)
 
 
@@ -193,7 +194,7 @@ def _grasp_and_lift(state: SimState, cfg: LiftConfig, turn: torch.Tensor | float
     target = torch.where(closed_on_cube[:, None], lift_pt,
                          torch.where((at_grasp | xy_ok)[:, None], grasp_pt, above))
     close = closed_on_cube | at_grasp
-    arm = move_ee(state, target - ee, cfg.action, yaw=yaw)
+    arm = move_ee(state, eased_down(target, ee, grasp_pt[:, 2]), cfg.action, yaw=yaw)
     grip = torch.where(close, 1.0, -1.0).to(arm.dtype)[:, None]
     return torch.cat([arm, grip], dim=1).float()
 

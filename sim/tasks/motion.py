@@ -19,6 +19,24 @@ from robot_rl.errors import ConfigError
 from robot_rl.robots import RobotSpec
 from robot_rl.sim.state import SimState
 
+SLOW_ZONE = 0.03
+"""Height above its lowest target from which a scripted expert's hand comes down slowly [m]."""
+SLOW_STEP = 0.012
+"""... with its target at most this far below the hand [m]: slow enough for the shield's
+floor layer, which keeps every part of the arm above the table by its stopping distance, not
+to act (coming down at 0.13-0.40 m/s, 3-8 cm above the table, the push expert set it off)."""
+
+
+def eased_down(target: torch.Tensor, ee: torch.Tensor, lowest: float | torch.Tensor
+               ) -> torch.Tensor:
+    """The offset (E, 3) from the hand ``ee`` (E, 3) to ``target`` (E, 3), coming down fast to
+    ``SLOW_ZONE`` above ``lowest`` (the target height of the descent; a float or (E,)), then
+    at most ``SLOW_STEP`` below the hand. Sideways and upward offsets are as asked."""
+    slow_from = torch.as_tensor(lowest, dtype=ee.dtype, device=ee.device) + SLOW_ZONE
+    floor = torch.minimum(ee[:, 2] - SLOW_STEP, slow_from.expand_as(ee[:, 2]))
+    z = torch.maximum(target[:, 2], floor)
+    return torch.cat([target[:, :2] - ee[:, :2], (z - ee[:, 2])[:, None]], dim=1)
+
 
 def move_ee(state: SimState, pos_err: torch.Tensor, action: ActionConfig,
             yaw: torch.Tensor | None = None, gain: float = 0.5,

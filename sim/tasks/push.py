@@ -13,7 +13,7 @@ from robot_rl.sim.scene import SceneBuilder
 from robot_rl.sim.state import SimState
 from robot_rl.sim.tasks import terms
 from robot_rl.sim.tasks.base import ModalExpert, TaskConfig, TaskDef
-from robot_rl.sim.tasks.motion import move_ee
+from robot_rl.sim.tasks.motion import eased_down, move_ee
 
 Vec2 = tuple[float, float]
 
@@ -127,22 +127,6 @@ _MARGIN = 0.005
 """... and keeps still while the puck is this far inside the success radius [m]."""
 
 
-_DESCENT = 0.012
-"""The last ``_SLOW_ZONE`` above push height, the target is at most this far below the hand
-[m]: the hand comes down slowly enough for the shield's floor layer (which keeps the
-fingers above the table by their stopping distance) not to act."""
-_SLOW_ZONE = 0.03
-"""Height above push height from which the hand comes down slowly [m]."""
-
-
-def _eased_down(target: torch.Tensor, ee: torch.Tensor, z_push: float) -> torch.Tensor:
-    """The offset (E, 3) from the hand ``ee`` to ``target``: fast down to ``_SLOW_ZONE``
-    above ``z_push``, then at most ``_DESCENT`` below the hand."""
-    floor = torch.minimum(ee[:, 2] - _DESCENT, torch.full_like(ee[:, 2], z_push + _SLOW_ZONE))
-    z = torch.maximum(target[:, 2], floor)
-    return torch.cat([target[:, :2] - ee[:, :2], (z - ee[:, 2])[:, None]], dim=1)
-
-
 def expert(state: SimState, cfg: PushConfig) -> torch.Tensor:
     """Get behind the puck on the puck-goal line, lower to puck height (slowly, the last few
     centimetres), push it to the goal."""
@@ -150,7 +134,7 @@ def expert(state: SimState, cfg: PushConfig) -> torch.Tensor:
 
 
 def _push(state: SimState, cfg: PushConfig, ease: bool) -> torch.Tensor:
-    """The scripted expert; ``ease``: come down slowly near the table (``_eased_down``)."""
+    """The scripted expert; ``ease``: come down slowly near the table (``eased_down``)."""
     ee, puck = state.sensors["ee_pos"], state.sensors["puck_pos"]
     goal_xy = state.buffers["goal"][:, :2]
     line = goal_xy - puck[:, :2]
@@ -182,7 +166,7 @@ def _push(state: SimState, cfg: PushConfig, ease: bool) -> torch.Tensor:
                     torch.where(low[:, None], point(ee[:, :2], z_hover),      # lift clear
                                 point(standoff, z_hover))))                   # go above standoff
     target = torch.where(there[:, None], ee, target)                         # hold
-    err = _eased_down(target, ee, z_push) if ease else target - ee
+    err = eased_down(target, ee, z_push) if ease else target - ee
     return move_ee(state, err, cfg.action)
 
 

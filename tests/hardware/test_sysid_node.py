@@ -93,6 +93,9 @@ def test_stop_holds_the_arm_and_saves_nothing(tmp_path: Path) -> None:
             time.sleep(0.2)
         assert not obs.call("/sysid_node/start").success  # one recording at a time
         assert obs.wait_for(lambda: len(obs.commands) > 50, 30), "no commands published"
+        # the hold is compared with the arm's pose this observer saw (best effort, 500 Hz:
+        # on a busy host its first joint states can come after the node's commands)
+        assert obs.wait_for(lambda: len(obs.joint_states) > 10, 30), "no joint states seen"
         assert obs.call("/sysid_node/stop").success
         node.wait(timeout=30)
         assert node.returncode == 1

@@ -154,15 +154,15 @@ def test_experts_refuse_action_spaces_they_cannot_act_in() -> None:
         make_expert(env, "scripted")(env.state)
 
 
-def test_the_push_expert_comes_down_slowly_near_the_table() -> None:
-    from robot_rl.sim.tasks.push import _eased_down
+def test_the_experts_come_down_slowly_near_the_table() -> None:
+    from robot_rl.sim.tasks.motion import eased_down
 
     z_push = 0.028  # the expert's push height; the slow zone is 3 cm above it, steps 1.2 cm
     ee = torch.tensor([[0.5, 0.0, z_push + 0.10], [0.5, 0.0, z_push + 0.02],
                        [0.5, 0.0, z_push + 0.005], [0.5, 0.0, z_push]])
     target = torch.tensor([[0.6, 0.1, z_push], [0.5, 0.0, z_push], [0.5, 0.0, z_push],
                            [0.5, 0.0, z_push + 0.06]])
-    err = _eased_down(target, ee, z_push)
+    err = eased_down(target, ee, z_push)
     assert torch.allclose(err[:, :2], (target - ee)[:, :2])  # sideways as asked
     # fast down to the zone's top; then 1.2 cm below the hand at most; up as asked
     assert torch.allclose(err[:, 2], torch.tensor([-0.07, -0.012, -0.005, 0.06]), atol=1e-6)
