@@ -28,7 +28,8 @@ class Behaviour:
 
     episodes: int
     success: float
-    """Share of the episodes that succeeded (at any step, as ``robot-rl eval`` counts)."""
+    """Share of the episodes that succeeded (the test held at their last step, as ``robot-rl
+    eval`` counts)."""
     any_layer: float
     """Share of control steps with an intervention of any shield layer."""
     layers: dict[str, float]

@@ -169,16 +169,9 @@ def test_the_experts_come_down_slowly_near_the_table() -> None:
 
 
 def test_the_scripted_push_expert_leaves_the_shield_idle_with_the_motion_profile() -> None:
-    from robot_rl.controllers import MotionConfig
+    from robot_rl.bench.behaviour import expert_policy, measure
 
-    env = make_env("push", 16, motion=MotionConfig(enabled=True))
-    env.reset(seed=0)
-    steps = floor = 0
-    for _ in range(env.cfg.episode_length):
-        _, _, _, _, _, info = env.step(env.expert_action())
-        acted = torch.stack(list(info["safety"].values())).any(0)
-        steps += int(acted.sum())
-        floor += int(info["safety"]["table_floor"].sum())
-    share = steps / (16 * env.cfg.episode_length)
+    b = measure(*expert_policy("push", "scripted", motion=True, num_envs=16, seed=0),
+                rounds=1, seed=0)
     # without the slow last centimetres the floor layer acted on about 7% of the steps
-    assert share <= 0.05 and floor / (16 * env.cfg.episode_length) <= 0.03, (share, floor)
+    assert b.any_layer <= 0.05 and b.layers.get("table_floor", 0.0) <= 0.03, b
