@@ -75,6 +75,10 @@ class Args:
     motion: bool = False
     """The motion profile of joint targets on (``--env.motion.enabled``) for every learner
     and the demonstrations (``robot-rl record --motion``)."""
+    shield_penalty: float = 0.0
+    """Weight of the ``shield`` reward term (-1 in each control step whose command a shield
+    layer changed) in every learner's env (the demonstrations keep the rewards they were
+    recorded with: the task's own); 0: off, the task's default (issue 48)."""
     eval_every: int = 20_000
     """Env steps between the learners' evaluations."""
     eval_episodes: int = 64
@@ -135,7 +139,8 @@ def _space(args: Args) -> list[str]:
     task's own space without the profile)."""
     return (([] if args.action == "task" else [args.action])
             + ([] if args.control_hz == 50.0 else [f"{args.control_hz:g}hz"])
-            + (["motion"] if args.motion else []))
+            + (["motion"] if args.motion else [])
+            + ([f"shield{args.shield_penalty:g}"] if args.shield_penalty else []))
 
 
 def _key(args: Args, row: str) -> str:
@@ -161,6 +166,8 @@ def _env(args: Args) -> TaskConfig:
                            **({} if action is None else {"action": action}))
     cfg.decimation = decimation_for(args.control_hz, cfg.physics_dt)
     cfg.episode_length = round(EPISODE_SECONDS[args.task] / cfg.control_dt)
+    if args.shield_penalty:
+        cfg.reward_weights = {**cfg.reward_weights, "shield": args.shield_penalty}
     return cfg
 
 

@@ -40,11 +40,11 @@ from robot_rl.controllers.joint import JointController, JointImpedanceConfig, Jo
 from robot_rl.controllers.motion import MotionConfig, MotionProfile
 from robot_rl.controllers.osc import OperationalSpace, OSCConfig, cartesian_impedance
 from robot_rl.controllers.pd import pd_torque, realize_pd_in_model
-from robot_rl.controllers.shield import LAYERS, SafetyShield, ShieldConfig
+from robot_rl.controllers.shield import LAYERS, MOTION_LAYERS, SafetyShield, ShieldConfig
 from robot_rl.controllers.watchdog import EStop, Watchdog
 
 __all__ = [
-    "LAYERS", "ActionConfig", "ActionSpace", "ArmState", "Controller",
+    "LAYERS", "MOTION_LAYERS", "ActionConfig", "ActionSpace", "ArmState", "Controller",
     "ControllerConfig", "DiffIK", "DiffIKConfig", "DirectTorque", "EEDelta", "EEDeltaConfig",
     "EEPose", "EEPoseConfig",
     "EStop", "JointController", "JointDelta", "JointDeltaConfig",

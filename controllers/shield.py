@@ -99,6 +99,9 @@ class JointTrack:
 LAYERS = ("nan_guard", "action_bounds", "rate_limit", "workspace", "joint_limits",
           "joint_velocity", "torque", "table_floor")
 """Shield layers in the order they are applied."""
+MOTION_LAYERS = LAYERS[3:]
+"""The layers that reshape the arm's motion (the first three check the action itself: a
+stochastic policy's exploration noise sets off the rate limit on its own)."""
 
 Flags = dict[str, Array]
 

@@ -170,6 +170,11 @@ class TaskObserver:
         obs = self.env.observe(noise=False)[0].numpy()
         return obs if self._cols is None else obs[self._cols]
 
+    def note_shield(self, acted: bool) -> None:
+        """Whether the shield changed this step's command (the ``shield`` reward term reads
+        it; False until told, as for recordings made without the shield's flags)."""
+        self.state.shield_active[0] = acted
+
     def reward_cost(self) -> tuple[float, float]:
         """The task's reward and constraint cost at the last observed state (the env's own
         terms and weights)."""

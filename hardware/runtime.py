@@ -53,7 +53,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from robot_rl.controllers import EStop, Targets, Watchdog
+from robot_rl.controllers import MOTION_LAYERS, EStop, Targets, Watchdog
 from robot_rl.controllers.arm_model import ArmModel
 from robot_rl.errors import ConfigError
 from robot_rl.export import Policy
@@ -433,6 +433,8 @@ class DeployRuntime:
                                  np.array([hold]))
         for name, flag in step.flags.items():
             st.shield[name] += bool(flag[0])
+        self.observer.note_shield(any(bool(step.flags[n][0]) for n in MOTION_LAYERS
+                                      if n in step.flags))
         self._targets, self._held = step.targets, bool(step.held[0])
         self.prev_action = self.action
         self.action = step.action[0].copy()

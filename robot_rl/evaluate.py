@@ -95,7 +95,7 @@ def evaluate(policy: EvalPolicy, env: VecEnv, episodes: int, seed: int = 0,
                 interventions[name] = interventions.get(name, 0.0) + float(
                     (flag.cpu() & active).sum())
             if video is not None and renderer is not None:
-                video.write(renderer.render())
+                video.add(renderer.render)
             if "episode" not in info:
                 continue
             ep = info["episode"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 from types import TracebackType
@@ -11,13 +13,20 @@ import numpy as np
 
 from robot_rl.errors import ConfigError
 
+VIDEO_FPS = 25.0
+"""Frame rate of evaluation and rollout videos at most: a faster control rate shows every
+k-th control step (at 50 Hz every second one), which halves the rendering, the slow part on
+a machine without a GPU (about 70 ms a frame of two envs with Mesa's software GL)."""
+
 
 class VideoWriter:
     """Writes RGB frames to an H.264 mp4 with PyAV. ``keyframe_interval``: at most this many
     frames between keyframes (the GOP size); a frame at random costs decoding up to that many
-    frames, so datasets read at random use a short one. None: x264's default (250)."""
+    frames, so datasets read at random use a short one. None: x264's default (250).
+    ``every``: ``add`` renders and writes one of this many calls (``write`` writes each)."""
 
-    def __init__(self, path: str | Path, fps: float, keyframe_interval: int | None = None):
+    def __init__(self, path: str | Path, fps: float, keyframe_interval: int | None = None,
+                 every: int = 1):
         import av
 
         self.path = Path(path)
@@ -31,6 +40,25 @@ class VideoWriter:
         self.keyframe_interval = keyframe_interval
         self._stream: Any = None  # av's VideoStream, created with the first frame's size
         self.frames = 0
+        if every < 1:
+            raise ConfigError(f"every must be >= 1, got {every}")
+        self.every = every
+        self._calls = 0
+
+    @classmethod
+    def of_steps(cls, path: str | Path, control_dt: float, max_fps: float = VIDEO_FPS
+                 ) -> VideoWriter:
+        """A video of control steps ``control_dt`` apart at ``max_fps`` at most: ``add`` is
+        called once per control step and keeps every k-th, k = ceil(rate / max_fps)."""
+        every = max(1, math.ceil(round(1.0 / (control_dt * max_fps), 6)))
+        return cls(path, fps=1.0 / (control_dt * every), every=every)
+
+    def add(self, render: Callable[[], np.ndarray]) -> None:
+        """One control step: ``render()`` a frame and write it on the first call and every
+        ``every``-th after it (the others render nothing)."""
+        if self._calls % self.every == 0:
+            self.write(render())
+        self._calls += 1
 
     def write(self, frame: np.ndarray) -> None:
         import av

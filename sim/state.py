@@ -85,6 +85,10 @@ class SimState:
         self.prev_action = torch.zeros(E, act_dim, device=self.device)
         """(E, A) action applied at the step before."""
         self.episode_step = torch.zeros(E, dtype=torch.long, device=self.device)
+        self.shield_active = torch.zeros(E, dtype=torch.bool, device=self.device)
+        """(E,) whether a shield layer reshaped the last control step's motion (one of
+        ``MOTION_LAYERS``: workspace, joint limits and speeds, torque, floor; the ``shield``
+        reward term; on a robot, the observation mirror is told)."""
         self._ee_body = int(model.site(robot.ee_site).bodyid[0])
         self._arm_bodies = [int(j.bodyid[0]) for j in joints]
         self._arm_index: ArmIndex | None = None

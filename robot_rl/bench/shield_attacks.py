@@ -32,6 +32,7 @@ from robot_rl.controllers import (
     EEPoseConfig,
     JointDeltaConfig,
     JointVelocityConfig,
+    MotionConfig,
     OSCConfig,
 )
 from robot_rl.sim import make_env
@@ -156,13 +157,15 @@ def _policy(name: str, env: BatchedEnv, gen: torch.Generator
 
 def run_attack(task: str, action: ActionConfig, attack: str, *, num_envs: int = 32,
                steps: int = 600, seed: int = 12345, controller: ControllerConfig | None = None,
+               motion: bool = False,
                on_step: Callable[[int, torch.Tensor, torch.Tensor], None] | None = None
                ) -> AttackResult:
     """Step ``num_envs`` envs of ``task`` for ``steps`` control steps under ``attack``; the
-    episodes run the whole time (no truncation). ``on_step(k, q, qd)`` sees the joint state
-    after every step."""
+    episodes run the whole time (no truncation). ``motion``: the motion profile of joint
+    targets on, in front of the shield. ``on_step(k, q, qd)`` sees the joint state after
+    every step."""
     env = make_env(task, num_envs, seed=seed, action=action, controller=controller,
-                   episode_length=steps + 1)
+                   motion=MotionConfig(enabled=motion), episode_length=steps + 1)
     env.reset(seed=seed)
     gen = torch.Generator().manual_seed(seed)
     policy = _policy(attack, env, gen)
@@ -212,6 +215,8 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--attacks", nargs="+", default=list(ATTACKS), choices=ATTACKS)
     p.add_argument("--no-osc", action="store_true", help="skip the OSC (torque) rows")
+    p.add_argument("--motion", action="store_true",
+                   help="the motion profile of joint targets on (--env.motion.enabled)")
     args = p.parse_args()
     print(f"{'task':6s} {'space':15s} {'attack':9s} {'q beyond hard [mrad]':>20s} "
           f"{'max |qd|/qd_max':>15s} {'joint':>7s} {'ee outside [mm]':>15s} "
@@ -222,7 +227,7 @@ def main() -> None:
         for attack in args.attacks:
             ctl = OSCConfig() if space.endswith("+osc") else None
             r = run_attack(task, action, attack, num_envs=args.num_envs, steps=args.steps,
-                           seed=args.seed, controller=ctl)
+                           seed=args.seed, controller=ctl, motion=args.motion)
             worst_q, worst_v = max(worst_q, r.q_excess), max(worst_v, r.speed_ratio)
             print(f"{task:6s} {space:15s} {attack:9s} {r.q_excess * 1e3:20.3f} "
                   f"{r.speed_ratio:15.3f} {r.worst_joint:>7s} {r.ee_excess * 1e3:15.2f} "

@@ -42,7 +42,8 @@ class EvalConfig:
     gate: bool | None = None
     """Use the safety-critic gate (default: as trained; artifacts: when they have a critic)."""
     video: Path | None = None
-    """Write an mp4 of the evaluation here."""
+    """Write an mp4 of the evaluation here (25 frames a second at most: at 50 Hz every second
+    control step)."""
     video_envs: tuple[int, ...] = (0,)
     """Env indices shown side by side in the video."""
     camera: str = "corner"
@@ -203,7 +204,7 @@ def evaluate_path(cfg: EvalConfig) -> EvalReport:
     if cfg.video is not None:  # a DSRL env's frames: one per executed chunk
         renderer = EnvRenderer(getattr(env, "env", env), cfg.video_envs, camera=cfg.camera,
                                width=cfg.width, height=cfg.height)
-        writer = VideoWriter(cfg.video, fps=1.0 / env.control_dt)
+        writer = VideoWriter.of_steps(cfg.video, env.control_dt)
     view = None
     if cfg.view:  # the simulation's own env (a DSRL env steps it once per action)
         from robot_rl.sim.view import EnvView

@@ -58,7 +58,8 @@ class SimRolloutConfig:
     shield: bool = True
     """Safety shield on (--no-shield: only the NaN guard and action bounds)."""
     video: Path | None = None
-    """Write an mp4 of the rollout here."""
+    """Write an mp4 of the rollout here (25 frames a second at most: at 50 Hz every second
+    control step)."""
     video_envs: tuple[int, ...] = (0,)
     """Env indices shown side by side in the video."""
     camera: str = "corner"
@@ -148,7 +149,7 @@ def rollout(cfg: SimRolloutConfig) -> None:
     if cfg.video is not None:
         renderer = EnvRenderer(env, cfg.video_envs, camera=cfg.camera, width=cfg.width,
                                height=cfg.height)
-        writer = VideoWriter(cfg.video, fps=1.0 / env.control_dt)
+        writer = VideoWriter.of_steps(cfg.video, env.control_dt)
     if cfg.view:
         from robot_rl.sim.view import EnvView
 
@@ -181,7 +182,7 @@ def rollout(cfg: SimRolloutConfig) -> None:
                 for name, value in info["cost_terms"].items():
                     cost_steps[name] += float(value.sum())
                 if writer is not None and renderer is not None:
-                    writer.write(renderer.render())
+                    writer.add(renderer.render)
                 if "episode" in info:
                     ep = info["episode"]
                     for i in ep["done"].nonzero().squeeze(1).tolist():

@@ -44,7 +44,7 @@ def make_config() -> LiftConfig:
         episode_length=150,
         action=JointDeltaConfig(gripper=True),
         reward_weights={"reach": 1.0, "grasp": 0.5, "lift": 2.0, "success": 2.0,
-                        "action_rate": 0.01},
+                        "action_rate": 0.01, "shield": 0.0},
     )
 
 
@@ -223,6 +223,7 @@ TASK = TaskDef(
         "lift": reward_lift,
         "success": terms.indicator(success),
         "action_rate": terms.reward_action_rate,
+        "shield": terms.reward_shield,
     },
     costs=terms.SAFETY_COSTS,
     success=success,

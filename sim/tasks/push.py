@@ -47,8 +47,9 @@ def make_config() -> PushConfig:
         name="push",
         episode_length=200,
         action=JointDeltaConfig(gripper=False),
+        # shield: off (on the command line; issue 48)
         reward_weights={"ee_to_puck": 0.5, "puck_to_goal": 1.0, "success": 2.0,
-                        "action_rate": 0.01},
+                        "action_rate": 0.01, "shield": 0.0},
     )
 
 
@@ -240,6 +241,7 @@ TASK = TaskDef(
         "puck_to_goal": reward_puck_to_goal,
         "success": terms.indicator(success),
         "action_rate": terms.reward_action_rate,
+        "shield": terms.reward_shield,
     },
     costs=terms.SAFETY_COSTS,
     success=success,

@@ -85,6 +85,16 @@ def reward_joint_vel(state: SimState, cfg: TaskConfig) -> torch.Tensor:
     return -(qd * qd).sum(dim=1)
 
 
+def reward_shield(state: SimState, cfg: TaskConfig) -> torch.Tensor:
+    """-1 in a control step whose motion a shield layer reshaped (``MOTION_LAYERS``), else
+    0: a policy that leans on the shield (presses its hand on the floor layer, asks for
+    speeds the velocity layer cuts) pays for it, so the shield stays a safety net (issue
+    48). The action's own checks (NaN, bounds, rate limit) are not counted: exploration
+    noise sets off the rate limit by itself (half of a near-uniform policy's steps), and a
+    penalty for it taught SAC to keep still; ``action_rate`` is the term for jumpy actions."""
+    return -state.shield_active.to(state.dtype)
+
+
 def reward_posture(state: SimState, cfg: TaskConfig) -> torch.Tensor:
     """-||q - q_home||^2 [rad^2]: a slope towards the home posture where the task's terms are
     flat (a 7-joint arm's null space)."""

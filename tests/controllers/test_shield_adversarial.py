@@ -50,6 +50,24 @@ def test_attack_classes_never_pass_a_hard_limit_or_a_speed_limit(task, space, ac
     assert r.speed_ratio <= 1.0, f"a joint at {r.speed_ratio:.3f} of its speed limit"
     assert r.ee_excess == 0.0, f"end effector {r.ee_excess * 1e3:.2f} mm outside the workspace"
     assert r.diverged == 0
+
+
+MOTION_CASES = [(task, space, action, attack) for task, space, action in cases(ARM_TASKS, osc=False)
+                if space in ("joint_delta", "ee_delta") for attack in ("drift", "pump", "saturate")]
+
+
+@pytest.mark.parametrize(("task", "space", "action", "attack"), MOTION_CASES,
+                         ids=[f"{t}-{s}-{a}-motion" for t, s, _, a in MOTION_CASES])
+def test_attacks_through_the_motion_profile_stay_within_the_limits(task, space, action, attack):
+    """The profile sits in front of the shield: it shapes what reaches it, and the shield
+    still holds the hard limits behind it."""
+    r = run_attack(task, action, attack, num_envs=16, steps=250, seed=7, motion=True)
+    assert r.q_excess == 0.0, f"{r.worst_joint} {r.q_excess * 1e3:.3f} mrad beyond its hard limit"
+    assert r.speed_ratio <= 1.0, f"a joint at {r.speed_ratio:.3f} of its speed limit"
+    assert r.ee_excess == 0.0, f"end effector {r.ee_excess * 1e3:.2f} mm outside the workspace"
+    assert r.diverged == 0
+
+
 PATTERNS = ("uniform", "saturated", "nan_burst", "sign_flip", "out_of_range")
 SEGMENT = st.tuples(st.sampled_from(PATTERNS), st.integers(5, 60), st.floats(0.05, 0.5))
 

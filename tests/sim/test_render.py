@@ -30,6 +30,24 @@ def test_renders_chosen_envs_side_by_side_and_writes_mp4(tmp_path: Path) -> None
     assert len(frames) == 5 and frames[0].width == 320
 
 
+@pytest.mark.parametrize(("control_dt", "every", "fps"), [(0.02, 2, 25.0), (0.1, 1, 10.0),
+                                                         (0.01, 4, 25.0), (0.03, 2, 50 / 3)])
+def test_step_videos_keep_at_most_25_frames_a_second(tmp_path: Path, control_dt: float,
+                                                     every: int, fps: float) -> None:
+    rendered: list[int] = []
+
+    def render() -> np.ndarray:
+        rendered.append(len(rendered))
+        return np.zeros((8, 8, 3), dtype=np.uint8)
+
+    with VideoWriter.of_steps(tmp_path / "v.mp4", control_dt) as v:
+        for _ in range(8):
+            v.add(render)
+    assert (v.every, v.frames, len(rendered)) == (every, 8 // every, 8 // every)
+    with av.open(str(tmp_path / "v.mp4")) as container:
+        assert float(container.streams.video[0].average_rate) == pytest.approx(fps)
+
+
 def test_frames_follow_the_simulation() -> None:
     env = make_env("reach", 1)
     env.reset(seed=0)
