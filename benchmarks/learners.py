@@ -76,9 +76,9 @@ class Args:
     """The motion profile of joint targets on (``--env.motion.enabled``) for every learner
     and the demonstrations (``robot-rl record --motion``)."""
     shield_penalty: float = 0.0
-    """Weight of the ``shield`` reward term (-1 in each control step whose command a shield
-    layer changed) in every learner's env (the demonstrations keep the rewards they were
-    recorded with: the task's own); 0: off, the task's default (issue 48)."""
+    """Weight of the ``shield`` reward term (-1 in each control step whose motion a shield
+    layer reshaped: ``MOTION_LAYERS``) in every learner's env (the demonstrations keep the
+    rewards they were recorded with: the task's own); 0: off, the task's default (issue 48)."""
     eval_every: int = 20_000
     """Env steps between the learners' evaluations."""
     eval_episodes: int = 64

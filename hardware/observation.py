@@ -171,8 +171,9 @@ class TaskObserver:
         return obs if self._cols is None else obs[self._cols]
 
     def note_shield(self, acted: bool) -> None:
-        """Whether the shield changed this step's command (the ``shield`` reward term reads
-        it; False until told, as for recordings made without the shield's flags)."""
+        """Whether a layer of ``MOTION_LAYERS`` reshaped the action whose reward is read next
+        (the ``shield`` reward term reads it; False until told, as for recordings made
+        without the shield's flags)."""
         self.state.shield_active[0] = acted
 
     def reward_cost(self) -> tuple[float, float]:

@@ -107,6 +107,11 @@ class DeployConfig:
     rtprio limit; a refusal is logged and the loop runs without). 0: leave the scheduler."""
 
 
+def _motion_acted(flags: dict[str, np.ndarray]) -> bool:
+    """Whether a layer that reshapes the motion (``MOTION_LAYERS``) acted on the one robot."""
+    return any(bool(flags[n][0]) for n in MOTION_LAYERS if n in flags)
+
+
 class DeployRuntime:
     """Runs an exported policy on a robot (see module docstring)."""
 
@@ -182,6 +187,11 @@ class DeployRuntime:
         """(A,) the last applied action (after the shield's action layers); float32, as the
         env keeps it, so the shield's rate limit rounds alike on both sides."""
         self.prev_action = np.zeros(A, dtype=np.float32)
+        self._shield_acted = False
+        """Whether a layer of ``MOTION_LAYERS`` reshaped the last applied action, at its
+        policy step or at a tick since (the torque stage): the ``shield`` reward term of the
+        step after it, as the env charges it (the reward read at a policy step is that of
+        the last action)."""
         self.succeeded = False
         """The task's success test at the last policy step."""
         self.override: Override | None = None
@@ -238,6 +248,7 @@ class DeployRuntime:
             self._targets = None
             self.action = np.zeros_like(self.action)
             self.prev_action = np.zeros_like(self.prev_action)
+            self._shield_acted = False
             self.pipeline.reset(self._one, self._reading.q[None])
             self._reset_policy()  # a chunk begun before a hold is not resumed
             self._running = True
@@ -374,7 +385,9 @@ class DeployRuntime:
         t = self._targets
         if t is None:  # the first policy step since start is still running
             return self._hold_command(fresh_state=True)
-        values, _ = self.pipeline.command(t, arm, self.robot.interface)
+        values, flags = self.pipeline.command(t, arm, self.robot.interface)
+        if flags:  # the torque stage's layers (a torque controller) count for the reward
+            self._shield_acted |= _motion_acted(flags)
         gripper = None if t.gripper is None else float(t.gripper[0, 0])
         return JointCommand(self.robot.interface, values[0], gripper, hold=self._held)
 
@@ -433,8 +446,7 @@ class DeployRuntime:
                                  np.array([hold]))
         for name, flag in step.flags.items():
             st.shield[name] += bool(flag[0])
-        self.observer.note_shield(any(bool(step.flags[n][0]) for n in MOTION_LAYERS
-                                      if n in step.flags))
+        last_acted, self._shield_acted = self._shield_acted, _motion_acted(step.flags)
         self._targets, self._held = step.targets, bool(step.held[0])
         self.prev_action = self.action
         self.action = step.action[0].copy()
@@ -445,6 +457,7 @@ class DeployRuntime:
         yield "targets"
         self.succeeded = self.observer.success()
         if self.on_step is not None:  # the observer still holds this step's state
+            self.observer.note_shield(last_acted)  # the reward below is the last action's
             reward, cost = self.observer.reward_cost()
             self.on_step(PolicyStep(r, obs, np.asarray(a, dtype=np.float32).copy(),
                                     person is not None, self.action.astype(np.float32),

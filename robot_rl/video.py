@@ -29,6 +29,8 @@ class VideoWriter:
                  every: int = 1):
         import av
 
+        if every < 1:
+            raise ConfigError(f"every must be >= 1, got {every}")
         self.path = Path(path)
         if self.path.suffix.lower() != ".mp4":
             raise ConfigError(f"video path must end in .mp4, got {self.path}")
@@ -40,8 +42,6 @@ class VideoWriter:
         self.keyframe_interval = keyframe_interval
         self._stream: Any = None  # av's VideoStream, created with the first frame's size
         self.frames = 0
-        if every < 1:
-            raise ConfigError(f"every must be >= 1, got {every}")
         self.every = every
         self._calls = 0
 

@@ -129,8 +129,8 @@ class BatchedEnv:
         """Per-env number of steps whose action had NaN/inf entries (the env held instead)."""
         self._shield_count_rows = torch.zeros(len(LAYERS), E, dtype=torch.long, device=dev)
         self.shield_counts = {name: self._shield_count_rows[i] for i, name in enumerate(LAYERS)}
-        self._motion_rows = [LAYERS.index(name) for name in MOTION_LAYERS]
         """Per-env number of control steps in which each shield layer intervened."""
+        self._motion_rows = [LAYERS.index(name) for name in MOTION_LAYERS]
         self._no_flag = torch.zeros(E, dtype=torch.bool, device=dev)
         self.diverged_count = torch.zeros(E, dtype=torch.long, device=dev)
         """Per-env number of physics divergences caught by the guard."""
@@ -431,6 +431,7 @@ class BatchedEnv:
         u = torch.rand((n, lim.home.shape[0]), generator=self.gen, device=s.device, dtype=s.dtype)
         q = (lim.home + cfg.init_joint_noise * (2.0 * u - 1.0)).clamp(lim.q_min, lim.q_max)
         s.set_joint_pos(ids, q)
+        s.shield_active[ids] = False
         # Joint targets start at the pose (hold), torques at zero; a gripper the actions do not
         # drive stays closed, one they drive starts half open (action 0).
         arm_ctrl = q if self.pipeline.in_model else torch.zeros_like(q)

@@ -208,3 +208,38 @@ def test_reaches_the_goal_against_the_arm_in_its_own_process(reach_artifact):
         dist = np.linalg.norm(robot.ee_pos() - np.asarray(GOAL))
         assert robot.steps > 0  # the arm stepped in its own process
     assert dist < 0.03 and out["success"], out
+
+
+def test_the_shield_term_is_charged_to_the_action_the_shield_reshaped(reach_artifact,
+                                                                      scripted_robot,
+                                                                      monkeypatch):
+    """The reward read at a policy step is the last action's (as the env's step returns
+    it), so the shield term it carries is the last action's flag, not the new one's."""
+    from robot_rl.controllers import MOTION_LAYERS
+
+    r = scripted_robot
+    art = load_policy(reach_artifact)
+    rt = DeployRuntime(art, r, DeployConfig(goal=GOAL, rate_hz=art.control_hz,
+                                            sliced_policy=False))
+    acted: list[bool] = []
+    act = rt.pipeline.act
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        step = act(*args, **kwargs)
+        acted.append(any(bool(step.flags[n][0]) for n in MOTION_LAYERS if n in step.flags))
+        return step
+
+    noted: list[bool] = []
+    monkeypatch.setattr(rt.pipeline, "act", spy)
+    monkeypatch.setattr(rt.observer, "note_shield", noted.append)
+    steps: list = []
+    rt.on_step = steps.append
+    # a person's whole-step jump of every joint at the third step (the shield cuts it)
+    rt.override = lambda obs, reading, arm: np.full(art.act_dim, 1.0 if len(steps) == 2
+                                                    else 0.0)
+    q = np.asarray(r.spec.home, dtype=float)
+    for k in range(6):
+        r.set(q, stamp=k * rt.period)
+        rt.tick(r.observe(), now=k * rt.period)
+    assert len(steps) == 6 and acted[2]
+    assert noted == [False, *acted[:-1]]

@@ -1,5 +1,6 @@
-"""The ``shield`` reward term: -weight in each control step whose command a shield layer
-changed, in the env and in the robot's observation mirror (issue 48)."""
+"""The ``shield`` reward term: -weight in each control step whose motion a shield layer
+reshaped (``MOTION_LAYERS``), in the env, in the robot's observation mirror and in the
+deploy runtime's steps (issue 48)."""
 
 from __future__ import annotations
 
