@@ -40,7 +40,13 @@ from robot_rl.controllers.joint import JointController, JointImpedanceConfig, Jo
 from robot_rl.controllers.motion import MotionConfig, MotionProfile
 from robot_rl.controllers.osc import OperationalSpace, OSCConfig, cartesian_impedance
 from robot_rl.controllers.pd import pd_torque, realize_pd_in_model
-from robot_rl.controllers.shield import LAYERS, MOTION_LAYERS, SafetyShield, ShieldConfig
+from robot_rl.controllers.shield import (
+    LAYERS,
+    MOTION_LAYERS,
+    SafetyShield,
+    ShieldConfig,
+    motion_acted,
+)
 from robot_rl.controllers.watchdog import EStop, Watchdog
 
 __all__ = [
@@ -52,5 +58,5 @@ __all__ = [
     "JointVelocity", "JointVelocityConfig", "MotionConfig", "MotionProfile", "OSCConfig",
     "OperationalSpace", "SafetyShield",
     "ShieldConfig", "Targets", "Watchdog", "cartesian_impedance", "make_action_space",
-    "make_controller", "pd_torque", "realize_pd_in_model",
+    "make_controller", "motion_acted", "pd_torque", "realize_pd_in_model",
 ]

@@ -105,6 +105,17 @@ stochastic policy's exploration noise sets off the rate limit on its own)."""
 
 Flags = dict[str, Array]
 
+
+def motion_acted(flags: Flags, none: Array) -> Array:
+    """(E,) whether a layer of ``MOTION_LAYERS`` acted, from a step's flags (layers absent
+    from ``flags`` did not run); ``none`` (E,) is the all-False flag to start from. The
+    ``shield`` reward term's flag, in the env and in the deploy runtime alike."""
+    acted = none
+    for name in MOTION_LAYERS:
+        if name in flags:
+            acted = acted | flags[name]
+    return acted
+
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 """The dtypes the compiled action layers take (numpy; their own precision)."""
 

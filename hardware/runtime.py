@@ -53,7 +53,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from robot_rl.controllers import MOTION_LAYERS, EStop, Targets, Watchdog
+from robot_rl.controllers import EStop, Targets, Watchdog, motion_acted
 from robot_rl.controllers.arm_model import ArmModel
 from robot_rl.errors import ConfigError
 from robot_rl.export import Policy
@@ -105,11 +105,6 @@ class DeployConfig:
     realtime_priority: int = 0
     """SCHED_FIFO priority (1-99) of the loop thread in ``run`` (Linux; needs root or an
     rtprio limit; a refusal is logged and the loop runs without). 0: leave the scheduler."""
-
-
-def _motion_acted(flags: dict[str, np.ndarray]) -> bool:
-    """Whether a layer that reshapes the motion (``MOTION_LAYERS``) acted on the one robot."""
-    return any(bool(flags[n][0]) for n in MOTION_LAYERS if n in flags)
 
 
 class DeployRuntime:
@@ -187,6 +182,7 @@ class DeployRuntime:
         """(A,) the last applied action (after the shield's action layers); float32, as the
         env keeps it, so the shield's rate limit rounds alike on both sides."""
         self.prev_action = np.zeros(A, dtype=np.float32)
+        self._no_flag = np.zeros(1, dtype=bool)
         self._shield_acted = False
         """Whether a layer of ``MOTION_LAYERS`` reshaped the last applied action, at its
         policy step or at a tick since (the torque stage): the ``shield`` reward term of the
@@ -387,7 +383,7 @@ class DeployRuntime:
             return self._hold_command(fresh_state=True)
         values, flags = self.pipeline.command(t, arm, self.robot.interface)
         if flags:  # the torque stage's layers (a torque controller) count for the reward
-            self._shield_acted |= _motion_acted(flags)
+            self._shield_acted |= bool(motion_acted(flags, self._no_flag)[0])
         gripper = None if t.gripper is None else float(t.gripper[0, 0])
         return JointCommand(self.robot.interface, values[0], gripper, hold=self._held)
 
@@ -446,7 +442,8 @@ class DeployRuntime:
                                  np.array([hold]))
         for name, flag in step.flags.items():
             st.shield[name] += bool(flag[0])
-        last_acted, self._shield_acted = self._shield_acted, _motion_acted(step.flags)
+        last_acted = self._shield_acted
+        self._shield_acted = bool(motion_acted(step.flags, self._no_flag)[0])
         self._targets, self._held = step.targets, bool(step.held[0])
         self.prev_action = self.action
         self.action = step.action[0].copy()

@@ -33,7 +33,7 @@ import mujoco
 import numpy as np
 import torch
 
-from robot_rl.controllers import LAYERS, MOTION_LAYERS, Targets
+from robot_rl.controllers import LAYERS, Targets, motion_acted
 from robot_rl.controllers.arm_model import home_data
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.pipeline import ActionPipeline, ControlStep, make_action_pipeline
@@ -130,7 +130,6 @@ class BatchedEnv:
         self._shield_count_rows = torch.zeros(len(LAYERS), E, dtype=torch.long, device=dev)
         self.shield_counts = {name: self._shield_count_rows[i] for i, name in enumerate(LAYERS)}
         """Per-env number of control steps in which each shield layer intervened."""
-        self._motion_rows = [LAYERS.index(name) for name in MOTION_LAYERS]
         self._no_flag = torch.zeros(E, dtype=torch.bool, device=dev)
         self.diverged_count = torch.zeros(E, dtype=torch.long, device=dev)
         """Per-env number of physics divergences caught by the guard."""
@@ -245,9 +244,8 @@ class BatchedEnv:
             self.backend.step(cfg.decimation, current_sensors=self._current_sensors)
         state.episode_step += 1
         safety = {name: flags.get(name, self._no_flag) for name in LAYERS}
-        acted = torch.stack(list(safety.values()))  # (layers, E)
-        self._shield_count_rows += acted  # one add, all layers
-        state.shield_active = acted[self._motion_rows].any(dim=0)
+        self._shield_count_rows += torch.stack(list(safety.values()))  # one add, all layers
+        state.shield_active = motion_acted(safety, self._no_flag)
 
         bad = self.backend.diverged(cfg.guard_max_qvel)
         terms = self._terms()
