@@ -49,6 +49,11 @@ class Args:
     """Exported artifacts (``robot-rl export``) to measure in their training env."""
     toggle: bool = False
     """Artifacts: also with the motion profile the other way than trained."""
+    target_box: bool = False
+    """Push's experts in an end-effector space clip their targets into the task's box
+    (``robot-rl record --target-box``)."""
+    control_hz: float | None = None
+    """The experts' control rate [Hz] (default: each task's own, 50)."""
     episode_length: int | None = None
     """The experts' episodes in control steps (default: each task's own; the learners'
     tables run push for 300 and lift for 200)."""
@@ -115,12 +120,15 @@ def main(args: Args) -> None:
         for space in args.push_actions if task == "push" else ("task",):
             for style in args.styles:
                 for motion in (False, True):
+                    box = args.target_box and space != "task"
                     cases.append((
-                        f"{task} expert, {style}" + ("" if space == "task" else f", {space}"),
+                        f"{task} expert, {style}" + ("" if space == "task" else f", {space}")
+                        + (", target box" if box else "")
+                        + ("" if args.control_hz is None else f", {args.control_hz:g} Hz"),
                         "on" if motion else "off",
-                        lambda t=task, st=style, m=motion, sp=space: expert_policy(
-                            t, st, m, args.num_envs, 0, named_action(t, sp),
-                            args.episode_length)))
+                        lambda t=task, st=style, m=motion, sp=space, b=box: expert_policy(
+                            t, st, m, args.num_envs, 0, named_action(t, sp, b),
+                            args.episode_length, args.control_hz)))
     for path in args.artifacts:
         trained = bool(_trained_env(path).get("motion", {}).get("enabled", False))
         on, off = ("on", "off") if trained else ("off", "on")

@@ -69,6 +69,9 @@ class Args:
     action: ActionName = "task"
     """The action space every learner acts in (the demonstrations are recorded in it): the
     task's own (joint-delta), ee-delta or ee-position (``robot-rl record --action``)."""
+    target_box: bool = False
+    """With an end-effector action: its targets clipped into the task's box (``robot-rl
+    record --target-box``), for every learner and the demonstrations."""
     control_hz: float = 50.0
     """The rate every learner (and the demonstrations) acts at [Hz]: the physics step times
     the task's decimation; each episode keeps its length in seconds."""
@@ -138,6 +141,7 @@ def _space(args: Args) -> list[str]:
     """The table's action space and motion profile as parts of its names (none for the
     task's own space without the profile)."""
     return (([] if args.action == "task" else [args.action])
+            + (["box"] if args.target_box else [])
             + ([] if args.control_hz == 50.0 else [f"{args.control_hz:g}hz"])
             + (["motion"] if args.motion else [])
             + ([f"shield{args.shield_penalty:g}"] if args.shield_penalty else []))
@@ -161,7 +165,7 @@ def _env(args: Args) -> TaskConfig:
     from robot_rl.sim import make_task_config
     from robot_rl.sim.tasks.base import decimation_for
 
-    action = named_action(args.task, args.action)
+    action = named_action(args.task, args.action, args.target_box)
     cfg = make_task_config(args.task, motion=MotionConfig(enabled=args.motion),
                            **({} if action is None else {"action": action}))
     cfg.decimation = decimation_for(args.control_hz, cfg.physics_dt)
@@ -192,6 +196,7 @@ def dataset(args: Args, console: Console) -> Path:
         console.print(f"recording {args.demos} {args.style} demonstrations of {args.task}...")
         record(RecordConfig(task=args.task, teleop="expert", expert_style=args.style,  # type: ignore[arg-type]
                             episodes=args.demos, out=out, action=args.action,
+                            target_box=args.target_box,
                             motion=args.motion, control_hz=args.control_hz,
                             episode_length=_env(args).episode_length, success_only=True,
                             seed=args.seed, progress=False), console=Console(quiet=True))

@@ -8,7 +8,7 @@ same objects serve one sample at deploy time (E = 1), with numpy or torch arrays
     joint_delta     a[:n] -> q_target = q + scale * a                      (joint targets)
     joint_velocity  a[:n] -> q_ref += scale * a * dt, kept within ``max_lead`` of q
                                                                            (joint targets)
-    ee_delta        a[:3] -> p_target = p + pos_scale * a,
+    ee_delta        a[:3] -> p_target = p + pos_scale * a, clipped into a box if set,
                     a[3:6] -> R_target = exp(rot_scale * a) R               (pose targets)
     ee_pose         a[:3] -> p_target in the box [lo, hi] (a = -1 .. +1),
                     a[3:6] -> R_target = exp(max_angle * a) R_home          (pose targets)
@@ -78,6 +78,14 @@ class EEDeltaConfig:
     rotation: bool = True
     """Include the three rotation actions; without them the target orientation is the home
     orientation."""
+    box_lo: Vec3 | None = None
+    """Lower corner of the target box, world frame [m]: every position target is clipped
+    into [box_lo, box_hi] before the shield sees it, as SERL's robot envs clip each pose
+    target into their safety box (``clip_safety_box``; position only here). Put it where the
+    shield passes a hand at rest (above the table by the hand's depth below the site), and
+    the policy's whole action box is within what the shield passes. None: no box."""
+    box_hi: Vec3 | None = None
+    """Upper corner of the target box, world frame [m] (with ``box_lo``; None: no box)."""
     gripper: bool = True
     """Append a gripper action (-1 open, +1 closed) if the robot has a gripper."""
 
@@ -278,6 +286,24 @@ class JointVelocity(_JointTargets):
         return Targets("joint", joint=self._ref)
 
 
+_NO_BOX = np.array([[-np.inf] * 3, [np.inf] * 3])
+"""(2, 3) a target box that clips nothing."""
+
+
+def target_box(lo: Vec3 | None, hi: Vec3 | None) -> np.ndarray:
+    """(2, 3) [lo; hi] of a target box config (no box: -inf .. inf); ConfigError when only
+    one corner is given or a side is empty."""
+    if lo is None and hi is None:
+        return _NO_BOX.copy()
+    if lo is None or hi is None:
+        raise ConfigError("the target box needs both box_lo and box_hi (or neither)")
+    box = np.array([lo, hi], dtype=np.float64)
+    if box.shape != (2, 3) or np.any(box[0] >= box[1]):
+        raise ConfigError(f"the target box needs box_lo < box_hi on x, y and z, got {lo} and "
+                          f"{hi}")
+    return box
+
+
 class _PoseTargets(ActionSpace):
     kind: TargetKind = "pose"
 
@@ -290,15 +316,17 @@ class _PoseTargets(ActionSpace):
 
     @abc.abstractmethod
     def pose_map(self, state: ArmState) -> tuple[np.ndarray, np.ndarray, np.ndarray, float,
-                                                 bool]:
+                                                 bool, np.ndarray]:
         """The mapping as the compiled path takes it (``fused_compiled.pose_act``), numpy
-        float64: (pos_base (B, 3), pos_scale (3,), rot_base (B', 3, 3), rot_scale, rotation)
-        with p = pos_base + pos_scale * a[:3] and R = exp(rot_scale a[3:6]) rot_base (B and
-        B' each 1 or E)."""
+        float64: (pos_base (B, 3), pos_scale (3,), rot_base (B', 3, 3), rot_scale, rotation,
+        box (2, 3)) with p = clip(pos_base + pos_scale * a[:3], box[0], box[1]) and
+        R = exp(rot_scale a[3:6]) rot_base (B and B' each 1 or E; an axis without a box is
+        -inf .. inf)."""
 
 
 class EEDelta(_PoseTargets):
-    """p_target = p + pos_scale * a[:3]; R_target = exp(rot_scale * a[3:6]) R."""
+    """p_target = clip(p + pos_scale * a[:3], box_lo, box_hi);
+    R_target = exp(rot_scale * a[3:6]) R."""
 
     def __init__(self, cfg: EEDeltaConfig, robot: RobotSpec):
         super().__init__(robot, cfg.gripper, cfg.rotation)
@@ -306,9 +334,17 @@ class EEDelta(_PoseTargets):
             raise ConfigError("ee_delta pos_scale and rot_scale must be positive")
         self.pos_scale, self.rot_scale = cfg.pos_scale, cfg.rot_scale
         self._pos_scale3 = np.full(3, float(cfg.pos_scale))
+        self.box = target_box(cfg.box_lo, cfg.box_hi)
+        self._boxed = bool(np.isfinite(self.box).any())
+
+    def _constants(self) -> dict[str, np.ndarray]:
+        return {**super()._constants(), "box_lo": self.box[0], "box_hi": self.box[1]}
 
     def _arm(self, action: Array, state: ArmState) -> Targets:
         pos = state.ee_pos + self.pos_scale * action[:, :3]
+        if self._boxed:
+            k = self._k(pos)
+            pos = clip(pos, lo=k["box_lo"], hi=k["box_hi"])
         if self.rotation:
             rot = axis_angle_to_mat(self.rot_scale * action[:, 3:6]) @ state.ee_rot
         else:
@@ -316,9 +352,10 @@ class EEDelta(_PoseTargets):
         return Targets("pose", pos=pos, rot=rot)
 
     def pose_map(self, state: ArmState) -> tuple[np.ndarray, np.ndarray, np.ndarray, float,
-                                                 bool]:
+                                                 bool, np.ndarray]:
         rot = state.ee_rot if self.rotation else self._home_rot[None]
-        return state.ee_pos, self._pos_scale3, rot, float(self.rot_scale), self.rotation
+        return (state.ee_pos, self._pos_scale3, rot, float(self.rot_scale), self.rotation,
+                self.box)
 
 
 class EEPose(_PoseTargets):
@@ -346,9 +383,9 @@ class EEPose(_PoseTargets):
         return Targets("pose", pos=pos, rot=rot)
 
     def pose_map(self, state: ArmState) -> tuple[np.ndarray, np.ndarray, np.ndarray, float,
-                                                 bool]:
+                                                 bool, np.ndarray]:
         return (self._mid[None], self._half, self._home_rot[None], float(self.max_angle),
-                self.rotation)
+                self.rotation, _NO_BOX)
 
 
 class JointTorque(ActionSpace):

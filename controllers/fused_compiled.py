@@ -14,12 +14,13 @@ Shapes: E arms, A action dims, n joints; B and B' each 1 (one base for all arms)
     pose_act(action (E, A) float32 or float64, prev (E, A) same dtype, max_delta (< 0: no
              rate limit), hold (E,) bool: hold still besides NaN rows, pos_base (B, 3),
              pos_scale (3,), rot_base (B', 3, 3), rot_scale, rotation (bool),
-             ee_pos (E, 3), ee_rot (E, 3, 3), jac (E, 6, n), qd (E, n),
+             target_box (2, 3): the action space's box (-inf .. inf: none), ee_pos (E, 3), ee_rot (E, 3, 3), jac (E, 6, n), qd (E, n),
              box (2, 3), hand (H, 3), pose_scalars (floor_height, brake_accel_ee))
         -> (applied (E, A) in the action's dtype, flags (E, 5): invalid (the NaN guard),
             action_bounds, rate_limit, workspace, table_floor, pos (E, 3), rot (E, 3, 3))
         The action layers (``actions_compiled``), the pose action space (p = base + scale *
-        a[:3], R = exp(rot_scale a[3:6]) R_base, or R_base without rotation), the hold pose
+        a[:3] clipped into the target box, R = exp(rot_scale a[3:6]) R_base, or R_base without
+        rotation), the hold pose
         for held rows (invalid or ``hold``: where the arm is), the pose-target layer
         (``targets_compiled``).
     osc_command(pos_t (E, 3), rot_t (E, 3, 3), ee_rot (E, 3, 3), kp (6,), kd (6,), home (n,),
@@ -45,7 +46,8 @@ from robot_rl.controllers.targets_compiled import axis_angle_to_mat, pose_target
 @numba.njit(nogil=True, cache=True)
 def pose_act(action: np.ndarray, prev: np.ndarray, max_delta: float, hold: np.ndarray,
              pos_base: np.ndarray, pos_scale: np.ndarray, rot_base: np.ndarray,
-             rot_scale: float, rotation: bool, ee_pos: np.ndarray, ee_rot: np.ndarray,
+             rot_scale: float, rotation: bool, target_box: np.ndarray, ee_pos: np.ndarray,
+             ee_rot: np.ndarray,
              jac: np.ndarray, qd: np.ndarray, box: np.ndarray, hand: np.ndarray,
              pose_scalars: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -67,7 +69,8 @@ def pose_act(action: np.ndarray, prev: np.ndarray, max_delta: float, hold: np.nd
         else:
             bp, br = min(e, last_p), min(e, last_r)
             for r in range(3):
-                pos[e, r] = pos_base[bp, r] + pos_scale[r] * np.float64(applied[e, r])
+                p = pos_base[bp, r] + pos_scale[r] * np.float64(applied[e, r])
+                pos[e, r] = min(max(p, target_box[0, r]), target_box[1, r])
             if rotation:
                 rot[e] = matmul(turn[e], rot_base[br])
             else:
@@ -112,7 +115,8 @@ def warm_up(n: int) -> None:
     for dtype in (np.float32, np.float64):
         delta: float = dtype(0.1)  # type: ignore[assignment]  # the dtype's own scalar
         pose_act(z((1, 6), dtype), z((1, 6), dtype), delta, z(1, np.bool_), z((1, 3)),
-                 np.ones(3), eye3, 0.5, True, z((1, 3)), eye3.copy(), z((1, 6, n)),
+                 np.ones(3), eye3, 0.5, True, np.array([[-np.inf] * 3, [np.inf] * 3]),
+                 z((1, 3)), eye3.copy(), z((1, 6, n)),
                  z((1, n)), np.array([[-1.0] * 3, [1.0] * 3]), z((1, 3)),
                  np.array([0.0, 1.0]))
     osc_command(z((1, 3)), eye3, eye3.copy(), np.ones(6), np.ones(6), z(n),

@@ -219,10 +219,10 @@ class ActionPipeline:
         E = arm.q.shape[0]
         held_in = np.zeros(E, dtype=np.bool_) if hold is None else arg(np.asarray(hold),
                                                                         np.bool_)
-        pos_base, pos_scale, rot_base, rot_scale, rotation = space.pose_map(arm)
+        pos_base, pos_scale, rot_base, rot_scale, rotation, box = space.pose_map(arm)
         applied, fl, pos, rot = fused_compiled.pose_act(
             *layers, held_in, arg(pos_base), arg(pos_scale), arg(rot_base), rot_scale,
-            rotation, arg(arm.ee_pos), arg(arm.ee_rot), arg(arm.jac), arg(arm.qd),
+            rotation, box, arg(arm.ee_pos), arg(arm.ee_rot), arg(arm.jac), arg(arm.qd),
             *shield.pose_packed)
         invalid = fl[:, 0]
         flags = shield.action_flags(invalid, fl[:, 1], fl[:, 2])

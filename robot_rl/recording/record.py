@@ -43,7 +43,7 @@ from robot_rl.data.format import DEFAULT_KEYFRAME_INTERVAL, DatasetSpec, camera_
 from robot_rl.data.writer import DatasetWriter
 from robot_rl.errors import ConfigError
 from robot_rl.recording.pacing import Pacing, SuccessEnds
-from robot_rl.sim import make_env, make_task_config
+from robot_rl.sim import get_task, make_env, make_task_config
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.experts import Expert, ExpertStyle, make_expert
 from robot_rl.sim.randomization import DRPreset
@@ -53,16 +53,25 @@ TeleopKind = Literal["keyboard", "spacemouse", "gamepad", "expert"]
 ActionName = Literal["task", "joint-delta", "ee-delta", "ee-position"]
 
 
-def named_action(task: str, name: ActionName) -> ActionConfig | None:
+def named_action(task: str, name: ActionName, box: bool = False) -> ActionConfig | None:
     """The action space ``name`` of ``task`` with the task's gripper choice (None: the
     task's own): joint-delta, ee-delta (end-effector position and rotation offsets) or
-    ee-position (position offsets; the hand keeps its home orientation)."""
+    ee-position (position offsets; the hand keeps its home orientation). ``box``: the
+    end-effector spaces clip their targets into the task's box (``TaskDef.ee_box``;
+    ConfigError for another space or a task without one)."""
+    corners: dict[str, Any] = {}
+    if box:
+        ee_box = get_task(task).ee_box
+        if not name.startswith("ee-") or ee_box is None:
+            raise ConfigError(f"a target box is for the end-effector action spaces of a task "
+                              f"with one (push); got action {name!r} of task {task!r}")
+        corners = {"box_lo": ee_box[0], "box_hi": ee_box[1]}
     if name == "task":
         return None
     gripper = make_task_config(task).action.gripper
     if name == "joint-delta":
         return JointDeltaConfig(gripper=gripper)
-    return EEDeltaConfig(rotation=name == "ee-delta", gripper=gripper)
+    return EEDeltaConfig(rotation=name == "ee-delta", gripper=gripper, **corners)
 
 
 def making_overrides(making: dict[str, Any]) -> dict[str, Any]:
@@ -131,6 +140,10 @@ class RecordConfig:
     """The action space the demonstrations are recorded in: the task's own, joint-delta,
     ee-delta (end-effector position and rotation offsets) or ee-position (position offsets;
     the hand keeps its home orientation). Learners from the dataset act in it."""
+    target_box: bool = False
+    """With --action ee-delta or ee-position: clip every end-effector target into the task's
+    box (the hand stays above the table where the task's work is), as SERL's robot envs
+    do; learners from the dataset act with it."""
     motion: bool | None = None
     """Record with the motion profile of joint targets on (``--env.motion.enabled`` of the
     learners; None: the task's own setting). Learners from the dataset act with it."""
@@ -270,7 +283,7 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
     steps = cfg.episode_length if pacing is None else \
         pacing.steps(control_dt, cfg.episode_length)
     env = make_recording_env(cfg.task, cfg.dr, steps, cfg.seed,
-                             named_action(cfg.task, cfg.action), cfg.motion, cfg.control_hz)
+                             named_action(cfg.task, cfg.action, cfg.target_box), cfg.motion, cfg.control_hz)
     h, w = cfg.camera_size
     spec = dataset_spec(env, tuple((c, h, w) for c in cfg.cameras),
                         {"dr": cfg.dr, "episode_length": env.cfg.episode_length,

@@ -248,3 +248,7 @@ class TaskDef:
     """Terms of the ``critic`` observation group beyond the policy's (see module docstring)."""
     modal_expert: ModalExpert | None = None
     """The expert's multimodal variant (``robot-rl record --expert-style multimodal``)."""
+    ee_box: tuple[Vec3, Vec3] | None = None
+    """(lo, hi) world-frame box of the end-effector site for the end-effector action spaces'
+    target box (``EEDeltaConfig.box_lo/hi``; ``robot-rl record --target-box``): where the
+    task's work is, with the hand at rest above the table; None: the task has none."""

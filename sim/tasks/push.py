@@ -248,4 +248,8 @@ TASK = TaskDef(
     terminated=terms.fell_off_table("puck_pos"),
     expert=expert,
     modal_expert=ModalExpert(modes=2, act=around_expert),
+    # The puck's and the goal's boxes with room behind the puck, and a floor where the hand
+    # (its lowest corner 8.8 mm below the site at the home orientation) stays 11 mm above
+    # the shield's floor (5 mm) at rest while still meeting the puck (4 cm high).
+    ee_box=((0.25, -0.45, 0.025), (0.8, 0.45, 0.5)),
 )

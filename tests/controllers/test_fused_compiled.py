@@ -22,6 +22,8 @@ _SPACES = {
     "ee_pose_no_rotation": EEPoseConfig(gripper=False, rotation=False),
     "ee_delta": EEDeltaConfig(gripper=True),
     "ee_delta_no_rotation": EEDeltaConfig(gripper=False, rotation=False),
+    "ee_delta_box": EEDeltaConfig(gripper=False, box_lo=(0.2, -0.3, 0.3),
+                                  box_hi=(0.6, 0.3, 0.6)),
 }
 
 

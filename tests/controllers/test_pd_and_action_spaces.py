@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import mujoco
 import numpy as np
+import pytest
 import torch
 
 from robot_rl.controllers import (
@@ -21,6 +24,7 @@ from robot_rl.controllers import (
     pd_torque,
     realize_pd_in_model,
 )
+from robot_rl.errors import ConfigError
 from robot_rl.sim import get_robot
 from robot_rl.sim.scene import SceneBuilder
 
@@ -137,3 +141,26 @@ def test_ee_delta_and_pose_targets() -> None:
     torch.testing.assert_close(t.pos, torch.tensor([[0.2, 0.4, 0.3]], dtype=torch.float64))
     hold = pose.hold(s)
     torch.testing.assert_close(hold.pos, s.ee_pos)
+
+
+def test_ee_delta_clips_targets_into_its_box_and_holds_where_the_arm_is() -> None:
+    robot = get_robot("arm7")
+    s = _arm_state(torch.tensor([robot.home], dtype=torch.float64))
+    s.ee_pos = torch.tensor([[0.5, 0.0, 0.03]], dtype=torch.float64)  # below the box's floor
+    cfg = EEDeltaConfig(pos_scale=0.05, rotation=False, gripper=False,
+                        box_lo=(0.3, -0.2, 0.025), box_hi=(0.52, 0.2, 0.4))
+    space = EEDelta(cfg, robot)
+    a = torch.tensor([[1.0, -1.0, -1.0], [-1.0, 0.5, 1.0]], dtype=torch.float64)
+    s2 = _arm_state(torch.tensor([robot.home] * 2, dtype=torch.float64))
+    s2.ee_pos = torch.tensor([[0.5, 0.0, 0.03], [0.5, 0.0, 0.03]], dtype=torch.float64)
+    want = [[0.52, -0.05, 0.025], [0.45, 0.025, 0.08]]  # x to the box, z to its floor
+    torch.testing.assert_close(space(a, s2).pos, torch.tensor(want, dtype=torch.float64))
+    np.testing.assert_allclose(space(a.numpy(), s2.numpy()).pos, want)  # the numpy path
+    # the hold pose is where the arm is, even outside the box
+    torch.testing.assert_close(space.hold(s).pos, s.ee_pos)
+    no_box = EEDelta(dataclasses.replace(cfg, box_lo=None, box_hi=None), robot)
+    torch.testing.assert_close(no_box(a, s2).pos[0], torch.tensor([0.55, -0.05, -0.02],
+                                                                   dtype=torch.float64))
+    for lo, hi in (((0.3, -0.2, 0.025), None), ((0.3, 0.2, 0.025), (0.52, 0.2, 0.4))):
+        with pytest.raises(ConfigError, match="target box"):
+            EEDelta(dataclasses.replace(cfg, box_lo=lo, box_hi=hi), robot)

@@ -102,22 +102,43 @@ def test_next_observation_is_the_following_frame_and_the_final_one_at_the_end(pu
 
 
 def test_a_recording_in_another_action_space_replays_and_learners_act_in_it(tmp_path):
-    """``--action ee-position``: the dataset records its action space; replay, and the env
-    a learner from it evaluates in (``make_eval_env``), act in that space, not the task's."""
+    """``--action ee-position --target-box``: the dataset records its action space with the
+    task's target box; replay, and the env a learner from it evaluates in
+    (``make_eval_env``), act in that space, not the task's."""
     from robot_rl.bc import make_eval_env
     from robot_rl.controllers import EEDeltaConfig
+    from robot_rl.sim import get_task
 
     out = tmp_path / "ee"
     record(RecordConfig(task="push", teleop="expert", episodes=2, out=out, progress=False,
-                        episode_length=EP_LEN, action="ee-position"))
+                        episode_length=EP_LEN, action="ee-position", target_box=True))
     ds = Dataset(out)
     assert ds.spec is not None and ds.spec.action_names == ("ee.x", "ee.y", "ee.z")
     r = replay_episode(ds, 1)
     assert r.frames == EP_LEN and r.max_obs_error < 1e-6
     env = make_eval_env(ds, 2, seed=0)
     assert env is not None and env.act_dim == 3
-    assert env.cfg.action == EEDeltaConfig(rotation=False, gripper=False)
+    lo, hi = get_task("push").ee_box or ((), ())
+    assert env.cfg.action == EEDeltaConfig(rotation=False, gripper=False, box_lo=lo,
+                                           box_hi=hi)
     assert env.cfg.episode_length == EP_LEN
+
+
+def test_named_action_spaces_and_the_target_box() -> None:
+    from robot_rl.controllers import EEDeltaConfig, JointDeltaConfig
+    from robot_rl.recording.record import named_action
+
+    assert named_action("push", "task") is None
+    assert named_action("push", "joint-delta") == JointDeltaConfig(gripper=False)
+    plain = named_action("push", "ee-delta")
+    assert isinstance(plain, EEDeltaConfig) and plain.rotation and plain.box_lo is None
+    boxed = named_action("push", "ee-position", box=True)
+    assert isinstance(boxed, EEDeltaConfig) and not boxed.rotation
+    assert boxed.box_lo is not None and boxed.box_hi is not None
+    assert all(lo < hi for lo, hi in zip(boxed.box_lo, boxed.box_hi, strict=True))
+    for task, name in (("push", "joint-delta"), ("push", "task"), ("reach", "ee-position")):
+        with pytest.raises(ConfigError, match="target box"):
+            named_action(task, name, box=True)  # type: ignore[arg-type]
 
 
 def test_a_recording_with_the_motion_profile_replays_and_learners_act_with_it(tmp_path):
