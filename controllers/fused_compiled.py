@@ -14,7 +14,8 @@ Shapes: E arms, A action dims, n joints; B and B' each 1 (one base for all arms)
     pose_act(action (E, A) float32 or float64, prev (E, A) same dtype, max_delta (< 0: no
              rate limit), hold (E,) bool: hold still besides NaN rows, pos_base (B, 3),
              pos_scale (3,), rot_base (B', 3, 3), rot_scale, rotation (bool),
-             target_box (2, 3): the action space's box (-inf .. inf: none), ee_pos (E, 3), ee_rot (E, 3, 3), jac (E, 6, n), qd (E, n),
+             target_box (2, 3): the action space's box (-inf .. inf: none), ee_pos (E, 3),
+             ee_rot (E, 3, 3), jac (E, 6, n), qd (E, n),
              box (2, 3), hand (H, 3), pose_scalars (floor_height, brake_accel_ee))
         -> (applied (E, A) in the action's dtype, flags (E, 5): invalid (the NaN guard),
             action_bounds, rate_limit, workspace, table_floor, pos (E, 3), rot (E, 3, 3))

@@ -283,7 +283,8 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
     steps = cfg.episode_length if pacing is None else \
         pacing.steps(control_dt, cfg.episode_length)
     env = make_recording_env(cfg.task, cfg.dr, steps, cfg.seed,
-                             named_action(cfg.task, cfg.action, cfg.target_box), cfg.motion, cfg.control_hz)
+                             named_action(cfg.task, cfg.action, cfg.target_box), cfg.motion,
+                             cfg.control_hz)
     h, w = cfg.camera_size
     spec = dataset_spec(env, tuple((c, h, w) for c in cfg.cameras),
                         {"dr": cfg.dr, "episode_length": env.cfg.episode_length,
