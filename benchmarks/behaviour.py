@@ -54,6 +54,8 @@ class Args:
     (``robot-rl record --target-box``)."""
     control_hz: float | None = None
     """The experts' control rate [Hz] (default: each task's own, 50)."""
+    ramp: bool = False
+    """The experts' joint commands ramped over each control step (``--env.motion.ramp``)."""
     episode_length: int | None = None
     """The experts' episodes in control steps (default: each task's own; the learners'
     tables run push for 300 and lift for 200)."""
@@ -124,11 +126,12 @@ def main(args: Args) -> None:
                     cases.append((
                         f"{task} expert, {style}" + ("" if space == "task" else f", {space}")
                         + (", target box" if box else "")
-                        + ("" if args.control_hz is None else f", {args.control_hz:g} Hz"),
+                        + ("" if args.control_hz is None else f", {args.control_hz:g} Hz")
+                        + (", ramped" if args.ramp else ""),
                         "on" if motion else "off",
                         lambda t=task, st=style, m=motion, sp=space, b=box: expert_policy(
                             t, st, m, args.num_envs, 0, named_action(t, sp, b),
-                            args.episode_length, args.control_hz)))
+                            args.episode_length, args.control_hz, args.ramp)))
     for path in args.artifacts:
         trained = bool(_trained_env(path).get("motion", {}).get("enabled", False))
         on, off = ("on", "off") if trained else ("off", "on")

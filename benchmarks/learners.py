@@ -78,6 +78,9 @@ class Args:
     motion: bool = False
     """The motion profile of joint targets on (``--env.motion.enabled``) for every learner
     and the demonstrations (``robot-rl record --motion``)."""
+    ramp: bool = False
+    """Joint commands ramped over each control step (``--env.motion.ramp``, ``robot-rl
+    record --ramp``) for every learner and the demonstrations."""
     shield_penalty: float = 0.0
     """Weight of the ``shield`` reward term (-1 in each control step whose motion a shield
     layer reshaped: ``MOTION_LAYERS``) in every learner's env (the demonstrations keep the
@@ -144,6 +147,7 @@ def _space(args: Args) -> list[str]:
             + (["box"] if args.target_box else [])
             + ([] if args.control_hz == 50.0 else [f"{args.control_hz:g}hz"])
             + (["motion"] if args.motion else [])
+            + (["ramp"] if args.ramp else [])
             + ([f"shield{args.shield_penalty:g}"] if args.shield_penalty else []))
 
 
@@ -166,7 +170,7 @@ def _env(args: Args) -> TaskConfig:
     from robot_rl.sim.tasks.base import decimation_for
 
     action = named_action(args.task, args.action, args.target_box)
-    cfg = make_task_config(args.task, motion=MotionConfig(enabled=args.motion),
+    cfg = make_task_config(args.task, motion=MotionConfig(enabled=args.motion, ramp=args.ramp),
                            **({} if action is None else {"action": action}))
     cfg.decimation = decimation_for(args.control_hz, cfg.physics_dt)
     cfg.episode_length = round(EPISODE_SECONDS[args.task] / cfg.control_dt)
@@ -197,7 +201,8 @@ def dataset(args: Args, console: Console) -> Path:
         record(RecordConfig(task=args.task, teleop="expert", expert_style=args.style,  # type: ignore[arg-type]
                             episodes=args.demos, out=out, action=args.action,
                             target_box=args.target_box,
-                            motion=args.motion, control_hz=args.control_hz,
+                            motion=args.motion, ramp=args.ramp,
+                            control_hz=args.control_hz,
                             episode_length=_env(args).episode_length, success_only=True,
                             seed=args.seed, progress=False), console=Console(quiet=True))
     return out
@@ -398,6 +403,7 @@ def table(args: Args, console: Console) -> None:
     space = "the task's action space" if args.action == "task" else args.action
     space += f" at {args.control_hz:g} Hz"
     space += ", motion profile on" if args.motion else ""
+    space += ", ramped commands" if args.ramp else ""
     t = Table(title=f"{args.task} in {space}, {args.demos} {args.style} demonstrations: env "
                     f"steps (s) to success in {args.eval_episodes}-episode evaluations; "
                     f"final success over fresh episodes", title_justify="left")

@@ -127,6 +127,8 @@ class Targets:
     joint: (E, n) joint position targets [rad] (kind "joint") or joint torques [Nm] ("torque")
     pos, rot: (E, 3) and (E, 3, 3) end-effector pose targets, world frame (kind "pose")
     gripper: (E, 1) gripper actuator control, or None without a gripper action
+    start: (E, n) where a ramped joint command starts (``MotionConfig.ramp``): over the
+        control period the command moves from ``start`` to ``joint`` (``at``); None: held
     """
 
     kind: TargetKind
@@ -134,12 +136,21 @@ class Targets:
     pos: Array | None = None
     rot: Array | None = None
     gripper: Array | None = None
+    start: Array | None = None
 
     def numpy(self) -> Targets:
         """The same targets as numpy arrays (zero-copy views of CPU tensors)."""
         conv = to_numpy
         return Targets(self.kind, conv(self.joint), conv(self.pos), conv(self.rot),
-                       conv(self.gripper))
+                       conv(self.gripper), conv(self.start))
+
+    def at(self, phase: float) -> Targets:
+        """The targets at ``phase`` (0 .. 1] of the control period: a ramped joint command
+        start + phase (joint - start), reaching ``joint`` at 1; held targets as they are."""
+        if self.start is None or self.joint is None:
+            return self
+        joint = self.start + (self.joint - self.start) * min(max(phase, 0.0), 1.0)
+        return Targets(self.kind, joint, self.pos, self.rot, self.gripper)
 
     def where(self, mask: Array, other: Targets) -> Targets:
         """Rows of ``other`` where ``mask`` (E,) is true, else these rows."""
@@ -152,7 +163,8 @@ class Targets:
             return xp.where(m, b, a)
 
         return Targets(self.kind, pick(self.joint, other.joint), pick(self.pos, other.pos),
-                       pick(self.rot, other.rot), pick(self.gripper, other.gripper))
+                       pick(self.rot, other.rot), pick(self.gripper, other.gripper),
+                       pick(self.start, other.start))
 
 
 class ActionSpace(abc.ABC):

@@ -50,6 +50,15 @@ class MotionConfig:
     """The profile's joint acceleration, as a fraction of the shield's ``max_joint_accel``."""
     speed_fraction: float = 0.9
     """The profile's joint speed limit, as a fraction of the shield's speed limit."""
+    ramp: bool = False
+    """Ramp each control step's joint command over the step (joint targets; with the
+    profile or without): the command moves at a constant speed from the PD law's steady
+    lead to the target, which the joint reaches as the next step begins, instead of jumping
+    to the target and holding it. A real arm's driver interpolates a slow command stream
+    the same way. The shield and the profile model the command as the speed
+    (q_target - q) / (lag + control_dt) (``SafetyShield.ramp``). Where the control period is
+    longer than the PD law's lag (0.05 s; at 20 Hz and below), a held target makes the joint
+    arrive and stop within each step. False: held (the runs before 2026-11-28)."""
 
     def __post_init__(self) -> None:
         for name in ("accel_fraction", "speed_fraction"):

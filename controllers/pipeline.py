@@ -11,8 +11,9 @@ the compiled model; nothing about acting is written twice. Its stages:
                       -> motion profile (joint targets, where enabled: controllers.motion)
                       -> shield.filter_targets    workspace, joint limits, speed, torque, floor
         -> ControlStep(action, targets, invalid, held, flags)
-    command(targets, arm, interface)                              at the command rate
-        joint targets: position -> the targets; velocity -> velocity_servo (controllers.servo)
+    command(targets, arm, interface, phase)                       at the command rate
+        joint targets (ramped over the period with ``MotionConfig.ramp``: ``Targets.at``):
+            position -> the targets; velocity -> velocity_servo (controllers.servo)
         torque controllers: effort -> controller.torque -> shield.filter_torque
         -> ((E, n) joint command, flags)
     hold_command(interface, q_hold, arm)                          the hold law
@@ -201,6 +202,12 @@ class ActionPipeline:
         targets, target_flags = self.shield.filter_targets(targets, arm, track)
         if profiled is not None and track is not None and not self.shield.cfg.enabled:
             track.v = profiled
+        if track is not None and self.shield.ramp > 0:
+            # the ramp starts at the PD law's steady lead for the command's speed:
+            # q + v lag = q + (q* - q) lag / (lag + ramp) = q + (q* - q) kp_t / kp
+            k = self.shield.limits(arm.q)
+            assert targets.joint is not None
+            targets.start = arm.q + (targets.joint - arm.q) * (k["kp_t"] / k["kp"])
         flags.update(target_flags)
         return ControlStep(applied, targets, invalid, held, flags)
 
@@ -233,9 +240,12 @@ class ActionPipeline:
         targets = Targets("pose", pos=pos, rot=rot, gripper=space.gripper(applied, arm))
         return ControlStep(applied, targets, invalid, held, flags)
 
-    def command(self, targets: Targets, arm: ArmState, interface: CommandInterface
-                ) -> tuple[Array, Flags]:
-        """((E, n) joint command for ``interface``, the torque layers' flags)."""
+    def command(self, targets: Targets, arm: ArmState, interface: CommandInterface,
+                phase: float = 1.0) -> tuple[Array, Flags]:
+        """((E, n) joint command for ``interface``, the torque layers' flags) at ``phase``
+        (0 .. 1] of the control period (a ramped joint command moves with it:
+        ``Targets.at``; held targets do not)."""
+        targets = targets.at(phase)
         if interface not in self.interfaces:
             raise ConfigError(f"controller {type(self.controller).__name__} drives "
                               f"{' or '.join(self.interfaces)} interfaces, not {interface!r}")
@@ -295,8 +305,13 @@ def make_action_pipeline(cfg: ControlSource, robot: RobotSpec) -> ActionPipeline
     if cfg.decimation % controller.substeps:
         raise ConfigError(f"decimation {cfg.decimation} must be a multiple of the "
                           f"controller's substeps {controller.substeps}")
+    joint_targets = space.kind == "joint" or isinstance(controller, DiffIK)
+    if cfg.motion.ramp and not joint_targets:
+        raise ConfigError("motion.ramp ramps joint commands; the action space and controller "
+                          f"({type(space).__name__}, {type(controller).__name__}) make none")
     shield = SafetyShield(cfg.shield, robot, cfg.safety.workspace_lo, cfg.safety.workspace_hi,
-                          controller.kp, controller.kd, control_dt=cfg.control_dt)
+                          controller.kp, controller.kd, control_dt=cfg.control_dt,
+                          ramp=cfg.control_dt if cfg.motion.ramp else 0.0)
     motion = MotionProfile(cfg.motion, cfg.shield.max_joint_accel, cfg.control_dt) \
         if cfg.motion.enabled else None
     return ActionPipeline(space, controller, shield, motion)

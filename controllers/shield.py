@@ -197,7 +197,7 @@ class SafetyShield:
 
     def __init__(self, cfg: ShieldConfig, robot: RobotSpec, workspace_lo: Sequence[float],
                  workspace_hi: Sequence[float], kp: np.ndarray, kd: np.ndarray,
-                 control_dt: float = 0.02):
+                 control_dt: float = 0.02, ramp: float = 0.0):
         self.cfg = cfg
         self.robot = robot
         n = robot.num_joints
@@ -223,6 +223,15 @@ class SafetyShield:
                               "max_joint_accel must be > 0")
         if control_dt <= 0:
             raise ConfigError(f"shield control_dt must be > 0, got {control_dt}")
+        if ramp < 0:
+            raise ConfigError(f"shield ramp must be >= 0, got {ramp}")
+        self.ramp = float(ramp)
+        """Seconds over which each joint command is ramped in from the PD law's steady lead
+        (``MotionConfig.ramp``: the control period; 0: held). A PD law (kp, kd) tracking a
+        ramp that ends at q* after ``ramp`` seconds acts at the step's start as the law
+        (kp_t, kd) with kp_t = kd / (kd / kp + ramp) holding q*, and moves the joint at its
+        steady speed (q* - q) / (kd / kp + ramp); the joint-target layers model the command
+        that way (``kp_t``, ``lag`` = kd / kp_t)."""
         self.dt = float(control_dt)
         """Seconds between two target updates (the control period)."""
         if cfg.max_action_delta is not None and cfg.max_action_delta <= 0:
@@ -233,12 +242,16 @@ class SafetyShield:
             raise ConfigError("shield: the workspace box minus workspace_margin is empty")
         if cfg.floor_height >= hi[2]:
             raise ConfigError("shield floor_height is above the workspace box")
+        kp_t = np.asarray(kp, dtype=np.float64)
+        if self.ramp > 0:
+            kd64 = np.asarray(kd, dtype=np.float64)
+            kp_t = kd64 / (kd64 / kp_t + self.ramp)
         self._limits = dict(
             soft_lo=soft_lo, soft_hi=soft_hi,
             qd_lim=cfg.velocity_fraction * np.asarray(robot.qd_max, dtype=np.float64),
             tau_lim=cfg.torque_fraction * np.asarray(robot.tau_max, dtype=np.float64),
-            ws_lo=lo, ws_hi=hi, kp=kp, kd=kd,
-            lag=np.asarray(kd, dtype=np.float64) / np.asarray(kp, dtype=np.float64),
+            ws_lo=lo, ws_hi=hi, kp=kp, kd=kd, kp_t=kp_t,
+            lag=np.asarray(kd, dtype=np.float64) / kp_t,
             hand=np.zeros((1, 3)),
             guard_mask=np.ones((1, n)),
         )
@@ -289,7 +302,7 @@ class SafetyShield:
         pad = np.zeros((2, n))
         pad[0, :3], pad[1, :3] = lim["ws_lo"], lim["ws_hi"]
         joints = [lim[k] for k in ("soft_lo", "soft_hi", "qd_lim", "tau_lim")]
-        gains = [np.broadcast_to(lim[k], (n,)) for k in ("kp", "kd")]
+        gains = [np.broadcast_to(lim[k], (n,)) for k in ("kp_t", "kd")]
         guard = (np.ascontiguousarray(link, dtype=np.int64),
                  np.ascontiguousarray(pts, dtype=np.float64),
                  np.ascontiguousarray(lim["guard_mask"], dtype=np.float64))
@@ -313,7 +326,8 @@ class SafetyShield:
     def limits(self, x: Array) -> dict[str, Array]:
         """The shield's limits and the law's gains as arrays like ``x`` (cached per kind):
         ``soft_lo``, ``soft_hi``, ``qd_lim``, ``tau_lim``, ``ws_lo``, ``ws_hi``, ``kp``,
-        ``kd``, ``lag``."""
+        ``kd`` (the law's), ``kp_t`` and ``lag`` = kd / kp_t (the law as the joint-target
+        layers and the motion profile model a command: kp without a ramp)."""
         return self._c(x)
 
     # -- layers 1-3: actions ---------------------------------------------------------------
@@ -494,9 +508,9 @@ class SafetyShield:
         flags["joint_velocity"] = moved | led
         # 7: the PD torque at this state within the torque limit.
         tau_lo, tau_hi = self._torque_band(s, c)
-        tau = c["kp"] * (qt - q) - c["kd"] * qd
+        tau = c["kp_t"] * (qt - q) - c["kd"] * qd
         tau_c, flags["torque"] = _clip(tau, tau_lo, tau_hi)
-        qt = xp.where(flags["torque"][:, None], q + (tau_c + c["kd"] * qd) / c["kp"], qt)
+        qt = xp.where(flags["torque"][:, None], q + (tau_c + c["kd"] * qd) / c["kp_t"], qt)
         # 8, and 4 again: the predicted height of every guard point of the arm above the
         # floor (moved up by its stopping distance) and the end effector inside the box, a
         # few passes: the point short by most is raised, the end effector moved back, by the
@@ -510,9 +524,9 @@ class SafetyShield:
         # the targets layers 5-7 allow: soft limits, the speed's lead, the torque limit; first
         # also the acceleration limit, which gives way if the passes need more
         band_lo = clip(clip(q - lead, lo=c["soft_lo"]),
-                       lo=q + (tau_lo + c["kd"] * qd) / c["kp"])
+                       lo=q + (tau_lo + c["kd"] * qd) / c["kp_t"])
         band_hi = clip(clip(q + lead, hi=c["soft_hi"]),
-                       hi=q + (tau_hi + c["kd"] * qd) / c["kp"])
+                       hi=q + (tau_hi + c["kd"] * qd) / c["kp_t"])
         bands = [(band_lo, band_hi)]
         if track is not None:
             am_dt = self.cfg.max_joint_accel * self.dt * c["lag"]

@@ -166,6 +166,8 @@ class DeployRuntime:
         self._last_stamp = -float("inf")
         self._hold_q: np.ndarray | None = None
         self._targets: Targets | None = None
+        self._target_ticks = 0
+        """Ticks the current targets have been sent on (a ramped command's phase)."""
         self._k = 0
         self._step_due = False
         self._pending: Iterator[str] | None = None
@@ -381,7 +383,9 @@ class DeployRuntime:
         t = self._targets
         if t is None:  # the first policy step since start is still running
             return self._hold_command(fresh_state=True)
-        values, flags = self.pipeline.command(t, arm, self.robot.interface)
+        self._target_ticks += 1
+        values, flags = self.pipeline.command(t, arm, self.robot.interface,
+                                              self._target_ticks / self.decimation)
         if flags:  # the torque stage's layers (a torque controller) count for the reward
             self._shield_acted |= bool(motion_acted(flags, self._no_flag)[0])
         gripper = None if t.gripper is None else float(t.gripper[0, 0])
@@ -445,6 +449,7 @@ class DeployRuntime:
         last_acted = self._shield_acted
         self._shield_acted = bool(motion_acted(step.flags, self._no_flag)[0])
         self._targets, self._held = step.targets, bool(step.held[0])
+        self._target_ticks = 0
         self.prev_action = self.action
         self.action = step.action[0].copy()
         st.policy_steps += 1

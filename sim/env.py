@@ -239,9 +239,16 @@ class BatchedEnv:
         else:
             # in-model laws take the joint targets; direct torques with the shield off pass
             iface = "position" if self.pipeline.in_model else "effort"
-            command = self.pipeline.command(targets, arm, iface)[0]
-            state.backend.ctrl[:, self._arm_cols] = _tensor(command)
-            self.backend.step(cfg.decimation, current_sensors=self._current_sensors)
+            if targets.start is None:
+                command = self.pipeline.command(targets, arm, iface)[0]
+                state.backend.ctrl[:, self._arm_cols] = _tensor(command)
+                self.backend.step(cfg.decimation, current_sensors=self._current_sensors)
+            else:  # a ramped command: one value per physics step (``MotionConfig.ramp``)
+                n = cfg.decimation
+                for i in range(n):
+                    command = self.pipeline.command(targets, arm, iface, (i + 1) / n)[0]
+                    state.backend.ctrl[:, self._arm_cols] = _tensor(command)
+                    self.backend.step(1, current_sensors=self._current_sensors)
         state.episode_step += 1
         safety = {name: flags.get(name, self._no_flag) for name in LAYERS}
         self._shield_count_rows += torch.stack(list(safety.values()))  # one add, all layers
@@ -364,7 +371,7 @@ class BatchedEnv:
         for i in range(n):
             if i > 0:
                 arm = self.state.arm_state(mass=True, numpy=cpu)
-            tau, torque_flags = self.pipeline.command(targets, arm, "effort")
+            tau, torque_flags = self.pipeline.command(targets, arm, "effort", (i + 1) / n)
             for name, flag in torque_flags.items():
                 flag = _tensor(flag)
                 flags[name] = flags[name] | flag if name in flags else flag

@@ -106,10 +106,11 @@ def measure(env: Any, act: Act, start: Callable[[torch.Tensor], None], rounds: i
 
 def expert_policy(task: str, style: str, motion: bool, num_envs: int, seed: int,
                   action: ActionConfig | None = None, episode_length: int | None = None,
-                  control_hz: float | None = None
+                  control_hz: float | None = None, ramp: bool = False
                   ) -> tuple[Any, Act, Callable[[Any], None]]:
     """(env, act, start) of ``task``'s scripted expert in ``style`` with the motion profile
-    on or off (``action``, ``episode_length``, ``control_hz``: other than the task's own)."""
+    on or off (``action``, ``episode_length``, ``control_hz``: other than the task's own;
+    ``ramp``: joint commands ramped over each step)."""
     from robot_rl.sim import make_env, make_task_config
     from robot_rl.sim.experts import make_expert
     from robot_rl.sim.tasks.base import decimation_for
@@ -119,7 +120,8 @@ def expert_policy(task: str, style: str, motion: bool, num_envs: int, seed: int,
         extra["episode_length"] = episode_length
     if control_hz is not None:
         extra["decimation"] = decimation_for(control_hz, make_task_config(task).physics_dt)
-    env = make_env(task, num_envs, seed=seed, motion=MotionConfig(enabled=motion), **extra)
+    env = make_env(task, num_envs, seed=seed, motion=MotionConfig(enabled=motion, ramp=ramp),
+                   **extra)
     expert = make_expert(env, style, seed=seed)  # type: ignore[arg-type]
     return env, (lambda _: (expert(env.state), None)), (lambda _: None)
 

@@ -147,6 +147,9 @@ class RecordConfig:
     motion: bool | None = None
     """Record with the motion profile of joint targets on (``--env.motion.enabled`` of the
     learners; None: the task's own setting). Learners from the dataset act with it."""
+    ramp: bool = False
+    """Ramp each control step's joint command over the step (``--env.motion.ramp`` of the
+    learners; joint targets). Learners from the dataset act with it."""
     episode_length: int | None = None
     """Override the task's episode length (control steps). With a person driving, the
     episode's step limit instead of --episode-time."""
@@ -219,19 +222,20 @@ def dataset_spec(env: BatchedEnv, cameras: tuple[tuple[str, int, int], ...] = ()
 
 def make_recording_env(task: str, dr: str = "off", episode_length: int | None = None,
                        seed: int = 0, action: ActionConfig | None = None,
-                       motion: bool | None = None, control_hz: float | None = None
-                       ) -> BatchedEnv:
+                       motion: bool | None = None, control_hz: float | None = None,
+                       ramp: bool = False) -> BatchedEnv:
     """One env of ``task`` as a dataset records it (``action``: None for the task's own;
     ``motion``: the motion profile on or off, None for the task's own; ``control_hz``: the
-    control rate, None for the task's own)."""
+    control rate, None for the task's own; ``ramp``: ramped joint commands)."""
     overrides = making_overrides({"episode_length": episode_length})
     if control_hz is not None:
         overrides["decimation"] = decimation_for(control_hz,
                                                  make_task_config(task).physics_dt)
     if action is not None:
         overrides["action"] = action
-    if motion is not None:
-        overrides["motion"] = MotionConfig(enabled=motion)
+    if motion is not None or ramp:
+        enabled = make_task_config(task).motion.enabled if motion is None else motion
+        overrides["motion"] = MotionConfig(enabled=enabled, ramp=ramp)
     return make_env(task, 1, dr=dr, seed=seed, **overrides)  # type: ignore[arg-type]
 
 
@@ -284,7 +288,7 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
         pacing.steps(control_dt, cfg.episode_length)
     env = make_recording_env(cfg.task, cfg.dr, steps, cfg.seed,
                              named_action(cfg.task, cfg.action, cfg.target_box), cfg.motion,
-                             cfg.control_hz)
+                             cfg.control_hz, cfg.ramp)
     h, w = cfg.camera_size
     spec = dataset_spec(env, tuple((c, h, w) for c in cfg.cameras),
                         {"dr": cfg.dr, "episode_length": env.cfg.episode_length,

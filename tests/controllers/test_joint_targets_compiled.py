@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from robot_rl.controllers import joint_targets_compiled
+from robot_rl.controllers import MotionConfig, joint_targets_compiled
 from robot_rl.controllers.action_spaces import Targets
 from robot_rl.controllers.arm_model import ArmModel
 from robot_rl.controllers.arm_state import ArmState
@@ -18,11 +18,14 @@ from robot_rl.sim import make_env
 from tests.controllers.arm_states import stack
 
 
-def _cases(seed: int, count: int) -> tuple[object, list[tuple[np.ndarray, ArmState, np.ndarray]]]:
+def _cases(seed: int, count: int, ramp: bool = False
+           ) -> tuple[object, list[tuple[np.ndarray, ArmState, np.ndarray]]]:
     """reach's joint-PD shield (bound) and (target, state, last command speed) triples:
     joints anywhere in their range, fast, targets up to a radian away, some hands low over
-    the table or at the workspace's faces, last speeds near the limits."""
-    env = make_env("reach", 1)  # joint_delta actions on the joint PD servo
+    the table or at the workspace's faces, last speeds near the limits. ``ramp``: at 10 Hz
+    with ramped commands (``MotionConfig.ramp``: the layers model kp_t)."""
+    extra = {"motion": MotionConfig(ramp=True), "decimation": 50} if ramp else {}
+    env = make_env("reach", 1, **extra)  # joint_delta actions on the joint PD servo
     shield = env.pipeline.shield
     arm = ArmModel(env.model, env.robot)
     rng = np.random.default_rng(seed)
@@ -52,9 +55,11 @@ def _both(shield, qt: np.ndarray, s: ArmState, v: np.ndarray | None):
     return out
 
 
-@pytest.mark.parametrize("with_track", [True, False])
-def test_the_compiled_joint_target_layers_match_the_reference(with_track: bool) -> None:
-    shield, cases = _cases(seed=0 if with_track else 1, count=300)
+@pytest.mark.parametrize(("with_track", "ramp"), [(True, False), (False, False),
+                                                  (True, True)])
+def test_the_compiled_joint_target_layers_match_the_reference(with_track: bool,
+                                                              ramp: bool) -> None:
+    shield, cases = _cases(seed=0 if with_track else 1, count=300, ramp=ramp)
     assert shield.compiled
     fired = dict.fromkeys(joint_targets_compiled.FLAG_NAMES, 0)
     for qt, s, v in cases:

@@ -113,3 +113,72 @@ def test_the_shield_bounds_a_profiled_command_against_the_last_command() -> None
     pipe.act(-action, action, arm)
     np.testing.assert_array_equal(seen[0], after_first)
     assert np.abs(after_first).max() > 0.1  # the first command moved
+
+
+def _ramp_env(ramp: bool):  # type: ignore[no-untyped-def]
+    """reach at 10 Hz (50 physics steps of 2 ms per control step), joint deltas."""
+    env = make_env("reach", 1, dr="off", decimation=50, motion=MotionConfig(ramp=ramp))
+    env.reset(seed=0)
+    return env
+
+
+def test_a_ramped_command_starts_at_the_laws_lead_and_the_shield_models_its_speed() -> None:
+    held, ramped = _ramp_env(False), _ramp_env(True)
+    kp, kd = ramped.pipeline.controller.kp, ramped.pipeline.controller.kd
+    lag, dt = kd / kp, ramped.control_dt  # 0.1 s
+    assert ramped.pipeline.shield.ramp == dt and held.pipeline.shield.ramp == 0.0
+    arm = ramped.state.arm_state(numpy=ramped.numpy_control)
+    q = np.array(arm.q, copy=True)
+    a = np.zeros((1, ramped.act_dim), dtype=np.float32)
+    a[0, 0] = 0.3  # 0.03 rad on joint 1: within every bound, held or ramped
+    t = ramped.pipeline.act(a, a * 0, arm).targets
+    want_end = q.copy()
+    want_end[0, 0] += 0.03
+    np.testing.assert_allclose(t.joint, want_end, atol=1e-12)
+    # the ramp starts where the PD law's steady lead is for the speed 0.03 / (lag + dt)
+    np.testing.assert_allclose(t.start, q + (want_end - q) * lag / (lag + dt), atol=1e-12)
+    np.testing.assert_allclose(t.at(0.5).joint, (t.start + t.joint) / 2, atol=1e-12)
+    np.testing.assert_allclose(t.at(1.0).joint, t.joint, atol=0)
+    # A whole 0.1-rad step from rest: held, the PD law reads it as the speed 0.1 / lag =
+    # 1.5 rad/s (lag 0.067 s on joint 1), more than the shield's acceleration bound lets a
+    # command reach in one step (8 rad/s^2 x 0.1 s); ramped, as 0.1 / (lag + dt) = 0.6 rad/s,
+    # within it and the speed limit: it passes untouched.
+    a[0, 0] = 1.0
+    accel = ramped.pipeline.shield.cfg.max_joint_accel
+    assert 0.1 / lag[0] > accel * dt > 0.1 / (lag[0] + dt)
+    assert 0.1 / (lag[0] + dt) < ramped.pipeline.shield.qd_limit[0]
+    harm = held.state.arm_state(numpy=held.numpy_control)
+    h = held.pipeline.act(a, a * 0, harm)
+    r = ramped.pipeline.act(a, a * 0, ramped.state.arm_state(numpy=ramped.numpy_control))
+    assert h.flags["joint_velocity"][0] and not r.flags["joint_velocity"][0]
+    assert h.targets.start is None
+    np.testing.assert_allclose(r.targets.joint[0, 0] - q[0, 0], 0.1, atol=1e-12)
+
+
+def test_a_ramped_joint_moves_through_the_step_instead_of_stopping() -> None:
+    # 0.05 rad per 0.1-s step on joint 1: a held target is reached and the joint slows
+    # within each step (its speed at the step's end about half its mean); ramped, the
+    # joint moves at the command's speed 0.05 / (lag + dt) = 0.33 rad/s throughout.
+    for ramp in (False, True):
+        env = _ramp_env(ramp)
+        a = torch.zeros(1, env.act_dim)
+        a[0, 0] = 0.5
+        for _ in range(4):  # the motion settles into its steady pattern
+            q = float(env.state.joint_pos[0, 0])
+            env.step(a)
+        mean = (float(env.state.joint_pos[0, 0]) - q) / env.control_dt
+        end = float(env.state.joint_vel[0, 0])
+        if ramp:
+            lag = float(env.pipeline.controller.kd[0] / env.pipeline.controller.kp[0])
+            assert abs(mean - 0.05 / (lag + env.control_dt)) < 0.03, mean
+            assert abs(end - mean) < 0.05 * mean, (end, mean)
+        else:
+            assert end < 0.6 * mean, (end, mean)
+
+
+def test_a_ramp_needs_joint_commands() -> None:
+    from robot_rl.controllers import EEDeltaConfig, OSCConfig
+
+    with pytest.raises(ConfigError, match="ramp"):
+        make_env("reach", 1, action=EEDeltaConfig(gripper=False), controller=OSCConfig(),
+                 motion=MotionConfig(ramp=True))

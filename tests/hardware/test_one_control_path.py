@@ -132,3 +132,58 @@ def test_env_and_runtime_send_the_same_joint_commands(name, action, controller, 
             rt.stats.shield[layer] = 0
         assert np.array_equal(rt.action, s.action[0].numpy(), equal_nan=True), i
     assert worst <= 1e-9, f"{name}: commands differ by up to {worst:.3g}"
+
+
+@pytest.mark.parametrize(("action", "motion"), [(JointDeltaConfig(gripper=False), False),
+                                                (EEDeltaConfig(gripper=False), True)],
+                         ids=["joint_delta", "ee_delta_diff_ik_motion"])
+def test_a_ramped_command_is_the_same_at_every_physics_step_and_tick(action, motion) -> None:
+    """``MotionConfig.ramp`` at 10 Hz: the env writes the ramp's value before each of the 50
+    physics steps of a control step; the runtime at 500 Hz sends it at each of its 50
+    ticks (the same readings at the step's start; the ramp depends on nothing else)."""
+    env = make_env("reach", 1, dr="off", action=action, decimation=50,
+                   shield=ShieldConfig(max_action_delta=0.5),
+                   motion=MotionConfig(enabled=motion, ramp=True))
+    env.reset(seed=7)
+    robot = ScriptedRobot(interface="position")
+    n = env.cfg.decimation
+    rt = DeployRuntime(_Scripted(env), robot,  # type: ignore[arg-type]
+                       DeployConfig(rate_hz=1.0 / env.cfg.physics_dt, sliced_policy=False,
+                                    gate=False))
+    assert rt.decimation == n
+    actions = _actions(12, env.act_dim, seed=3)
+    k = {"i": 0}
+    rt.override = lambda obs, reading, arm: actions[k["i"]]
+    arm_cols = env.arm_actuator_ids
+    written: list[np.ndarray] = []
+    step_physics = env.backend.step
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        written.append(env.backend.ctrl[0, arm_cols].numpy().copy())
+        return step_physics(*args, **kwargs)
+
+    env.backend.step = spy  # type: ignore[method-assign]
+    s = env.state
+    fingers = [s.qpos_slice(j) for j in env.robot.gripper.joints]
+    finger_dofs = [s.qvel_slice(j) for j in env.robot.gripper.joints]
+    ids = torch.zeros(1, dtype=torch.long)
+    moved = 0.0
+    for i in range(len(actions)):
+        k["i"] = i
+        for qs, vs in zip(fingers, finger_dofs, strict=True):
+            s.qpos[0, qs], s.qvel[0, vs] = 0.0, 0.0
+        env.backend.forward(ids)
+        q, qd = s.joint_pos[0].numpy().copy(), s.joint_vel[0].numpy().copy()
+        sent = []
+        for j in range(n):
+            robot.set(q, qd, stamp=float(i * n + j))
+            out = rt.tick(robot.observe(), now=(i * n + j) * env.cfg.physics_dt)
+            assert out is not None
+            sent.append(out.values)
+        written.clear()
+        env.step(torch.from_numpy(actions[i][None]))
+        assert len(written) == n, len(written)
+        np.testing.assert_allclose(np.array(sent), np.array(written), rtol=0, atol=1e-9,
+                                   err_msg=f"step {i}")
+        moved = max(moved, float(np.abs(written[-1] - written[0]).max()))
+    assert moved > 1e-3  # the commands did move within the steps
