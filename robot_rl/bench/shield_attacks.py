@@ -35,8 +35,9 @@ from robot_rl.controllers import (
     MotionConfig,
     OSCConfig,
 )
-from robot_rl.sim import make_env
+from robot_rl.sim import make_env, make_task_config
 from robot_rl.sim.env import BatchedEnv
+from robot_rl.sim.tasks.base import decimation_for
 
 ATTACKS = ("drift", "pump", "contact", "nan_hold", "saturate")
 
@@ -157,15 +158,19 @@ def _policy(name: str, env: BatchedEnv, gen: torch.Generator
 
 def run_attack(task: str, action: ActionConfig, attack: str, *, num_envs: int = 32,
                steps: int = 600, seed: int = 12345, controller: ControllerConfig | None = None,
-               motion: bool = False,
+               motion: bool = False, ramp: bool = False, control_hz: float | None = None,
                on_step: Callable[[int, torch.Tensor, torch.Tensor], None] | None = None
                ) -> AttackResult:
     """Step ``num_envs`` envs of ``task`` for ``steps`` control steps under ``attack``; the
     episodes run the whole time (no truncation). ``motion``: the motion profile of joint
-    targets on, in front of the shield. ``on_step(k, q, qd)`` sees the joint state after
-    every step."""
+    targets on, in front of the shield; ``ramp``: joint commands ramped over each step;
+    ``control_hz``: another control rate than the task's. ``on_step(k, q, qd)`` sees the
+    joint state after every step."""
+    extra = {} if control_hz is None else {
+        "decimation": decimation_for(control_hz, make_task_config(task).physics_dt)}
     env = make_env(task, num_envs, seed=seed, action=action, controller=controller,
-                   motion=MotionConfig(enabled=motion), episode_length=steps + 1)
+                   motion=MotionConfig(enabled=motion, ramp=ramp), episode_length=steps + 1,
+                   **extra)
     env.reset(seed=seed)
     gen = torch.Generator().manual_seed(seed)
     policy = _policy(attack, env, gen)
@@ -193,8 +198,6 @@ def run_attack(task: str, action: ActionConfig, attack: str, *, num_envs: int = 
 
 def cases(tasks: tuple[str, ...], osc: bool = True) -> list[tuple[str, str, ActionConfig]]:
     """(task, space name, action config) of every task and target-based action space."""
-    from robot_rl.sim import make_task_config
-
     out = []
     for task in tasks:
         gripper = bool(getattr(make_task_config(task).action, "gripper", False))
@@ -217,17 +220,23 @@ def main() -> None:
     p.add_argument("--no-osc", action="store_true", help="skip the OSC (torque) rows")
     p.add_argument("--motion", action="store_true",
                    help="the motion profile of joint targets on (--env.motion.enabled)")
+    p.add_argument("--ramp", action="store_true",
+                   help="joint commands ramped over each control step (--env.motion.ramp; "
+                        "joint targets only: the OSC rows are skipped)")
+    p.add_argument("--control-hz", type=float, default=None,
+                   help="the control rate (default: each task's own, 50 Hz)")
     args = p.parse_args()
     print(f"{'task':6s} {'space':15s} {'attack':9s} {'q beyond hard [mrad]':>20s} "
           f"{'max |qd|/qd_max':>15s} {'joint':>7s} {'ee outside [mm]':>15s} "
           f"{'diverged':>8s}", flush=True)
     worst_q, worst_v = 0.0, 0.0
     t0 = time.perf_counter()
-    for task, space, action in cases(tuple(args.tasks), osc=not args.no_osc):
+    for task, space, action in cases(tuple(args.tasks), osc=not (args.no_osc or args.ramp)):
         for attack in args.attacks:
             ctl = OSCConfig() if space.endswith("+osc") else None
             r = run_attack(task, action, attack, num_envs=args.num_envs, steps=args.steps,
-                           seed=args.seed, controller=ctl, motion=args.motion)
+                           seed=args.seed, controller=ctl, motion=args.motion,
+                           ramp=args.ramp, control_hz=args.control_hz)
             worst_q, worst_v = max(worst_q, r.q_excess), max(worst_v, r.speed_ratio)
             print(f"{task:6s} {space:15s} {attack:9s} {r.q_excess * 1e3:20.3f} "
                   f"{r.speed_ratio:15.3f} {r.worst_joint:>7s} {r.ee_excess * 1e3:15.2f} "
