@@ -10,7 +10,8 @@ One tick (``DeployRuntime.tick``), at ``rate_hz``:
         -> shield.filter_action -> action space -> shield.filter_targets
       every tick: controller (joint targets pass through to a position servo, become a
         velocity for a velocity interface; torque controllers and the shield's torque layers
-        run on the fresh state) -> Robot.send_action (hard limits) -> the wire
+        run on the fresh state; a ramped command, ``MotionConfig.ramp``, moves along its
+        ramp tick by tick) -> Robot.send_action (hard limits) -> the wire
 
 A due policy step is begun by the tick and run by ``idle`` in the time before the next one, a
 stage at a time (``DeployConfig.sliced_policy``; off, the tick runs it whole); its targets
@@ -145,6 +146,11 @@ class DeployRuntime:
         if self.decimation < 1 or abs(ratio - self.decimation) > 1e-6:
             raise ConfigError(f"rate_hz {cfg.rate_hz:g} must be a whole multiple of the "
                               f"policy's control rate {1 / task_cfg.control_dt:g} Hz")
+        if pipe.shield.ramp > 0 and self.decimation < 2:
+            raise ConfigError(f"the policy ramps its joint commands over each control step "
+                              f"(motion.ramp); rate_hz {cfg.rate_hz:g} sends one command per "
+                              f"step, so the arm would see a step, not the ramp its shield "
+                              f"modelled: tick faster (the default 500 Hz)")
         if robot.interface not in pipe.interfaces:
             raise RobotError(f"the policy's controller ({type(pipe.controller).__name__}) "
                              f"needs the {' or '.join(pipe.interfaces)} interface; the robot "

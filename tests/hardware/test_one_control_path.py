@@ -26,6 +26,7 @@ from robot_rl.controllers import (
     OSCConfig,
     ShieldConfig,
 )
+from robot_rl.errors import ConfigError
 from robot_rl.export.artifact import task_meta
 from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
 from robot_rl.sim import make_env
@@ -187,3 +188,6 @@ def test_a_ramped_command_is_the_same_at_every_physics_step_and_tick(action, mot
                                    err_msg=f"step {i}")
         moved = max(moved, float(np.abs(written[-1] - written[0]).max()))
     assert moved > 1e-3  # the commands did move within the steps
+    with pytest.raises(ConfigError, match="ramp"):  # one command per step cannot ramp
+        DeployRuntime(_Scripted(env), ScriptedRobot(interface="position"),  # type: ignore[arg-type]
+                      DeployConfig(rate_hz=1.0 / env.control_dt, gate=False))
