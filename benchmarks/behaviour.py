@@ -133,14 +133,16 @@ def main(args: Args) -> None:
                             t, st, m, args.num_envs, 0, named_action(t, sp, b),
                             args.episode_length, args.control_hz, args.ramp)))
     for path in args.artifacts:
-        trained = bool(_trained_env(path).get("motion", {}).get("enabled", False))
+        made = _trained_env(path).get("motion", {})
+        trained = bool(made.get("enabled", False))
+        ramp = bool(made.get("ramp", False))  # a toggle keeps the ramp as trained
         on, off = ("on", "off") if trained else ("off", "on")
         cases.append((str(path), f"{on} (as trained)",
                       lambda p=path: artifact_policy(p, args.num_envs, 0)))
         if args.toggle:
-            cases.append((str(path), f"{off} (toggled)", lambda p=path, m=not trained:
+            cases.append((str(path), f"{off} (toggled)", lambda p=path, m=not trained, r=ramp:
                           artifact_policy(p, args.num_envs, 0,
-                                          motion=MotionConfig(enabled=m))))
+                                          motion=MotionConfig(enabled=m, ramp=r))))
     for name, label, make in cases:
         t0 = time.perf_counter()
         try:

@@ -58,7 +58,10 @@ class MotionConfig:
     the same way. The shield and the profile model the command as the speed
     (q_target - q) / (lag + control_dt) (``SafetyShield.ramp``). Where the control period is
     longer than the PD law's lag (0.05 s; at 20 Hz and below), a held target makes the joint
-    arrive and stop within each step. False: held (the runs before 2026-11-28)."""
+    arrive and stop within each step. With a control step longer than the lag (10 Hz) the
+    shield's bounds were measured to fail under attack (docs/control.md), so the deploy
+    runtime refuses such a policy (simulation only); at 20 Hz and faster they hold. False:
+    held (every run before this option)."""
 
     def __post_init__(self) -> None:
         for name in ("accel_fraction", "speed_fraction"):

@@ -146,6 +146,14 @@ class DeployRuntime:
         if self.decimation < 1 or abs(ratio - self.decimation) > 1e-6:
             raise ConfigError(f"rate_hz {cfg.rate_hz:g} must be a whole multiple of the "
                               f"policy's control rate {1 / task_cfg.control_dt:g} Hz")
+        lag = float(np.max(np.asarray(pipe.controller.kd) / np.asarray(pipe.controller.kp)))
+        if pipe.shield.ramp > lag:
+            raise ConfigError(
+                f"the policy ramps its joint commands over {pipe.shield.ramp:g}-s control "
+                f"steps, longer than the PD law's lag ({lag:.3g} s): there the shield's "
+                f"bounds were measured to fail under attack (10 Hz on arm7: 1.5 mrad past a "
+                f"hard limit, 1.05 of a speed limit; docs/control.md), so such a policy is "
+                f"for simulation only; ramped policies deploy at control steps up to the lag")
         if pipe.shield.ramp > 0 and self.decimation < 2:
             raise ConfigError(f"the policy ramps its joint commands over each control step "
                               f"(motion.ramp); rate_hz {cfg.rate_hz:g} sends one command per "

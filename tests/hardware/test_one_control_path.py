@@ -139,10 +139,10 @@ def test_env_and_runtime_send_the_same_joint_commands(name, action, controller, 
                                                 (EEDeltaConfig(gripper=False), True)],
                          ids=["joint_delta", "ee_delta_diff_ik_motion"])
 def test_a_ramped_command_is_the_same_at_every_physics_step_and_tick(action, motion) -> None:
-    """``MotionConfig.ramp`` at 10 Hz: the env writes the ramp's value before each of the 50
-    physics steps of a control step; the runtime at 500 Hz sends it at each of its 50
+    """``MotionConfig.ramp`` at 20 Hz: the env writes the ramp's value before each of the 25
+    physics steps of a control step; the runtime at 500 Hz sends it at each of its 25
     ticks (the same readings at the step's start; the ramp depends on nothing else)."""
-    env = make_env("reach", 1, dr="off", action=action, decimation=50,
+    env = make_env("reach", 1, dr="off", action=action, decimation=25,
                    shield=ShieldConfig(max_action_delta=0.5),
                    motion=MotionConfig(enabled=motion, ramp=True))
     env.reset(seed=7)
@@ -191,3 +191,8 @@ def test_a_ramped_command_is_the_same_at_every_physics_step_and_tick(action, mot
     with pytest.raises(ConfigError, match="ramp"):  # one command per step cannot ramp
         DeployRuntime(_Scripted(env), ScriptedRobot(interface="position"),  # type: ignore[arg-type]
                       DeployConfig(rate_hz=1.0 / env.control_dt, gate=False))
+    slow = make_env("reach", 1, dr="off", action=action, decimation=50,
+                    motion=MotionConfig(enabled=motion, ramp=True))
+    with pytest.raises(ConfigError, match="simulation only"):  # 10 Hz: longer than the lag
+        DeployRuntime(_Scripted(slow), ScriptedRobot(interface="position"),  # type: ignore[arg-type]
+                      DeployConfig(gate=False))
