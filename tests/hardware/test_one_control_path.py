@@ -77,6 +77,38 @@ def _actions(n: int, dim: int, seed: int) -> np.ndarray:
     return a
 
 
+def _twin(env: Any, interface: str, rate_hz: float, actions: np.ndarray
+          ) -> tuple[DeployRuntime, ScriptedRobot, dict[str, int], list[np.ndarray]]:
+    """(runtime, its robot, {"i": the action index both act on}, the env's arm controls
+    written before each physics call since the list was last cleared)."""
+    robot = ScriptedRobot(interface=interface)
+    rt = DeployRuntime(_Scripted(env), robot,  # type: ignore[arg-type]
+                       DeployConfig(rate_hz=rate_hz, sliced_policy=False, gate=False))
+    k = {"i": 0}
+    rt.override = lambda obs, reading, arm: actions[k["i"]]
+    arm_cols = env.arm_actuator_ids
+    written: list[np.ndarray] = []
+    step_physics = env.backend.step
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        written.append(env.backend.ctrl[0, arm_cols].numpy().copy())
+        return step_physics(*args, **kwargs)
+
+    env.backend.step = spy
+    return rt, robot, k, written
+
+
+def _settle_fingers(env: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The env's (q, qd) as a reading gives them: the runtime's model keeps the fingers at
+    their defaults, so the env's fingers are put there too (they drift by micrometres, which
+    changes the arm's mass matrix by ~1e-8)."""
+    s = env.state
+    for j in env.robot.gripper.joints:
+        s.qpos[0, s.qpos_slice(j)], s.qvel[0, s.qvel_slice(j)] = 0.0, 0.0
+    env.backend.forward(torch.zeros(1, dtype=torch.long))
+    return s.joint_pos[0].numpy().copy(), s.joint_vel[0].numpy().copy()
+
+
 @pytest.mark.parametrize(("name", "action", "controller", "interface", "motion"), CASES,
                          ids=[c[0] for c in CASES])
 def test_env_and_runtime_send_the_same_joint_commands(name, action, controller, interface,
@@ -85,44 +117,19 @@ def test_env_and_runtime_send_the_same_joint_commands(name, action, controller, 
                    shield=ShieldConfig(max_action_delta=0.5),
                    motion=MotionConfig(enabled=motion))
     env.reset(seed=7)
-    robot = ScriptedRobot(interface=interface)
-    rt = DeployRuntime(_Scripted(env), robot,  # type: ignore[arg-type]
-                       DeployConfig(rate_hz=1.0 / env.control_dt, sliced_policy=False,
-                                    gate=False))
     actions = _actions(40, env.act_dim, seed=len(name))
-    k = {"i": 0}
-    rt.override = lambda obs, reading, arm: actions[k["i"]]
-
     # The env's command: the arm actuators' controls at the first physics call of a step.
-    arm_cols = env.arm_actuator_ids
-    first: list[np.ndarray] = []
-    step_physics = env.backend.step
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        if len(first) == 0:
-            first.append(env.backend.ctrl[0, arm_cols].numpy().copy())
-        return step_physics(*args, **kwargs)
-
-    env.backend.step = spy  # type: ignore[method-assign]
+    rt, robot, k, written = _twin(env, interface, 1.0 / env.control_dt, actions)
     s = env.state
-    # A reading carries the arm's joints; the runtime's model keeps the fingers at their
-    # defaults, so the env's fingers are put there too (they drift by micrometres, which
-    # changes the arm's mass matrix by ~1e-8).
-    fingers = [s.qpos_slice(j) for j in env.robot.gripper.joints]
-    finger_dofs = [s.qvel_slice(j) for j in env.robot.gripper.joints]
-    ids = torch.zeros(1, dtype=torch.long)
     worst = 0.0
     for i in range(len(actions)):
         k["i"] = i
-        for qs, vs in zip(fingers, finger_dofs, strict=True):
-            s.qpos[0, qs], s.qvel[0, vs] = 0.0, 0.0
-        env.backend.forward(ids)
-        robot.set(s.joint_pos[0].numpy().copy(), s.joint_vel[0].numpy().copy(), stamp=float(i))
+        robot.set(*_settle_fingers(env), stamp=float(i))
         sent = rt.tick(robot.observe(), now=i * env.control_dt)
-        first.clear()
+        written.clear()
         _, _, _, _, _, info = env.step(torch.from_numpy(actions[i][None]))
         assert sent is not None and sent.hold == bool(info["invalid_action"][0]), i
-        want = first[0]
+        want = written[0]
         if interface == "velocity":  # the env's servo is the position target; the runtime
             kp, kd = rt.pipeline.controller.kp, rt.pipeline.controller.kd  # sends its speed
             lim = rt.pipeline.shield.qd_limit
@@ -146,35 +153,14 @@ def test_a_ramped_command_is_the_same_at_every_physics_step_and_tick(action, mot
                    shield=ShieldConfig(max_action_delta=0.5),
                    motion=MotionConfig(enabled=motion, ramp=True))
     env.reset(seed=7)
-    robot = ScriptedRobot(interface="position")
     n = env.cfg.decimation
-    rt = DeployRuntime(_Scripted(env), robot,  # type: ignore[arg-type]
-                       DeployConfig(rate_hz=1.0 / env.cfg.physics_dt, sliced_policy=False,
-                                    gate=False))
-    assert rt.decimation == n
     actions = _actions(12, env.act_dim, seed=3)
-    k = {"i": 0}
-    rt.override = lambda obs, reading, arm: actions[k["i"]]
-    arm_cols = env.arm_actuator_ids
-    written: list[np.ndarray] = []
-    step_physics = env.backend.step
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        written.append(env.backend.ctrl[0, arm_cols].numpy().copy())
-        return step_physics(*args, **kwargs)
-
-    env.backend.step = spy  # type: ignore[method-assign]
-    s = env.state
-    fingers = [s.qpos_slice(j) for j in env.robot.gripper.joints]
-    finger_dofs = [s.qvel_slice(j) for j in env.robot.gripper.joints]
-    ids = torch.zeros(1, dtype=torch.long)
+    rt, robot, k, written = _twin(env, "position", 1.0 / env.cfg.physics_dt, actions)
+    assert rt.decimation == n
     moved = 0.0
     for i in range(len(actions)):
         k["i"] = i
-        for qs, vs in zip(fingers, finger_dofs, strict=True):
-            s.qpos[0, qs], s.qvel[0, vs] = 0.0, 0.0
-        env.backend.forward(ids)
-        q, qd = s.joint_pos[0].numpy().copy(), s.joint_vel[0].numpy().copy()
+        q, qd = _settle_fingers(env)
         sent = []
         for j in range(n):
             robot.set(q, qd, stamp=float(i * n + j))
