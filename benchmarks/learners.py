@@ -85,6 +85,10 @@ class Args:
     """Weight of the ``shield`` reward term (-1 in each control step whose motion a shield
     layer reshaped: ``MOTION_LAYERS``) in every learner's env (the demonstrations keep the
     rewards they were recorded with: the task's own); 0: off, the task's default (issue 48)."""
+    action_rate: float | None = None
+    """Weight of the ``action_rate`` reward term (-||a_t - a_{t-1}||^2 per control step) in
+    every learner's env; None: the task's own (0.01). Against a policy whose action flips by
+    more than the shield's rate limit (1.0 per step; issue 48)."""
     eval_every: int = 20_000
     """Env steps between the learners' evaluations."""
     eval_episodes: int = 64
@@ -148,7 +152,8 @@ def _space(args: Args) -> list[str]:
             + ([] if args.control_hz == 50.0 else [f"{args.control_hz:g}hz"])
             + (["motion"] if args.motion else [])
             + (["ramp"] if args.ramp else [])
-            + ([f"shield{args.shield_penalty:g}"] if args.shield_penalty else []))
+            + ([f"shield{args.shield_penalty:g}"] if args.shield_penalty else [])
+            + ([] if args.action_rate is None else [f"rate{args.action_rate:g}"]))
 
 
 def _key(args: Args, row: str) -> str:
@@ -176,6 +181,8 @@ def _env(args: Args) -> TaskConfig:
     cfg.episode_length = round(EPISODE_SECONDS[args.task] / cfg.control_dt)
     if args.shield_penalty:
         cfg.reward_weights = {**cfg.reward_weights, "shield": args.shield_penalty}
+    if args.action_rate is not None:
+        cfg.reward_weights = {**cfg.reward_weights, "action_rate": args.action_rate}
     return cfg
 
 

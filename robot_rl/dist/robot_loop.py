@@ -13,6 +13,9 @@ Per episode, driven by the runtime's ticks:
               of the runtime's config) and ``scene_reset`` (the simulated arm puts its
               objects back; on a robot, a person does)
     confirm   (``confirm_episodes``) wait for the device's "next" event
+    start     the runtime starts acting; where it cannot yet (no fresh joint states or
+              camera frames), the loop tries again at every tick for ``start_timeout``
+              seconds, then holds
     episode   the policy acts; while the device moves, the person acts instead (the step is
               an intervention: the gate is skipped, the shield is not). With ``evaluation``
               set, episodes begun are evaluations: the policy's mean action, no person.
@@ -48,7 +51,7 @@ from robot_rl.hardware.teleop.base import TeleopCommand
 from robot_rl.hardware.teleop.mapping import TeleopMapper
 from robot_rl.recording.robot_recorder import add_step_frame
 
-Phase = Literal["home", "confirm", "episode", "held", "done"]
+Phase = Literal["home", "confirm", "start", "episode", "held", "done"]
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -65,6 +68,10 @@ class OnlineLoopConfig:
     """The move home: its speed, and the tolerance at which it ends..."""
     home_timeout: float = 10.0
     """...or after this long [s] (the episode then starts where the arm is, with a warning)."""
+    start_timeout: float = 2.0
+    """An episode's start waits this long [s] for what the runtime needs to act (fresh joint
+    states, camera frames), trying at every tick, before the loop holds: a reading late by a
+    few ticks at that moment (a loaded host) does not need a person."""
     restart_after_hold: float | None = None
     """After a hold (watchdog, stale camera), restart by itself this many seconds later
     (the simulated arm, unattended runs); default: wait for a person (``~/start``, or the
@@ -202,6 +209,8 @@ class OnlineRobotLoop:
                 self._after_home()
         elif self.phase == "confirm" and "next" in ev:
             self._begin()
+        elif self.phase == "start":
+            self._begin()
 
     def close(self) -> None:
         """Finish a save in progress, drop an open episode and close the dataset."""
@@ -252,8 +261,13 @@ class OnlineRobotLoop:
         self._wait_saved()
         started, why = self.runtime.start()
         if not started:
-            self.log(f"cannot start an episode: {why}")
-            self._go("held")
+            waited = self.phase == "start" and \
+                time.monotonic() - self._phase_t >= self.cfg.start_timeout
+            if waited or self.runtime.mode == "estop":
+                self.log(f"cannot start an episode: {why}")
+                self._go("held")
+            elif self.phase != "start":  # try again at the next ticks
+                self._go("start")
             return
         self.mapper.reset()
         self._eval = self.evaluation

@@ -145,6 +145,52 @@ def test_episodes_on_the_arm_go_home_record_interventions_and_reach_the_learner(
     assert all(0 <= ep.policy_version for ep in episodes)
 
 
+@pytest.mark.parametrize("refusals", [3, None])
+def test_a_start_refused_after_the_move_home_is_tried_again_then_held(tmp_path, refusals):
+    """The runtime refuses to start (no fresh joint states: a reading late on a loaded host)
+    right after the move home: the loop tries again at the next ticks and the episode runs
+    (3 refusals); refused for longer than ``start_timeout`` (None: every time), it holds
+    and says why."""
+    cfg = _cfg(tmp_path)
+    live, _ = _live(cfg)
+    episodes: list[RobotEpisode] = []
+    logs: list[str] = []
+    phases: list[str] = []
+    stop = threading.Event()
+    with SimRobot(SimRobotConfig()) as robot:
+        rt = DeployRuntime(live, robot, DeployConfig(rate_hz=100.0, autostart=False))
+        writer = DatasetWriter(tmp_path / "online", robot_dataset_spec(rt))
+        loop = OnlineRobotLoop(rt, writer, ScriptedTeleop(lambda _k: TeleopCommand()),
+                               episodes.append,
+                               OnlineLoopConfig(episode_length=5, end_on_success=False,
+                                                start_timeout=0.3), log=logs.append)
+        start = rt.start
+
+        def refusing(now: float | None = None) -> tuple[bool, str]:
+            phases.append(loop.phase)  # the first call starts the move home
+            if len(phases) > 1 and (refusals is None or len(phases) <= 1 + refusals):
+                return False, "no fresh joint states"
+            return start(now)
+
+        rt.start = refusing  # type: ignore[method-assign]
+
+        def on_tick(r: DeployRuntime) -> None:
+            loop.tick(r)
+            if episodes or loop.phase == "held":
+                stop.set()
+
+        rt.run(duration=30.0, stop=stop, on_tick=on_tick)
+        loop.close()
+    if refusals is not None:
+        assert len(episodes) == 1 and len(episodes[0]) == 5
+        assert phases[1:5] == ["home", "start", "start", "start"]
+        assert not any("cannot start" in m for m in logs)
+    else:
+        assert not episodes and loop.phase == "held"
+        assert phases.count("start") >= 3  # tried at ticks for 0.3 s, not once
+        assert any(m == "cannot start an episode: no fresh joint states" for m in logs)
+
+
 def test_a_fallen_simulated_arm_is_put_back_when_the_move_home_times_out(tmp_path):
     """reset_fallen_arm: after a move home that ended by its time-out (here every one: a
     time-out of 0 s), the simulated arm is put back at home, so the episode starts there."""
