@@ -43,7 +43,8 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
-from robot_rl.bench.learning import chunk_latency, curve_summary
+from robot_rl.bench.latency import chunk_latency
+from robot_rl.bench.learning import curve_summary
 
 EPISODE_LENGTH = {"push": 300, "lift": 200}
 
@@ -83,7 +84,7 @@ class Args:
     """student: DAgger iterations of the distillation."""
     student_grad_steps: int = 2000
     """student: gradient steps per DAgger iteration."""
-    latency_calls: int = 2000
+    latency_calls: int = 10_000
     out: Path = Path("runs/bench/diffusion")
     redo: bool = False
     """Run cells again even if results.json has them."""
@@ -282,7 +283,6 @@ def part_finetune(args: Args, console: Console) -> None:
 def part_student(args: Args, console: Console) -> None:
     from robot_rl.cli.export import ExportConfig, export_cmd
     from robot_rl.distill import DistillConfig
-    from robot_rl.export import load_policy
     from robot_rl.finetune.onestep import distill_chunked
 
     res = _results(args)
@@ -300,7 +300,7 @@ def part_student(args: Args, console: Console) -> None:
     for which in ("teacher", "student"):
         out = args.out / "artifacts" / f"{run.name}-{which}" / size
         export_cmd(ExportConfig(run=run, policy=which, out=out))  # type: ignore[arg-type]
-        lat[which] = chunk_latency(load_policy(out), args.latency_calls)
+        lat[which] = chunk_latency(out, args.latency_calls)
     assert report.teacher is not None and report.student is not None
     _save(args, f"student/{run.name}/{size}", {
         "teacher_success": report.teacher.success_rate,

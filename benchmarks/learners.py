@@ -43,7 +43,8 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
-from robot_rl.bench.learning import chunk_latency, curve_summary, push_episodes
+from robot_rl.bench.latency import chunk_latency
+from robot_rl.bench.learning import curve_summary, push_episodes
 from robot_rl.recording.record import ActionName
 
 if TYPE_CHECKING:
@@ -129,12 +130,19 @@ class Args:
     residual_scale: float = 0.1
     filtered_rollouts: int = 64
     filtered_steps: int = 2_000
-    student_hidden: tuple[int, ...] = (128,)
+    student_hidden: tuple[int, ...] = (256, 256, 256)
+    student_block: Literal["residual", "plain"] = "plain"
+    """The student's MLP (``robot-rl distill --chunk-block``): plain hidden layers, or
+    residual blocks (len(hidden) of them, each 4x a plain layer's multiply-adds)."""
+    student_envs: int = 64
+    """Envs of each DAgger iteration's rollouts (one episode each)."""
     student_iterations: int = 8
     """DAgger iterations of the one-step student."""
-    student_grad_steps: int = 2_000
+    student_grad_steps: int = 6_000
     """Gradient steps per DAgger iteration of the student."""
-    latency_calls: int = 2_000
+    latency_calls: int = 10_000
+    """Single chunk calls timed per artifact, in a process of its own after 1,000 calls of
+    warm-up (``robot_rl.bench.latency``)."""
     threads: int | None = 1
     """CPU threads of the RL learners (torch and the physics; None: one per core). The tables
     so far were measured with 1, the runner's default, which leaves the second core idle."""
@@ -356,27 +364,34 @@ def row_filtered(args: Args, console: Console) -> dict[str, Any]:
 def row_student(args: Args, console: Console) -> dict[str, Any]:
     from robot_rl.cli.export import ExportConfig, export_cmd
     from robot_rl.distill import DistillConfig
-    from robot_rl.export import load_policy
     from robot_rl.finetune.onestep import distill_chunked
 
     res = _results(args)
     dsrl = res.get(_key(args, "dsrl"))
     run = Path(dsrl["run"]) if dsrl else _bc_run(args)
     _, report = distill_chunked(DistillConfig(run=run, hidden=args.student_hidden,
+                                              chunk_block=args.student_block,
                                               iterations=args.student_iterations,
-                                              num_envs=16, grad_steps=args.student_grad_steps,
+                                              num_envs=args.student_envs,
+                                              grad_steps=args.student_grad_steps,
                                               batch_size=256, dr="off", eval_episodes=0,
                                               progress=False), Console(file=sys.stderr))
     lat = {}
     for which in ("teacher", "student"):
         out = args.out / "artifacts" / args.task / which
         export_cmd(ExportConfig(run=run, policy=which, out=out))  # type: ignore[arg-type]
-        lat[which] = chunk_latency(load_policy(out), args.latency_calls)
+        lat[which] = chunk_latency(out, args.latency_calls)
     paired = {which: final_success(args.out / "artifacts" / args.task / which,
-                                   args.final_episodes, args.seed)["final_success"]
+                                   args.final_episodes, args.seed)
               for which in ("teacher", "student")}
-    return {"teacher": str(run), "teacher_success": paired["teacher"],
-            "student_success": paired["student"], "teacher_p50_us": lat["teacher"][0],
+    return {"teacher": str(run), "teacher_success": paired["teacher"]["final_success"],
+            "student_success": paired["student"]["final_success"],
+            "teacher_return": paired["teacher"]["final_return"],
+            "student_return": paired["student"]["final_return"],
+            "recipe": f"{args.student_iterations} DAgger iterations x {args.student_envs} envs, "
+                      f"{args.student_grad_steps:,} steps each, {args.student_block} "
+                      f"{'x'.join(map(str, args.student_hidden))}",
+            "teacher_p50_us": lat["teacher"][0],
             "teacher_p99_us": lat["teacher"][1], "student_p50_us": lat["student"][0],
             "student_p99_us": lat["student"][1]}
 
@@ -444,13 +459,15 @@ def table(args: Args, console: Console) -> None:
         st = Table(title="one-step student vs its teacher (exported; success over "
                          f"{args.final_episodes} paired episodes; one chunk call, onnxruntime, "
                          "1 thread)", title_justify="left")
-        for col in ("teacher", "teacher", "student", "kept", "teacher p50 / p99 [us]",
-                    "student p50 / p99 [us]", "speed-up (p50)"):
+        for col in ("teacher", "teacher", "student", "kept", "return teacher / student",
+                    "teacher p50 / p99 [us]", "student p50 / p99 [us]", "speed-up (p50)"):
             st.add_column(col, justify="right")
         st.add_row(Path(s["teacher"]).name, f"{s['teacher_success']:.1%}",
                    f"{s['student_success']:.1%}",
                    f"{s['student_success'] / s['teacher_success']:.1%}"
                    if s["teacher_success"] > 0 else "-",
+                   f"{s['teacher_return']:.1f} / {s['student_return']:.1f}"
+                   if "teacher_return" in s else "-",
                    f"{s['teacher_p50_us']:.0f} / {s['teacher_p99_us']:.0f}",
                    f"{s['student_p50_us']:.1f} / {s['student_p99_us']:.1f}",
                    f"{s['teacher_p50_us'] / s['student_p50_us']:.1f}x")
@@ -481,6 +498,20 @@ def _targets(args: Args, res: dict[str, Any], console: Console) -> None:
             v["seconds"] <= 3600 and v["cost_per_1k_steps"] <= sac["cost_per_1k_steps"]
         lines.append(f"{LABELS[row]} >= 95% within 300k env steps and 60 min, cost <= SAC's: "
                      f"{'met' if ok else 'not met'}")
+    st = res.get(_key(args, "student"))
+    if st is not None:
+        kept = st["student_success"] / max(st["teacher_success"], 1e-9)
+        n = args.final_episodes
+        lines.append(f"student >= 95% of its teacher's success: "
+                     f"{'met' if kept >= 0.95 else 'not met'} ({kept:.1%}: "
+                     f"{st['student_success'] * n:.0f} against {st['teacher_success'] * n:.0f} "
+                     f"successes in {n} paired episodes)")
+        speed = st["teacher_p50_us"] / st["student_p50_us"]
+        lines.append(f"student >= 10x lower latency: {'met' if speed >= 10 else 'not met'} "
+                     f"({speed:.1f}x at p50)")
+        lines.append(f"student p99 <= 50 us per call: "
+                     f"{'met' if st['student_p99_us'] <= 50 else 'not met'} "
+                     f"({st['student_p99_us']:.1f} us)")
     for line in lines:
         console.print(line)
 

@@ -17,7 +17,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import torch
 import tyro
@@ -50,6 +50,9 @@ class DistillConfig:
     """Run directory (or checkpoint file) of the teacher."""
     hidden: tuple[int, ...] = (64, 64)
     """Hidden layer sizes of the student."""
+    chunk_block: Literal["residual", "plain"] = "residual"
+    """A chunked teacher's (bc-flow, dsrl) one-step student: residual blocks of width
+    max(hidden), len(hidden) of them, or plain hidden layers (``PolicyConfig.block``)."""
     iterations: int = 6
     """DAgger iterations (the first rolls out the teacher)."""
     rollout_steps: int | None = None

@@ -1,15 +1,13 @@
-"""What the learning benchmarks read off their runs: the learning curve's milestones, a
-chunked artifact's call latency, and push episodes measured one by one."""
+"""What the learning benchmarks read off their runs: the learning curve's milestones and
+push episodes measured one by one (a chunked artifact's call latency: ``bench.latency``)."""
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 
@@ -33,20 +31,6 @@ def curve_summary(run: Path, targets: tuple[int, ...] = (80, 90, 95)) -> dict[st
             "train_cost": last["train_cumulative_cost"],
             "cost_per_1k_steps": 1000 * last["train_cumulative_cost"] / max(last["env_steps"], 1),
             "run": str(run)}
-
-
-def chunk_latency(policy: Any, calls: int) -> tuple[float, float]:
-    """p50 / p99 [us] of one chunk call of an exported chunked policy (``load_policy``; one
-    sample, after 100 calls of warm-up)."""
-    rng = np.random.default_rng(0)
-    hist = rng.standard_normal((1, policy.obs_history, policy.obs_dim)).astype(np.float32)
-    times = []
-    for i in range(calls + 100):
-        t0 = time.perf_counter()
-        policy.chunk(hist)
-        if i >= 100:
-            times.append(time.perf_counter() - t0)
-    return float(np.percentile(times, 50) * 1e6), float(np.percentile(times, 99) * 1e6)
 
 
 def push_episodes(env: Any, act: Callable[[torch.Tensor], torch.Tensor],

@@ -13,7 +13,9 @@ bc-flow or dsrl run.
 Both learn with DAgger on the run's task in simulation: iteration 0 executes the teacher's
 chunks, iteration i the teacher's with probability ``beta_decay ** i`` and the student's
 otherwise; every chunk decision is labelled with the teacher's chunk (in normalized action
-units), the data aggregated and the student fit by MSE. The student keeps the teacher's
+units), the data aggregated and the student fit by MSE on the chunk's steps that are ever
+executed (the first ``executed``, or all under temporal ensembling): its capacity goes to
+the actions that reach the arm. The student keeps the teacher's
 observation and action normalization, chunk horizon, execution and history. It is saved
 as ``onestep.pt`` in the run directory; ``robot-rl export RUN --policy student`` exports it.
 """
@@ -68,6 +70,9 @@ class _Run:
     """(num_envs, seed) -> an env of the run's task as its data was recorded."""
     acting: Callable[[torch.Generator], ChunkExecutor]
     """The teacher acting step by step (for its evaluation)."""
+    used: int
+    """The chunk's steps that are ever executed: its executed steps, or all of them under
+    temporal ensembling; the student is fit on these alone."""
 
 
 def _load_run(ckpt: Path, cfg: DistillConfig) -> _Run:
@@ -96,7 +101,8 @@ def _load_run(ckpt: Path, cfg: DistillConfig) -> _Run:
             return ChunkExecutor(lambda h: flow.sample(h, gen), flow.horizon,
                                  flow.cfg.executed, flow.obs_history, bc_cfg.ensemble)
 
-        return _Run(flow, teacher, True, make, acting)
+        used = flow.horizon if bc_cfg.ensemble is not None else flow.cfg.executed
+        return _Run(flow, teacher, True, make, acting, used)
     if kind == "dsrl":
         from robot_rl.distill import teacher_policy
         from robot_rl.finetune.dsrl import noise_env as make_noise_env_of
@@ -120,15 +126,17 @@ def _load_run(ckpt: Path, cfg: DistillConfig) -> _Run:
 
             return ChunkExecutor(chunk, flow.horizon, flow.cfg.executed, flow.obs_history)
 
-        return _Run(flow, dsrl_teacher, False, make_noise_env, dsrl_acting)
+        return _Run(flow, dsrl_teacher, False, make_noise_env, dsrl_acting, flow.cfg.executed)
     raise ConfigError(f"{ckpt} is not a bc-flow or dsrl run")
 
 
 def student_config(teacher: PolicyConfig, cfg: DistillConfig) -> PolicyConfig:
-    """The student's config: the teacher's chunking, a residual MLP of width max(hidden)
-    with len(hidden) blocks, one integration step."""
-    return dataclasses.replace(teacher, denoiser="mlp", width=max(cfg.hidden),
-                               blocks=len(cfg.hidden), flow_steps=1)
+    """The student's config: the teacher's chunking, one integration step, an MLP of width
+    max(hidden): ``chunk_block`` "residual", len(hidden) residual blocks; "plain",
+    len(hidden) hidden layers (the input layer and len(hidden) - 1 plain blocks)."""
+    blocks = len(cfg.hidden) if cfg.chunk_block == "residual" else len(cfg.hidden) - 1
+    return dataclasses.replace(teacher, denoiser="mlp", width=max(cfg.hidden), blocks=blocks,
+                               block=cfg.chunk_block, flow_steps=1)
 
 
 def distill_chunked(cfg: DistillConfig, console: Console | None = None
@@ -224,7 +232,7 @@ def _dagger(env: VecEnv, run: _Run, student: ChunkPolicy, cfg: DistillConfig,
                 else:
                     assert isinstance(student, MLPChunkPolicy)
                     pred = student.predict(all_h[idx])
-                loss = ((pred - all_y[idx]) ** 2).mean()
+                loss = ((pred - all_y[idx])[:, :run.used] ** 2).mean()
                 opt.zero_grad()
                 loss.backward()
                 opt.step()

@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from robot_rl.errors import ConfigError
-from robot_rl.policies.denoisers import MLPDenoiser, ResidualBlock, UNet1DDenoiser
+from robot_rl.policies.denoisers import MLPDenoiser, UNet1DDenoiser, make_blocks
 from robot_rl.policies.normalizer import Normalizer
 
 PolicyKind = Literal["flow", "mlp"]
@@ -51,7 +51,11 @@ class PolicyConfig:
     width: int = 256
     """Width of the MLP denoiser's (and the MLP policy's) residual blocks."""
     blocks: int = 3
-    """Residual blocks of the MLP denoiser (and the MLP policy)."""
+    """Blocks of the MLP denoiser (and the MLP policy) after its input layer."""
+    block: Literal["residual", "plain"] = "residual"
+    """The MLP's blocks: residual (x + W2 silu(W1 LayerNorm(x)), widths d -> 2d -> d) or
+    plain (W silu(x), d -> d: a quarter of the multiply-adds; one-step students, whose
+    call latency counts)."""
     unet_channels: tuple[int, ...] = (64, 128)
     """Channels per level of the U-Net denoiser."""
     flow_steps: int = 10
@@ -150,7 +154,8 @@ class FlowPolicy(ChunkPolicy):
         if cfg.denoiser == "unet":
             self.net = UNet1DDenoiser(self.act_dim, cfg.horizon, cond, cfg.unet_channels)
         else:
-            self.net = MLPDenoiser(self.act_dim, cfg.horizon, cond, cfg.width, cfg.blocks)
+            self.net = MLPDenoiser(self.act_dim, cfg.horizon, cond, cfg.width, cfg.blocks,
+                                   block=cfg.block)
 
     def loss(self, obs: torch.Tensor, chunk: torch.Tensor,
              mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -189,7 +194,7 @@ class MLPChunkPolicy(ChunkPolicy):
         width = cfg.width
         self.net = nn.Sequential(
             nn.Linear(cfg.obs_history * self.obs_dim, width),
-            *[ResidualBlock(width) for _ in range(cfg.blocks)],
+            *make_blocks(cfg.block, width, cfg.blocks),
             nn.LayerNorm(width), nn.SiLU(), nn.Linear(width, cfg.horizon * self.act_dim))
 
     def predict(self, obs: torch.Tensor) -> torch.Tensor:

@@ -36,15 +36,36 @@ class ResidualBlock(nn.Module):
         return x + self.net(x)
 
 
+class PlainBlock(nn.Module):
+    """silu(x) -> W x, width d -> d: a quarter of a residual block's multiply-adds, for a
+    student whose call latency counts."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.net = nn.Sequential(nn.SiLU(), nn.Linear(width, width))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+def make_blocks(kind: str, width: int, blocks: int) -> nn.Sequential:
+    """``blocks`` blocks of width ``width``: "residual" (``ResidualBlock``) or "plain"."""
+    if kind not in ("residual", "plain"):
+        raise ConfigError(f"unknown block {kind!r}; blocks: residual, plain")
+    block = ResidualBlock if kind == "residual" else PlainBlock
+    return nn.Sequential(*[block(width) for _ in range(blocks)])
+
+
 class MLPDenoiser(nn.Module):
-    """Residual MLP with LayerNorm over [flattened chunk, time features, condition]."""
+    """MLP with LayerNorm over [flattened chunk, time features, condition]: residual
+    blocks (the default) or plain ones."""
 
     def __init__(self, act_dim: int, horizon: int, cond_dim: int, width: int = 256,
-                 blocks: int = 3, time_dim: int = 32):
+                 blocks: int = 3, time_dim: int = 32, block: str = "residual"):
         super().__init__()
         self.horizon, self.act_dim, self.time_dim = horizon, act_dim, time_dim
         self.inp = nn.Linear(horizon * act_dim + time_dim + cond_dim, width)
-        self.blocks = nn.Sequential(*[ResidualBlock(width) for _ in range(blocks)])
+        self.blocks = make_blocks(block, width, blocks)
         self.out = nn.Sequential(nn.LayerNorm(width), nn.SiLU(),
                                  nn.Linear(width, horizon * act_dim))
 
