@@ -542,33 +542,39 @@ def failures(args: Args, console: Console) -> None:
     policies["flow-BC, sampled noise (as exported)"] = (sampled, sampled.reset)
     zero = base_executor(policy)
     policies["flow-BC, zero noise (the residual's base)"] = (zero, zero.reset)
-    t = Table(title=f"push in {args.action}: success by the push's length and direction "
-                    f"(0 deg: away from the robot), {8 * 32} episodes each; failures by what "
-                    f"the puck did", title_justify="left")
-    for col in ("policy", "success", "median step", "< 15 cm", "15-20 cm", "20-30 cm",
-                ">= 30 cm", "away", "to +y", "to -y", "puck still", "> 10 cm off",
+    t = Table(title=f"push in {args.action}: success at the episode's end by the push's "
+                    f"length and direction (0 deg: away from the robot), {8 * 32} episodes "
+                    f"each; the goal reached at any step; failures by what the puck did",
+              title_justify="left")
+    for col in ("policy", "at the end", "reached", "first reached (median step)", "< 15 cm",
+                "15-20 cm", "20-30 cm", ">= 30 cm", "away", "to +y", "to -y",
+                "reached, then lost (median end distance)", "puck still", "> 10 cm off",
                 "4-10 cm off"):
         t.add_column(col, justify="left" if col == "policy" else "right")
 
     def rate(rows: list[dict[str, float]]) -> str:
-        won = sum(r["first"] >= 0 for r in rows)
+        won = sum(r["end"] for r in rows)
         return f"{won}/{len(rows)}" if rows else "-"
 
     flow_env = bc_env(state, run, "--part failures", 32, args.seed)
     for name, (act, start) in policies.items():
         env = expert_env if name.startswith("expert") else flow_env
         rows = push_episodes(env, act, start, 8, args.seed + 70_000)
-        won = [r for r in rows if r["first"] >= 0]
-        lost = [r for r in rows if r["first"] < 0]
-        t.add_row(name, f"{len(won) / len(rows):.1%}",
-                  f"{statistics.median(r['first'] for r in won):.0f}" if won else "-",
+        reached = [r for r in rows if r["first"] >= 0]
+        dropped = [r for r in reached if not r["end"]]
+        never = [r for r in rows if r["first"] < 0]
+        t.add_row(name, f"{sum(r['end'] for r in rows) / len(rows):.1%}",
+                  f"{len(reached) / len(rows):.1%}",
+                  f"{statistics.median(r['first'] for r in reached):.0f}" if reached else "-",
                   *(rate([r for r in rows if lo <= r["length"] < hi])
                     for lo, hi in ((0, 0.15), (0.15, 0.2), (0.2, 0.3), (0.3, 9))),
                   *(rate([r for r in rows if lo <= r["direction"] < hi])
                     for lo, hi in ((-45, 45), (45, 180), (-180, -45))),
-                  str(sum(r["moved"] < 0.01 for r in lost)),
-                  str(sum(r["moved"] >= 0.01 and r["closest"] > 0.10 for r in lost)),
-                  str(sum(r["moved"] >= 0.01 and r["closest"] <= 0.10 for r in lost)))
+                  f"{len(dropped)} ({100 * statistics.median(r['final'] for r in dropped):.1f} "
+                  f"cm)" if dropped else "0",
+                  str(sum(r["moved"] < 0.01 for r in never)),
+                  str(sum(r["moved"] >= 0.01 and r["closest"] > 0.10 for r in never)),
+                  str(sum(r["moved"] >= 0.01 and r["closest"] <= 0.10 for r in never)))
     console.print(t)
 
 

@@ -40,7 +40,9 @@ def push_episodes(env: Any, act: Callable[[torch.Tensor], torch.Tensor],
     (``rounds`` x num_envs episodes, each round reset with seed ``seed + round``; ``start``
     gets the (E,) mask of envs that begin an episode): the push's length [m] and direction
     [deg, 0: away from the robot], how far the puck moved [m], how close it came to the
-    goal [m], and the first success step (-1: none)."""
+    goal [m] and how far from it it ended [m], the first step the success test held (-1:
+    none), and whether it held at the episode's end (1 / 0: the last step taken, the
+    episode's second-to-last, since its last would reset the env)."""
     rows: list[dict[str, float]] = []
     for r in range(rounds):
         obs = env.reset(seed=seed + r)
@@ -50,6 +52,7 @@ def push_episodes(env: Any, act: Callable[[torch.Tensor], torch.Tensor],
         closest = torch.full((env.num_envs,), math.inf)
         moved = torch.zeros(env.num_envs)
         first = torch.full((env.num_envs,), -1)
+        end = torch.zeros(env.num_envs, dtype=torch.bool)
         with torch.no_grad():
             for t in range(env.max_episode_length - 1):  # the last step would reset
                 obs, _, _, _, _, info = env.step(act(obs))
@@ -57,11 +60,14 @@ def push_episodes(env: Any, act: Callable[[torch.Tensor], torch.Tensor],
                 closest = torch.minimum(closest, torch.linalg.vector_norm(goal - puck, dim=1))
                 moved = torch.maximum(moved, torch.linalg.vector_norm(puck - puck0, dim=1))
                 first = torch.where(info["success"].bool() & (first < 0), t, first)
+                end = info["success"].bool()
+        final = torch.linalg.vector_norm(goal - env.state.sensors["puck_pos"][:, :2], dim=1)
         line = goal - puck0
         for i in range(env.num_envs):
             rows.append({"length": float(line[i].norm()),
                          "direction": math.degrees(math.atan2(float(line[i, 1]),
                                                               float(line[i, 0]))),
                          "moved": float(moved[i]), "closest": float(closest[i]),
-                         "first": int(first[i])})
+                         "first": int(first[i]), "end": int(end[i]),
+                         "final": float(final[i])})
     return rows

@@ -115,7 +115,7 @@ def record_cmd(cfg: SysidRecordConfig) -> None:
     from robot_rl.hardware.sim_robot import SimRobot
     from robot_rl.hardware.sim_robot_process import SimRobotProcess
     from robot_rl.sysid.dataset import save_recording
-    from robot_rl.sysid.record import record_excitation
+    from robot_rl.sysid.record import record_steady
 
     console = Console()
     if cfg.ros or cfg.robot == "ros":
@@ -124,14 +124,14 @@ def record_cmd(cfg: SysidRecordConfig) -> None:
     say = lambda m: console.print(f"[yellow]sysid record:[/] {m}")  # noqa: E731
     arm: Any = SimRobotProcess(cfg.sim) if cfg.sim_process else SimRobot(cfg.sim)
     with arm as robot:  # record_excitation refuses an interface other than position
-        rec = record_excitation(robot, cfg.record, log=say)
+        rec = record_steady(robot, cfg.record, log=say)
     index = save_recording(rec, cfg.out)
     s = rec.streams
     console.print(
         f"recorded episode {index} into {cfg.out}: {len(s.js_t)} joint readings and "
         f"{len(s.cmd_t)} commands over {rec.seconds:.1f} s; reading age on arrival "
         f"{1e3 * rec.sensing_latency:.2f} ms (median); the shield changed {rec.shield_moved} "
-        f"commands; {rec.late_ticks} late ticks", markup=False)
+        f"commands; {rec.late_ticks} late ticks; {rec.gaps} late readings", markup=False)
 
 
 NODE_EXCITATION = ("rate", "duration", "amplitude", "speed", "step_size", "seed")

@@ -47,7 +47,7 @@ from robot_rl.hardware.ros.spin import SENSOR_QOS, spin_node  # noqa: E402
 from robot_rl.hardware.timing import Throttle  # noqa: E402
 from robot_rl.robots import get_robot  # noqa: E402
 from robot_rl.sysid.excitation import ExcitationConfig  # noqa: E402
-from robot_rl.sysid.record import RecordConfig, record_excitation  # noqa: E402
+from robot_rl.sysid.record import RecordConfig, record_steady  # noqa: E402
 
 STEADY = 0.5
 """Seconds of JointStates without a gap of ``RecordConfig.stale_after`` before ``autostart``
@@ -179,7 +179,7 @@ class SysidNode(Node):
             logger.info(m)
 
         try:
-            rec = record_excitation(self.robot, self.cfg, log=log, stop=self._stop)
+            rec = record_steady(self.robot, self.cfg, log=log, stop=self._stop)
             index = save_recording(rec, Path(self.params.out))
         except (RobotError, RobotRLError) as e:
             self.get_logger().error(f"recording failed: {e}")
@@ -190,7 +190,8 @@ class SysidNode(Node):
             log(f"recorded episode {index} into {self.params.out}: {len(s.js_t)} joint readings"
                 f" and {len(s.cmd_t)} commands over {rec.seconds:.1f} s; reading age "
                 f"{1e3 * rec.sensing_latency:.2f} ms (median); the shield changed "
-                f"{rec.shield_moved} commands; {rec.late_ticks} late ticks; "
+                f"{rec.shield_moved} commands; {rec.late_ticks} late ticks; {rec.gaps} late "
+                f"readings; "
                 f"{self.rejected} JointStates rejected")
             self._set_mode("done")
         self.finished = True

@@ -67,3 +67,42 @@ def test_replay_ring_wraps_and_masks():
     buf.add(torch.ones(2, 1) * 7, torch.ones(2, 1), torch.ones(2), torch.ones(2),
             torch.ones(2, 1), torch.zeros(2), mask=torch.tensor([True, False]))
     assert buf.pos == 2 and float(buf.obs[1, 0]) == 7.0
+
+
+def test_push_episodes_tell_a_goal_reached_then_lost_from_one_held() -> None:
+    """Two envs, 5-step episodes (4 steps taken): env 0's puck reaches the goal at step 1
+    and stays; env 1's reaches it at step 0 and is pushed 3 cm past it by the end."""
+    from types import SimpleNamespace
+
+    from robot_rl.bench.learning import push_episodes
+
+    paths = torch.tensor([[[0.10, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]],
+                          [[0.0, 0.0], [0.01, 0.0], [0.02, 0.0], [0.03, 0.0]]])
+
+    class Env:
+        num_envs, max_episode_length = 2, 5
+
+        def __init__(self) -> None:
+            self.t = 0
+            self.state = SimpleNamespace(sensors={}, buffers={"goal": torch.zeros(2, 3)})
+
+        def _puck(self, xy: torch.Tensor) -> None:
+            self.state.sensors["puck_pos"] = torch.cat([xy, torch.zeros(2, 1)], dim=1)
+
+        def reset(self, seed: int) -> torch.Tensor:
+            self.t = 0
+            self._puck(torch.tensor([[0.2, 0.0], [0.1, 0.0]]))
+            return torch.zeros(2, 1)
+
+        def step(self, action: torch.Tensor) -> tuple:
+            self._puck(paths[:, self.t])
+            self.t += 1
+            near = self.state.sensors["puck_pos"][:, :2].norm(dim=1) < 0.02
+            return torch.zeros(2, 1), None, None, None, None, {"success": near}
+
+    rows = push_episodes(Env(), lambda o: o, lambda mask: None, rounds=1, seed=0)
+    assert [(r["first"], r["end"]) for r in rows] == [(1, 1), (0, 0)]
+    assert [round(r["final"], 3) for r in rows] == [0.0, 0.03]
+    assert [round(r["closest"], 3) for r in rows] == [0.0, 0.0]
+    assert [round(r["moved"], 3) for r in rows] == [0.2, 0.1]
+    assert [round(r["length"], 3) for r in rows] == [0.2, 0.1]

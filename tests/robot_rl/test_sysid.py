@@ -330,3 +330,36 @@ def test_cli_records_the_simulated_arm_and_fits_it(tmp_path) -> None:  # type: i
     bad = subprocess.run([*cli, "sysid", "fit", str(tmp_path / "nothing")],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "no recording at" in bad.stderr
+
+
+def test_a_recording_whose_readings_came_late_is_made_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """record_steady: 100 readings at 250 Hz; 5 of the 99 intervals are 12 ms (over two
+    periods, 8 ms: 5.1% > 0.5%), then a clean recording is kept; one that stays late is kept
+    after the last try, with the reason said."""
+    from robot_rl.sysid import record as rec_mod
+
+    def recording(late: int) -> rec_mod.Recording:
+        dt = np.full(99, 0.004)
+        dt[:late] = 0.012
+        t = np.concatenate([[0.0], np.cumsum(dt)])
+        streams = ArmStreams(js_t=t, q=np.zeros((100, 7)), qd=np.zeros((100, 7)),
+                             cmd_t=t, cmd=np.zeros((100, 7)), effort=None)
+        return rec_mod.Recording(robot="arm7", joint_names=tuple(f"j{i}" for i in range(7)),
+                                 rate=250.0, streams=streams, reading_age=np.zeros(100),
+                                 shield_moved=0, late_ticks=late, seconds=float(t[-1]))
+
+    assert recording(5).gaps == 5 and recording(0).gaps == 0
+    made = iter([recording(5), recording(0)])
+    monkeypatch.setattr(rec_mod, "record_excitation", lambda *a, **k: next(made))
+    said: list[str] = []
+    got = rec_mod.record_steady(object(), rec_mod.RecordConfig(), log=said.append)  # type: ignore[arg-type]
+    assert got.gaps == 0
+    assert len(said) == 1 and "5 of 99 readings came more than 8 ms" in said[0]
+    assert "5.1%" in said[0] and "recording again (2 of 3)" in said[0]
+    monkeypatch.setattr(rec_mod, "record_excitation", lambda *a, **k: recording(1))
+    assert rec_mod.record_steady(object(), rec_mod.RecordConfig(max_gaps=0.0, tries=2),  # type: ignore[arg-type]
+                                 log=said.append).gaps == 1
+    assert "recording again (2 of 2)" in said[1] and "kept after 2 tries" in said[2]
+    with pytest.raises(ConfigError, match="tries >= 1"):
+        rec_mod.RecordConfig(tries=0).validate()
