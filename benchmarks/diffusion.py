@@ -26,7 +26,8 @@ in pieces (or again, with ``--redo``) and ``--part table`` prints all of them.
   training cost no higher than SAC's; RLPD 80% in <= 1/3 of SAC's env steps.
 * **student**: ``robot-rl distill`` of the fine-tuned (or the BC) flow policy into a
   one-step student; success of both and single-call latency of the exported graphs
-  (onnxruntime, one thread, p50/p99 over ``--latency-calls``). Target: student >= 95% of
+  (onnxruntime, one thread, p50/p99 over ``--latency-calls`` in a process of its own, the
+  median of three: ``robot_rl.bench.latency``). Target: student >= 95% of
   its teacher's success, >= 10x lower latency, <= 50 us p99.
 """
 
