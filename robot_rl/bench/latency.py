@@ -5,8 +5,9 @@ one observation history per call, after a warm-up.
     p50, p99 = chunk_latency(Path("runs/push__dsrl__0__.../export"), calls=10_000)
 
 Each figure is the median over three such processes. Measured inside a benchmark that had
-just trained with torch on both cores, a student graph's p99 came out at 63 us against
-30-54 us in fresh processes; a deploy node holds the
+just trained with torch on both cores, a student graph's p99 came out at 63 us; in fresh
+processes the same graph measured 30-96 us (one window 144 us), most often 45-55; a deploy
+node holds the
 artifact in a process like this one. ``python -m robot_rl.bench.latency ARTIFACT`` prints
 the measurement as JSON (what ``chunk_latency`` runs).
 """
