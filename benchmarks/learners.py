@@ -116,6 +116,9 @@ class Args:
     bc_steps: int = 10_000
     bc_execute: int = 4
     """Steps of each 8-step chunk flow-BC executes before it plans again."""
+    bc_ignore_obs: tuple[str, ...] = ("last_action",)
+    """Observation terms flow-BC (and so DSRL's, the residual's and filtered BC's base, and
+    the student) does not see (``robot-rl bc --policy.ignore-obs``); empty: all of them."""
     finetune_budget: float = 1800.0
     """DSRL, residual and filtered BC: wall-clock budget each [s] (see the next two)."""
     dsrl_budget: float | None = None
@@ -291,7 +294,7 @@ def row_bc(args: Args, console: Console) -> dict[str, Any]:
 
     cfg = BCConfig(demos=dataset(args, console), algo="bc-flow",
                    policy=PolicyConfig(horizon=8, execute=args.bc_execute, width=256,
-                                       blocks=2),
+                                       blocks=2, ignore_obs=args.bc_ignore_obs),
                    steps=args.bc_steps, eval_every=args.bc_steps,
                    eval_episodes=args.eval_episodes, seed=args.seed,
                    runs_dir=args.out / "runs" / _table_name(args), run_name="bc-flow",
@@ -303,7 +306,8 @@ def row_bc(args: Args, console: Console) -> dict[str, Any]:
             "first_success": runner.history[-1]["success_rate"], "train_cost": 0.0,
             "cost_per_1k_steps": 0.0,
             "recipe": f"flow matching, H 8 / K {args.bc_execute}, 256 x 2 blocks, "
-                      f"{args.bc_steps:,} steps"}
+                      f"{args.bc_steps:,} steps"
+                      + runner.policy.unseen_note().replace("; ", ", ", 1).split(" (")[0]}
 
 
 def _bc_run(args: Args) -> Path:

@@ -11,10 +11,34 @@ import os
 
 __version__ = "0.1.0"
 
-# MuJoCo picks its OpenGL backend once, when it is first imported. On a machine without a
-# display, offscreen rendering needs EGL; set it before anything imports mujoco.
+
+
+def _has_egl() -> bool:
+    """Whether libEGL loads (``import mujoco`` with MUJOCO_GL=egl fails where it does not)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libEGL.so.1")
+    except OSError:
+        return False
+    return True
+
+
+def default_gl(environ: dict[str, str] | os._Environ[str], has_egl: bool) -> str | None:
+    """The MUJOCO_GL to set, or None to leave MuJoCo's own choice: EGL (offscreen rendering)
+    on a machine without a display where libEGL is installed; without libEGL, MuJoCo still
+    imports and simulates, and a renderer says what to install."""
+    if "MUJOCO_GL" in environ or environ.get("DISPLAY") or not has_egl:
+        return None
+    return "egl"
+
+
+# MuJoCo picks its OpenGL backend once, when it is first imported: set it before anything
+# imports mujoco.
 if "MUJOCO_GL" not in os.environ and not os.environ.get("DISPLAY"):
-    os.environ["MUJOCO_GL"] = "egl"
+    _gl = default_gl(os.environ, _has_egl())
+    if _gl is not None:
+        os.environ["MUJOCO_GL"] = _gl
 
 from robot_rl import gym_registration as _gym_registration  # noqa: E402
 

@@ -38,6 +38,7 @@ from robot_rl.bc.demos import action_error, chunk_data, load_demos
 from robot_rl.checkpoint import CHECKPOINT, FORMAT_VERSION, load_checkpoint, save_atomic
 from robot_rl.config_io import from_dict, to_dict
 from robot_rl.data.reader import Dataset
+from robot_rl.data.recover import feature_names
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate
 from robot_rl.policies import ChunkExecutor, ChunkPolicy, PolicyConfig, make_policy
@@ -218,7 +219,9 @@ class BCRunner:
         bounds = None if demos.task is not None else (actions.min(0).values,
                                                       actions.max(0).values)
         self.policy = make_policy(cfg.policy, cfg.kind, obs.shape[1], actions.shape[1],
-                                  obs, actions, bounds).to(dev)
+                                  obs, actions, bounds,
+                                  feature_names(self.dataset.features, "observation.state")
+                                  ).to(dev)
         self.ema = copy.deepcopy(self.policy).requires_grad_(False) if cfg.ema > 0 else None
         self.opt = torch.optim.AdamW(self.policy.parameters(), lr=cfg.lr,
                                      weight_decay=cfg.weight_decay)
@@ -272,7 +275,8 @@ class BCRunner:
         self.console.print(
             f"run dir: {self.run_dir}\n{cfg.algo}: {n_params:,} parameters, chunk "
             f"H={cfg.policy.horizon} (execute {cfg.policy.executed}), obs history "
-            f"{cfg.policy.obs_history}; data: {self.num_episodes} episodes, "
+            f"{cfg.policy.obs_history}{self.policy.unseen_note()}; data: "
+            f"{self.num_episodes} episodes, "
             f"{len(self.data):,} frames of {self.demos.task or 'no task of ours'!r} from "
             f"{cfg.demos}" + (f"; {len(self.demos.heldout_episodes)} episode(s) held out"
                               if self.heldout is not None else ""))

@@ -153,6 +153,7 @@ def distill_chunked(cfg: DistillConfig, console: Console | None = None
                           flow.obs_dim, flow.act_dim)
     student.obs_norm.load_state_dict(flow.obs_norm.state_dict())
     student.act_norm.load_state_dict(flow.act_norm.state_dict())
+    student.obs_seen.copy_(flow.obs_seen)  # the student sees what its teacher sees
     env = run.make_env(cfg.num_envs, cfg.seed + 20_000)
     loss, samples = _dagger(env, run, student, cfg, console)
     t_res = s_res = None

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+from collections.abc import Sequence
 from typing import Literal
 
 import torch
@@ -60,6 +61,12 @@ class PolicyConfig:
     """Channels per level of the U-Net denoiser."""
     flow_steps: int = 10
     """Euler integration steps from noise to a chunk when acting."""
+    ignore_obs: tuple[str, ...] = ("last_action",)
+    """Observation terms the policy does not see: their inputs are zeroed after
+    normalization, so the policy still takes the whole observation (the env's, the
+    dataset's, the artifact's). The last action by default: a policy cloned from
+    demonstrations that pause or hold still learns to repeat the action it sees (the copycat
+    problem of cloning from observation histories), and stalls (docs/learners.md)."""
 
     @property
     def executed(self) -> int:
@@ -81,10 +88,14 @@ class ChunkPolicy(nn.Module, abc.ABC):
 
     low: torch.Tensor
     high: torch.Tensor
+    obs_seen: torch.Tensor
 
     def __init__(self, cfg: PolicyConfig, obs_norm: Normalizer, act_norm: Normalizer,
-                 bounds: tuple[torch.Tensor, torch.Tensor] | None = None):
-        """``bounds``: (low, high) (A,) of the actions (default: -1 and 1)."""
+                 bounds: tuple[torch.Tensor, torch.Tensor] | None = None,
+                 obs_names: Sequence[str] | None = None):
+        """``bounds``: (low, high) (A,) of the actions (default: -1 and 1); ``obs_names``:
+        one name per observation element ("ee_pos.0", ...), which ``cfg.ignore_obs``
+        picks from (None: the policy sees every element, or its loaded state says which)."""
         super().__init__()
         cfg.validate()
         self.cfg = cfg
@@ -95,13 +106,26 @@ class ChunkPolicy(nn.Module, abc.ABC):
                                                        torch.ones(self.act_dim))
         self.register_buffer("low", low.detach().float().clone().reshape(self.act_dim))
         self.register_buffer("high", high.detach().float().clone().reshape(self.act_dim))
-        self._register_load_state_dict_pre_hook(self._default_bounds)
+        self.register_buffer("obs_seen", seen_mask(obs_names, cfg.ignore_obs, self.obs_dim))
+        """(O,) 1 for each observation element the policy sees, 0 for those it ignores."""
+        self._register_load_state_dict_pre_hook(self._default_buffers)
 
-    def _default_bounds(self, state: dict[str, torch.Tensor], prefix: str,
-                        *args: object) -> None:
-        """Checkpoints from before the bounds were saved hold [-1, 1] actions."""
+    def _default_buffers(self, state: dict[str, torch.Tensor], prefix: str,
+                         *args: object) -> None:
+        """Checkpoints from before the bounds were saved hold [-1, 1] actions; those from
+        before ``obs_seen`` saw every observation element."""
         for name, value in (("low", -1.0), ("high", 1.0)):
             state.setdefault(prefix + name, torch.full((self.act_dim,), value))
+        state.setdefault(prefix + "obs_seen", torch.ones(self.obs_dim))
+
+    def unseen_note(self) -> str:
+        """"; not seen: last_action (3 of 30 observation elements)", or "" where the policy
+        sees every element."""
+        hidden = int((self.obs_seen == 0).sum())
+        if hidden == 0:
+            return ""
+        return (f"; not seen: {', '.join(self.cfg.ignore_obs)} ({hidden} of {self.obs_dim} "
+                f"observation elements)")
 
     def clip(self, chunk: torch.Tensor) -> torch.Tensor:
         """(B, H, A) actions clipped to the bounds."""
@@ -113,7 +137,7 @@ class ChunkPolicy(nn.Module, abc.ABC):
                 obs.dim() != 3 or obs.shape[1:] != (self.obs_history, self.obs_dim)):
             raise ConfigError(f"the policy takes observations (B, {self.obs_history}, "
                               f"{self.obs_dim}), got {tuple(obs.shape)}")
-        return self.obs_norm(obs).flatten(1)
+        return (self.obs_norm(obs) * self.obs_seen).flatten(1)
 
     @abc.abstractmethod
     def loss(self, obs: torch.Tensor, chunk: torch.Tensor,
@@ -147,8 +171,9 @@ class FlowPolicy(ChunkPolicy):
     kind = "flow"
 
     def __init__(self, cfg: PolicyConfig, obs_norm: Normalizer, act_norm: Normalizer,
-                 bounds: tuple[torch.Tensor, torch.Tensor] | None = None):
-        super().__init__(cfg, obs_norm, act_norm, bounds)
+                 bounds: tuple[torch.Tensor, torch.Tensor] | None = None,
+                 obs_names: Sequence[str] | None = None):
+        super().__init__(cfg, obs_norm, act_norm, bounds, obs_names)
         cond = cfg.obs_history * self.obs_dim
         self.net: nn.Module
         if cfg.denoiser == "unet":
@@ -189,8 +214,9 @@ class MLPChunkPolicy(ChunkPolicy):
     kind = "mlp"
 
     def __init__(self, cfg: PolicyConfig, obs_norm: Normalizer, act_norm: Normalizer,
-                 bounds: tuple[torch.Tensor, torch.Tensor] | None = None):
-        super().__init__(cfg, obs_norm, act_norm, bounds)
+                 bounds: tuple[torch.Tensor, torch.Tensor] | None = None,
+                 obs_names: Sequence[str] | None = None):
+        super().__init__(cfg, obs_norm, act_norm, bounds, obs_names)
         width = cfg.width
         self.net = nn.Sequential(
             nn.Linear(cfg.obs_history * self.obs_dim, width),
@@ -209,17 +235,30 @@ class MLPChunkPolicy(ChunkPolicy):
         return self.clip(self.act_norm.inverse(self.predict(obs)))
 
 
+def seen_mask(obs_names: Sequence[str] | None, ignore: Sequence[str], obs_dim: int
+              ) -> torch.Tensor:
+    """(O,) 1 for each observation element whose term ("ee_pos" of "ee_pos.0") is not in
+    ``ignore``; all ones without names."""
+    if obs_names is None:
+        return torch.ones(obs_dim)
+    if len(obs_names) != obs_dim:
+        raise ConfigError(f"{len(obs_names)} observation names for {obs_dim} elements")
+    return torch.tensor([float(n.rsplit(".", 1)[0] not in ignore) for n in obs_names])
+
+
 def make_policy(cfg: PolicyConfig, kind: PolicyKind, obs_dim: int, act_dim: int,
                 obs: torch.Tensor | None = None, actions: torch.Tensor | None = None,
-                bounds: tuple[torch.Tensor, torch.Tensor] | None = None) -> ChunkPolicy:
+                bounds: tuple[torch.Tensor, torch.Tensor] | None = None,
+                obs_names: Sequence[str] | None = None) -> ChunkPolicy:
     """A policy whose normalization comes from ``obs`` (N, O) and ``actions`` (N, A) (the
     training data); identity normalization where they are not given (a policy whose state
-    is loaded next). ``bounds``: the actions' (low, high), default [-1, 1]."""
+    is loaded next). ``bounds``: the actions' (low, high), default [-1, 1]; ``obs_names``:
+    one per observation element, for ``cfg.ignore_obs``."""
     obs_norm = Normalizer.from_data(obs) if obs is not None else Normalizer.identity(obs_dim)
     act_norm = Normalizer.from_data(actions) if actions is not None else \
         Normalizer.identity(act_dim)
     if kind == "flow":
-        return FlowPolicy(cfg, obs_norm, act_norm, bounds)
+        return FlowPolicy(cfg, obs_norm, act_norm, bounds, obs_names)
     if kind == "mlp":
-        return MLPChunkPolicy(cfg, obs_norm, act_norm, bounds)
+        return MLPChunkPolicy(cfg, obs_norm, act_norm, bounds, obs_names)
     raise ConfigError(f"unknown policy kind {kind!r}; kinds: flow, mlp")

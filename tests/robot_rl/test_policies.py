@@ -4,6 +4,7 @@ where the MLP averages them, masks, determinism given the noise, and chunk execu
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -115,6 +116,41 @@ def test_masked_steps_do_not_count_in_the_loss() -> None:
     changed[:, 2:] = 0.9
     assert torch.equal(policy.loss(o, chunk, mask), policy.loss(o, changed, mask))
     assert not torch.equal(policy.loss(o, chunk), policy.loss(o, changed))
+
+
+@pytest.mark.parametrize("kind", ["flow", "mlp"])
+def test_ignored_terms_do_not_reach_the_policy(kind: str) -> None:
+    gen = torch.Generator().manual_seed(0)
+    names = ["ee_pos.0", "ee_pos.1", "last_action.0", "last_action.1"]
+    obs, actions = torch.randn(64, 4, generator=gen), 2 * torch.rand(64, 2, generator=gen) - 1
+    cfg = PolicyConfig(horizon=4, obs_history=2, width=32, blocks=1)
+    policy = make_policy(cfg, kind, 4, 2, obs, actions, obs_names=names)  # type: ignore[arg-type]
+    assert policy.obs_seen.tolist() == [1.0, 1.0, 0.0, 0.0]
+    assert policy.unseen_note() == "; not seen: last_action (2 of 4 observation elements)"
+    o, noise = torch.randn(5, 2, 4, generator=gen), torch.randn(5, 4, 2, generator=gen)
+    other = o.clone()
+    other[..., 2:] = torch.randn(5, 2, 2, generator=gen)  # another last action
+    moved = o.clone()
+    moved[..., 0] += 1.0  # the hand elsewhere
+    with torch.no_grad():
+        assert torch.equal(policy(o, noise), policy(other, noise))
+        assert not torch.equal(policy(o, noise), policy(moved, noise))
+    # seeing every term (an empty ignore list), the last action counts
+    sees_all = make_policy(dataclasses.replace(cfg, ignore_obs=()), kind, 4, 2, obs, actions,
+                           obs_names=names)  # type: ignore[arg-type]
+    assert sees_all.unseen_note() == ""
+    with torch.no_grad():
+        assert not torch.equal(sees_all(o, noise), sees_all(other, noise))
+    # the mask is the policy's state: a policy made without names takes it on loading ...
+    loaded = make_policy(cfg, kind, 4, 2)  # type: ignore[arg-type]
+    loaded.load_state_dict(policy.state_dict())
+    assert torch.equal(loaded.obs_seen, policy.obs_seen)
+    # ... and a checkpoint from before it existed sees every element
+    old = {k: v for k, v in policy.state_dict().items() if k != "obs_seen"}
+    loaded.load_state_dict(old)
+    assert loaded.obs_seen.tolist() == [1.0] * 4
+    with pytest.raises(ConfigError, match="3 observation names for 4 elements"):
+        make_policy(cfg, kind, 4, 2, obs, actions, obs_names=names[:3])  # type: ignore[arg-type]
 
 
 def test_flow_acting_is_a_deterministic_function_of_observation_and_noise() -> None:

@@ -8,6 +8,7 @@ import av
 import numpy as np
 import pytest
 
+import robot_rl
 from robot_rl.errors import ConfigError, RenderError
 from robot_rl.sim import make_env
 from robot_rl.sim import render as render_mod
@@ -79,3 +80,12 @@ def test_clear_message_without_a_gl_backend(monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(RenderError, match=r"apt-get install libegl1 libgl1-mesa-dri.*"
                                           r"MUJOCO_GL=egl"):
         EnvRenderer(env, [0])
+
+
+def test_default_gl_is_egl_only_where_libegl_loads() -> None:
+    # without a display: EGL where libEGL loads; without libEGL, MuJoCo's own default (import
+    # mujoco with MUJOCO_GL=egl and no libEGL fails inside PyOpenGL)
+    assert robot_rl.default_gl({}, has_egl=True) == "egl"
+    assert robot_rl.default_gl({}, has_egl=False) is None
+    assert robot_rl.default_gl({"DISPLAY": ":0"}, has_egl=True) is None
+    assert robot_rl.default_gl({"MUJOCO_GL": "osmesa"}, has_egl=True) is None
