@@ -15,7 +15,8 @@ One learner at a time on this machine's two cores, each from the same 20 demonst
   sac        SAC from scratch (no demonstrations): ``robot-rl train`` with the task's discount
   rlpd       RLPD from the demonstrations (``robot-rl finetune --method rlpd``), its compute
              fitted to 2 cores (``--rlpd-*``: critics, UTD; stated in the table)
-  bc         flow-BC of the demonstrations (``robot-rl bc``), the start of the three below
+  bc         flow-BC of the demonstrations (``robot-rl bc``; it does not see the last action:
+             ``--bc-ignore-obs``), the start of the three below
   dsrl       DSRL on the flow policy's noise (``robot-rl dsrl``)
   residual   a bounded residual on the flow policy (``robot-rl residual``)
   filtered   filtered BC: the flow policy re-trained on its own successes (``bc-filtered``)
@@ -114,8 +115,10 @@ class Args:
     """RLPD: the observation normalizer frozen at the demonstrations' statistics (ours; the
     reference normalizes nothing); off: running statistics, as SAC from scratch."""
     bc_steps: int = 10_000
+    bc_horizon: int = 8
+    """Actions in each chunk flow-BC predicts."""
     bc_execute: int = 4
-    """Steps of each 8-step chunk flow-BC executes before it plans again."""
+    """Steps of each chunk flow-BC executes before it plans again."""
     bc_ignore_obs: tuple[str, ...] = ("last_action",)
     """Observation terms flow-BC (and so DSRL's, the residual's and filtered BC's base, and
     the student) does not see (``robot-rl bc --policy.ignore-obs``); empty: all of them."""
@@ -293,7 +296,7 @@ def row_bc(args: Args, console: Console) -> dict[str, Any]:
     from robot_rl.policies import PolicyConfig
 
     cfg = BCConfig(demos=dataset(args, console), algo="bc-flow",
-                   policy=PolicyConfig(horizon=8, execute=args.bc_execute, width=256,
+                   policy=PolicyConfig(horizon=args.bc_horizon, execute=args.bc_execute, width=256,
                                        blocks=2, ignore_obs=args.bc_ignore_obs),
                    steps=args.bc_steps, eval_every=args.bc_steps,
                    eval_episodes=args.eval_episodes, seed=args.seed,
@@ -305,7 +308,7 @@ def row_bc(args: Args, console: Console) -> dict[str, Any]:
     return {"env_steps": 0, "seconds": time.perf_counter() - t0, "run": str(runner.run_dir),
             "first_success": runner.history[-1]["success_rate"], "train_cost": 0.0,
             "cost_per_1k_steps": 0.0,
-            "recipe": f"flow matching, H 8 / K {args.bc_execute}, 256 x 2 blocks, "
+            "recipe": f"flow matching, H {args.bc_horizon} / K {args.bc_execute}, 256 x 2 blocks, "
                       f"{args.bc_steps:,} steps"
                       + runner.policy.unseen_note().replace("; ", ", ", 1).split(" (")[0]}
 
