@@ -296,8 +296,8 @@ def row_bc(args: Args, console: Console) -> dict[str, Any]:
     from robot_rl.policies import PolicyConfig
 
     cfg = BCConfig(demos=dataset(args, console), algo="bc-flow",
-                   policy=PolicyConfig(horizon=args.bc_horizon, execute=args.bc_execute, width=256,
-                                       blocks=2, ignore_obs=args.bc_ignore_obs),
+                   policy=PolicyConfig(horizon=args.bc_horizon, execute=args.bc_execute,
+                                       width=256, blocks=2, ignore_obs=args.bc_ignore_obs),
                    steps=args.bc_steps, eval_every=args.bc_steps,
                    eval_episodes=args.eval_episodes, seed=args.seed,
                    runs_dir=args.out / "runs" / _table_name(args), run_name="bc-flow",
@@ -308,9 +308,11 @@ def row_bc(args: Args, console: Console) -> dict[str, Any]:
     return {"env_steps": 0, "seconds": time.perf_counter() - t0, "run": str(runner.run_dir),
             "first_success": runner.history[-1]["success_rate"], "train_cost": 0.0,
             "cost_per_1k_steps": 0.0,
-            "recipe": f"flow matching, H {args.bc_horizon} / K {args.bc_execute}, 256 x 2 blocks, "
+            "recipe": f"flow matching, H {args.bc_horizon} / K {args.bc_execute}, 256 x 2 "
+                      f"blocks, "
                       f"{args.bc_steps:,} steps"
-                      + runner.policy.unseen_note().replace("; ", ", ", 1).split(" (")[0]}
+                      + (f", not seen: {', '.join(args.bc_ignore_obs)}"
+                         if runner.policy.unseen_note() else "")}
 
 
 def _bc_run(args: Args) -> Path:

@@ -8,9 +8,9 @@ Importing ``robot_rl`` registers the gymnasium environments (``robot_rl/Reach-v0
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 
 __version__ = "0.1.0"
-
 
 
 def _has_egl() -> bool:
@@ -24,21 +24,20 @@ def _has_egl() -> bool:
     return True
 
 
-def default_gl(environ: dict[str, str] | os._Environ[str], has_egl: bool) -> str | None:
+def default_gl(environ: Mapping[str, str], has_egl: Callable[[], bool] = _has_egl
+               ) -> str | None:
     """The MUJOCO_GL to set, or None to leave MuJoCo's own choice: EGL (offscreen rendering)
     on a machine without a display where libEGL is installed; without libEGL, MuJoCo still
     imports and simulates, and a renderer says what to install."""
-    if "MUJOCO_GL" in environ or environ.get("DISPLAY") or not has_egl:
+    if "MUJOCO_GL" in environ or environ.get("DISPLAY") or not has_egl():
         return None
     return "egl"
 
 
 # MuJoCo picks its OpenGL backend once, when it is first imported: set it before anything
 # imports mujoco.
-if "MUJOCO_GL" not in os.environ and not os.environ.get("DISPLAY"):
-    _gl = default_gl(os.environ, _has_egl())
-    if _gl is not None:
-        os.environ["MUJOCO_GL"] = _gl
+if (_gl := default_gl(os.environ)) is not None:
+    os.environ["MUJOCO_GL"] = _gl
 
 from robot_rl import gym_registration as _gym_registration  # noqa: E402
 

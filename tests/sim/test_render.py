@@ -85,7 +85,7 @@ def test_clear_message_without_a_gl_backend(monkeypatch: pytest.MonkeyPatch) -> 
 def test_default_gl_is_egl_only_where_libegl_loads() -> None:
     # without a display: EGL where libEGL loads; without libEGL, MuJoCo's own default (import
     # mujoco with MUJOCO_GL=egl and no libEGL fails inside PyOpenGL)
-    assert robot_rl.default_gl({}, has_egl=True) == "egl"
-    assert robot_rl.default_gl({}, has_egl=False) is None
-    assert robot_rl.default_gl({"DISPLAY": ":0"}, has_egl=True) is None
-    assert robot_rl.default_gl({"MUJOCO_GL": "osmesa"}, has_egl=True) is None
+    assert robot_rl.default_gl({}, lambda: True) == "egl"
+    assert robot_rl.default_gl({}, lambda: False) is None
+    assert robot_rl.default_gl({"DISPLAY": ":0"}, lambda: True) is None
+    assert robot_rl.default_gl({"MUJOCO_GL": "osmesa"}, lambda: True) is None
