@@ -75,6 +75,17 @@ class RecordConfig:
         if not 0.0 <= self.max_gaps <= 1.0 or self.tries < 1:
             raise ConfigError("max_gaps must be in [0, 1] and tries >= 1")
 
+    def steady(self, js_t: np.ndarray) -> bool:
+        """Whether readings stamped ``js_t`` (T,) [s] have at most ``max_gaps`` of them late
+        (``late_readings`` at the excitation's rate): a recording a fit can trust."""
+        return late_readings(js_t, self.excitation.rate) <= self.max_gaps * max(len(js_t) - 1, 1)
+
+
+def late_readings(js_t: np.ndarray, rate: float) -> int:
+    """Readings stamped more than two command periods (at ``rate`` [Hz]) after the one
+    before."""
+    return int((np.diff(js_t) > 2.0 / rate).sum())
+
 
 @dataclasses.dataclass
 class Recording:
@@ -104,7 +115,7 @@ class Recording:
     @property
     def gaps(self) -> int:
         """Readings stamped more than two command periods after the one before."""
-        return int((np.diff(self.streams.js_t) > 2.0 / self.rate).sum())
+        return late_readings(self.streams.js_t, self.rate)
 
 
 def record_steady(robot: Robot, cfg: RecordConfig | None = None,
@@ -117,9 +128,9 @@ def record_steady(robot: Robot, cfg: RecordConfig | None = None,
     say = log or (lambda _: None)
     for attempt in range(1, cfg.tries + 1):
         rec = record_excitation(robot, cfg, log=say, stop=stop)
-        n = max(len(rec.streams.js_t) - 1, 1)
-        if rec.gaps <= cfg.max_gaps * n:
+        if cfg.steady(rec.streams.js_t):
             return rec
+        n = max(len(rec.streams.js_t) - 1, 1)
         what = (f"{rec.gaps} of {n} readings came more than {2e3 / rec.rate:.0f} ms (two "
                 f"periods) after the one before ({rec.gaps / n:.1%}; --record.max-gaps "
                 f"{cfg.max_gaps:.1%}): the host stalled the arm or this process")
