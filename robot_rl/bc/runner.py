@@ -17,6 +17,21 @@ against the recorded ones, and that RMSE relative to always predicting the mean 
 training runner's: ``config.json``, ``tb/``, ``eval.csv``, ``checkpoints/latest.pt``
 (atomic, every ``checkpoint_every`` seconds, at the end and on Ctrl-C) and
 ``learning_curve.png``.
+
+Reference: Diffusion Policy (Chi et al., RSS 2023; real-stanford/diffusion_policy) as
+LeRobot's ``DiffusionConfig`` packages it: a chunk of actions predicted from the state by a
+generative model, executed in part, then planned again (receding horizon), normalized
+actions, AdamW with weight decay 1e-6 and a cosine schedule, an EMA of the weights acting.
+Deviations, each an option: flow matching (straight paths, uniform t, ``flow_steps`` = 10
+Euler steps when acting) instead of DDPM's 100 noise levels; a residual MLP denoiser by
+default (``--policy.denoiser unet`` for the temporal U-Net); horizon 8 executing 4 at our
+50 Hz (``--policy.horizon``, ``--policy.execute``) where the reference plans 16 and
+executes 8 at 10 Hz (0.16 s planned against 1.6 s); one observation (the reference: 2,
+``--policy.obs-history``), the last action not seen (``--policy.ignore-obs``, see
+``PolicyConfig``); learning rate 1e-3 decaying to a tenth, without warm-up (the
+reference: 1e-4 to zero after 500 warm-up steps); the EMA's decay ramps to 0.999 (the
+reference's to 0.9999); gradients clipped at norm 1. docs/learners.md has the figures
+behind these choices.
 """
 
 from __future__ import annotations
