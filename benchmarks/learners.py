@@ -122,6 +122,9 @@ class Args:
     bc_ignore_obs: tuple[str, ...] = ("last_action",)
     """Observation terms flow-BC (and so DSRL's, the residual's and filtered BC's base, and
     the student) does not see (``robot-rl bc --policy.ignore-obs``); empty: all of them."""
+    bc_drop_idle: bool = True
+    """Flow-BC leaves out the demonstrations' idle frames (action 0: the human-like
+    pauses; ``robot-rl bc --drop-idle``)."""
     finetune_budget: float = 1800.0
     """DSRL, residual and filtered BC: wall-clock budget each [s] (see the next two)."""
     dsrl_budget: float | None = None
@@ -298,6 +301,7 @@ def row_bc(args: Args, console: Console) -> dict[str, Any]:
     cfg = BCConfig(demos=dataset(args, console), algo="bc-flow",
                    policy=PolicyConfig(horizon=args.bc_horizon, execute=args.bc_execute,
                                        width=256, blocks=2, ignore_obs=args.bc_ignore_obs),
+                   drop_idle=args.bc_drop_idle,
                    steps=args.bc_steps, eval_every=args.bc_steps,
                    eval_episodes=args.eval_episodes, seed=args.seed,
                    runs_dir=args.out / "runs" / _table_name(args), run_name="bc-flow",
@@ -312,7 +316,9 @@ def row_bc(args: Args, console: Console) -> dict[str, Any]:
                       f"blocks, "
                       f"{args.bc_steps:,} steps"
                       + (f", not seen: {', '.join(args.bc_ignore_obs)}"
-                         if runner.policy.unseen_note() else "")}
+                         if runner.policy.unseen_note() else "")
+                      + (f", {runner.demos.idle_dropped:,} idle frames left out"
+                         if runner.demos.idle_dropped else "")}
 
 
 def _bc_run(args: Args) -> Path:

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 DEFAULT_HOLDOUT = 0.1
 """Held-out fraction of the episodes of a dataset that no simulated task evaluates."""
+IDLE_TOL = 1e-6
+"""A frame is idle when every element of its action is within this of 0."""
 
 
 @dataclasses.dataclass
@@ -39,6 +41,8 @@ class Demos:
     heldout: dict[str, np.ndarray] | None
     train_episodes: list[int]
     heldout_episodes: list[int]
+    idle_dropped: int = 0
+    """Idle training frames left out (``BCConfig.drop_idle``)."""
 
     @property
     def task(self) -> str | None:
@@ -74,7 +78,23 @@ def load_demos(cfg: BCConfig) -> Demos:
         rng = np.random.default_rng(cfg.seed)
         held = sorted(int(e) for e in rng.choice(episodes, n, replace=False))
     train = [e for e in episodes if e not in held]
-    return Demos(ds, ds.frames(train), ds.frames(held) if held else None, train, held)
+    frames, dropped = ds.frames(train), 0
+    if cfg.drop_idle:
+        frames, dropped = drop_idle(frames)
+        if not len(frames["action"]):
+            raise DatasetError(f"every training frame of {cfg.demos} is idle (its action "
+                               f"is 0): nothing to learn from (--no-drop-idle keeps them)")
+    return Demos(ds, frames, ds.frames(held) if held else None, train, held, dropped)
+
+
+def drop_idle(frames: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], int]:
+    """``frames`` without the idle ones (every action element within ``IDLE_TOL`` of 0:
+    no command in a delta or offset action space, the teleoperator paused), and how many
+    were left out. The rest keep their order and episode, so a chunk runs across a pause
+    as if it had not been there."""
+    action = frames["action"].reshape(len(frames["action"]), -1)
+    keep = np.abs(action).max(axis=1) > IDLE_TOL
+    return {k: v[keep] for k, v in frames.items()}, int((~keep).sum())
 
 
 def chunk_data(frames: dict[str, np.ndarray], cfg: BCConfig, device: torch.device

@@ -88,3 +88,45 @@ def test_bad_requests_fail_before_a_run_directory(demos: Path, tmp_path: Path) -
     with pytest.raises(ConfigError, match="execute <= horizon"):
         BCRunner(_cfg(demos, tmp_path, policy=PolicyConfig(horizon=2, execute=3)))
     assert not (tmp_path / "bc").exists()
+
+
+def test_drop_idle_leaves_out_the_frames_whose_action_is_zero() -> None:
+    import numpy as np
+
+    from robot_rl.bc.demos import drop_idle
+
+    action = np.array([[0, 0, 0], [0.1, 0, 0], [0, 0, 0], [0, -1e-7, 0], [0, 0, -0.5]],
+                      dtype=np.float32)
+    frames = {"action": action, "episode_index": np.array([0, 0, 0, 1, 1]),
+              "observation.state": np.arange(10.0).reshape(5, 2)}
+    kept, dropped = drop_idle(frames)
+    assert dropped == 3
+    assert kept["episode_index"].tolist() == [0, 1]
+    assert kept["observation.state"].tolist() == [[2.0, 3.0], [8.0, 9.0]]
+    assert kept["action"].tolist() == [[np.float32(0.1), 0, 0], [0, 0, -0.5]]
+
+
+def test_a_run_learns_without_the_pauses_of_human_like_demos(tmp_path: Path) -> None:
+    import numpy as np
+
+    out = tmp_path / "push-mmh"
+    record(RecordConfig(task="push", teleop="expert", expert_style="multimodal-human",
+                        episodes=2, out=out, episode_length=100, progress=False))
+    action = Dataset(out).frames()["action"]
+    idle = int((np.abs(action).max(axis=1) == 0).sum())
+    assert idle > 0  # the human-like style pauses about once a second
+    runner = BCRunner(_cfg(out, tmp_path, eval_episodes=0), console=Console(file=sys.stderr))
+    assert (runner.demos.idle_dropped, len(runner.data)) == (idle, len(action) - idle)
+    kept = BCRunner(_cfg(out, tmp_path, eval_episodes=0, run_name="all", drop_idle=False),
+                    console=Console(file=sys.stderr))
+    assert (kept.demos.idle_dropped, len(kept.data)) == (0, len(action))
+
+
+def test_runs_from_before_drop_idle_kept_every_frame(demos: Path, tmp_path: Path) -> None:
+    from robot_rl.bc.runner import saved_config
+    from robot_rl.config_io import to_dict
+
+    cfg = to_dict(_cfg(demos, tmp_path))
+    assert saved_config({"config": cfg}).drop_idle is True
+    del cfg["drop_idle"]
+    assert saved_config({"config": cfg}).drop_idle is False
