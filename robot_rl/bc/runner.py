@@ -90,9 +90,10 @@ class BCConfig:
     """Leave out the training frames whose action is 0 in every element (the teleoperator
     paused; the arm holds still): a policy of the state cannot tell when a pause ends,
     and cloned from pauses it stalls. Flow-BC of push's 20 multimodal-human
-    demonstrations (21% of their frames idle) ends at the goal 3x as often without them
-    (docs/learners.md). Absolute-position actions are never all 0, so such datasets keep
-    every frame; --no-drop-idle keeps them everywhere (the reference's choice)."""
+    demonstrations (21% of their frames idle) ends at the goal 2x as often without them
+    (three seeds: 24.7% against 12.2% over 600 episodes; docs/learners.md).
+    Absolute-position actions are never all 0, so such datasets keep every frame;
+    --no-drop-idle keeps them everywhere (the reference's choice)."""
     holdout: float | None = None
     """Fraction of the episodes (drawn with --seed, at least one) held out to measure the
     action error on (default: 0.1 for a dataset that matches none of our simulated tasks,
