@@ -137,6 +137,11 @@ class Args:
     """DSRL's gradient steps per vector step of 4 envs (its reference: 20)."""
     residual_updates: int = 2
     residual_scale: float = 0.1
+    residual_n_step: int = 1
+    """The residual's rewards per TD target (``robot-rl residual --sac.n-step``)."""
+    residual_critic_warmup: int = 0
+    """The residual's critic-only gradient steps first (``robot-rl residual
+    --critic-warmup``)."""
     filtered_rollouts: int = 64
     filtered_steps: int = 2_000
     student_hidden: tuple[int, ...] = (256, 256, 256)
@@ -347,9 +352,11 @@ def row_dsrl(args: Args, console: Console) -> dict[str, Any]:
 def row_residual(args: Args, console: Console) -> dict[str, Any]:
     from robot_rl.finetune.residual import ResidualConfig, ResidualRunner, residual_sac
 
-    sac = dataclasses.replace(residual_sac(), updates_per_step=args.residual_updates)
+    sac = dataclasses.replace(residual_sac(), updates_per_step=args.residual_updates,
+                              n_step=args.residual_n_step)
     runner = ResidualRunner(ResidualConfig(policy=_bc_run(args), sac=sac,
                                            scale=args.residual_scale,
+                                           critic_warmup=args.residual_critic_warmup,
                                            time_budget=args.finetune_budget,
                                            total_steps=args.finetune_steps,
                                            run_name="residual", **_common(args)),
@@ -357,7 +364,11 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
     runner.train()
     return {**curve_summary(runner.run_dir),
             "recipe": f"16 envs, residual x {args.residual_scale}, 2 LayerNorm critics "
-                      f"256x256, {args.residual_updates} updates per 16 env steps"}
+                      f"256x256, {args.residual_updates} updates per 16 env steps"
+                      + (f", {args.residual_n_step}-step returns"
+                         if args.residual_n_step > 1 else "")
+                      + (f", {args.residual_critic_warmup:,} critic-only updates first"
+                         if args.residual_critic_warmup else "")}
 
 
 def row_filtered(args: Args, console: Console) -> dict[str, Any]:

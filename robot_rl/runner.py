@@ -44,8 +44,9 @@ from robot_rl.checkpoint import (
 from robot_rl.config_io import from_dict, to_dict
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate_agent
+from robot_rl.nstep import COST_DISCOUNT, DISCOUNT, NStepTransitions, NStepWriter
 from robot_rl.ray_options import RayOptions
-from robot_rl.replay import Batch, ReplayBuffer
+from robot_rl.replay import Batch, ExtraSpec, ReplayBuffer
 from robot_rl.sim import TaskConfig, WarpOptions, dr_preset, make_env, make_task_config
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.randomization import DRPreset
@@ -232,6 +233,8 @@ class Runner:
 
     kind = "sac"
     """What the checkpoint holds (``robot-rl eval`` and ``export`` read it)."""
+    n_step_ok = True
+    """Whether this runner stores n-step transitions (``--sac.n-step`` > 1)."""
 
     def __init__(self, cfg: TrainConfig, console: Console | None = None,
                  env: VecEnv | None = None, eval_env: VecEnv | None = None):
@@ -266,8 +269,15 @@ class Runner:
             self.env.control_dt, cfg.env.discount_horizon))
         self._action_gen = torch.Generator().manual_seed(cfg.seed)
         """Draws the uniform actions before learning starts."""
+        if cfg.sac.n_step > 1 and not self.n_step_ok:
+            raise ConfigError(f"--sac.n-step {cfg.sac.n_step}: {type(self).__name__} stores "
+                              f"one-step transitions only; leave it at 1")
         self.agent = self.build_agent()
         self.buffer = self.make_buffer()
+        self.nstep: NStepWriter | None = None if cfg.sac.n_step == 1 else NStepWriter(
+            cfg.sac.n_step, self.agent.gamma, self.agent.safety_cfg.gamma, self.env.num_envs,
+            self.env.obs_dim, self.env.act_dim, cfg.device)
+        """Gathers n-step transitions for the buffer (``--sac.n-step`` > 1)."""
         self.env_steps = 0
         self.elapsed = 0.0
         self.train_cost = 0.0
@@ -303,7 +313,7 @@ class Runner:
                 session.check_interrupt()  # Ctrl-C, handled here, between two steps
                 action, hold, rejected = self.decide(obs)
                 next_obs, reward, cost, terminated, truncated, info = env.step(action, hold)
-                self.store(obs, action, reward, cost, terminated, info,
+                self.store(obs, action, reward, cost, terminated, truncated, info,
                            None if hold is None else ~hold)
                 obs = next_obs
                 self.env_steps += per_step
@@ -319,6 +329,7 @@ class Runner:
                 if session.tick():
                     break
                 if session.evaluated and shared_eval:  # training episodes were cut: afresh
+                    self.cut_chains(obs)
                     obs = self.reset_env(cfg.seed + self.env_steps)
         return self.history
 
@@ -340,8 +351,11 @@ class Runner:
         return make_agent(self.cfg, self.env.obs_dim, self.env.act_dim)
 
     def make_buffer(self) -> ReplayBuffer:
+        """The replay buffer; n-step transitions carry their bootstrap discounts."""
+        extra: ExtraSpec = {} if self.cfg.sac.n_step == 1 else \
+            {DISCOUNT: ((), torch.float32), COST_DISCOUNT: ((), torch.float32)}
         return ReplayBuffer(self.cfg.sac.buffer_size, self.env.obs_dim, self.env.act_dim,
-                            self.cfg.device)
+                            self.cfg.device, extra=extra)
 
     def reset_env(self, seed: int) -> torch.Tensor:
         """Reset the training env; its observation (E, O)."""
@@ -357,12 +371,29 @@ class Runner:
         return act.action, act.hold, act.rejected
 
     def store(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor,
-              cost: torch.Tensor, terminated: torch.Tensor, info: dict[str, Any],
-              keep: torch.Tensor | None) -> None:
-        """Add a step's transitions (the envs in ``keep``, default all) to the replay
-        buffer and fold its observations into the agent's normalizer."""
-        self.buffer.add(obs, action, reward, cost, info["final_obs"], terminated, mask=keep)
+              cost: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor,
+              info: dict[str, Any], keep: torch.Tensor | None) -> None:
+        """Add a step's transitions (the envs in ``keep``, default all; n-step ones once
+        complete) to the replay buffer and fold its observations into the agent's
+        normalizer."""
+        if self.nstep is None:
+            self.buffer.add(obs, action, reward, cost, info["final_obs"], terminated,
+                            mask=keep)
+        else:
+            done = terminated.bool() | truncated.bool()
+            self._add_nstep(self.nstep.push(obs, action, reward, cost, info["final_obs"],
+                                            terminated, done, keep))
         self.agent.observe(obs)
+
+    def cut_chains(self, obs: torch.Tensor) -> None:
+        """Store the n-step chains waiting for their next steps, bootstrapping from ``obs``
+        (E, O): the envs are about to be reset between episodes' ends."""
+        if self.nstep is not None:
+            self._add_nstep(self.nstep.cut(obs))
+
+    def _add_nstep(self, out: NStepTransitions | None) -> None:
+        if out is not None:
+            self.buffer.add(*out.columns(), extra=out.extra())
 
     def evaluate_policy(self, env: VecEnv, episodes: int, seed: int) -> EvalResult:
         """Evaluate the agent's deterministic policy (gated where its mode gates)."""

@@ -37,6 +37,7 @@ from robot_rl.algos.safety_critic import (
 )
 from robot_rl.errors import ConfigError
 from robot_rl.nets import EnsembleCritic, RunningNorm, TanhGaussianActor
+from robot_rl.nstep import COST_DISCOUNT, DISCOUNT
 from robot_rl.replay import Batch
 from robot_rl.sim.tasks.base import discount_for
 
@@ -103,13 +104,16 @@ class SACConfig:
     backup_entropy: bool = True
     """Subtract alpha log pi(a'|s') in the TD target (soft Q-learning; RLPD's default, off in
     its sparse-reward commands)."""
+    n_step: int = 1
+    """Rewards summed per TD target (``robot_rl.nstep``; ResFiT: 3, RLPD and SERL: 1)."""
 
     def validate(self) -> None:
         if not 1 <= self.critic_subset <= self.num_critics:
             raise ConfigError(f"critic_subset must be in [1, num_critics={self.num_critics}], "
                               f"got {self.critic_subset}")
-        if self.batch_size < 1 or self.updates_per_step < 0 or self.actor_update_every < 1:
-            raise ConfigError("batch_size and actor_update_every must be >= 1, "
+        if self.batch_size < 1 or self.updates_per_step < 0 or self.actor_update_every < 1 \
+                or self.n_step < 1:
+            raise ConfigError("batch_size, actor_update_every and n_step must be >= 1, "
                               "updates_per_step >= 0")
         if (self.gamma is not None and not 0.0 <= self.gamma < 1.0) or \
                 not 0.0 < self.tau <= 1.0:
@@ -142,8 +146,9 @@ class ActStep:
 
 def soft_td_target(reward: torch.Tensor, terminated: torch.Tensor, next_q: torch.Tensor,
                    next_logp: torch.Tensor, alpha: float | torch.Tensor,
-                   gamma: float) -> torch.Tensor:
-    """y = r + gamma (1 - terminated) (next_q - alpha log pi(a'|s')); all (B,)."""
+                   gamma: float | torch.Tensor) -> torch.Tensor:
+    """y = r + gamma (1 - terminated) (next_q - alpha log pi(a'|s')); all (B,) (``gamma``
+    a number or (B,): n-step transitions carry their own)."""
     return reward + gamma * (1.0 - terminated) * (next_q - alpha * next_logp)
 
 
@@ -321,7 +326,7 @@ class SAC(nn.Module):
                                     device=self.device)[:cfg.critic_subset]
             y = soft_td_target(batch.reward, batch.terminated, next_q[subset].min(0).values,
                                next_logp, alpha if cfg.backup_entropy else 0.0,
-                               self.gamma)
+                               batch.extra.get(DISCOUNT, self.gamma))
         q = self.critic(obs, batch.action)  # (N, B)
         critic_loss = ((q - y) ** 2).mean(1).sum()
         metrics = {"losses/critic": float(critic_loss.detach()),
@@ -338,7 +343,7 @@ class SAC(nn.Module):
             with torch.no_grad():
                 next_qc = self.cost_critic.target_value(next_obs, next_a)
                 yc = cost_td_target(batch.cost, batch.terminated, next_qc,
-                                    self.safety_cfg.gamma)
+                                    batch.extra.get(COST_DISCOUNT, self.safety_cfg.gamma))
             cost_loss = self.cost_critic.loss(obs, batch.action, yc)
             self.cost_opt.zero_grad()
             cost_loss.backward()

@@ -135,7 +135,7 @@ class CostCritic(torch.nn.Module):
 
 
 def cost_td_target(cost: torch.Tensor, terminated: torch.Tensor, next_qc: torch.Tensor,
-                   gamma: float) -> torch.Tensor:
+                   gamma: float | torch.Tensor) -> torch.Tensor:
     """y_c = c + gamma * (1 - terminated) * Q_c'(s', a'); all (B,)."""
     return cost + gamma * (1.0 - terminated) * next_qc
 

@@ -57,6 +57,7 @@ class RunnerPool(Protocol):
 class DistributedTraining:
     """The learner's loop over rollouts (see the module docstring); mixed into a ``Runner``."""
 
+    n_step_ok = False  # rollouts arrive as one-step transitions
     cfg: TrainConfig
     agent: SAC
     console: Console

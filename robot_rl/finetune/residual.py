@@ -151,11 +151,17 @@ class ResidualConfig(TrainConfig):
     residual in [-1, 1] (actions span [-1, 1])."""
     sac: SACConfig = dataclasses.field(default_factory=residual_sac)
     """SAC hyper-parameters of the residual."""
+    critic_warmup: int = 0
+    """Gradient steps of the critics alone before the actor and temperature move (ResFiT:
+    10,000): the residual stays at zero correction until its critic has learned the base's
+    values."""
 
     def validate(self) -> None:
         super().validate()
         if not 0.0 < self.scale <= 2.0:
             raise ConfigError(f"--scale must be in (0, 2], got {self.scale}")
+        if self.critic_warmup < 0:
+            raise ConfigError(f"--critic-warmup must be >= 0, got {self.critic_warmup}")
 
 
 class ResidualRunner(Runner):
@@ -191,6 +197,12 @@ class ResidualRunner(Runner):
                 agent.gaussian_actor.mu.weight.zero_()
                 agent.gaussian_actor.mu.bias.zero_()
         return agent
+
+    def learn(self) -> dict[str, float]:
+        """One gradient update; the actor's only after ``critic_warmup`` critic steps."""
+        self.before_update()
+        return self.agent.update(self.sample_batch(),
+                                 actor=self.agent.updates >= self.cfg.critic_warmup)
 
     def evaluate_policy(self, env: VecEnv, episodes: int, seed: int) -> EvalResult:
         """The residual actor's mean on the flow's zero-noise chunks, ungated: the exported

@@ -134,6 +134,7 @@ class FinetuneRunner(Runner):
     """The training runner with demonstrations (see module docstring)."""
 
     cfg: FinetuneConfig
+    n_step_ok = False  # its demonstration batches are one-step transitions
 
     def __init__(self, cfg: FinetuneConfig, console: Console | None = None,
                  env: VecEnv | None = None, eval_env: VecEnv | None = None):

@@ -147,6 +147,7 @@ class PixelRunner(Runner):
     """Runner of asymmetric pixel SAC (see module docstring)."""
 
     kind = "pixel_sac"
+    n_step_ok = False  # its buffer keeps images and proprioception beside the critic's state
 
     def __init__(self, cfg: PixelTrainConfig, console: Console | None = None):
         self._student: PixelPolicy | None = None
@@ -212,8 +213,8 @@ class PixelRunner(Runner):
         return None
 
     def store(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor,
-              cost: torch.Tensor, terminated: torch.Tensor, info: dict[str, Any],
-              keep: torch.Tensor | None) -> None:
+              cost: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor,
+              info: dict[str, Any], keep: torch.Tensor | None) -> None:
         cols = self.proprio_cols
         extra = {PROPRIO: obs[:, cols], f"next_{PROPRIO}": info["final_obs"][:, cols]}
         for k, v in self._images.items():

@@ -104,3 +104,29 @@ def test_a_residual_run_starts_from_the_flow_policy_itself(flow_run: Path, tmp_p
     assert float(residual.abs().max()) == 0.0
     assert isinstance(runner.env, ResidualEnv)
     torch.testing.assert_close(runner.env.applied(residual), runner.env.base)
+
+
+def test_the_critic_warmup_keeps_the_actor_still_then_lets_it_move(flow_run: Path,
+                                                                   tmp_path: Path):
+    """``critic_warmup`` critic-only steps: the residual's mean stays at zero through them
+    while the critics learn; the actor moves on the next update."""
+    runner = ResidualRunner(ResidualConfig(policy=flow_run, num_envs=2, runs_dir=tmp_path,
+                                           run_name="warm", progress=False, safety="off",
+                                           total_steps=40, critic_warmup=20,
+                                           sac=SACConfig(actor_hidden=(8,), critic_hidden=(8,),
+                                                         batch_size=8, learning_starts=16)),
+                            console=Console(file=sys.stderr))
+    critic = [p.clone() for p in runner.agent.critic.parameters()]
+    runner.train()  # 20 vector steps: the 16 warm-up transitions, then one update each
+    assert 0 < runner.agent.updates < 20
+    obs = runner.env.reset(seed=0)
+    for _ in range(20 - runner.agent.updates):
+        runner.learn()
+    mean = runner.agent.act(obs, deterministic=True, gate=False).action
+    assert runner.agent.updates == 20 and float(mean.abs().max()) == 0.0
+    assert any(not torch.equal(a, b) for a, b in zip(critic, runner.agent.critic.parameters(),
+                                                     strict=True))
+    runner.learn()
+    assert float(runner.agent.act(obs, deterministic=True, gate=False).action.abs().max()) > 0
+    with pytest.raises(ConfigError, match="critic-warmup"):
+        ResidualConfig(policy=flow_run, critic_warmup=-1).validate()
