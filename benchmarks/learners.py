@@ -142,6 +142,9 @@ class Args:
     residual_critic_warmup: int = 0
     """The residual's critic-only gradient steps first (``robot-rl residual
     --critic-warmup``)."""
+    residual_actor_lr: float = 3e-4
+    """The residual actor's learning rate (``robot-rl residual --sac.actor-lr``; ResFiT:
+    1e-6 at 4 updates per transition)."""
     filtered_rollouts: int = 64
     filtered_steps: int = 2_000
     student_hidden: tuple[int, ...] = (256, 256, 256)
@@ -353,7 +356,7 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
     from robot_rl.finetune.residual import ResidualConfig, ResidualRunner, residual_sac
 
     sac = dataclasses.replace(residual_sac(), updates_per_step=args.residual_updates,
-                              n_step=args.residual_n_step)
+                              n_step=args.residual_n_step, actor_lr=args.residual_actor_lr)
     runner = ResidualRunner(ResidualConfig(policy=_bc_run(args), sac=sac,
                                            scale=args.residual_scale,
                                            critic_warmup=args.residual_critic_warmup,
@@ -368,7 +371,9 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
                       + (f", {args.residual_n_step}-step returns"
                          if args.residual_n_step > 1 else "")
                       + (f", {args.residual_critic_warmup:,} critic-only updates first"
-                         if args.residual_critic_warmup else "")}
+                         if args.residual_critic_warmup else "")
+                      + (f", actor lr {args.residual_actor_lr:g}"
+                         if args.residual_actor_lr != 3e-4 else "")}
 
 
 def row_filtered(args: Args, console: Console) -> dict[str, Any]:

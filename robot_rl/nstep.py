@@ -47,7 +47,8 @@ class NStepTransitions:
     discount: torch.Tensor  # (T,) gamma^m of the bootstrap
     cost_discount: torch.Tensor  # (T,) cost_gamma^m
 
-    def columns(self) -> tuple[torch.Tensor, ...]:
+    def columns(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                               torch.Tensor, torch.Tensor]:
         """(obs, action, reward, cost, next_obs, terminated): ``ReplayBuffer.add``'s order."""
         return self.obs, self.action, self.reward, self.cost, self.next_obs, self.terminated
 
