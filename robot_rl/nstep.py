@@ -55,6 +55,12 @@ class NStepTransitions:
     def extra(self) -> dict[str, torch.Tensor]:
         return {DISCOUNT: self.discount, COST_DISCOUNT: self.cost_discount}
 
+    @staticmethod
+    def cat(parts: list[NStepTransitions]) -> NStepTransitions:
+        """The transitions of ``parts`` one after another."""
+        return NStepTransitions(*(torch.cat([getattr(t, f.name) for t in parts])
+                                  for f in dataclasses.fields(NStepTransitions)))
+
 
 class NStepWriter:
     """Turns one vector step at a time into n-step transitions (module docstring)."""
@@ -99,10 +105,7 @@ class NStepWriter:
         if bool((done & live).any()):
             out.append(self._flush(done & live, next_obs, term))
         out = [t for t in out if t.obs.shape[0]]
-        if not out:
-            return None
-        return NStepTransitions(*(torch.cat([getattr(t, f.name) for t in out])
-                                  for f in dataclasses.fields(NStepTransitions)))
+        return NStepTransitions.cat(out) if out else None
 
     def cut(self, next_obs: torch.Tensor) -> NStepTransitions | None:
         """End every chain now, bootstrapping from ``next_obs`` (E, O): before the envs are
@@ -114,7 +117,7 @@ class NStepWriter:
     def _emit(self, envs: torch.Tensor, start: int, next_obs: torch.Tensor,
               term: torch.Tensor) -> NStepTransitions:
         """The transitions of chain position ``start`` of the envs in ``envs`` (E,) bool
-        (each must hold more than ``start`` steps), summed to their chain's end."""
+        that hold more than ``start`` steps, summed to their chain's end."""
         rows = (envs & (self.length > start)).nonzero().squeeze(1)
         m = self.length[rows] - start  # steps summed, (T,)
         k = torch.arange(self.n - start, device=rows.device)
@@ -132,8 +135,7 @@ class NStepWriter:
         """Every waiting step of the envs in ``envs``, their chains then emptied."""
         parts = [self._emit(envs, i, next_obs, term) for i in range(self.n)]
         self.length[envs] = 0
-        return NStepTransitions(*(torch.cat([getattr(t, f.name) for t in parts])
-                                  for f in dataclasses.fields(NStepTransitions)))
+        return NStepTransitions.cat(parts)
 
     def _shift(self, envs: torch.Tensor) -> None:
         """Drop the oldest step of the envs in ``envs``."""

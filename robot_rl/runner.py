@@ -410,9 +410,15 @@ class Runner:
             self.env_steps >= self.cfg.sac.learning_starts
 
     def learn(self) -> dict[str, float]:
-        """One gradient update of the agent; its metrics."""
+        """One gradient update of the agent (of its critics alone unless
+        ``actor_learns``); its metrics."""
         self.before_update()
-        return self.agent.update(self.sample_batch())
+        return self.agent.update(self.sample_batch(), actor=self.actor_learns())
+
+    def actor_learns(self) -> bool:
+        """Whether this update moves the actor and temperature too (critic-only warm-ups
+        say no)."""
+        return True
 
     def before_update(self) -> None:
         """With ``freeze_normalizer``, the normalizer keeps from the first update on what it

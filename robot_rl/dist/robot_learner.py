@@ -212,10 +212,8 @@ class RobotFinetuneRunner(DistributedTraining, Runner):
     def warmup_is_uniform(self) -> bool:
         return False  # a robot acts with the pre-trained policy from the first step
 
-    def learn(self) -> dict[str, float]:
-        actor = self.env_steps >= self.cfg.actor_warmup
-        self.before_update()
-        return self.agent.update(self.sample_batch(), actor=actor)
+    def actor_learns(self) -> bool:
+        return self.env_steps >= self.cfg.actor_warmup
 
     def sample_batch(self) -> Batch:
         """The batch of one update: ``prior_ratio`` from the simulation's transitions,

@@ -198,11 +198,9 @@ class ResidualRunner(Runner):
                 agent.gaussian_actor.mu.bias.zero_()
         return agent
 
-    def learn(self) -> dict[str, float]:
-        """One gradient update; the actor's only after ``critic_warmup`` critic steps."""
-        self.before_update()
-        return self.agent.update(self.sample_batch(),
-                                 actor=self.agent.updates >= self.cfg.critic_warmup)
+    def actor_learns(self) -> bool:
+        """The actor moves only after ``critic_warmup`` critic steps."""
+        return self.agent.updates >= self.cfg.critic_warmup
 
     def evaluate_policy(self, env: VecEnv, episodes: int, seed: int) -> EvalResult:
         """The residual actor's mean on the flow's zero-noise chunks, ungated: the exported
