@@ -145,6 +145,15 @@ class Args:
     residual_actor_lr: float = 3e-4
     """The residual actor's learning rate (``robot-rl residual --sac.actor-lr``; ResFiT:
     1e-6 at 4 updates per transition)."""
+    residual_gamma: float | None = None
+    """The residual's discount per env step (``robot-rl residual --sac.gamma``; default:
+    from the task's horizon, push 0.994 at 50 Hz; ResFiT: 0.99)."""
+    residual_critic_action: Literal["residual", "executed"] = "residual"
+    """What the residual's critics score (``robot-rl residual --critic-action``; ResFiT:
+    the executed action)."""
+    residual_demo_ratio: float = 0.0
+    """Fraction of the residual's batches from the demonstrations (``robot-rl residual
+    --demo-ratio``, with the executed action; ResFiT: 0.5)."""
     filtered_rollouts: int = 64
     filtered_steps: int = 2_000
     student_hidden: tuple[int, ...] = (256, 256, 256)
@@ -356,10 +365,13 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
     from robot_rl.finetune.residual import ResidualConfig, ResidualRunner, residual_sac
 
     sac = dataclasses.replace(residual_sac(), updates_per_step=args.residual_updates,
-                              n_step=args.residual_n_step, actor_lr=args.residual_actor_lr)
+                              n_step=args.residual_n_step, actor_lr=args.residual_actor_lr,
+                              gamma=args.residual_gamma)
     runner = ResidualRunner(ResidualConfig(policy=_bc_run(args), sac=sac,
                                            scale=args.residual_scale,
                                            critic_warmup=args.residual_critic_warmup,
+                                           critic_action=args.residual_critic_action,
+                                           demo_ratio=args.residual_demo_ratio,
                                            time_budget=args.finetune_budget,
                                            total_steps=args.finetune_steps,
                                            run_name="residual", **_common(args)),
@@ -373,7 +385,12 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
                       + (f", {args.residual_critic_warmup:,} critic-only updates first"
                          if args.residual_critic_warmup else "")
                       + (f", actor lr {args.residual_actor_lr:g}"
-                         if args.residual_actor_lr != 3e-4 else "")}
+                         if args.residual_actor_lr != 3e-4 else "")
+                      + (f", gamma {args.residual_gamma:g}" if args.residual_gamma else "")
+                      + (", critics on the executed action"
+                         if args.residual_critic_action == "executed" else "")
+                      + (f", {args.residual_demo_ratio:.0%} of every batch from the "
+                         f"demonstrations" if args.residual_demo_ratio else "")}
 
 
 def row_filtered(args: Args, console: Console) -> dict[str, Any]:

@@ -180,3 +180,8 @@ class RunningNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return ((x - self.mean) / self.std).clamp(-self.clip, self.clip)
+
+    def inverse(self, z: torch.Tensor, dims: slice = slice(None)) -> torch.Tensor:
+        """The raw values of normalized ones ``z`` (B, D) of the features ``dims`` (D of
+        them; default all): exact where ``forward`` did not clip."""
+        return self.mean[dims] + z * self.std[dims]

@@ -289,7 +289,8 @@ class SAC(nn.Module):
         else:
             rest = torch.tanh(mean[:, None] + log_std.exp()[:, None] * noise)
         cands = torch.cat([first[:, None], rest], dim=1)  # (E, K, A), the policy's own first
-        flat_x, flat_a = x.repeat_interleave(K, dim=0), cands.reshape(E * K, A)
+        flat_x = x.repeat_interleave(K, dim=0)
+        flat_a = self.critic_action(flat_x, cands.reshape(E * K, A))
         cost = self.cost_critic.estimate(flat_x, flat_a).view(E, K)
         if by_value is None:
             by_value = cfg.by_value and not deterministic
@@ -304,6 +305,13 @@ class SAC(nn.Module):
         critics' normalized input there, which this actor also reads."""
         a, logp = self.gaussian_actor.sample(x)
         return a, logp, None
+
+    def critic_action(self, x: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+        """The action (B, A) the critics and the cost critic score when the actor acts ``a``
+        (B, A) at the normalized observations ``x`` (B, O): ``a`` itself here. A residual
+        agent's critics score the action executed instead
+        (``robot_rl.finetune.residual_agent``); the replay then holds executed actions."""
+        return a
 
     # -- learning ----------------------------------------------------------------------------
 
@@ -321,6 +329,7 @@ class SAC(nn.Module):
         alpha = self.alpha.detach()
         with torch.no_grad():
             next_a, next_logp, _ = self.actor_sample(batch, next_obs, next_obs=True)
+            next_a = self.critic_action(next_obs, next_a)
             next_q = self.critic_target(next_obs, next_a)  # (N, B)
             subset = torch.randperm(cfg.num_critics, generator=self.gen,
                                     device=self.device)[:cfg.critic_subset]
@@ -360,6 +369,7 @@ class SAC(nn.Module):
     def _update_actor(self, batch: Batch, obs: torch.Tensor) -> dict[str, float]:
         self.critic.requires_grad_(False)
         a, logp, aux = self.actor_sample(batch, obs, next_obs=False)
+        a = self.critic_action(obs, a)
         alpha = self.alpha.detach()
         loss = alpha * logp - self.critic(obs, a).mean(0)  # (B,)
         lam = self.lagrange.value

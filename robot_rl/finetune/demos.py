@@ -36,8 +36,8 @@ def transitions(ds: Dataset, device: str | torch.device = "cpu",
     ``episodes``: only these episodes (default all)."""
     f = ds.frames(episodes)
 
-    def t(key: str) -> torch.Tensor:
-        return torch.as_tensor(f[key], device=device).float()
+    def t(key: str) -> torch.Tensor:  # a copy: the dataset's arrays are read-only
+        return torch.tensor(f[key], device=device).float()
 
     policy_eps = [int(r["episode_index"]) for r in ds.episodes
                   if str(r.get("robot_rl/source", "")).startswith("policy+")]
@@ -45,9 +45,9 @@ def transitions(ds: Dataset, device: str | torch.device = "cpu",
     return {"obs": t("observation.state"), "action": t("action"), "reward": t("next.reward"),
             "cost": t("next.cost"), "next_obs": t("next.observation.state"),
             "terminated": t("next.terminated"),
-            "intervention": torch.as_tensor(f["intervention"], device=device).bool(),
+            "intervention": torch.tensor(f["intervention"], device=device).bool(),
             "policy": policy,
-            "episode": torch.as_tensor(f["episode_index"], device=device).long()}
+            "episode": torch.tensor(f["episode_index"], device=device).long()}
 
 
 def select(tr: Transitions, mask: torch.Tensor) -> Transitions:
@@ -73,7 +73,7 @@ def fill_buffer(buffer: ReplayBuffer, ds: Dataset) -> int:
     return add_transitions(buffer, transitions(ds, buffer.device), ds.root)
 
 
-def _checked(ds: Dataset, env: VecEnv) -> None:
+def check_dataset_env(ds: Dataset, env: VecEnv) -> None:
     """A BatchedEnv's task, robot and action space must be the dataset's; another VecEnv
     (no task of ours to compare) must match its observation and action widths."""
     from robot_rl.recording.record import dataset_spec
@@ -91,7 +91,7 @@ def _checked(ds: Dataset, env: VecEnv) -> None:
 def demo_buffer(ds: Dataset, env: VecEnv, device: str | torch.device = "cpu") -> ReplayBuffer:
     """A buffer exactly holding ``ds``, after checking it was recorded for ``env``'s task,
     robot and action space (DatasetError naming the field otherwise)."""
-    _checked(ds, env)
+    check_dataset_env(ds, env)
     buf = ReplayBuffer(max(ds.num_frames, 1), env.obs_dim, env.act_dim, device)
     fill_buffer(buf, ds)
     return buf
@@ -105,7 +105,7 @@ def demo_and_online(ds: Dataset, env: VecEnv, device: str | torch.device = "cpu"
     episodes) as transitions for the online buffer. ``max_episodes``: the first N episodes
     only. ``mc_gamma``: the demo buffer also holds each step's discounted return-to-go in
     its episode (``calql.MC_RETURN``, Cal-QL's lower bound)."""
-    _checked(ds, env)
+    check_dataset_env(ds, env)
     episodes = None
     if max_episodes is not None:
         episodes = sorted(int(r["episode_index"]) for r in ds.episodes)

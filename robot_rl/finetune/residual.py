@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import torch
 import tyro
@@ -33,28 +33,25 @@ from rich.console import Console
 from robot_rl.algos import SAC, SACConfig
 from robot_rl.bc import bc_env, bc_task_config, load_bc_policy
 from robot_rl.checkpoint import load_checkpoint
+from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate_agent
-from robot_rl.policies import ChunkExecutor, ChunkPolicy
+from robot_rl.finetune.residual_base import (
+    ExecutedActionSAC,
+    base_executor,
+    fresh_base,
+    residual_demo_buffer,
+)
+from robot_rl.finetune.runner import mixed_batch
+from robot_rl.policies import ChunkPolicy
+from robot_rl.replay import Batch, ReplayBuffer
 from robot_rl.runner import Runner, TrainConfig, load_agent
 from robot_rl.sim import TaskConfig, make_task_config
 from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.vec_env import POLICY, StepResult, VecEnv, check_vec_env
 
-
-@torch.no_grad()
-def base_chunk(policy: ChunkPolicy, obs_hist: torch.Tensor) -> torch.Tensor:
-    """(B, H, A) the flow's chunk at zero noise for observation histories (B, T, O): the
-    residual's base, as the exported artifact runs it."""
-    return policy(obs_hist, torch.zeros(obs_hist.shape[0], policy.horizon, policy.act_dim,
-                                        device=obs_hist.device))
-
-
-def base_executor(policy: ChunkPolicy) -> ChunkExecutor:
-    """The flow policy acting step by step as the residual's base (zero noise)."""
-    cfg = policy.cfg
-    return ChunkExecutor(lambda hist: base_chunk(policy, hist), cfg.horizon, cfg.executed,
-                         cfg.obs_history)
+EXECUTED = "executed_action"
+"""``ResidualEnv.step``'s info key: the actions (E, A) executed, base plus residual."""
 
 
 class ResidualEnv:
@@ -113,14 +110,12 @@ class ResidualEnv:
         self.executor.reset(ended)
         self.base = self.executor(obs)
         info = dict(info)
-        info["base_action"] = executed
+        info[EXECUTED] = executed
         final = info["final_obs"]
         final_base = self.base
         if bool(ended.any()):
-            T = self.policy.obs_history
-            fresh = base_chunk(self.policy, final[ended][:, None].repeat(1, T, 1))[:, 0]
             final_base = self.base.clone()
-            final_base[ended] = fresh
+            final_base[ended] = fresh_base(self.policy, final[ended])
         info["final_obs"] = torch.cat([final, final_base], dim=1)
         return torch.cat([obs, self.base], dim=1), reward, cost, terminated, truncated, info
 
@@ -155,6 +150,16 @@ class ResidualConfig(TrainConfig):
     """Gradient steps of the critics alone before the actor and temperature move (ResFiT:
     10,000): the residual stays at zero correction until its critic has learned the base's
     values."""
+    critic_action: Literal["residual", "executed"] = "residual"
+    """What the critics score with the observation and the base action: the residual the
+    actor chose, or the action executed, clip(base + scale * residual) (ResFiT; the replay
+    then holds executed actions, and demonstrations can join it: --demo-ratio)."""
+    demo_ratio: float = 0.0
+    """Fraction of every batch drawn from demonstrations (ResFiT: 0.5), their observations
+    completed with the base's action along each recorded episode; needs --critic-action
+    executed."""
+    demos: Path | None = None
+    """The demonstrations of --demo-ratio (default: the flow policy's own dataset)."""
 
     def validate(self) -> None:
         super().validate()
@@ -162,6 +167,14 @@ class ResidualConfig(TrainConfig):
             raise ConfigError(f"--scale must be in (0, 2], got {self.scale}")
         if self.critic_warmup < 0:
             raise ConfigError(f"--critic-warmup must be >= 0, got {self.critic_warmup}")
+        if not 0.0 <= self.demo_ratio < 1.0:
+            raise ConfigError(f"--demo-ratio must be in [0, 1), got {self.demo_ratio}")
+        if self.demo_ratio > 0 and self.critic_action != "executed":
+            raise ConfigError("--demo-ratio needs --critic-action executed: a demonstration's "
+                              "action is an executed action, not a residual")
+        if self.demo_ratio > 0 and self.sac.n_step > 1:
+            raise ConfigError("--demo-ratio takes one-step transitions; leave --sac.n-step "
+                              "at 1")
 
 
 class ResidualRunner(Runner):
@@ -183,20 +196,55 @@ class ResidualRunner(Runner):
                          env=residual_env(cfg, policy, bc_state, cfg.num_envs, cfg.seed),
                          eval_env=residual_env(cfg, policy, bc_state,
                                                min(cfg.eval_episodes, 32), cfg.seed + 10_000))
-        self.flow_policy = policy
+        self.flow_policy, self.bc_cfg = policy, bc_cfg
+        self.demos: ReplayBuffer | None = None
+        """The demonstrations of --demo-ratio (``before_training``)."""
         self.console.print(f"residual x {cfg.scale} on {cfg.policy} ({bc_cfg.algo}, chunk "
                            f"{policy.horizon}x{policy.act_dim}, {bc_cfg.policy.executed} "
                            f"steps executed); gamma {self.cfg.sac.gamma:.4f}")
 
     def build_agent(self) -> SAC:
         """SAC whose actor's mean starts at exactly zero correction: the run starts from the
-        flow policy itself (Policy Decorator's zero-initialized residual)."""
-        agent = super().build_agent()
-        if self.cfg.resume is None:
+        flow policy itself (Policy Decorator's zero-initialized residual); with
+        ``critic_action`` executed, an ``ExecutedActionSAC``."""
+        cfg = self.cfg
+        if cfg.critic_action == "executed":
+            agent: SAC = ExecutedActionSAC(
+                self.env.obs_dim, self.env.act_dim, cfg.sac,
+                dataclasses.replace(cfg.safety_critic, mode=cfg.safety), cfg.scale,
+                device=cfg.device, seed=cfg.seed)
+        else:
+            agent = super().build_agent()
+        if cfg.resume is None:
             with torch.no_grad():
                 agent.gaussian_actor.mu.weight.zero_()
                 agent.gaussian_actor.mu.bias.zero_()
         return agent
+
+    def before_training(self) -> None:
+        """With --demo-ratio: the demonstrations, relabelled with the base's actions."""
+        if self.cfg.demo_ratio > 0:
+            path = self.cfg.demos or self.bc_cfg.demos
+            assert isinstance(self.env, ResidualEnv)
+            self.demos = residual_demo_buffer(Dataset(path), self.env.env, self.flow_policy,
+                                              self.cfg.device)
+            self.console.print(f"demonstrations: {len(self.demos):,} steps of {path}, "
+                               f"{self.cfg.demo_ratio:.0%} of every batch")
+
+    def store(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor,
+              cost: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor,
+              info: dict[str, Any], keep: torch.Tensor | None) -> None:
+        """As the runner stores, with the executed action where the critics score it."""
+        if self.cfg.critic_action == "executed":
+            action = info[EXECUTED]
+        super().store(obs, action, reward, cost, terminated, truncated, info, keep)
+
+    def sample_batch(self) -> Batch:
+        """With demonstrations, ``demo_ratio`` of the batch from them (``mixed_batch``)."""
+        if self.demos is None:
+            return super().sample_batch()
+        return mixed_batch(self.demos, self.buffer, self.cfg.sac.batch_size,
+                           self.cfg.demo_ratio, self.agent.gen)
 
     def actor_learns(self) -> bool:
         """The actor moves only after ``critic_warmup`` critic steps."""

@@ -64,7 +64,7 @@ def test_critic_warmup_trains_the_critics_and_leaves_the_warm_started_actor(demo
     runner = FinetuneRunner(_cfg(demos, tmp_path, "rlpd", total_steps=2, critic_warmup=30))
     actor = [p.detach().clone() for p in runner.agent.actor.parameters()]
     critic = [p.detach().clone() for p in runner.agent.critic.parameters()]
-    alpha = float(runner.agent.alpha)
+    alpha = float(runner.agent.alpha.detach())
     runner.offline_pretraining(30, actor=False)
     assert runner.agent.updates == 30
     assert all(torch.equal(a, b) for a, b in zip(actor, runner.agent.actor.parameters(),

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import numpy as np
 import pytest
@@ -13,12 +15,16 @@ import torch
 from rich.console import Console
 
 from robot_rl.algos import SACConfig
+from robot_rl.algos.safety_critic import SafetyConfig
 from robot_rl.bc import load_bc_policy
 from robot_rl.cli.export import ExportConfig, export_cmd
+from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
 from robot_rl.export import load_policy
 from robot_rl.finetune.residual import ResidualConfig, ResidualEnv, ResidualRunner, load_residual
-from robot_rl.policies import ChunkExecutor
+from robot_rl.finetune.residual_base import ExecutedActionSAC, base_along_episodes
+from robot_rl.policies import ChunkExecutor, ChunkPolicy
+from robot_rl.replay import Batch
 from robot_rl.sim import make_env
 from tests.robot_rl.flow_runs import tiny_bc_runs
 
@@ -130,3 +136,88 @@ def test_the_critic_warmup_keeps_the_actor_still_then_lets_it_move(flow_run: Pat
     assert float(runner.agent.act(obs, deterministic=True, gate=False).action.abs().max()) > 0
     with pytest.raises(ConfigError, match="critic-warmup"):
         ResidualConfig(policy=flow_run, critic_warmup=-1).validate()
+
+
+class _RampChunks(torch.nn.Module):
+    """A chunk policy by hand: every chunk at history (B, 1, O) is ``obs[0] + h`` for its
+    h-th action, in every action element."""
+
+    def __init__(self, horizon: int, executed: int, act_dim: int):
+        super().__init__()
+        self.horizon, self.act_dim, self.obs_history = horizon, act_dim, 1
+        self.cfg = SimpleNamespace(horizon=horizon, executed=executed, obs_history=1)
+        self.w = torch.nn.Parameter(torch.zeros(()))
+
+    def forward(self, hist: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        h = torch.arange(self.horizon, dtype=hist.dtype)
+        return (hist[:, -1, :1] + h)[:, :, None].expand(-1, -1, self.act_dim) + 0 * noise
+
+
+def test_demonstrations_get_the_base_action_it_would_take_along_each_episode() -> None:
+    """Chunks of 3, 2 executed, re-planned from each episode's first step; the last step's
+    next base is a fresh chunk's first action at the final observation (hand-computed)."""
+    policy = cast(ChunkPolicy, _RampChunks(horizon=3, executed=2, act_dim=2))
+    v = torch.tensor([10.0, 11, 12, 20, 21, 22, 23, 24])  # episodes of 3 and 5 steps
+    tr = {"obs": torch.stack([v, -v], 1), "next_obs": torch.stack([v + 1, v], 1),
+          "episode": torch.tensor([4, 4, 4, 7, 7, 7, 7, 7])}
+    base, next_base = base_along_episodes(policy, tr)
+    want = torch.tensor([10 + 0, 10 + 1, 12 + 0, 20 + 0, 20 + 1, 22 + 0, 22 + 1, 24 + 0.0])
+    torch.testing.assert_close(base, want[:, None].expand(-1, 2))
+    want_next = torch.tensor([11.0, 12, 12 + 1, 21, 22, 23, 24, 24 + 1])
+    torch.testing.assert_close(next_base, want_next[:, None].expand(-1, 2))
+
+
+def test_executed_action_critics_score_base_plus_the_scaled_residual() -> None:
+    """The critics' action is clip(base + scale * residual), the base read back from the
+    normalized observation's last A features (hand-computed)."""
+    agent = ExecutedActionSAC(3, 2, SACConfig(gamma=0.9, actor_hidden=(8,),
+                                              critic_hidden=(8,)),
+                              SafetyConfig(mode="off"), scale=0.5)
+    agent.normalizer.mean.copy_(torch.tensor([0.0, 0.2, -0.4]))
+    agent.normalizer.var.copy_(torch.tensor([1.0, 4.0, 0.25]) - agent.normalizer.eps)
+    raw = torch.tensor([[5.0, 0.8, -0.2], [1.0, -0.6, 0.1]])
+    residual = torch.tensor([[1.0, 0.4], [-1.0, 0.2]])
+    got = agent.critic_action(agent.normalize(raw), residual)
+    want = torch.tensor([[1.0, 0.0], [-1.0, 0.2]])  # 0.8 + 0.5 clipped; -0.2 + 0.2; ...
+    torch.testing.assert_close(got, want)
+    # an update scores the actor's next actions (TD target) and its actions (actor loss) so
+    seen: list[torch.Tensor] = []
+    scored = agent.critic_action
+    agent.critic_action = lambda x, a: seen.append(x) or scored(x, a)  # type: ignore
+    nxt = raw + 1.0
+    agent.update(Batch(raw, want, torch.zeros(2), torch.zeros(2), nxt, torch.zeros(2)))
+    assert len(seen) == 2
+    torch.testing.assert_close(seen[0], agent.normalize(nxt))
+    torch.testing.assert_close(seen[1], agent.normalize(raw))
+
+
+def test_a_residual_with_demonstrations_learns_from_executed_actions(flow_run: Path,
+                                                                     tmp_path: Path) -> None:
+    """--critic-action executed --demo-ratio 0.5: the replay holds the executed actions, the
+    demonstrations (the flow's own dataset) enter with their base actions, half a batch."""
+    cfg = ResidualConfig(policy=flow_run, num_envs=2, total_steps=40, eval_every=40,
+                         eval_episodes=2, runs_dir=tmp_path, run_name="demo", progress=False,
+                         safety="off", scale=0.3, critic_action="executed", demo_ratio=0.5,
+                         sac=SACConfig(batch_size=8, learning_starts=16, actor_hidden=(8,),
+                                       critic_hidden=(8,)))
+    runner = ResidualRunner(cfg, console=Console(file=sys.stderr))
+    env = runner.env
+    assert isinstance(env, ResidualEnv) and isinstance(runner.agent, ExecutedActionSAC)
+    runner.train()
+    assert runner.agent.updates > 0 and runner.demos is not None
+    ds = Dataset(flow_run.parent / "demos")
+    n_obs = env.env.obs_dim
+    assert len(runner.demos) == ds.num_frames
+    frames = ds.frames()
+    np.testing.assert_allclose(runner.demos.obs[:, :n_obs].numpy(), frames["observation.state"])
+    np.testing.assert_allclose(runner.demos.action.numpy(), frames["action"])
+    # the online replay: each stored action is what the env executed for its observation
+    n = len(runner.buffer)
+    obs, executed = runner.buffer.obs[:n], runner.buffer.action[:n]
+    residual = (executed - obs[:, n_obs:]) / 0.3
+    assert float(residual.abs().max()) <= 1.0 + 1e-5
+    assert not torch.equal(executed, obs[:, n_obs:])  # not the base itself: residuals moved it
+    batch = runner.sample_batch()
+    assert batch.obs.shape == (8, n_obs + env.act_dim)
+    with pytest.raises(ConfigError, match="critic-action executed"):
+        ResidualConfig(policy=flow_run, demo_ratio=0.5).validate()
