@@ -227,14 +227,18 @@ class PixelRunner(Runner):
         self._critic = info["obs_groups"][CRITIC]
         self._images = info["images"]
 
-    def learn(self) -> dict[str, float]:
-        agent = self.pixel_agent
-        if not self._normalized:  # from scratch: the statistics of the warm-up data
+    def before_update(self) -> None:
+        """From scratch, the normalization fits the warm-up data at the first update (the
+        pixel agent's statistics, not the runner's running normalizer)."""
+        if not self._normalized:
             n = len(self.buffer)
-            agent.fit_normalization(self.buffer.extra[PROPRIO][:n], self.buffer.obs[:n])
+            self.pixel_agent.fit_normalization(self.buffer.extra[PROPRIO][:n],
+                                               self.buffer.obs[:n])
             self._normalized = True
-        warm = self.cfg.student is not None and agent.updates < self.cfg.critic_warmup
-        return agent.update(self.sample_batch(), actor=not warm)
+
+    def actor_learns(self) -> bool:
+        """A run from a student warms its critics up alone first (``critic_warmup``)."""
+        return self.cfg.student is None or self.pixel_agent.updates >= self.cfg.critic_warmup
 
     def evaluate_policy(self, env: VecEnv, episodes: int, seed: int) -> EvalResult:
         return evaluate_pixel_agent(self.pixel_agent, env, episodes, self.proprio_cols,
