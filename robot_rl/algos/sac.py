@@ -310,7 +310,7 @@ class SAC(nn.Module):
         """The action (B, A) the critics and the cost critic score when the actor acts ``a``
         (B, A) at the normalized observations ``x`` (B, O): ``a`` itself here. A residual
         agent's critics score the action executed instead
-        (``robot_rl.finetune.residual_agent``); the replay then holds executed actions."""
+        (``robot_rl.finetune.residual_base``); the replay then holds executed actions."""
         return a
 
     # -- learning ----------------------------------------------------------------------------

@@ -5,6 +5,7 @@
     demos.py    datasets into replay buffers (checked against the env's task)
     dsrl.py     DSRL: SAC over a flow policy's noise (NoiseActionEnv, DSRLConfig, DSRLRunner)
     residual.py a bounded residual on a flow policy (ResidualEnv, ResidualConfig, ...)
+    residual_base.py  the flow as its base: acting, along demonstrations, executed-action critics
     onestep.py  one-step students of flow and DSRL runs
 """
 

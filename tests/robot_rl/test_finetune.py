@@ -69,7 +69,7 @@ def test_critic_warmup_trains_the_critics_and_leaves_the_warm_started_actor(demo
     assert runner.agent.updates == 30
     assert all(torch.equal(a, b) for a, b in zip(actor, runner.agent.actor.parameters(),
                                                      strict=True))
-    assert float(runner.agent.alpha) == alpha
+    assert float(runner.agent.alpha.detach()) == alpha
     assert not all(torch.equal(a, b)
                    for a, b in zip(critic, runner.agent.critic.parameters(), strict=True))
     runner.train()  # the config's 30 warm-up steps, then one vector step's 2 updates
