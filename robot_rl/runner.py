@@ -200,12 +200,13 @@ def make_train_env(cfg: TrainConfig, num_envs: int, seed: int,
                     seed=seed, nthread=nthread, warp=cfg.warp)
 
 
-def make_agent(cfg: TrainConfig, obs_dim: int, act_dim: int) -> SAC:
+def make_agent(cfg: TrainConfig, obs_dim: int, act_dim: int, cls: type[SAC] = SAC,
+               **extra: Any) -> SAC:
     """The config's SAC agent (a discount left unset comes from the task's horizon at its
-    control rate)."""
+    control rate); ``cls``: a subclass taking SAC's arguments and ``extra``."""
     safety = dataclasses.replace(cfg.safety_critic, mode=cfg.safety)
     sac = cfg.sac.with_gamma(cfg.env.control_dt, cfg.env.discount_horizon)
-    return SAC(obs_dim, act_dim, sac, safety, device=cfg.device, seed=cfg.seed)
+    return cls(obs_dim, act_dim, sac, safety, device=cfg.device, seed=cfg.seed, **extra)
 
 
 def load_agent(checkpoint: str | Path, config_type: type[TrainConfig] = TrainConfig

@@ -45,7 +45,7 @@ from robot_rl.finetune.residual_base import (
 from robot_rl.finetune.runner import mixed_batch
 from robot_rl.policies import ChunkPolicy
 from robot_rl.replay import Batch, ReplayBuffer
-from robot_rl.runner import Runner, TrainConfig, load_agent
+from robot_rl.runner import Runner, TrainConfig, load_agent, make_agent
 from robot_rl.sim import TaskConfig, make_task_config
 from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.vec_env import POLICY, StepResult, VecEnv, check_vec_env
@@ -208,13 +208,9 @@ class ResidualRunner(Runner):
         flow policy itself (Policy Decorator's zero-initialized residual); with
         ``critic_action`` executed, an ``ExecutedActionSAC``."""
         cfg = self.cfg
-        if cfg.critic_action == "executed":
-            agent: SAC = ExecutedActionSAC(
-                self.env.obs_dim, self.env.act_dim, cfg.sac,
-                dataclasses.replace(cfg.safety_critic, mode=cfg.safety), cfg.scale,
-                device=cfg.device, seed=cfg.seed)
-        else:
-            agent = super().build_agent()
+        agent = make_agent(cfg, self.env.obs_dim, self.env.act_dim, ExecutedActionSAC,
+                           scale=cfg.scale) if cfg.critic_action == "executed" \
+            else super().build_agent()
         if cfg.resume is None:
             with torch.no_grad():
                 agent.gaussian_actor.mu.weight.zero_()

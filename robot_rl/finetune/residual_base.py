@@ -26,7 +26,12 @@ from robot_rl.algos import SAC, SACConfig
 from robot_rl.algos.safety_critic import SafetyConfig
 from robot_rl.data.format import DatasetError
 from robot_rl.data.reader import Dataset
-from robot_rl.finetune.demos import Transitions, check_dataset_env, transitions
+from robot_rl.finetune.demos import (
+    Transitions,
+    add_transitions,
+    check_dataset_env,
+    transitions,
+)
 from robot_rl.policies import ChunkExecutor, ChunkPolicy
 from robot_rl.replay import ReplayBuffer
 from robot_rl.sim.vec_env import VecEnv
@@ -96,11 +101,10 @@ def residual_demo_buffer(ds: Dataset, env: VecEnv, policy: ChunkPolicy,
     check_dataset_env(ds, env)
     tr = transitions(ds, "cpu")
     base, next_base = base_along_episodes(policy, tr)
-    n, A = int(tr["obs"].shape[0]), env.act_dim
-    buf = ReplayBuffer(max(n, 1), env.obs_dim + A, A, device)
-    if n:
-        buf.add(torch.cat([tr["obs"], base], 1), tr["action"], tr["reward"], tr["cost"],
-                torch.cat([tr["next_obs"], next_base], 1), tr["terminated"])
+    buf = ReplayBuffer(max(int(tr["obs"].shape[0]), 1), env.obs_dim + env.act_dim,
+                       env.act_dim, device)
+    add_transitions(buf, tr | {"obs": torch.cat([tr["obs"], base], 1),
+                               "next_obs": torch.cat([tr["next_obs"], next_base], 1)}, ds.root)
     return buf
 
 
