@@ -137,6 +137,9 @@ class Args:
     """DSRL's gradient steps per vector step of 4 envs (its reference: 20)."""
     residual_updates: int = 2
     residual_scale: float = 0.1
+    residual_every: int = 1
+    """Control steps per residual decision, the correction held between (``robot-rl
+    residual --every``; 5: 10 Hz on a 50-Hz task)."""
     residual_n_step: int = 1
     """The residual's rewards per TD target (``robot-rl residual --sac.n-step``)."""
     residual_critic_warmup: int = 0
@@ -369,6 +372,7 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
                               gamma=args.residual_gamma)
     runner = ResidualRunner(ResidualConfig(policy=_bc_run(args), sac=sac,
                                            scale=args.residual_scale,
+                                           every=args.residual_every,
                                            critic_warmup=args.residual_critic_warmup,
                                            critic_action=args.residual_critic_action,
                                            demo_ratio=args.residual_demo_ratio,
@@ -379,7 +383,9 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
     runner.train()
     return {**curve_summary(runner.run_dir),
             "recipe": f"16 envs, residual x {args.residual_scale}, 2 LayerNorm critics "
-                      f"256x256, {args.residual_updates} updates per 16 env steps"
+                      f"256x256, {args.residual_updates} updates per 16 decisions"
+                      + (f", a decision every {args.residual_every} control steps"
+                         if args.residual_every > 1 else "")
                       + (f", {args.residual_n_step}-step returns"
                          if args.residual_n_step > 1 else "")
                       + (f", {args.residual_critic_warmup:,} critic-only updates first"

@@ -135,7 +135,8 @@ def export_artifact(out: str | Path, policy: torch.nn.Module, meta: dict[str, An
             residual = residual.eval()
             _write_graph(residual, (obs, torch.zeros(1, act_dim)), ("obs", "base_action"),
                          "action", tmp, RESIDUAL_FILES["onnx"], RESIDUAL_FILES["torchscript"])
-            meta["residual"] = {**RESIDUAL_FILES, "scale": residual.scale}
+            meta["residual"] = {**RESIDUAL_FILES, "scale": residual.scale,
+                                "every": residual.every}
         (tmp / "policy.json").write_text(json.dumps(meta, indent=2) + "\n")
         _check(tmp, policy, cost, inputs, obs_dim, act_dim, tolerance, residual)
         tmp.chmod(0o755)  # mkdtemp makes it private; an artifact is meant to be shared

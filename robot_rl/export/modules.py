@@ -135,12 +135,15 @@ class ChunkGraph(nn.Module):
 
 class ResidualGraph(nn.Module):
     """clip(base + scale * residual(obs, base), -1, 1): a residual policy (a ``DeployPolicy``
-    on the observation and the base action, in [-1, 1]) correcting the base action."""
+    on the observation and the base action, in [-1, 1]) correcting the base action.
+    ``every``: control steps per decision (the deployed policy holds the correction between;
+    ``ResidualEnv``), recorded in the artifact's metadata, not in the graph."""
 
-    def __init__(self, residual: DeployPolicy, scale: float):
+    def __init__(self, residual: DeployPolicy, scale: float, every: int = 1):
         super().__init__()
         self.residual = residual.eval()
         self.scale = float(scale)
+        self.every = int(every)
 
     def forward(self, obs: torch.Tensor, base: torch.Tensor) -> torch.Tensor:
         r = self.residual(torch.cat([obs, base], dim=1))

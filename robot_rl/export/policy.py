@@ -19,7 +19,11 @@ actions from the last T observations) is called the same way, one control step a
 it keeps each env's observation history and queue of actions (``ChunkExecutor``, imported
 only for such artifacts), calls the graph when the queue runs out, and draws the flow's
 noise itself where the graph takes it. ``reset`` starts a new episode; ``chunk`` runs the
-graph on a history directly.
+graph on a history directly. A residual artifact (``policy.json``'s ``residual``) corrects
+each of the chunk's actions with its residual graph; one whose ``every`` is K > 1 decides a
+correction every K calls from each env's episode start and holds it between (the
+correction is the graph's action less the chunk's at the decision, added to the chunk's
+later actions and clipped to [-1, 1], as ``ResidualEnv`` trained it).
 
 ``policy.json`` is checked against the model files: a model whose input or output width
 differs from the recorded observation and action sizes refuses to load.
@@ -128,11 +132,22 @@ class Policy:
                                     None, "cost critic")
         residual = self.meta.get("residual")
         self._residual = None
+        self.residual_every = 1
+        """Calls per residual decision (``policy.json``'s ``residual.every``)."""
+        self._since: np.ndarray | None = None  # (B,) calls since the env's episode started
+        self._held: np.ndarray | None = None  # (B, A) each env's correction held
         if residual is not None:
             self._residual = self._load(residual["torchscript" if ts else "onnx"],
                                         [("obs", (self.obs_dim,), "float32"),
                                          ("base_action", (self.act_dim,), "float32")],
                                         self.act_dim, "residual")
+            try:
+                self.residual_every = int(residual.get("every", 1))
+            except (TypeError, ValueError):
+                self.residual_every = 0
+            if self.residual_every < 1:
+                raise ArtifactError(f"{meta_path}: residual.every must be an integer >= 1, "
+                                    f"got {residual.get('every')!r}")
         self.threshold = float(safety.get("threshold", np.inf))
         self.candidates = int(safety.get("candidates", 1))
         self.candidate_noise = float(safety.get("candidate_noise", 0.3))
@@ -182,7 +197,7 @@ class Policy:
                                                self.obs_history, self.ensemble)
             out = self._executor(x)
             if self._residual is not None:
-                out = self.correct(x, out)
+                out = self._corrected(x, out)
         else:
             out = self._run(x)
         return out[0] if single else out
@@ -210,6 +225,25 @@ class Policy:
         policy drops its observation history and queued actions."""
         if self._executor is not None:
             self._executor.reset(mask)
+        if self._since is not None:
+            self._since[slice(None) if mask is None else np.asarray(mask, bool)] = 0
+
+    def _corrected(self, obs: np.ndarray, base: np.ndarray) -> np.ndarray:
+        """(B, A) the residual's actions on the chunk's (B, A) now, holding each env's
+        correction for ``residual_every`` calls."""
+        if self.residual_every == 1:
+            return self.correct(obs, base)
+        if self._since is None or self._since.shape[0] != base.shape[0]:
+            self._since = np.zeros(base.shape[0], np.int64)
+            self._held = np.zeros_like(base)
+        assert self._held is not None
+        decide = self._since % self.residual_every == 0
+        out = np.clip(base + self._held, -1.0, 1.0)
+        if decide.any():
+            out[decide] = self.correct(obs[decide], base[decide])
+            self._held[decide] = out[decide] - base[decide]
+        self._since += 1
+        return out
 
     def chunk(self, obs_hist: np.ndarray, noise: np.ndarray | None = None) -> np.ndarray:
         """The graph on observation histories (B, T, O): chunks (B, H, A). A flow policy's

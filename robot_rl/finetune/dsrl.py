@@ -16,12 +16,10 @@ noise as the flow policy was trained to see it (standard normal, clipped to the 
 the first transitions are the BC policy's own and exploration starts from the
 demonstrations.
 
-One step returns the sums of the executed steps' rewards and costs (so discount with gamma^K
-per step), the OR of their termination, truncation and shield flags, the success test at the
-last step taken (the state the chunk leaves), and the observation after it. An env whose
-episode ends inside a chunk holds still (the env's hold) for the chunk's remaining steps, at
-the start of its next episode; its ``final_obs`` and ``episode`` entries are those of the step
-where it ended.
+One step returns what ``MacroStep`` makes of the K executed steps: the sums of their
+rewards and costs (so discount with gamma^K per step), the success test at the last step
+taken (the state the chunk leaves), the observation after it; an env whose episode ends
+inside a chunk holds still for the chunk's remaining steps.
 """
 
 from __future__ import annotations
@@ -41,6 +39,7 @@ from robot_rl.bc import bc_env, bc_task_config, load_bc_policy
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate_agent
+from robot_rl.finetune.macro_step import MacroStep
 from robot_rl.policies import ChunkPolicy, ObsHistory
 from robot_rl.runner import Runner, TrainConfig, load_agent
 from robot_rl.sim import TaskConfig, make_task_config
@@ -117,61 +116,15 @@ class NoiseActionEnv:
                 f"{self.execute} steps per step, scale {self.noise_scale}) of {self.env}")
 
     def step(self, action: torch.Tensor, hold: torch.Tensor | None = None) -> StepResult:
-        E, dev = self.num_envs, self.device
         chunk = self.chunk(action)
-        ended = torch.zeros(E, dtype=torch.bool, device=dev)  # the episode ended in this chunk
-        reward = torch.zeros(E, device=dev)
-        cost = torch.zeros(E, device=dev)
-        terminated = torch.zeros(E, dtype=torch.bool, device=dev)
-        truncated = torch.zeros(E, dtype=torch.bool, device=dev)
-        success = torch.zeros(E, dtype=torch.bool, device=dev)
-        final_obs: torch.Tensor | None = None
-        final_groups: dict[str, torch.Tensor] = {}
-        safety: dict[str, torch.Tensor] = {}
-        terms: dict[str, dict[str, torch.Tensor]] = {"reward_terms": {}, "cost_terms": {}}
-        episode: dict[str, torch.Tensor] = {}
-        info: dict[str, Any] = {}
-        obs = torch.empty(0)
+        acc = MacroStep(self.num_envs, self.device)
+        obs, info = torch.empty(0), dict[str, Any]()
         for k in range(self.execute):
-            held = ended if hold is None else ended | hold.to(dev, torch.bool)
-            obs, r, c, term, trunc, info = self.env.step(chunk[:, k], hold=held)
-            live = ~ended
-            reward += torch.where(live, r, 0.0)
-            cost += torch.where(live, c, 0.0)
-            terminated |= term & live
-            truncated |= trunc & live
-            success = torch.where(live, info["success"], success)
-            for name, flag in info.get("safety", {}).items():
-                safety[name] = safety.get(name, torch.zeros_like(flag)) | (flag & live)
-            for key, summed in terms.items():
-                for name, v in info.get(key, {}).items():
-                    summed[name] = summed.get(name, 0.0) + torch.where(live, v, 0.0)
-            done = (term | trunc) & live
-            final_obs = info["final_obs"] if final_obs is None else \
-                torch.where(done[:, None], info["final_obs"], final_obs)
-            for name, v in info.get("final_obs_groups", {}).items():
-                final_groups[name] = v if name not in final_groups else \
-                    torch.where(done[:, None], v, final_groups[name])
-            if "episode" in info:
-                for key, v in info["episode"].items():
-                    if key != "done":
-                        episode[key] = v.clone() if key not in episode else \
-                            torch.where(done, v, episode[key])
-            ended |= done
+            obs, r, c, term, trunc, info = self.env.step(chunk[:, k], hold=acc.held(hold))
+            done = acc.add(r, c, term, trunc, info)
             # the flow policy's history follows every executed step
             self._hist.push(obs, done)
-        assert final_obs is not None
-        out: dict[str, Any] = {
-            "final_obs": torch.where(ended[:, None], final_obs, obs), "success": success,
-            "safety": safety, **terms, "chunk": chunk}
-        if final_groups:
-            out["final_obs_groups"] = {n: torch.where(ended[:, None], v, info["obs_groups"][n])
-                                       for n, v in final_groups.items()}
-        if "obs_groups" in info:
-            out["obs_groups"] = info["obs_groups"]
-        if bool(ended.any()):
-            out["episode"] = {**episode, "done": ended}
-        return obs, reward, cost, terminated, truncated, out
+        return acc.result(obs, info, chunk=chunk)
 
 
 def dsrl_sac() -> SACConfig:

@@ -17,11 +17,20 @@ as always.
 
 At an episode's end, the final observation's base action (what a critic bootstraps a
 time-out from) is the first action of a fresh chunk at it.
+
+``every`` K > 1 makes the residual a decision of a slower rate (the control rate / K): one
+step of the env is K control steps (``MacroStep``: their rewards and costs summed, the
+Runner's discount per K steps), and the correction chosen at the first,
+``clip(base + scale * residual) - base``, is held and added to the flow's action at each
+of the K (clipped to [-1, 1]). SAC learns push from scratch at 10 Hz and not at 50
+(docs/performance.md); this asks whether the residual does too. The exported artifact
+holds the correction the same way (``policy.json``'s ``residual.every``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -36,6 +45,7 @@ from robot_rl.checkpoint import load_checkpoint
 from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate_agent
+from robot_rl.finetune.macro_step import MacroStep
 from robot_rl.finetune.residual_base import (
     ExecutedActionSAC,
     base_executor,
@@ -52,19 +62,24 @@ from robot_rl.sim.vec_env import POLICY, StepResult, VecEnv, check_vec_env
 
 EXECUTED = "executed_action"
 """``ResidualEnv.step``'s info key: the actions (E, A) executed, base plus residual."""
+EXECUTED_STEPS = "executed_actions"
+"""With ``every`` K > 1, in place of ``EXECUTED``: the actions (E, K, A) executed at each
+control step (an env whose episode ended holds still at the rest)."""
 
 
 class ResidualEnv:
     """A ``VecEnv`` whose actions are residuals on a flow policy's actions (module
     docstring)."""
 
-    def __init__(self, env: VecEnv, policy: ChunkPolicy, scale: float = 0.1):
+    def __init__(self, env: VecEnv, policy: ChunkPolicy, scale: float = 0.1, every: int = 1):
         check_vec_env(env)
         if (policy.obs_dim, policy.act_dim) != (env.obs_dim, env.act_dim):
             raise ConfigError(f"the policy (obs {policy.obs_dim}, act {policy.act_dim}) does "
                               f"not fit the env (obs {env.obs_dim}, act {env.act_dim})")
         if not 0.0 < scale <= 2.0:
             raise ConfigError(f"the residual scale must be in (0, 2], got {scale}")
+        if every < 1:
+            raise ConfigError(f"the residual's every must be >= 1 control step, got {every}")
         self.env = env
         self.policy = policy.eval().requires_grad_(False)
         self.scale = scale
@@ -73,14 +88,17 @@ class ResidualEnv:
         self.obs_dim = env.obs_dim + env.act_dim
         self.act_dim = env.act_dim
         self.device = env.device
-        self.max_episode_length = env.max_episode_length
+        self.every = every
+        self.steps_per_step = every
+        """Control steps of the wrapped env per step (the runner counts env steps by it)."""
+        self.max_episode_length = math.ceil(env.max_episode_length / every)
         self.executor = base_executor(policy)
         self.base: torch.Tensor | None = None
         """(E, A) the flow's action for the current observation."""
 
     @property
     def control_dt(self) -> float:
-        return self.env.control_dt
+        return self.env.control_dt * self.every
 
     @property
     def obs_groups(self) -> Mapping[str, int]:
@@ -90,7 +108,8 @@ class ResidualEnv:
         return {}
 
     def __repr__(self) -> str:
-        return f"ResidualEnv(residual x {self.scale} on a flow chunk policy) of {self.env}"
+        every = "" if self.every == 1 else f", held {self.every} steps"
+        return f"ResidualEnv(residual x {self.scale}{every} on a flow chunk policy) of {self.env}"
 
     def reset(self, seed: int | None = None) -> torch.Tensor:
         obs = self.env.reset(seed=seed)
@@ -105,12 +124,17 @@ class ResidualEnv:
 
     def step(self, action: torch.Tensor, hold: torch.Tensor | None = None) -> StepResult:
         executed = self.applied(action)
-        obs, reward, cost, terminated, truncated, info = self.env.step(executed, hold)
-        ended = terminated | truncated
-        self.executor.reset(ended)
-        self.base = self.executor(obs)
-        info = dict(info)
-        info[EXECUTED] = executed
+        if self.every == 1:
+            obs, reward, cost, terminated, truncated, info = self.env.step(executed, hold)
+            ended = terminated | truncated
+            self.executor.reset(ended)
+            self.base = self.executor(obs)
+            info = dict(info)
+            info[EXECUTED] = executed
+        else:
+            obs, reward, cost, terminated, truncated, info = self._held(executed, hold)
+            ended = terminated | truncated
+        assert self.base is not None
         final = info["final_obs"]
         final_base = self.base
         if bool(ended.any()):
@@ -118,6 +142,25 @@ class ResidualEnv:
             final_base[ended] = fresh_base(self.policy, final[ended])
         info["final_obs"] = torch.cat([final, final_base], dim=1)
         return torch.cat([obs, self.base], dim=1), reward, cost, terminated, truncated, info
+
+    def _held(self, executed: torch.Tensor, hold: torch.Tensor | None) -> StepResult:
+        """``every`` control steps with the correction of ``executed`` (E, A) held."""
+        assert self.base is not None
+        correction = executed - self.base
+        acc = MacroStep(self.num_envs, self.device)
+        obs, info = torch.empty(0), dict[str, Any]()
+        steps = []
+        for k in range(self.every):
+            if k:
+                executed = (self.base + correction).clamp(-1.0, 1.0)
+            steps.append(executed)
+            obs, r, c, term, trunc, info = self.env.step(executed, acc.held(hold))
+            acc.add(r, c, term, trunc, info)
+            # an env whose episode ended holds still at its next episode's start, where
+            # its base is a fresh chunk's first action however many steps it holds
+            self.executor.reset(acc.ended)
+            self.base = self.executor(obs)
+        return acc.result(obs, info, **{EXECUTED_STEPS: torch.stack(steps, dim=1)})
 
 
 def residual_sac() -> SACConfig:
@@ -144,6 +187,10 @@ class ResidualConfig(TrainConfig):
     scale: float = 0.1
     """The residual's bound: the executed action is clip(base + scale * residual) with the
     residual in [-1, 1] (actions span [-1, 1])."""
+    every: int = 1
+    """Control steps per residual decision: the correction chosen at one is held for this
+    many steps on the flow's actions (5: 10 Hz on a 50-Hz task), env steps still counted
+    at the control rate, the discount per decision from the task's horizon."""
     sac: SACConfig = dataclasses.field(default_factory=residual_sac)
     """SAC hyper-parameters of the residual."""
     critic_warmup: int = 0
@@ -167,6 +214,11 @@ class ResidualConfig(TrainConfig):
             raise ConfigError(f"--scale must be in (0, 2], got {self.scale}")
         if self.critic_warmup < 0:
             raise ConfigError(f"--critic-warmup must be >= 0, got {self.critic_warmup}")
+        if self.every < 1:
+            raise ConfigError(f"--every must be >= 1, got {self.every}")
+        if self.every > 1 and self.critic_action != "residual":
+            raise ConfigError("--every > 1 holds a correction over steps whose executed "
+                              "actions differ; leave --critic-action at residual")
         if not 0.0 <= self.demo_ratio < 1.0:
             raise ConfigError(f"--demo-ratio must be in [0, 1), got {self.demo_ratio}")
         if self.demo_ratio > 0 and self.critic_action != "executed":
@@ -187,7 +239,8 @@ class ResidualRunner(Runner):
     def __init__(self, cfg: ResidualConfig, console: Console | None = None):
         if cfg.resume is not None:  # the policy and scale of the run being resumed
             saved = ResidualConfig.from_saved(load_checkpoint(cfg.resume)["config"])
-            cfg = dataclasses.replace(cfg, policy=saved.policy, scale=saved.scale)
+            cfg = dataclasses.replace(cfg, policy=saved.policy, scale=saved.scale,
+                                      every=saved.every)
         policy, bc_cfg, bc_state = load_bc_policy(cfg.policy)
         env_cfg = bc_task_config(bc_state, cfg.policy, "a residual")
         cfg = dataclasses.replace(cfg, task=env_cfg.name, env=env_cfg)
@@ -199,7 +252,8 @@ class ResidualRunner(Runner):
         self.flow_policy, self.bc_cfg = policy, bc_cfg
         self.demos: ReplayBuffer | None = None
         """The demonstrations of --demo-ratio (``before_training``)."""
-        self.console.print(f"residual x {cfg.scale} on {cfg.policy} ({bc_cfg.algo}, chunk "
+        held = "" if cfg.every == 1 else f", held {cfg.every} control steps"
+        self.console.print(f"residual x {cfg.scale}{held} on {cfg.policy} ({bc_cfg.algo}, chunk "
                            f"{policy.horizon}x{policy.act_dim}, {bc_cfg.policy.executed} "
                            f"steps executed); gamma {self.cfg.sac.gamma:.4f}")
 
@@ -256,7 +310,7 @@ def residual_env(cfg: ResidualConfig, policy: ChunkPolicy, bc_state: dict[str, A
                  num_envs: int, seed: int, dr: DRPreset | None = None) -> ResidualEnv:
     """A ``ResidualEnv`` of the flow policy's task, made as its dataset was recorded."""
     env = bc_env(bc_state, cfg.policy, "a residual", num_envs, seed, dr or cfg.dr, cfg.device)
-    return ResidualEnv(env, policy, cfg.scale)
+    return ResidualEnv(env, policy, cfg.scale, cfg.every)
 
 
 def load_residual(path: str | Path, num_envs: int, seed: int, dr: DRPreset | None = None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 from types import SimpleNamespace
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -68,10 +68,80 @@ def test_the_env_executes_the_flows_chunks_plus_the_bounded_residual(flow_run: P
         ResidualEnv(make_env("reach", 1), policy, scale=0.0)
 
 
-def test_a_residual_run_exports_what_it_evaluates(flow_run: Path, tmp_path: Path) -> None:
-    cfg = ResidualConfig(policy=flow_run, num_envs=2, total_steps=40, eval_every=40,
+def test_a_held_residual_is_one_decision_per_every_control_steps(flow_run: Path) -> None:
+    """every 3 on 7-step episodes: each step is 3 control steps with the correction chosen
+    at the first held on the flow's later actions, rewards summed, the episode's end inside
+    the third step holding that env still to the next decision, where a fresh episode's
+    base stands."""
+    policy, _, _ = load_bc_policy(flow_run)
+    env = ResidualEnv(make_env("reach", 2, seed=0, episode_length=7), policy, scale=0.2,
+                      every=3)
+    ref = make_env("reach", 2, seed=0, episode_length=7)
+    A = ref.act_dim
+    assert (env.steps_per_step, env.max_episode_length) == (3, 3)
+    assert env.control_dt == pytest.approx(3 * ref.control_dt)
+
+    def zero_noise_chunk(hist: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return policy(hist, torch.zeros(hist.shape[0], 4, A))
+
+    base = ChunkExecutor(zero_noise_chunk, 4, 2)
+    obs, ref_obs = env.reset(seed=1), ref.reset(seed=1)
+    b = base(ref_obs)
+    gen = torch.Generator().manual_seed(0)
+    for t in range(4):  # control steps 0-11; the episode's 7th step is the third's first
+        torch.testing.assert_close(obs, torch.cat([ref_obs, b], 1))
+        residual = torch.rand(2, A, generator=gen) * 2 - 1
+        correction = (b + 0.2 * residual).clamp(-1, 1) - b
+        obs, r, _, terminated, truncated, info = env.step(residual)
+        want_r, executed, ended = torch.zeros(2), [], torch.zeros(2, dtype=torch.bool)
+        for _ in range(3):
+            executed.append((b + correction).clamp(-1, 1))
+            ref_obs, ref_r, _, term, trunc, ref_info = ref.step(executed[-1], hold=ended)
+            want_r += torch.where(ended, 0.0, ref_r)
+            if bool((term | trunc).any()):
+                final = ref_info["final_obs"]
+            ended |= term | trunc
+            base.reset(ended)
+            b = base(ref_obs)
+        torch.testing.assert_close(r, want_r)
+        torch.testing.assert_close(info["executed_actions"], torch.stack(executed, 1))
+        assert bool((truncated == ended).all()) and not bool(terminated.any())
+        if t == 2:  # ended at the first of the three: the final observation is its
+            assert bool(ended.all())
+            fresh = zero_noise_chunk(final[:, None])[:, 0]
+            torch.testing.assert_close(info["final_obs"], torch.cat([final, fresh], 1))
+    with pytest.raises(ConfigError, match="every"):
+        ResidualEnv(make_env("reach", 1), policy, every=0)
+    with pytest.raises(ConfigError, match="critic-action"):
+        ResidualConfig(policy=flow_run, every=2, critic_action="executed").validate()
+
+
+class _Recorder:
+    """A ``VecEnv`` passed through, recording each control step's (hold, next observation,
+    episode ended)."""
+
+    def __init__(self, env: Any):
+        self.env = env
+        self.steps: list[tuple[torch.Tensor | None, torch.Tensor, torch.Tensor]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.env, name)
+
+    def step(self, action: torch.Tensor, hold: torch.Tensor | None = None) -> Any:
+        out = self.env.step(action, hold)
+        self.steps.append((None if hold is None else hold.clone(), out[0], out[3] | out[4]))
+        return out
+
+
+@pytest.mark.parametrize("every", [1, 3])
+def test_a_residual_run_exports_what_it_evaluates(flow_run: Path, tmp_path: Path,
+                                                  every: int) -> None:
+    """The artifact, called once per control step, acts as the run's env executes: with
+    ``every`` 3 it holds each correction for 3 calls, across an episode's end (20 steps)."""
+    cfg = ResidualConfig(policy=flow_run, num_envs=2, total_steps=48, eval_every=48,
                          eval_episodes=2, runs_dir=tmp_path, run_name="res", progress=False,
-                         safety="off", scale=0.3,
+                         safety="off", scale=0.3, every=every,
                          sac=SACConfig(batch_size=8, learning_starts=16, actor_hidden=(8,),
                                        critic_hidden=(8,)))
     runner = ResidualRunner(cfg, console=Console(file=sys.stderr))
@@ -79,19 +149,33 @@ def test_a_residual_run_exports_what_it_evaluates(flow_run: Path, tmp_path: Path
     assert isinstance(env, ResidualEnv) and runner.cfg.task == "reach"
     assert env.obs_dim == env.env.obs_dim + env.act_dim  # the observation and the base action
     runner.train()
+    assert runner.env_steps == 48  # counted in control steps
     export_cmd(ExportConfig(run=tmp_path / "res"))
     art = load_policy(tmp_path / "res" / "export")
     assert art.chunked and art.meta["residual"]["scale"] == 0.3
-    agent, _, env = load_residual(tmp_path / "res", 1, 0)
+    assert art.residual_every == every
+    agent, _, loaded = load_residual(tmp_path / "res", 1, 0)
+    assert loaded.every == every
+    rec = _Recorder(loaded.env)
+    env = ResidualEnv(rec, loaded.policy, loaded.scale, loaded.every)
     obs = env.reset(seed=0)
+    seen = obs[0, :env.env.obs_dim]  # what the arm sees before its next control step
     got, want = [], []
-    for _ in range(5):  # the artifact runs its own chunk queue, the env its own
-        raw = obs[:, :env.env.obs_dim]
-        got.append(art(raw[0].numpy()))
+    for _ in range(24 // every):  # the artifact runs its own chunk queue, the env its own
         with torch.no_grad():
             residual = agent.act(obs, deterministic=True, gate=False).action
-        want.append(env.applied(residual)[0].numpy())
-        obs = env.step(residual)[0]
+        rec.steps.clear()
+        obs, *_, info = env.step(residual)
+        executed = info["executed_actions"][0] if every > 1 else \
+            info["executed_action"][0, None]
+        for k, (hold, next_obs, done) in enumerate(rec.steps):
+            if not (hold is not None and bool(hold[0])):  # held: after its episode's end
+                got.append(art(seen.numpy()))
+                want.append(executed[k].numpy())
+            seen = next_obs[0]
+            if bool(done[0]):
+                art.reset()
+    assert len(got) >= 22  # an episode's end inside a held step skips at most its rest
     np.testing.assert_allclose(np.stack(got), np.stack(want), atol=1e-5)
     with pytest.raises(ConfigError, match="no student"):
         export_cmd(ExportConfig(run=tmp_path / "res", policy="student"))
