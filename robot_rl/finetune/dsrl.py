@@ -73,10 +73,13 @@ class NoiseActionEnv:
         self.obs_dim = env.obs_dim
         self.act_dim = self.noise_steps * policy.act_dim
         self.device = env.device
-        self.steps_per_step = self.execute
-        """Control steps of the wrapped env per step (the runner counts env steps by it)."""
         self.max_episode_length = math.ceil(env.max_episode_length / self.execute)
         self._hist = ObsHistory(policy.obs_history)
+
+    @property
+    def steps_per_step(self) -> int:
+        """Control steps of the wrapped env per step (the runner counts env steps by it)."""
+        return self.execute
 
     @property
     def control_dt(self) -> float:

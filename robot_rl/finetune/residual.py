@@ -89,12 +89,15 @@ class ResidualEnv:
         self.act_dim = env.act_dim
         self.device = env.device
         self.every = every
-        self.steps_per_step = every
-        """Control steps of the wrapped env per step (the runner counts env steps by it)."""
         self.max_episode_length = math.ceil(env.max_episode_length / every)
         self.executor = base_executor(policy)
         self.base: torch.Tensor | None = None
         """(E, A) the flow's action for the current observation."""
+
+    @property
+    def steps_per_step(self) -> int:
+        """Control steps of the wrapped env per step (the runner counts env steps by it)."""
+        return self.every
 
     @property
     def control_dt(self) -> float:
@@ -126,14 +129,13 @@ class ResidualEnv:
         executed = self.applied(action)
         if self.every == 1:
             obs, reward, cost, terminated, truncated, info = self.env.step(executed, hold)
-            ended = terminated | truncated
-            self.executor.reset(ended)
+            self.executor.reset(terminated | truncated)
             self.base = self.executor(obs)
             info = dict(info)
             info[EXECUTED] = executed
         else:
             obs, reward, cost, terminated, truncated, info = self._held(executed, hold)
-            ended = terminated | truncated
+        ended = terminated | truncated
         assert self.base is not None
         final = info["final_obs"]
         final_base = self.base
