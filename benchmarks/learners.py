@@ -476,7 +476,7 @@ def run(args: Args, console: Console) -> None:
 
 def table(args: Args, console: Console) -> None:
     res = _results(args)
-    space = "the task's action space" if args.action == "task" else args.action
+    space: str = "the task's action space" if args.action == "task" else args.action
     space += f" at {args.control_hz:g} Hz"
     space += ", motion profile on" if args.motion else ""
     space += ", ramped commands" if args.ramp else ""
