@@ -133,6 +133,9 @@ class Args:
     """Filtered BC's own wall-clock budget [s] (default: --finetune-budget)."""
     finetune_steps: int = 300_000
     """DSRL, residual and filtered BC: env steps each at most."""
+    keep_every: int = 0
+    """SAC, RLPD, DSRL and residual: also keep the policy of every this many env steps in
+    the row's run (checkpoints/step_<env steps>.pt, for robot-rl eval at that point)."""
     dsrl_updates: int = 20
     """DSRL's gradient steps per vector step of 4 envs (its reference: 20)."""
     residual_updates: int = 2
@@ -271,8 +274,8 @@ def _budget(own: float | None, args: Args) -> float:
 def _common(args: Args) -> dict[str, Any]:
     return dict(eval_every=args.eval_every, eval_episodes=args.eval_episodes,
                 runs_dir=args.out / "runs" / _table_name(args), save_replay=False,
-                checkpoint_every=1e9, progress=False, seed=args.seed, target_success=0.95,
-                target_evals=2, threads=args.threads)
+                checkpoint_every=1e9, keep_every=args.keep_every, progress=False,
+                seed=args.seed, target_success=0.95, target_evals=2, threads=args.threads)
 
 
 def row_sac(args: Args, console: Console) -> dict[str, Any]:

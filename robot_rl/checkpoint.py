@@ -1,7 +1,8 @@
 """Checkpoints: state dicts written atomically (temp file + rename), read with clear errors.
 
 A run directory holds ``checkpoints/latest.pt`` (agent, counters, history), optionally
-``checkpoints/replay.pt`` (the replay buffer, for exact resumption), and ``config.json``.
+``checkpoints/replay.pt`` (the replay buffer, for exact resumption), ``checkpoints/
+step_<env steps>.pt`` (the ones ``--keep-every`` keeps) and ``config.json``.
 A crash or Ctrl-C while writing leaves the previous file intact: the new one is written to a
 temporary name in the same folder and renamed over the old one only when complete.
 """
@@ -23,6 +24,11 @@ FORMAT_VERSION = 1
 
 class CheckpointError(RobotRLError):
     """A checkpoint or run directory is missing, unreadable or from an incompatible run."""
+
+
+def kept_checkpoint(env_steps: int) -> Path:
+    """Where ``--keep-every`` keeps the checkpoint of ``env_steps``, in a run directory."""
+    return CHECKPOINT.parent / f"step_{env_steps}.pt"
 
 
 def save_atomic(obj: Any, path: Path) -> None:

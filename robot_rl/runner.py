@@ -38,6 +38,7 @@ from robot_rl.checkpoint import (
     FORMAT_VERSION,
     REPLAY,
     CheckpointError,
+    kept_checkpoint,
     load_checkpoint,
     save_atomic,
 )
@@ -115,6 +116,9 @@ class TrainConfig:
     """Log training scalars every this many env transitions."""
     checkpoint_every: float = 120.0
     """Seconds between checkpoints."""
+    keep_every: int = 0
+    """Also keep the policy of every this many env steps, as checkpoints/step_<env steps>.pt
+    beside latest.pt (no replay buffer; ``robot-rl eval`` takes the file): 0 keeps none."""
     save_replay: bool = True
     """Save the replay buffer with checkpoints (exact resumption; larger files)."""
     runs_dir: Path = Path("runs")
@@ -184,6 +188,8 @@ class TrainConfig:
                               ">= 1")
         if self.time_budget is not None and self.time_budget <= 0:
             raise ConfigError(f"time_budget must be > 0 seconds, got {self.time_budget}")
+        if self.keep_every < 0:
+            raise ConfigError(f"keep_every must be >= 0 env steps, got {self.keep_every}")
         if self.threads is not None and self.threads < 1:
             raise ConfigError(f"threads must be >= 1 (or None: one per core), got "
                               f"{self.threads}")
@@ -483,18 +489,28 @@ class Runner:
 
     def save(self) -> Path:
         """Write the checkpoint (and replay buffer) atomically; returns its path."""
-        state = {"format": FORMAT_VERSION, "kind": self.kind, "config": to_dict(self.cfg),
-                 "obs_dim": self.env.obs_dim, "act_dim": self.env.act_dim,
-                 "obs_layout": getattr(self.env, "obs_layout", [("obs", self.env.obs_dim)]),
-                 "agent": self.agent.full_state(),
-                 "env_steps": self.env_steps, "elapsed": self.elapsed,
-                 "train_cost": self.train_cost, "history": self.history,
-                 "torch_rng": torch.get_rng_state(), **self.extra_state()}
         if self.cfg.save_replay:
             save_atomic(self.buffer.state_dict(), self.run_dir / REPLAY)
         path = self.run_dir / CHECKPOINT
-        save_atomic(state, path)
+        save_atomic(self._state(), path)
         return path
+
+    def keep(self) -> Path:
+        """Write the checkpoint of this moment beside latest.pt, named by its env steps
+        (without the replay buffer); returns its path."""
+        path = self.run_dir / kept_checkpoint(self.env_steps)
+        save_atomic(self._state(), path)
+        return path
+
+    def _state(self) -> dict[str, Any]:
+        """Everything a checkpoint holds but the replay buffer."""
+        return {"format": FORMAT_VERSION, "kind": self.kind, "config": to_dict(self.cfg),
+                "obs_dim": self.env.obs_dim, "act_dim": self.env.act_dim,
+                "obs_layout": getattr(self.env, "obs_layout", [("obs", self.env.obs_dim)]),
+                "agent": self.agent.full_state(),
+                "env_steps": self.env_steps, "elapsed": self.elapsed,
+                "train_cost": self.train_cost, "history": self.history,
+                "torch_rng": torch.get_rng_state(), **self.extra_state()}
 
     def _restore(self, state: dict[str, Any]) -> None:
         if state["obs_dim"] != self.env.obs_dim or state["act_dim"] != self.env.act_dim:

@@ -123,6 +123,7 @@ class TrainSession:
         self.evaluated = False
         """Whether the last ``tick`` evaluated (an env shared with evaluation needs a reset)."""
         self._next_log = runner.env_steps + cfg.log_every
+        self._next_keep = _next_multiple(runner.env_steps, cfg.keep_every)
         self._start = time.perf_counter() - runner.elapsed
         columns = (TextColumn("[bold]{task.description}"), BarColumn(),
                    TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"),
@@ -206,12 +207,20 @@ class TrainSession:
             if reason := self.rules.target_reached(result.success_rate):
                 self.stop_reason = reason
                 return True
+        if cfg.keep_every and r.env_steps >= self._next_keep:
+            self._next_keep = _next_multiple(r.env_steps, cfg.keep_every)
+            r.keep()
         if reason := self.rules.out_of_time(r.elapsed):
             self.stop_reason = reason
             return True
         if self.rules.checkpoint_due():
             r.save()
         return False
+
+
+def _next_multiple(steps: int, every: int) -> int:
+    """The first multiple of ``every`` above ``steps`` (0 when ``every`` is 0: never used)."""
+    return (steps // every + 1) * every if every else 0
 
 
 def rejected_count(rejected: torch.Tensor | None) -> float:

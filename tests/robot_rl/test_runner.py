@@ -13,7 +13,13 @@ import pytest
 import torch
 
 from robot_rl.algos import SACConfig, SafetyConfig
-from robot_rl.checkpoint import CHECKPOINT, REPLAY, CheckpointError, load_checkpoint
+from robot_rl.checkpoint import (
+    CHECKPOINT,
+    REPLAY,
+    CheckpointError,
+    kept_checkpoint,
+    load_checkpoint,
+)
 from robot_rl.runner import Runner, TrainConfig, load_agent, read_curve
 from robot_rl.sim import make_task_config
 
@@ -33,7 +39,7 @@ def tiny_config(tmp_path: Path, **overrides: object) -> TrainConfig:
 
 
 def test_run_dir_checkpoint_round_trip_and_resume(tmp_path):
-    runner = Runner(tiny_config(tmp_path))
+    runner = Runner(tiny_config(tmp_path, keep_every=100))
     history = runner.train()
     run = tmp_path / "tiny"
     assert (run / "config.json").is_file() and (run / CHECKPOINT).is_file()
@@ -48,6 +54,12 @@ def test_run_dir_checkpoint_round_trip_and_resume(tmp_path):
                             strict=True):
         torch.testing.assert_close(a, b, msg=name)
 
+    kept = sorted(p.name for p in (run / "checkpoints").glob("step_*.pt"))
+    assert kept == ["step_100.pt", "step_200.pt"]  # rounds of 4 envs cross 100 at 100
+    at_100 = load_checkpoint(run / kept_checkpoint(100))
+    assert at_100["env_steps"] == 100 and all(h["env_steps"] <= 100 for h in at_100["history"])
+    assert load_agent(run / kept_checkpoint(200))[2]["env_steps"] == 200
+
     resumed = Runner(TrainConfig(resume=run, total_steps=480, progress=False))
     assert resumed.env_steps == 240 and len(resumed.buffer) == 240
     torch.testing.assert_close(resumed.agent.normalizer.mean, runner.agent.normalizer.mean)
@@ -55,6 +67,8 @@ def test_run_dir_checkpoint_round_trip_and_resume(tmp_path):
     resumed.train()
     assert load_checkpoint(run)["env_steps"] == 480
     assert resumed.agent.updates == runner.agent.updates + 240 // 4
+    assert sorted(p.name for p in (run / "checkpoints").glob("step_*.pt")) == \
+        ["step_100.pt", "step_200.pt", "step_300.pt", "step_400.pt"]
 
 
 def test_corrupt_or_missing_checkpoint_is_one_clear_error(tmp_path):
