@@ -145,6 +145,9 @@ class Args:
     residual --every``; 5: 10 Hz on a 50-Hz task)."""
     residual_n_step: int = 1
     """The residual's rewards per TD target (``robot-rl residual --sac.n-step``)."""
+    residual_explore_ramp: int = 0
+    """Env steps of the residual's progressive exploration (``robot-rl residual
+    --explore-ramp``; Policy Decorator's --prog-explore)."""
     residual_critic_warmup: int = 0
     """The residual's critic-only gradient steps first (``robot-rl residual
     --critic-warmup``)."""
@@ -377,6 +380,7 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
                                            scale=args.residual_scale,
                                            every=args.residual_every,
                                            critic_warmup=args.residual_critic_warmup,
+                                           explore_ramp=args.residual_explore_ramp,
                                            critic_action=args.residual_critic_action,
                                            demo_ratio=args.residual_demo_ratio,
                                            time_budget=args.finetune_budget,
@@ -391,6 +395,8 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
                          if args.residual_every > 1 else "")
                       + (f", {args.residual_n_step}-step returns"
                          if args.residual_n_step > 1 else "")
+                      + (f", progressive exploration over {args.residual_explore_ramp:,} "
+                         f"env steps" if args.residual_explore_ramp else "")
                       + (f", {args.residual_critic_warmup:,} critic-only updates first"
                          if args.residual_critic_warmup else "")
                       + (f", actor lr {args.residual_actor_lr:g}"

@@ -25,6 +25,9 @@ Runner's discount per K steps), and the correction chosen at the first,
 of the K (clipped to [-1, 1]). SAC learns push from scratch at 10 Hz and not at 50
 (docs/performance.md); this asks whether the residual does too. The exported artifact
 holds the correction the same way (``policy.json``'s ``residual.every``).
+
+``explore_ramp`` is Policy Decorator's progressive exploration: early decisions apply the
+residual only in a growing share of the envs, so the first replay is mostly the flow's own.
 """
 
 from __future__ import annotations
@@ -195,6 +198,12 @@ class ResidualConfig(TrainConfig):
     at the control rate, the discount per decision from the task's horizon."""
     sac: SACConfig = dataclasses.field(default_factory=residual_sac)
     """SAC hyper-parameters of the residual."""
+    explore_ramp: int = 0
+    """Policy Decorator's progressive exploration (its --prog-explore): over the first this
+    many env steps, each env's decision applies the residual the actor chose with
+    probability env steps / explore_ramp, else no correction (stored as a zero residual),
+    so the early replay is mostly the flow's own actions; evaluation always applies it. 0:
+    always (Policy Decorator: 30k-500k decisions of 4 control steps, by task)."""
     critic_warmup: int = 0
     """Gradient steps of the critics alone before the actor and temperature move (ResFiT:
     10,000): the residual stays at zero correction until its critic has learned the base's
@@ -214,6 +223,8 @@ class ResidualConfig(TrainConfig):
         super().validate()
         if not 0.0 < self.scale <= 2.0:
             raise ConfigError(f"--scale must be in (0, 2], got {self.scale}")
+        if self.explore_ramp < 0:
+            raise ConfigError(f"--explore-ramp must be >= 0 env steps, got {self.explore_ramp}")
         if self.critic_warmup < 0:
             raise ConfigError(f"--critic-warmup must be >= 0, got {self.critic_warmup}")
         if self.every < 1:
@@ -252,6 +263,8 @@ class ResidualRunner(Runner):
                          eval_env=residual_env(cfg, policy, bc_state,
                                                min(cfg.eval_episodes, 32), cfg.seed + 10_000))
         self.flow_policy, self.bc_cfg = policy, bc_cfg
+        self._explore_gen = torch.Generator().manual_seed(cfg.seed + 1)
+        """Draws ``explore_ramp``'s masks (apart from the warm-up's uniform actions)."""
         self.demos: ReplayBuffer | None = None
         """The demonstrations of --demo-ratio (``before_training``)."""
         held = "" if cfg.every == 1 else f", held {cfg.every} control steps"
@@ -283,6 +296,17 @@ class ResidualRunner(Runner):
             self.console.print(f"demonstrations: {len(self.demos):,} steps of {path}, "
                                f"{self.cfg.demo_ratio:.0%} of every batch")
 
+    def decide(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None,
+                                                 torch.Tensor | None]:
+        """The runner's decision (E, A), with ``explore_ramp`` zero correction in the envs
+        its mask leaves out."""
+        action, hold, rejected = super().decide(obs)
+        ramp = self.cfg.explore_ramp
+        if ramp and self.env_steps < ramp:
+            applied = explore_mask(self.env_steps / ramp, action.shape[0], self._explore_gen)
+            action = torch.where(applied[:, None], action, torch.zeros_like(action))
+        return action, hold, rejected
+
     def store(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor,
               cost: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor,
               info: dict[str, Any], keep: torch.Tensor | None) -> None:
@@ -306,6 +330,12 @@ class ResidualRunner(Runner):
         """The residual actor's mean on the flow's zero-noise chunks, ungated: the exported
         artifact runs exactly this (its cost critic would score residuals, not actions)."""
         return evaluate_agent(self.agent, env, episodes, seed=seed, gate=False)
+
+
+def explore_mask(rate: float, num_envs: int, gen: torch.Generator) -> torch.Tensor:
+    """(E,) bool: the envs whose residual is applied at this decision, each with
+    probability ``rate`` (Policy Decorator's progressive exploration)."""
+    return torch.rand(num_envs, generator=gen) < rate
 
 
 def residual_env(cfg: ResidualConfig, policy: ChunkPolicy, bc_state: dict[str, Any],

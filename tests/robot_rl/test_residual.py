@@ -21,7 +21,13 @@ from robot_rl.cli.export import ExportConfig, export_cmd
 from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
 from robot_rl.export import load_policy
-from robot_rl.finetune.residual import ResidualConfig, ResidualEnv, ResidualRunner, load_residual
+from robot_rl.finetune.residual import (
+    ResidualConfig,
+    ResidualEnv,
+    ResidualRunner,
+    explore_mask,
+    load_residual,
+)
 from robot_rl.finetune.residual_base import ExecutedActionSAC, base_along_episodes
 from robot_rl.policies import ChunkExecutor, ChunkPolicy
 from robot_rl.replay import Batch
@@ -220,6 +226,27 @@ def test_the_critic_warmup_keeps_the_actor_still_then_lets_it_move(flow_run: Pat
     assert float(runner.agent.act(obs, deterministic=True, gate=False).action.abs().max()) > 0
     with pytest.raises(ConfigError, match="critic-warmup"):
         ResidualConfig(policy=flow_run, critic_warmup=-1).validate()
+
+
+def test_progressive_exploration_applies_the_residual_ever_more_often(flow_run: Path,
+                                                                       tmp_path: Path):
+    """``explore_ramp``: no correction at the first decision, the residual chosen in a share
+    env steps / ramp of the envs, always from the ramp's end on (Policy Decorator)."""
+    runner = ResidualRunner(ResidualConfig(policy=flow_run, num_envs=4, runs_dir=tmp_path,
+                                           run_name="ramp", progress=False, safety="off",
+                                           explore_ramp=1_000,
+                                           sac=SACConfig(actor_hidden=(8,), critic_hidden=(8,),
+                                                         learning_starts=10**6)),
+                            console=Console(file=sys.stderr))
+    obs = runner.env.reset(seed=0)
+    first = runner.decide(obs)[0]  # uniform warm-up residuals, none applied at 0 env steps
+    assert first.shape == (4, runner.env.act_dim) and float(first.abs().max()) == 0.0
+    runner.env_steps = 1_000
+    assert bool((runner.decide(obs)[0].abs().amax(1) > 0).all())
+    share = explore_mask(0.25, 20_000, torch.Generator().manual_seed(0)).float().mean()
+    assert abs(float(share) - 0.25) < 0.01
+    with pytest.raises(ConfigError, match="explore-ramp"):
+        ResidualConfig(policy=flow_run, explore_ramp=-1).validate()
 
 
 class _RampChunks(torch.nn.Module):
