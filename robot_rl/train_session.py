@@ -189,7 +189,8 @@ class TrainSession:
         self.window.add_losses(metrics)
 
     def tick(self) -> bool:
-        """After a round: log, evaluate, apply the stop rules, checkpoint. True: stop."""
+        """After a round: log, evaluate, keep (``keep_every``), apply the stop rules,
+        checkpoint. True: stop."""
         r, cfg = self.runner, self.runner.cfg
         r.elapsed = time.perf_counter() - self._start
         self.evaluated = False
@@ -201,15 +202,16 @@ class TrainSession:
             self.progress.update(self._bar, sps=self.window.sps,
                                  success=self.window.success_text, cost=self.window.cost_text)
         self.progress.update(self._bar, completed=r.env_steps)
+        result = None
         if r.env_steps >= r._next_eval:
             result = r._evaluate()
             self.evaluated = True
-            if reason := self.rules.target_reached(result.success_rate):
-                self.stop_reason = reason
-                return True
-        if cfg.keep_every and r.env_steps >= self._next_keep:
+        if cfg.keep_every and r.env_steps >= self._next_keep:  # kept before any stop
             self._next_keep = _next_multiple(r.env_steps, cfg.keep_every)
             r.keep()
+        if result is not None and (reason := self.rules.target_reached(result.success_rate)):
+            self.stop_reason = reason
+            return True
         if reason := self.rules.out_of_time(r.elapsed):
             self.stop_reason = reason
             return True
