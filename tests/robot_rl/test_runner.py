@@ -71,6 +71,15 @@ def test_run_dir_checkpoint_round_trip_and_resume(tmp_path):
         ["step_100.pt", "step_200.pt", "step_300.pt", "step_400.pt"]
 
 
+def test_a_run_stopped_by_its_target_keeps_that_steps_checkpoint(tmp_path):
+    """The first evaluation (after one round of 4 envs) reaches a target of 0%: the run
+    stops there, and ``keep_every`` 4 has kept that step's checkpoint first."""
+    runner = Runner(tiny_config(tmp_path, keep_every=4, target_success=0.0))
+    runner.train()
+    assert runner.env_steps == 4
+    assert load_checkpoint(tmp_path / "tiny" / kept_checkpoint(4))["env_steps"] == 4
+
+
 def test_corrupt_or_missing_checkpoint_is_one_clear_error(tmp_path):
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint at all")
