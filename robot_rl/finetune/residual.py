@@ -203,7 +203,8 @@ class ResidualConfig(TrainConfig):
     many env steps, each env's decision applies the residual the actor chose with
     probability env steps / explore_ramp, else no correction (stored as a zero residual),
     so the early replay is mostly the flow's own actions; evaluation always applies it. 0:
-    always (Policy Decorator: 30k-500k decisions of 4 control steps, by task)."""
+    always (Policy Decorator: 30k-300k decisions of 4 control steps by task on a diffusion
+    base, up to 8M on a BeT one)."""
     critic_warmup: int = 0
     """Gradient steps of the critics alone before the actor and temperature move (ResFiT:
     10,000): the residual stays at zero correction until its critic has learned the base's
