@@ -510,7 +510,8 @@ class Runner:
                 "agent": self.agent.full_state(),
                 "env_steps": self.env_steps, "elapsed": self.elapsed,
                 "train_cost": self.train_cost, "history": self.history,
-                "torch_rng": torch.get_rng_state(), **self.extra_state()}
+                "torch_rng": torch.get_rng_state(), "action_rng": self._action_gen.get_state(),
+                **self.extra_state()}
 
     def _restore(self, state: dict[str, Any]) -> None:
         if state["obs_dim"] != self.env.obs_dim or state["act_dim"] != self.env.act_dim:
@@ -524,6 +525,8 @@ class Runner:
         self.history = list(state["history"])
         self._next_eval = self.env_steps + self.cfg.eval_every
         torch.set_rng_state(state["torch_rng"])
+        if "action_rng" in state:  # checkpoints before 2026-11-29 lack it
+            self._action_gen.set_state(state["action_rng"])
         self.load_extra_state(state)
         replay = self.run_dir / REPLAY
         if self.cfg.save_replay and replay.is_file():

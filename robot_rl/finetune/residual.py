@@ -259,13 +259,14 @@ class ResidualRunner(Runner):
         env_cfg = bc_task_config(bc_state, cfg.policy, "a residual")
         cfg = dataclasses.replace(cfg, task=env_cfg.name, env=env_cfg)
         cfg.validate()
+        self._explore_gen = torch.Generator().manual_seed(cfg.seed + 1)
+        """Draws ``explore_ramp``'s masks (apart from the warm-up's uniform actions); a
+        resumed run continues its sequence (``load_extra_state``)."""
         super().__init__(cfg, console,
                          env=residual_env(cfg, policy, bc_state, cfg.num_envs, cfg.seed),
                          eval_env=residual_env(cfg, policy, bc_state,
                                                min(cfg.eval_episodes, 32), cfg.seed + 10_000))
         self.flow_policy, self.bc_cfg = policy, bc_cfg
-        self._explore_gen = torch.Generator().manual_seed(cfg.seed + 1)
-        """Draws ``explore_ramp``'s masks (apart from the warm-up's uniform actions)."""
         self.demos: ReplayBuffer | None = None
         """The demonstrations of --demo-ratio (``before_training``)."""
         held = "" if cfg.every == 1 else f", held {cfg.every} control steps"
@@ -322,6 +323,15 @@ class ResidualRunner(Runner):
             return super().sample_batch()
         return mixed_batch(self.demos, self.buffer, self.cfg.sac.batch_size,
                            self.cfg.demo_ratio, self.agent.gen)
+
+    def extra_state(self) -> dict[str, Any]:
+        """The ramp's generator, so a resumed run draws the masks it would have drawn."""
+        return {"explore_rng": self._explore_gen.get_state()}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        """The ramp's generator where the checkpoint has it (not before 2026-11-29)."""
+        if "explore_rng" in state:
+            self._explore_gen.set_state(state["explore_rng"])
 
     def actor_learns(self) -> bool:
         """The actor moves only after ``critic_warmup`` critic steps."""

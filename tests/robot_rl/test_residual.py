@@ -241,6 +241,15 @@ def test_progressive_exploration_applies_the_residual_ever_more_often(flow_run: 
     obs = runner.env.reset(seed=0)
     first = runner.decide(obs)[0]  # uniform warm-up residuals, none applied at 0 env steps
     assert first.shape == (4, runner.env.act_dim) and float(first.abs().max()) == 0.0
+    runner.env_steps = 500
+    runner.decide(obs)
+    runner.save()  # a resumed run draws the masks this one would draw next
+    resumed = ResidualRunner(ResidualConfig(policy=flow_run, resume=tmp_path / "ramp",
+                                            progress=False),
+                             console=Console(file=sys.stderr))
+    assert resumed.env_steps == 500
+    masks = [explore_mask(0.5, 64, r._explore_gen) for r in (runner, resumed)]
+    assert torch.equal(*masks) and 0 < int(masks[0].sum()) < 64
     runner.env_steps = 1_000
     assert bool((runner.decide(obs)[0].abs().amax(1) > 0).all())
     share = explore_mask(0.25, 20_000, torch.Generator().manual_seed(0)).float().mean()

@@ -64,6 +64,7 @@ def test_run_dir_checkpoint_round_trip_and_resume(tmp_path):
     assert resumed.env_steps == 240 and len(resumed.buffer) == 240
     torch.testing.assert_close(resumed.agent.normalizer.mean, runner.agent.normalizer.mean)
     assert resumed.agent.updates == runner.agent.updates
+    assert torch.equal(resumed._action_gen.get_state(), runner._action_gen.get_state())
     resumed.train()
     assert load_checkpoint(run)["env_steps"] == 480
     assert resumed.agent.updates == runner.agent.updates + 240 // 4
