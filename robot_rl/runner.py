@@ -275,7 +275,8 @@ class Runner:
         self.cfg = cfg = dataclasses.replace(cfg, sac=cfg.sac.with_gamma(
             self.env.control_dt, cfg.env.discount_horizon))
         self._action_gen = torch.Generator().manual_seed(cfg.seed)
-        """Draws the uniform actions before learning starts."""
+        """Draws the warm-up's actions before learning starts (uniform here; a subclass's
+        ``warmup_action`` may draw its own from it); kept in the checkpoint."""
         if cfg.sac.n_step > 1 and not self.n_step_ok:
             raise ConfigError(f"--sac.n-step {cfg.sac.n_step}: {type(self).__name__} stores "
                               f"one-step transitions only; leave it at 1")

@@ -209,7 +209,6 @@ class DSRLRunner(Runner):
                          eval_env=noise_env(cfg, policy, bc_state, min(cfg.eval_episodes, 32),
                                             cfg.seed + 10_000))
         self.flow_policy = policy
-        self._noise_gen = torch.Generator().manual_seed(cfg.seed)
         self.console.print(f"DSRL over the noise of {cfg.policy} ({bc_cfg.algo}, chunk "
                            f"{policy.horizon}x{policy.act_dim}, {K} steps executed, the "
                            f"noise of {self.env.act_dim // policy.act_dim} chosen); gamma "
@@ -233,9 +232,10 @@ class DSRLRunner(Runner):
 
     def warmup_action(self, obs: torch.Tensor) -> tuple[torch.Tensor, None, None]:
         """Before learning starts the flow policy acts as trained: standard normal noise,
-        as an action in [-1, 1] (clipped at +-noise_scale)."""
+        as an action in [-1, 1] (clipped at +-noise_scale), drawn from the runner's warm-up
+        generator (kept in the checkpoint)."""
         E, D = self.env.num_envs, self.env.act_dim
-        noise = torch.randn(E, D, generator=self._noise_gen) / self.cfg.noise_scale
+        noise = torch.randn(E, D, generator=self._action_gen) / self.cfg.noise_scale
         return noise.clamp(-1.0, 1.0).to(self.env.device), None, None
 
 

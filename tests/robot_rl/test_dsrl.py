@@ -4,6 +4,7 @@ evaluated by ``robot-rl eval``."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -133,6 +134,11 @@ def test_the_warm_up_draws_the_flow_policys_own_noise(flow_run: Path, tmp_path: 
     noise = cfg.noise_scale * a  # the flow's input: standard normal, clipped at +-2
     assert float(noise.std()) == pytest.approx(0.96, abs=0.03)  # clipped at 2 sigma
     assert float((noise.abs() == 2.0).float().mean()) == pytest.approx(0.0455, abs=0.01)
+    runner.save()  # a resumed run draws the warm-up noise this one would draw next
+    resumed = DSRLRunner(dataclasses.replace(cfg, resume=tmp_path / "warm"),
+                         console=Console(file=sys.stderr))
+    obs = torch.zeros(2, runner.env.obs_dim)
+    assert torch.equal(runner.warmup_action(obs)[0], resumed.warmup_action(obs)[0])
 
 
 def test_dsrl_starts_from_the_noise_the_flow_was_trained_on(flow_run: Path,
