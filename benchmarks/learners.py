@@ -138,16 +138,19 @@ class Args:
     the row's run (checkpoints/step_<env steps>.pt, for robot-rl eval at that point)."""
     dsrl_updates: int = 20
     """DSRL's gradient steps per vector step of 4 envs (its reference: 20)."""
-    residual_updates: int = 2
-    residual_scale: float = 0.1
-    residual_every: int = 1
+    residual_updates: int = 20
+    """The residual's gradient steps per vector step of 16 decisions (``robot-rl residual
+    --sac.updates-per-step``)."""
+    residual_scale: float = 0.4
+    """The residual's bound (``robot-rl residual --scale``)."""
+    residual_every: int | None = None
     """Control steps per residual decision, the correction held between (``robot-rl
-    residual --every``; 5: 10 Hz on a 50-Hz task)."""
+    residual --every``; default: those in 0.1 s, 5 at 50 Hz)."""
     residual_n_step: int = 1
     """The residual's rewards per TD target (``robot-rl residual --sac.n-step``)."""
-    residual_explore_ramp: int = 0
+    residual_explore_ramp: int = 100_000
     """Env steps of the residual's progressive exploration (``robot-rl residual
-    --explore-ramp``; Policy Decorator's --prog-explore)."""
+    --explore-ramp``; Policy Decorator's --prog-explore; 0: none)."""
     residual_critic_warmup: int = 0
     """The residual's critic-only gradient steps first (``robot-rl residual
     --critic-warmup``)."""
@@ -391,8 +394,8 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
     return {**curve_summary(runner.run_dir),
             "recipe": f"16 envs, residual x {args.residual_scale}, 2 LayerNorm critics "
                       f"256x256, {args.residual_updates} updates per 16 decisions"
-                      + (f", a decision every {args.residual_every} control steps"
-                         if args.residual_every > 1 else "")
+                      + (f", a decision every {runner.cfg.every} control steps"
+                         if runner.cfg.every != 1 else "")
                       + (f", {args.residual_n_step}-step returns"
                          if args.residual_n_step > 1 else "")
                       + (f", progressive exploration over {args.residual_explore_ramp:,} "

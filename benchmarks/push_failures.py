@@ -1,5 +1,7 @@
 """Where a flow policy fails on push, and a residual run on it: per episode the final
-puck-to-goal distance, whether the puck moved, whether it ended farther than it started.
+puck-to-goal distance, whether the puck moved, whether it ended farther than it started,
+whether it was within the success radius at some decision and left it, and whether it
+was still moving at the end (the episode's time ran out on a push under way).
 
     python benchmarks/push_failures.py RUN_BC                      # the flow at zero noise
     python benchmarks/push_failures.py RUN_BC --residual RUN_RES   # the residual's mean on it
@@ -64,26 +66,38 @@ def census(args: Args) -> list[dict[str, float | bool]]:
 
     obs = env.reset(seed=args.seed)
     start = torch.linalg.vector_norm(planar(obs, "puck_to_goal"), dim=1)
-    puck0 = planar(obs, "puck_pos")
+    puck0, prev = planar(obs, "puck_pos"), planar(obs, "puck_pos")
+    closest, reached = start.clone(), torch.zeros_like(start, dtype=torch.bool)
     rows: list[dict[str, float | bool]] = []
     while len(rows) < args.episodes:
         with torch.no_grad():
             residual = torch.zeros(env.num_envs, env.act_dim) if agent is None else \
                 agent.act(obs, deterministic=True, gate=False).action
         obs, _, _, terminated, truncated, info = env.step(residual)
-        final = info["final_obs"]
+        final = info["final_obs"]  # = obs where no episode ended
         done = terminated | truncated
+        now = torch.linalg.vector_norm(planar(final, "puck_to_goal"), dim=1)
+        # at each decision's last control step: the task's success test there
+        closest, reached = torch.minimum(closest, now), reached | info["success"]
+        # the puck's speed over the last decision (one env step: ``every`` control steps)
+        speed = torch.linalg.vector_norm(planar(final, "puck_pos") - prev, dim=1) / env.control_dt
         for i in torch.nonzero(done).flatten().tolist():
             rows.append({
                 "start": float(start[i]),
-                "final": float(torch.linalg.vector_norm(planar(final, "puck_to_goal")[i])),
+                "final": float(now[i]),
+                "closest": float(closest[i]),
+                "reached": bool(reached[i]),
+                "final_speed": float(speed[i]),
                 "moved": float(torch.linalg.vector_norm(planar(final, "puck_pos")[i]
                                                         - puck0[i])),
                 "success": bool(info["episode"]["success"][i]),
                 "terminated": bool(terminated[i])})
-        start = torch.where(done, torch.linalg.vector_norm(planar(obs, "puck_to_goal"), dim=1),
-                            start)
+        fresh = torch.linalg.vector_norm(planar(obs, "puck_to_goal"), dim=1)
+        start = torch.where(done, fresh, start)
+        closest = torch.where(done, fresh, closest)
+        reached = reached & ~done
         puck0 = torch.where(done[:, None], planar(obs, "puck_pos"), puck0)
+        prev = planar(obs, "puck_pos")
     return rows[:args.episodes]
 
 
@@ -92,13 +106,19 @@ def summary(rows: list[dict[str, float | bool]], near: float) -> str:
     final = np.array([r["final"] for r in rows], dtype=float)
     start = np.array([r["start"] for r in rows], dtype=float)
     moved = np.array([r["moved"] for r in rows], dtype=float)
+    reached = np.array([r["reached"] for r in rows])
+    speed = np.array([r["final_speed"] for r in rows], dtype=float)
     fail = ~ok
+    short = (speed <= 0.02) & ~reached & (final < near)
     q = np.quantile(final[fail], [0.1, 0.5, 0.9]) * 100 if fail.any() else [np.nan] * 3
     return (f"{len(rows)} episodes: success {ok.mean():.1%}; failures {int(fail.sum())}: final "
             f"puck-to-goal distance p10 / p50 / p90 {q[0]:.1f} / {q[1]:.1f} / {q[2]:.1f} cm, "
             f"within {near * 100:.0f} cm {np.mean(final[fail] < near):.1%}, puck never moved "
             f"5 mm {np.mean(moved[fail] < 0.005):.1%}, ended farther than it started "
-            f"{np.mean(final[fail] > start[fail]):.1%}")
+            f"{np.mean(final[fail] > start[fail]):.1%}, reached the goal and lost it "
+            f"{np.mean(reached[fail]):.1%}, puck still moving at the end (> 2 cm/s) "
+            f"{np.mean(speed[fail] > 0.02):.1%}, stopped short (still, never reached, within "
+            f"{near * 100:.0f} cm) {np.mean(short[fail]):.1%}")
 
 
 def main(args: Args) -> None:

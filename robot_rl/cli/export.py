@@ -161,9 +161,10 @@ def _export_chunked(cfg: ExportConfig, kind: str, ckpt: Path, run: Path) -> None
         agent, res_cfg, _ = load_residual(ckpt, 1, 0)
         policy, bc_cfg, state = load_bc_policy(res_cfg.policy)
         module = ChunkGraph(policy)  # the flow with zero noise, as the residual learnt on it
-        residual = ResidualGraph(teacher_policy(agent), res_cfg.scale, res_cfg.every)
+        every = res_cfg.decision_steps(res_cfg.env.control_dt)
+        residual = ResidualGraph(teacher_policy(agent), res_cfg.scale, every)
         provenance = {"run": str(run), "policy": "residual", "flow_policy": str(res_cfg.policy),
-                      "scale": res_cfg.scale, "every": res_cfg.every}
+                      "scale": res_cfg.scale, "every": every}
         ensemble = None
     else:
         from robot_rl.finetune.dsrl import load_dsrl

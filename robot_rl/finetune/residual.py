@@ -2,7 +2,7 @@
 ResFiT, Ankile et al. 2025): SAC and the safety critic learn a small bounded per-step
 correction of the chunk the flow policy executes.
 
-    env = ResidualEnv(make_env("push", 16), flow_policy, scale=0.1)
+    env = ResidualEnv(make_env("push", 16), flow_policy, scale=0.4, every=5)
     obs = env.reset(seed=0)                       # (E, O + A): observation and base action
     obs, r, c, terminated, truncated, info = env.step(residual)   # residual (E, A) in [-1, 1]
 
@@ -168,11 +168,16 @@ class ResidualEnv:
         return acc.result(obs, info, **{EXECUTED_STEPS: torch.stack(steps, dim=1)})
 
 
+DECISION_PERIOD = 0.1
+"""Seconds per residual decision by default (``ResidualConfig.every``): 5 control steps at
+50 Hz, 1 at 10 Hz."""
+
+
 def residual_sac() -> SACConfig:
-    """SAC for the residual: LayerNorm critics, 2 gradient steps per vector step of 16
-    envs, 2,000 transitions of uniform residuals before learning (the actor's mean starts at
-    zero correction: ``ResidualRunner.build_agent``)."""
-    return SACConfig(updates_per_step=2, learning_starts=2_000, freeze_normalizer=True)
+    """SAC for the residual: LayerNorm critics, 20 gradient steps per vector step of 16
+    envs (16 decisions), 2,000 transitions of uniform residuals before learning (the actor's
+    mean starts at zero correction: ``ResidualRunner.build_agent``)."""
+    return SACConfig(updates_per_step=20, learning_starts=2_000, freeze_normalizer=True)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -189,16 +194,17 @@ class ResidualConfig(TrainConfig):
     task: tyro.conf.Suppress[str] = "reach"
     env: tyro.conf.Suppress[TaskConfig] = dataclasses.field(
         default_factory=lambda: make_task_config("reach"))
-    scale: float = 0.1
+    scale: float = 0.4
     """The residual's bound: the executed action is clip(base + scale * residual) with the
-    residual in [-1, 1] (actions span [-1, 1])."""
-    every: int = 1
+    residual in [-1, 1] (actions span [-1, 1]; Policy Decorator and ResFiT: 0.1-0.2)."""
+    every: int | None = None
     """Control steps per residual decision: the correction chosen at one is held for this
-    many steps on the flow's actions (5: 10 Hz on a 50-Hz task), env steps still counted
-    at the control rate, the discount per decision from the task's horizon."""
+    many steps on the flow's actions, env steps still counted at the control rate, the
+    discount per decision from the task's horizon. Default: the control steps in 0.1 s
+    (5 on a 50-Hz task, 1 at 10 Hz), or 1 with --critic-action executed."""
     sac: SACConfig = dataclasses.field(default_factory=residual_sac)
     """SAC hyper-parameters of the residual."""
-    explore_ramp: int = 0
+    explore_ramp: int = 100_000
     """Policy Decorator's progressive exploration (its --prog-explore): over the first this
     many env steps, each env's decision applies the residual the actor chose with
     probability env steps / explore_ramp, else no correction (stored as a zero residual),
@@ -228,9 +234,9 @@ class ResidualConfig(TrainConfig):
             raise ConfigError(f"--explore-ramp must be >= 0 env steps, got {self.explore_ramp}")
         if self.critic_warmup < 0:
             raise ConfigError(f"--critic-warmup must be >= 0, got {self.critic_warmup}")
-        if self.every < 1:
+        if self.every is not None and self.every < 1:
             raise ConfigError(f"--every must be >= 1, got {self.every}")
-        if self.every > 1 and self.critic_action != "residual":
+        if self.every is not None and self.every > 1 and self.critic_action != "residual":
             raise ConfigError("--every > 1 holds a correction over steps whose executed "
                               "actions differ; leave --critic-action at residual")
         if not 0.0 <= self.demo_ratio < 1.0:
@@ -241,6 +247,14 @@ class ResidualConfig(TrainConfig):
         if self.demo_ratio > 0 and self.sac.n_step > 1:
             raise ConfigError("--demo-ratio takes one-step transitions; leave --sac.n-step "
                               "at 1")
+
+    def decision_steps(self, control_dt: float) -> int:
+        """Control steps per decision: ``every``, or its default at this control step."""
+        if self.every is not None:
+            return self.every
+        if self.critic_action == "executed":
+            return 1
+        return max(1, round(DECISION_PERIOD / control_dt))
 
 
 class ResidualRunner(Runner):
@@ -257,7 +271,8 @@ class ResidualRunner(Runner):
                                       every=saved.every)
         policy, bc_cfg, bc_state = load_bc_policy(cfg.policy)
         env_cfg = bc_task_config(bc_state, cfg.policy, "a residual")
-        cfg = dataclasses.replace(cfg, task=env_cfg.name, env=env_cfg)
+        cfg = dataclasses.replace(cfg, task=env_cfg.name, env=env_cfg,
+                                  every=cfg.decision_steps(env_cfg.control_dt))
         cfg.validate()
         self._explore_gen = torch.Generator().manual_seed(cfg.seed + 1)
         """Draws ``explore_ramp``'s masks (apart from the warm-up's uniform actions); a
@@ -353,7 +368,7 @@ def residual_env(cfg: ResidualConfig, policy: ChunkPolicy, bc_state: dict[str, A
                  num_envs: int, seed: int, dr: DRPreset | None = None) -> ResidualEnv:
     """A ``ResidualEnv`` of the flow policy's task, made as its dataset was recorded."""
     env = bc_env(bc_state, cfg.policy, "a residual", num_envs, seed, dr or cfg.dr, cfg.device)
-    return ResidualEnv(env, policy, cfg.scale, cfg.every)
+    return ResidualEnv(env, policy, cfg.scale, cfg.decision_steps(env.control_dt))
 
 
 def load_residual(path: str | Path, num_envs: int, seed: int, dr: DRPreset | None = None

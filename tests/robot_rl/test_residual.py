@@ -4,6 +4,8 @@ graph) acts exactly as the run's actor does."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -200,6 +202,19 @@ def test_a_residual_run_starts_from_the_flow_policy_itself(flow_run: Path, tmp_p
     assert float(residual.abs().max()) == 0.0
     assert isinstance(runner.env, ResidualEnv)
     torch.testing.assert_close(runner.env.applied(residual), runner.env.base)
+    # the default decision: every 0.1 s of the flow's 50-Hz task, kept in the run's config
+    assert runner.env.every == runner.cfg.every == 5 and runner.cfg.explore_ramp == 100_000
+    assert json.loads((runner.run_dir / "config.json").read_text())["every"] == 5
+
+
+def test_the_default_decision_period_follows_the_control_rate(flow_run: Path) -> None:
+    """``every`` unset: the control steps in 0.1 s; 1 for executed-action critics (their
+    replay holds per-step executed actions); as given when set."""
+    cfg = ResidualConfig(policy=flow_run)
+    assert cfg.every is None and cfg.scale == 0.4 and cfg.sac.updates_per_step == 20
+    assert [cfg.decision_steps(dt) for dt in (0.02, 0.05, 0.1, 0.2)] == [5, 2, 1, 1]
+    assert dataclasses.replace(cfg, critic_action="executed").decision_steps(0.02) == 1
+    assert dataclasses.replace(cfg, every=3).decision_steps(0.02) == 3
 
 
 def test_the_critic_warmup_keeps_the_actor_still_then_lets_it_move(flow_run: Path,
@@ -208,7 +223,7 @@ def test_the_critic_warmup_keeps_the_actor_still_then_lets_it_move(flow_run: Pat
     while the critics learn; the actor moves on the next update."""
     runner = ResidualRunner(ResidualConfig(policy=flow_run, num_envs=2, runs_dir=tmp_path,
                                            run_name="warm", progress=False, safety="off",
-                                           total_steps=40, critic_warmup=20,
+                                           total_steps=40, critic_warmup=20, every=1,
                                            sac=SACConfig(actor_hidden=(8,), critic_hidden=(8,),
                                                          batch_size=8, learning_starts=16)),
                             console=Console(file=sys.stderr))
@@ -318,6 +333,7 @@ def test_a_residual_with_demonstrations_learns_from_executed_actions(flow_run: P
     cfg = ResidualConfig(policy=flow_run, num_envs=2, total_steps=40, eval_every=40,
                          eval_episodes=2, runs_dir=tmp_path, run_name="demo", progress=False,
                          safety="off", scale=0.3, critic_action="executed", demo_ratio=0.5,
+                         explore_ramp=0,
                          sac=SACConfig(batch_size=8, learning_starts=16, actor_hidden=(8,),
                                        critic_hidden=(8,)))
     runner = ResidualRunner(cfg, console=Console(file=sys.stderr))
