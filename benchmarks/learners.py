@@ -158,8 +158,9 @@ class Args:
     """The residual actor's learning rate (``robot-rl residual --sac.actor-lr``; ResFiT:
     1e-6 at 4 updates per transition)."""
     residual_gamma: float | None = None
-    """The residual's discount per env step (``robot-rl residual --sac.gamma``; default:
-    from the task's horizon, push 0.994 at 50 Hz; ResFiT: 0.99)."""
+    """The residual's discount per decision (``robot-rl residual --sac.gamma``; default:
+    from the task's horizon, push 0.994 per control step, 0.970 per decision of 5; ResFiT:
+    0.99 per control step)."""
     residual_critic_action: Literal["residual", "executed"] = "residual"
     """What the residual's critics score (``robot-rl residual --critic-action``; ResFiT:
     the executed action)."""
