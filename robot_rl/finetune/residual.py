@@ -248,6 +248,13 @@ class ResidualConfig(TrainConfig):
             raise ConfigError("--demo-ratio takes one-step transitions; leave --sac.n-step "
                               "at 1")
 
+    @classmethod
+    def from_saved(cls, data: dict[str, Any]) -> ResidualConfig:
+        """As ``TrainConfig.from_saved``; a run saved before a field existed ran without
+        it: no ramp (before 2026-11-28's ``explore_ramp``), a decision every control step
+        (before ``every``), not today's defaults."""
+        return super().from_saved({"explore_ramp": 0, "every": 1, **data})
+
     def decision_steps(self, control_dt: float) -> int:
         """Control steps per decision: ``every``, or its default at this control step."""
         if self.every is not None:

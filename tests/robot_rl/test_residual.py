@@ -20,6 +20,7 @@ from robot_rl.algos import SACConfig
 from robot_rl.algos.safety_critic import SafetyConfig
 from robot_rl.bc import load_bc_policy
 from robot_rl.cli.export import ExportConfig, export_cmd
+from robot_rl.config_io import to_dict
 from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
 from robot_rl.export import load_policy
@@ -215,6 +216,11 @@ def test_the_default_decision_period_follows_the_control_rate(flow_run: Path) ->
     assert [cfg.decision_steps(dt) for dt in (0.02, 0.05, 0.1, 0.2)] == [5, 2, 1, 1]
     assert dataclasses.replace(cfg, critic_action="executed").decision_steps(0.02) == 1
     assert dataclasses.replace(cfg, every=3).decision_steps(0.02) == 3
+    # a run saved before the ramp and ``every`` existed resumes as it ran: without them
+    saved = {k: v for k, v in to_dict(cfg).items() if k not in ("explore_ramp", "every")}
+    old = ResidualConfig.from_saved(saved)
+    assert (old.explore_ramp, old.every, old.scale) == (0, 1, 0.4)
+    assert ResidualConfig.from_saved(to_dict(cfg)).explore_ramp == 100_000
 
 
 def test_the_critic_warmup_keeps_the_actor_still_then_lets_it_move(flow_run: Path,
