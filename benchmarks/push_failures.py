@@ -1,7 +1,9 @@
 """Where a flow policy fails on push, and a residual run on it: per episode the final
 puck-to-goal distance, whether the puck moved, whether it ended farther than it started,
 whether it was within the success radius at some decision and left it, and whether it
-was still moving at the end (the episode's time ran out on a push under way).
+was still moving at the end (the episode's time ran out on a push under way); with a
+residual, its critics' value at each episode's end of its own action and of the full
+residual toward the goal (where the puck stopped short: do they know a push pays?).
 
     python benchmarks/push_failures.py RUN_BC                      # the flow at zero noise
     python benchmarks/push_failures.py RUN_BC --residual RUN_RES   # the residual's mean on it
@@ -18,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -68,7 +71,7 @@ def census(args: Args) -> list[dict[str, float | bool]]:
     start = torch.linalg.vector_norm(planar(obs, "puck_to_goal"), dim=1)
     puck0, prev = planar(obs, "puck_pos"), planar(obs, "puck_pos")
     closest, reached = start.clone(), torch.zeros_like(start, dtype=torch.bool)
-    rows: list[dict[str, float | bool]] = []
+    rows: list[dict[str, float | bool]] = []  # the residual's critics' probe with --residual
     while len(rows) < args.episodes:
         with torch.no_grad():
             residual = torch.zeros(env.num_envs, env.act_dim) if agent is None else \
@@ -81,8 +84,12 @@ def census(args: Args) -> list[dict[str, float | bool]]:
         closest, reached = torch.minimum(closest, now), reached | info["success"]
         # the puck's speed over the last decision (one env step: ``every`` control steps)
         speed = torch.linalg.vector_norm(planar(final, "puck_pos") - prev, dim=1) / env.control_dt
+        probe = _probe(agent, final, planar(final, "puck_to_goal")) if agent is not None \
+            else None
         for i in torch.nonzero(done).flatten().tolist():
-            rows.append({
+            row: dict[str, float | bool] = {} if probe is None else {
+                "q_actor": float(probe[0][i]), "q_push": float(probe[1][i])}
+            rows.append(row | {
                 "start": float(start[i]),
                 "final": float(now[i]),
                 "closest": float(closest[i]),
@@ -101,6 +108,19 @@ def census(args: Args) -> list[dict[str, float | bool]]:
     return rows[:args.episodes]
 
 
+@torch.no_grad()
+def _probe(agent: Any, obs: torch.Tensor, to_goal: torch.Tensor
+           ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(E,) each: the residual's critics (mean of the ensemble) at ``obs`` for its own
+    deterministic action and for the full residual toward the goal in the table plane
+    (an end-effector offset, the same in every chunk step the decision holds)."""
+    x = agent.normalize(obs)
+    own = agent.act(obs, deterministic=True, gate=False).action
+    push = torch.zeros_like(own)
+    push[:, :2] = to_goal / torch.linalg.vector_norm(to_goal, dim=1, keepdim=True).clamp_min(1e-6)
+    return agent.critic(x, own).mean(0), agent.critic(x, push).mean(0)
+
+
 def summary(rows: list[dict[str, float | bool]], near: float) -> str:
     ok = np.array([r["success"] for r in rows])
     final = np.array([r["final"] for r in rows], dtype=float)
@@ -110,6 +130,13 @@ def summary(rows: list[dict[str, float | bool]], near: float) -> str:
     speed = np.array([r["final_speed"] for r in rows], dtype=float)
     fail = ~ok
     short = (speed <= 0.02) & ~reached & (final < near)
+    probe = ""
+    if short.any() and "q_push" in rows[0]:
+        gap = np.array([r["q_push"] - r["q_actor"] for r in rows], dtype=float)[short]
+        probe = (f"; at the stopped-short ends the critics value a push toward the goal above "
+                 f"the residual's own action in {np.mean(gap > 0):.0%} of them (Q gap p50 "
+                 f"{np.median(gap):+.2f}, p10 / p90 {np.quantile(gap, 0.1):+.2f} / "
+                 f"{np.quantile(gap, 0.9):+.2f})")
     q = np.quantile(final[fail], [0.1, 0.5, 0.9]) * 100 if fail.any() else [np.nan] * 3
     return (f"{len(rows)} episodes: success {ok.mean():.1%}; failures {int(fail.sum())}: final "
             f"puck-to-goal distance p10 / p50 / p90 {q[0]:.1f} / {q[1]:.1f} / {q[2]:.1f} cm, "
@@ -118,7 +145,7 @@ def summary(rows: list[dict[str, float | bool]], near: float) -> str:
             f"{np.mean(final[fail] > start[fail]):.1%}, reached the goal and lost it "
             f"{np.mean(reached[fail]):.1%}, puck still moving at the end (> 2 cm/s) "
             f"{np.mean(speed[fail] > 0.02):.1%}, stopped short (still, never reached, within "
-            f"{near * 100:.0f} cm) {np.mean(short[fail]):.1%}")
+            f"{near * 100:.0f} cm) {np.mean(short[fail]):.1%}" + probe)
 
 
 def main(args: Args) -> None:
