@@ -69,9 +69,9 @@ def census(args: Args) -> list[dict[str, float | bool]]:
 
     obs = env.reset(seed=args.seed)
     start = torch.linalg.vector_norm(planar(obs, "puck_to_goal"), dim=1)
-    puck0, prev = planar(obs, "puck_pos"), planar(obs, "puck_pos")
+    puck0 = prev = planar(obs, "puck_pos")  # replaced, never written in place
     closest, reached = start.clone(), torch.zeros_like(start, dtype=torch.bool)
-    rows: list[dict[str, float | bool]] = []  # the residual's critics' probe with --residual
+    rows: list[dict[str, float | bool]] = []
     while len(rows) < args.episodes:
         with torch.no_grad():
             residual = torch.zeros(env.num_envs, env.act_dim) if agent is None else \
@@ -84,11 +84,13 @@ def census(args: Args) -> list[dict[str, float | bool]]:
         closest, reached = torch.minimum(closest, now), reached | info["success"]
         # the puck's speed over the last decision (one env step: ``every`` control steps)
         speed = torch.linalg.vector_norm(planar(final, "puck_pos") - prev, dim=1) / env.control_dt
-        probe = _probe(agent, final, planar(final, "puck_to_goal")) if agent is not None \
-            else None
-        for i in torch.nonzero(done).flatten().tolist():
+        ended = torch.nonzero(done).flatten()
+        # with a residual: its critics at the episodes' ends, only where some episode ended
+        probe = _probe(agent, final[ended], planar(final, "puck_to_goal")[ended]) \
+            if agent is not None and len(ended) else None
+        for j, i in enumerate(ended.tolist()):
             row: dict[str, float | bool] = {} if probe is None else {
-                "q_actor": float(probe[0][i]), "q_push": float(probe[1][i])}
+                "q_actor": float(probe[0][j]), "q_push": float(probe[1][j])}
             rows.append(row | {
                 "start": float(start[i]),
                 "final": float(now[i]),

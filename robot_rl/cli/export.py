@@ -158,10 +158,10 @@ def _export_chunked(cfg: ExportConfig, kind: str, ckpt: Path, run: Path) -> None
     elif kind == "residual":
         from robot_rl.finetune.residual import load_residual
 
-        agent, res_cfg, _ = load_residual(ckpt, 1, 0)
+        agent, res_cfg, res_env = load_residual(ckpt, 1, 0)
         policy, bc_cfg, state = load_bc_policy(res_cfg.policy)
         module = ChunkGraph(policy)  # the flow with zero noise, as the residual learnt on it
-        every = res_cfg.decision_steps(res_cfg.env.control_dt)
+        every = res_env.every  # as the run's env held each correction
         residual = ResidualGraph(teacher_policy(agent), res_cfg.scale, every)
         provenance = {"run": str(run), "policy": "residual", "flow_policy": str(res_cfg.policy),
                       "scale": res_cfg.scale, "every": every}
