@@ -162,8 +162,9 @@ class Args:
     from the task's horizon, push 0.994 per control step, 0.970 per decision of 5; ResFiT:
     0.99 per control step)."""
     residual_critic_action: Literal["residual", "executed"] = "residual"
-    """What the residual's critics score (``robot-rl residual --critic-action``; ResFiT:
-    the executed action)."""
+    """What the residual's critics score (``robot-rl residual --critic-action``; ResFiT
+    and Policy Decorator: the executed action, with a held correction the decision's
+    first)."""
     residual_demo_ratio: float = 0.0
     """Fraction of the residual's batches from the demonstrations (``robot-rl residual
     --demo-ratio``, with the executed action; ResFiT: 0.5)."""

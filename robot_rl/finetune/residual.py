@@ -64,9 +64,10 @@ from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.vec_env import POLICY, StepResult, VecEnv, check_vec_env
 
 EXECUTED = "executed_action"
-"""``ResidualEnv.step``'s info key: the actions (E, A) executed, base plus residual."""
+"""``ResidualEnv.step``'s info key: the actions (E, A) executed, base plus residual; with
+``every`` K > 1, the decision's first (its correction is held on the base's next K - 1)."""
 EXECUTED_STEPS = "executed_actions"
-"""With ``every`` K > 1, in place of ``EXECUTED``: the actions (E, K, A) executed at each
+"""With ``every`` K > 1, beside ``EXECUTED``: the actions (E, K, A) executed at each
 control step (an env whose episode ended holds still at the rest)."""
 
 
@@ -165,7 +166,8 @@ class ResidualEnv:
             # its base is a fresh chunk's first action however many steps it holds
             self.executor.reset(acc.ended)
             self.base = self.executor(obs)
-        return acc.result(obs, info, **{EXECUTED_STEPS: torch.stack(steps, dim=1)})
+        return acc.result(obs, info, **{EXECUTED: steps[0],
+                                        EXECUTED_STEPS: torch.stack(steps, dim=1)})
 
 
 DECISION_PERIOD = 0.1
@@ -201,7 +203,8 @@ class ResidualConfig(TrainConfig):
     """Control steps per residual decision: the correction chosen at one is held for this
     many steps on the flow's actions, env steps still counted at the control rate, the
     discount per decision from the task's horizon. Default: the control steps in 0.1 s
-    (5 on a 50-Hz task, 1 at 10 Hz), or 1 with --critic-action executed."""
+    (5 on a 50-Hz task, 1 at 10 Hz), or 1 with --demo-ratio (demonstrations are single
+    control steps)."""
     sac: SACConfig = dataclasses.field(default_factory=residual_sac)
     """SAC hyper-parameters of the residual (its --sac.gamma is per decision: unset, the
     task's horizon gives 0.970 per decision of 5 control steps on push)."""
@@ -218,8 +221,10 @@ class ResidualConfig(TrainConfig):
     values."""
     critic_action: Literal["residual", "executed"] = "residual"
     """What the critics score with the observation and the base action: the residual the
-    actor chose, or the action executed, clip(base + scale * residual) (ResFiT; the replay
-    then holds executed actions, and demonstrations can join it: --demo-ratio)."""
+    actor chose, or the action executed, clip(base + scale * residual) (ResFiT, and Policy
+    Decorator's --critic-input sum; the replay then holds executed actions, with --every
+    K > 1 each decision's first, from which its held correction follows; demonstrations
+    can join it: --demo-ratio)."""
     demo_ratio: float = 0.0
     """Fraction of every batch drawn from demonstrations (ResFiT: 0.5), their observations
     completed with the base's action along each recorded episode; needs --critic-action
@@ -237,9 +242,9 @@ class ResidualConfig(TrainConfig):
             raise ConfigError(f"--critic-warmup must be >= 0, got {self.critic_warmup}")
         if self.every is not None and self.every < 1:
             raise ConfigError(f"--every must be >= 1, got {self.every}")
-        if self.every is not None and self.every > 1 and self.critic_action != "residual":
-            raise ConfigError("--every > 1 holds a correction over steps whose executed "
-                              "actions differ; leave --critic-action at residual")
+        if self.every is not None and self.every > 1 and self.demo_ratio > 0:
+            raise ConfigError("--demo-ratio takes demonstrations of single control steps; "
+                              "leave --every at 1")
         if not 0.0 <= self.demo_ratio < 1.0:
             raise ConfigError(f"--demo-ratio must be in [0, 1), got {self.demo_ratio}")
         if self.demo_ratio > 0 and self.critic_action != "executed":
@@ -260,7 +265,7 @@ class ResidualConfig(TrainConfig):
         """Control steps per decision: ``every``, or its default at this control step."""
         if self.every is not None:
             return self.every
-        if self.critic_action == "executed":
+        if self.demo_ratio > 0:
             return 1
         return max(1, round(DECISION_PERIOD / control_dt))
 

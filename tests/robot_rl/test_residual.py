@@ -115,6 +115,7 @@ def test_a_held_residual_is_one_decision_per_every_control_steps(flow_run: Path)
             b = base(ref_obs)
         torch.testing.assert_close(r, want_r)
         torch.testing.assert_close(info["executed_actions"], torch.stack(executed, 1))
+        torch.testing.assert_close(info["executed_action"], executed[0])  # the decision's
         assert bool((truncated == ended).all()) and not bool(terminated.any())
         if t == 2:  # ended at the first of the three: the final observation is its
             assert bool(ended.all())
@@ -122,8 +123,10 @@ def test_a_held_residual_is_one_decision_per_every_control_steps(flow_run: Path)
             torch.testing.assert_close(info["final_obs"], torch.cat([final, fresh], 1))
     with pytest.raises(ConfigError, match="every"):
         ResidualEnv(make_env("reach", 1), policy, every=0)
-    with pytest.raises(ConfigError, match="critic-action"):
-        ResidualConfig(policy=flow_run, every=2, critic_action="executed").validate()
+    with pytest.raises(ConfigError, match="every at 1"):
+        ResidualConfig(policy=flow_run, every=2, critic_action="executed",
+                       demo_ratio=0.5).validate()
+    ResidualConfig(policy=flow_run, every=2, critic_action="executed").validate()
 
 
 class _Recorder:
@@ -209,12 +212,14 @@ def test_a_residual_run_starts_from_the_flow_policy_itself(flow_run: Path, tmp_p
 
 
 def test_the_default_decision_period_follows_the_control_rate(flow_run: Path) -> None:
-    """``every`` unset: the control steps in 0.1 s; 1 for executed-action critics (their
-    replay holds per-step executed actions); as given when set."""
+    """``every`` unset: the control steps in 0.1 s, executed-action critics too; 1 with
+    demonstrations in the batch (single control steps); as given when set."""
     cfg = ResidualConfig(policy=flow_run)
     assert cfg.every is None and cfg.scale == 0.4 and cfg.sac.updates_per_step == 20
     assert [cfg.decision_steps(dt) for dt in (0.02, 0.05, 0.1, 0.2)] == [5, 2, 1, 1]
-    assert dataclasses.replace(cfg, critic_action="executed").decision_steps(0.02) == 1
+    executed = dataclasses.replace(cfg, critic_action="executed")
+    assert executed.decision_steps(0.02) == 5
+    assert dataclasses.replace(executed, demo_ratio=0.5).decision_steps(0.02) == 1
     assert dataclasses.replace(cfg, every=3).decision_steps(0.02) == 3
     # a run saved before the ramp and ``every`` existed resumes as it ran: without them
     saved = {k: v for k, v in to_dict(cfg).items() if k not in ("explore_ramp", "every")}
@@ -330,6 +335,26 @@ def test_executed_action_critics_score_base_plus_the_scaled_residual() -> None:
     assert len(seen) == 2
     torch.testing.assert_close(seen[0], agent.normalize(nxt))
     torch.testing.assert_close(seen[1], agent.normalize(raw))
+
+
+def test_executed_action_critics_with_held_corrections_store_each_decisions_first(
+        flow_run: Path, tmp_path: Path) -> None:
+    """--critic-action executed at the default decision period (5 control steps on the
+    50-Hz test flow): the replay holds one transition per decision, its action the
+    decision's first executed action, base plus at most the bound."""
+    cfg = ResidualConfig(policy=flow_run, num_envs=2, total_steps=100, eval_every=100,
+                         eval_episodes=2, runs_dir=tmp_path, run_name="held", progress=False,
+                         safety="off", scale=0.3, critic_action="executed", explore_ramp=0,
+                         sac=SACConfig(batch_size=4, learning_starts=8, actor_hidden=(8,),
+                                       critic_hidden=(8,)))
+    runner = ResidualRunner(cfg, console=Console(file=sys.stderr))
+    assert runner.cfg.every == 5 and isinstance(runner.agent, ExecutedActionSAC)
+    runner.train()
+    n, n_obs = len(runner.buffer), runner.env.obs_dim - runner.env.act_dim
+    assert n == 100 // 5 and runner.agent.updates > 0  # env steps count every env
+    obs, executed = runner.buffer.obs[:n], runner.buffer.action[:n]
+    moved = (executed - obs[:, n_obs:]).abs()
+    assert float(moved.max()) <= 0.3 + 1e-5 and float(moved.max()) > 0.0
 
 
 def test_a_residual_with_demonstrations_learns_from_executed_actions(flow_run: Path,
