@@ -161,6 +161,9 @@ class Args:
     """The residual's discount per decision (``robot-rl residual --sac.gamma``; default:
     from the task's horizon, push 0.994 per control step, 0.970 per decision of 5; ResFiT:
     0.99 per control step)."""
+    residual_anchor: float = 0.0
+    """Pull of the residual actor's mean toward zero correction (``robot-rl residual
+    --sac.anchor``; TD3+BC's normalization; no reference's default: 0)."""
     residual_critic_action: Literal["residual", "executed"] = "residual"
     """What the residual's critics score (``robot-rl residual --critic-action``; ResFiT
     and Policy Decorator: the executed action, with a held correction the decision's
@@ -380,7 +383,7 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
 
     sac = dataclasses.replace(residual_sac(), updates_per_step=args.residual_updates,
                               n_step=args.residual_n_step, actor_lr=args.residual_actor_lr,
-                              gamma=args.residual_gamma)
+                              gamma=args.residual_gamma, anchor=args.residual_anchor)
     runner = ResidualRunner(ResidualConfig(policy=_bc_run(args), sac=sac,
                                            scale=args.residual_scale,
                                            every=args.residual_every,
@@ -407,6 +410,8 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
                       + (f", actor lr {args.residual_actor_lr:g}"
                          if args.residual_actor_lr != 3e-4 else "")
                       + (f", gamma {args.residual_gamma:g}" if args.residual_gamma else "")
+                      + (f", the actor's mean anchored at zero correction (w "
+                         f"{args.residual_anchor:g})" if args.residual_anchor else "")
                       + (", critics on the executed action"
                          if args.residual_critic_action == "executed" else "")
                       + (f", {args.residual_demo_ratio:.0%} of every batch from the "

@@ -106,6 +106,11 @@ class SACConfig:
     its sparse-reward commands)."""
     n_step: int = 1
     """Rewards summed per TD target (``robot_rl.nstep``; ResFiT: 3, RLPD and SERL: 1)."""
+    anchor: float = 0.0
+    """Weight w of a pull of the actor's mean action toward zero: the actor's loss adds
+    w * mean|Q| * |tanh(mu(s))|^2 (TD3+BC's normalization by the critics' scale; its
+    alpha 2.5 is w = 0.4 toward the data's actions). For a residual, zero is the base
+    policy's own action; 0: plain SAC (every reference)."""
 
     def validate(self) -> None:
         if not 1 <= self.critic_subset <= self.num_critics:
@@ -118,6 +123,8 @@ class SACConfig:
         if (self.gamma is not None and not 0.0 <= self.gamma < 1.0) or \
                 not 0.0 < self.tau <= 1.0:
             raise ConfigError("gamma must be in [0, 1) and tau in (0, 1]")
+        if self.anchor < 0:
+            raise ConfigError(f"anchor must be >= 0, got {self.anchor}")
 
     def with_gamma(self, control_dt: float, horizon: float) -> SACConfig:
         """This config with its discount set: as given, or from ``horizon`` seconds at
@@ -371,7 +378,11 @@ class SAC(nn.Module):
         a, logp, aux = self.actor_sample(batch, obs, next_obs=False)
         a = self.critic_action(obs, a)
         alpha = self.alpha.detach()
-        loss = alpha * logp - self.critic(obs, a).mean(0)  # (B,)
+        q = self.critic(obs, a).mean(0)  # (B,)
+        loss = alpha * logp - q
+        if self.cfg.anchor:
+            mean = self.gaussian_actor.mean_action(obs)
+            loss = loss + self.cfg.anchor * q.detach().abs().mean() * mean.pow(2).sum(1)
         lam = self.lagrange.value
         if self.safety_cfg.lagrangian and self.cost_critic is not None and lam > 0:
             self.cost_critic.q.requires_grad_(False)

@@ -132,6 +132,9 @@ class PixelSAC(SAC):
                              f"state_cols names {0 if state_cols is None else len(state_cols)}")
         if policy.act_dim != act_dim:
             raise ValueError(f"the pixel policy has {policy.act_dim} actions, the env {act_dim}")
+        if cfg.anchor:
+            raise ValueError("a pixel actor's pull is anchor_weight (toward the initial "
+                             "student), not SACConfig.anchor (toward zero, on the state)")
         super().__init__(critic_dim, act_dim, cfg, safety, device, seed, actor=actor)
         self.actor: PixelActor
         self.state_cols = None if state_cols is None else state_cols.to(self.device)

@@ -13,6 +13,7 @@ from robot_rl.algos.sac import alpha_loss, soft_td_target
 from robot_rl.algos.safety_critic import Lagrange, cost_td_target
 from robot_rl.errors import ConfigError
 from robot_rl.nets import EnsembleCritic, RunningNorm, tanh_gaussian_log_prob
+from robot_rl.replay import Batch
 
 
 def test_soft_td_target_by_hand():
@@ -292,3 +293,26 @@ def test_frozen_normalizer_keeps_its_statistics():
     other.load_full_state(agent.full_state())  # saved with the checkpoint, frozen
     assert other.normalizer_frozen
     torch.testing.assert_close(other.normalizer.mean, mean)
+
+
+@pytest.mark.parametrize("anchor", [0.0, 0.1])
+def test_the_anchor_pulls_the_actors_mean_toward_zero_by_the_critics_scale(anchor: float):
+    """Flat critics (Q = 10 everywhere) and no entropy term: without the anchor the actor's
+    mean stays where it is; with it, it moves toward zero (SACConfig.anchor)."""
+    cfg = SACConfig(gamma=0.9, actor_hidden=(8,), critic_hidden=(8,), init_alpha=1e-12,
+                    normalize_obs=False, anchor=anchor, actor_lr=1e-2)
+    agent = SAC(3, 2, cfg, SafetyConfig(mode="off"), seed=0)
+    with torch.no_grad():
+        agent.gaussian_actor.mu.bias.fill_(0.5)
+        for p in agent.critic.parameters():
+            p.zero_()
+        agent.critic.net[-1].bias.fill_(10.0)
+    obs = torch.randn(16, 3, generator=torch.Generator().manual_seed(0))
+    before = agent.gaussian_actor.mean_action(obs).detach()
+    agent.update(Batch(obs, torch.zeros(16, 2), torch.zeros(16), torch.zeros(16), obs,
+                       torch.zeros(16)))
+    after = agent.gaussian_actor.mean_action(obs).detach()
+    if anchor:
+        assert float(after.abs().mean()) < float(before.abs().mean()) - 1e-3
+    else:
+        torch.testing.assert_close(after, before)
