@@ -164,6 +164,9 @@ class Args:
     residual_anchor: float = 0.0
     """Pull of the residual actor's mean toward zero correction (``robot-rl residual
     --sac.anchor``; TD3+BC's normalization; no reference's default: 0)."""
+    residual_anchor_steps: int | None = None
+    """Env steps over which the anchor fades (``robot-rl residual --anchor-steps``; None:
+    the exploration ramp's)."""
     residual_critic_action: Literal["residual", "executed"] = "residual"
     """What the residual's critics score (``robot-rl residual --critic-action``; ResFiT
     and Policy Decorator: the executed action, with a held correction the decision's
@@ -389,6 +392,7 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
                                            every=args.residual_every,
                                            critic_warmup=args.residual_critic_warmup,
                                            explore_ramp=args.residual_explore_ramp,
+                                           anchor_steps=args.residual_anchor_steps,
                                            critic_action=args.residual_critic_action,
                                            demo_ratio=args.residual_demo_ratio,
                                            time_budget=args.finetune_budget,
@@ -411,11 +415,18 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
                          if args.residual_actor_lr != 3e-4 else "")
                       + (f", gamma {args.residual_gamma:g}" if args.residual_gamma else "")
                       + (f", the actor's mean anchored at zero correction (w "
-                         f"{args.residual_anchor:g})" if args.residual_anchor else "")
+                         f"{args.residual_anchor:g}{_fade(runner.cfg)})"
+                         if args.residual_anchor else "")
                       + (", critics on the executed action"
                          if args.residual_critic_action == "executed" else "")
                       + (f", {args.residual_demo_ratio:.0%} of every batch from the "
                          f"demonstrations" if args.residual_demo_ratio else "")}
+
+
+def _fade(cfg: Any) -> str:
+    """How the residual's anchor fades, for its recipe."""
+    steps = cfg.explore_ramp if cfg.anchor_steps is None else cfg.anchor_steps
+    return f", fading over {steps:,} env steps" if steps else ""
 
 
 def row_filtered(args: Args, console: Console) -> dict[str, Any]:

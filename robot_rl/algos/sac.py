@@ -110,7 +110,8 @@ class SACConfig:
     """Weight w of a pull of the actor's mean action toward zero: the actor's loss adds
     w * mean|Q| * |tanh(mu(s))|^2 (TD3+BC's normalization by the critics' scale; its
     alpha 2.5 is w = 0.4 toward the data's actions). For a residual, zero is the base
-    policy's own action; 0: plain SAC (every reference)."""
+    policy's own action, and the pull fades with its exploration ramp
+    (``ResidualConfig.anchor_steps``); 0: plain SAC (every reference)."""
 
     def validate(self) -> None:
         if not 1 <= self.critic_subset <= self.num_critics:
@@ -212,6 +213,8 @@ class SAC(nn.Module):
         self.cost_opt = (torch.optim.Adam(self.cost_critic.q.parameters(), lr=safety.lr, fused=True)
                          if self.cost_critic is not None else None)
         self.updates = 0
+        self.mean_anchor = cfg.anchor
+        """The weight of ``SACConfig.anchor`` now (a runner may fade it: the residual's)."""
         self.gen = torch.Generator(device=self.device)
         self.gen.manual_seed(seed)
 
@@ -380,9 +383,9 @@ class SAC(nn.Module):
         alpha = self.alpha.detach()
         q = self.critic(obs, a).mean(0)  # (B,)
         loss = alpha * logp - q
-        if self.cfg.anchor:
+        if self.mean_anchor > 0:
             mean = self.gaussian_actor.mean_action(obs)
-            loss = loss + self.cfg.anchor * q.detach().abs().mean() * mean.pow(2).sum(1)
+            loss = loss + self.mean_anchor * q.detach().abs().mean() * mean.pow(2).sum(1)
         lam = self.lagrange.value
         if self.safety_cfg.lagrangian and self.cost_critic is not None and lam > 0:
             self.cost_critic.q.requires_grad_(False)

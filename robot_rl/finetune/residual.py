@@ -215,6 +215,10 @@ class ResidualConfig(TrainConfig):
     so the early replay is mostly the flow's own actions; evaluation always applies it. 0:
     always (Policy Decorator: 30k-300k decisions of 4 control steps by task on a diffusion
     base, up to 8M on a BeT one)."""
+    anchor_steps: int | None = None
+    """Env steps over which --sac.anchor (a pull of the actor's mean toward zero
+    correction) fades linearly to nothing: the critics know little of residuals while the
+    ramp applies few. None: --explore-ramp's; 0: it never fades."""
     critic_warmup: int = 0
     """Gradient steps of the critics alone before the actor and temperature move (ResFiT:
     10,000): the residual stays at zero correction until its critic has learned the base's
@@ -238,6 +242,8 @@ class ResidualConfig(TrainConfig):
             raise ConfigError(f"--scale must be in (0, 2], got {self.scale}")
         if self.explore_ramp < 0:
             raise ConfigError(f"--explore-ramp must be >= 0 env steps, got {self.explore_ramp}")
+        if self.anchor_steps is not None and self.anchor_steps < 0:
+            raise ConfigError(f"--anchor-steps must be >= 0 env steps, got {self.anchor_steps}")
         if self.critic_warmup < 0:
             raise ConfigError(f"--critic-warmup must be >= 0, got {self.critic_warmup}")
         if self.every is not None and self.every < 1:
@@ -330,12 +336,19 @@ class ResidualRunner(Runner):
                                                  torch.Tensor | None]:
         """The runner's decision (E, A), with ``explore_ramp`` zero correction in the envs
         its mask leaves out."""
+        self.agent.mean_anchor = self.anchor_weight(self.env_steps)
         action, hold, rejected = super().decide(obs)
         ramp = self.cfg.explore_ramp
         if ramp and self.env_steps < ramp:
             applied = explore_mask(self.env_steps / ramp, action.shape[0], self._explore_gen)
             action = torch.where(applied[:, None], action, torch.zeros_like(action))
         return action, hold, rejected
+
+    def anchor_weight(self, env_steps: int) -> float:
+        """--sac.anchor after ``env_steps``, faded over ``anchor_steps``."""
+        weight, steps = self.cfg.sac.anchor, self.cfg.anchor_steps
+        steps = self.cfg.explore_ramp if steps is None else steps
+        return weight if steps == 0 else weight * max(0.0, 1.0 - env_steps / steps)
 
     def store(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor,
               cost: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor,

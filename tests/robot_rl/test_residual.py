@@ -337,6 +337,23 @@ def test_executed_action_critics_score_base_plus_the_scaled_residual() -> None:
     torch.testing.assert_close(seen[1], agent.normalize(raw))
 
 
+def test_the_anchor_fades_over_the_exploration_ramp(flow_run: Path, tmp_path: Path) -> None:
+    """--sac.anchor W: W at the start, W/2 halfway through the ramp, none after it; with
+    --anchor-steps 0, W throughout; each decision sets the agent's weight."""
+    cfg = ResidualConfig(policy=flow_run, num_envs=2, runs_dir=tmp_path, run_name="anchor",
+                         progress=False, safety="off", explore_ramp=100,
+                         sac=SACConfig(anchor=0.2, actor_hidden=(8,), critic_hidden=(8,)))
+    runner = ResidualRunner(cfg, console=Console(file=sys.stderr))
+    assert [runner.anchor_weight(n) for n in (0, 50, 100, 200)] == [0.2, 0.1, 0.0, 0.0]
+    runner.env_steps = 75
+    runner.decide(runner.env.reset(seed=0))
+    assert runner.agent.mean_anchor == pytest.approx(0.05)
+    runner.cfg = dataclasses.replace(runner.cfg, anchor_steps=0)
+    assert [runner.anchor_weight(n) for n in (0, 50, 200)] == [0.2, 0.2, 0.2]
+    with pytest.raises(ConfigError, match="anchor-steps"):
+        dataclasses.replace(cfg, anchor_steps=-1).validate()
+
+
 def test_executed_action_critics_with_held_corrections_store_each_decisions_first(
         flow_run: Path, tmp_path: Path) -> None:
     """--critic-action executed at the default decision period (5 control steps on the
