@@ -109,7 +109,8 @@ class SACConfig:
     anchor: float = 0.0
     """Weight w of a pull of the actor's mean action toward zero: the actor's loss adds
     w * mean|Q| * |tanh(mu(s))|^2 (TD3+BC's normalization by the critics' scale; its
-    alpha 2.5 is w = 0.4 toward the data's actions). For a residual, zero is the base
+    alpha 2.5 is w = 0.4 on the squared error averaged over the action's dimensions, where
+    this sums them). For a residual, zero is the base
     policy's own action, and the pull fades with its exploration ramp
     (``ResidualConfig.anchor_steps``); 0: plain SAC (every reference)."""
 
