@@ -161,6 +161,10 @@ class Args:
     """The residual's discount per decision (``robot-rl residual --sac.gamma``; default:
     from the task's horizon, push 0.994 per control step, 0.970 per decision of 5; ResFiT:
     0.99 per control step)."""
+    residual_entropy: float = -0.5
+    """The residual's target entropy per action dimension (``robot-rl residual
+    --sac.target-entropy-per-dim``; RLPD and SERL -1/2, Policy Decorator, WSRL and Cal-QL
+    -1)."""
     residual_anchor: float = 0.0
     """Pull of the residual actor's mean toward zero correction (``robot-rl residual
     --sac.anchor``; TD3+BC's normalization; no reference's default: 0)."""
@@ -386,7 +390,8 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
 
     sac = dataclasses.replace(residual_sac(), updates_per_step=args.residual_updates,
                               n_step=args.residual_n_step, actor_lr=args.residual_actor_lr,
-                              gamma=args.residual_gamma, anchor=args.residual_anchor)
+                              gamma=args.residual_gamma, anchor=args.residual_anchor,
+                              target_entropy_per_dim=args.residual_entropy)
     runner = ResidualRunner(ResidualConfig(policy=_bc_run(args), sac=sac,
                                            scale=args.residual_scale,
                                            every=args.residual_every,
@@ -414,6 +419,8 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
                       + (f", actor lr {args.residual_actor_lr:g}"
                          if args.residual_actor_lr != 3e-4 else "")
                       + (f", gamma {args.residual_gamma:g}" if args.residual_gamma else "")
+                      + (f", target entropy {args.residual_entropy:g} per dimension"
+                         if args.residual_entropy != -0.5 else "")
                       + (f", the actor's mean anchored at zero correction (w "
                          f"{args.residual_anchor:g}{_fade(runner.cfg)})"
                          if args.residual_anchor else "")
