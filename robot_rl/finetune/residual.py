@@ -399,10 +399,15 @@ def residual_env(cfg: ResidualConfig, policy: ChunkPolicy, bc_state: dict[str, A
 
 def load_residual(path: str | Path, num_envs: int, seed: int, dr: DRPreset | None = None
                   ) -> tuple[Any, ResidualConfig, ResidualEnv]:
-    """A residual run's agent, its config and a residual env to act in."""
+    """A residual run's agent (an ``ExecutedActionSAC`` where its critics score executed
+    actions), its config and a residual env to act in."""
     if load_checkpoint(path).get("kind") != "residual":
         raise ConfigError(f"{path} is not a residual run")
-    agent, cfg, _ = load_agent(path, ResidualConfig)
+    agent, cfg, state = load_agent(path, ResidualConfig)
     assert isinstance(cfg, ResidualConfig)
+    if cfg.critic_action == "executed":  # its critics score executed actions
+        agent = make_agent(cfg, state["obs_dim"], state["act_dim"], ExecutedActionSAC,
+                           scale=cfg.scale)
+        agent.load_full_state(state["agent"])
     policy, _, bc_state = load_bc_policy(cfg.policy)
     return agent, cfg, residual_env(cfg, policy, bc_state, num_envs, seed, dr)

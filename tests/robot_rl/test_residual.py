@@ -372,6 +372,8 @@ def test_executed_action_critics_with_held_corrections_store_each_decisions_firs
     obs, executed = runner.buffer.obs[:n], runner.buffer.action[:n]
     moved = (executed - obs[:, n_obs:]).abs()
     assert float(moved.max()) <= 0.3 + 1e-5 and float(moved.max()) > 0.0
+    loaded, _, _ = load_residual(runner.run_dir, 1, 0)  # its critics score what they learned
+    assert isinstance(loaded, ExecutedActionSAC) and loaded.scale == 0.3
 
 
 def test_a_residual_with_demonstrations_learns_from_executed_actions(flow_run: Path,
