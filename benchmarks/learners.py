@@ -432,7 +432,7 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
 
 def _fade(cfg: Any) -> str:
     """How the residual's anchor fades, for its recipe."""
-    steps = cfg.explore_ramp if cfg.anchor_steps is None else cfg.anchor_steps
+    steps = cfg.anchor_fade()
     return f", fading over {steps:,} env steps" if steps else ""
 
 

@@ -25,6 +25,7 @@ import csv
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -215,19 +216,21 @@ def make_agent(cfg: TrainConfig, obs_dim: int, act_dim: int, cls: type[SAC] = SA
     return cls(obs_dim, act_dim, sac, safety, device=cfg.device, seed=cfg.seed, **extra)
 
 
-def load_agent(checkpoint: str | Path, config_type: type[TrainConfig] = TrainConfig
+def load_agent(checkpoint: str | Path, config_type: type[TrainConfig] = TrainConfig,
+               make: Callable[[Any, int, int], SAC] = make_agent
                ) -> tuple[SAC, TrainConfig, dict[str, Any]]:
     """The trained agent, its config (of ``config_type``: a TrainConfig or a subclass) and
     the raw checkpoint state. With ``TrainConfig``, a run of any of its subclasses loads too
     (``robot-rl finetune`` and ``finetune-robot`` runs: the fields the agent and its env
-    need; the subclass's own are dropped)."""
+    need; the subclass's own are dropped). ``make(cfg, obs_dim, act_dim)`` builds the
+    agent the state loads into (a runner whose agent is a SAC subclass passes its own)."""
     state = load_checkpoint(checkpoint)
     saved = dict(state["config"])
     if config_type is TrainConfig:  # a subclass's run (finetune, finetune-robot): its base
         names = {f.name for f in dataclasses.fields(TrainConfig)}
         saved = {k: v for k, v in saved.items() if k in names}
     cfg = config_type.from_saved(saved)
-    agent = make_agent(cfg, state["obs_dim"], state["act_dim"])
+    agent = make(cfg, state["obs_dim"], state["act_dim"])
     try:
         agent.load_full_state(state["agent"])
     except (RuntimeError, KeyError) as e:

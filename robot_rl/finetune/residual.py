@@ -267,6 +267,10 @@ class ResidualConfig(TrainConfig):
         (before ``every``), not today's defaults."""
         return super().from_saved({"explore_ramp": 0, "every": 1, **data})
 
+    def anchor_fade(self) -> int:
+        """Env steps over which --sac.anchor fades (0: it does not)."""
+        return self.explore_ramp if self.anchor_steps is None else self.anchor_steps
+
     def decision_steps(self, control_dt: float) -> int:
         """Control steps per decision: ``every``, or its default at this control step."""
         if self.every is not None:
@@ -313,9 +317,7 @@ class ResidualRunner(Runner):
         flow policy itself (Policy Decorator's zero-initialized residual); with
         ``critic_action`` executed, an ``ExecutedActionSAC``."""
         cfg = self.cfg
-        agent = make_agent(cfg, self.env.obs_dim, self.env.act_dim, ExecutedActionSAC,
-                           scale=cfg.scale) if cfg.critic_action == "executed" \
-            else super().build_agent()
+        agent = residual_agent(cfg, self.env.obs_dim, self.env.act_dim)
         if cfg.resume is None:
             with torch.no_grad():
                 agent.gaussian_actor.mu.weight.zero_()
@@ -345,9 +347,8 @@ class ResidualRunner(Runner):
         return action, hold, rejected
 
     def anchor_weight(self, env_steps: int) -> float:
-        """--sac.anchor after ``env_steps``, faded over ``anchor_steps``."""
-        weight, steps = self.cfg.sac.anchor, self.cfg.anchor_steps
-        steps = self.cfg.explore_ramp if steps is None else steps
+        """--sac.anchor after ``env_steps``, faded over ``anchor_fade``."""
+        weight, steps = self.cfg.sac.anchor, self.cfg.anchor_fade()
         return weight if steps == 0 else weight * max(0.0, 1.0 - env_steps / steps)
 
     def store(self, obs: torch.Tensor, action: torch.Tensor, reward: torch.Tensor,
@@ -397,17 +398,21 @@ def residual_env(cfg: ResidualConfig, policy: ChunkPolicy, bc_state: dict[str, A
     return ResidualEnv(env, policy, cfg.scale, cfg.decision_steps(env.control_dt))
 
 
+def residual_agent(cfg: ResidualConfig, obs_dim: int, act_dim: int) -> SAC:
+    """The residual's SAC: an ``ExecutedActionSAC`` where its critics score executed
+    actions (``critic_action``), else the runner's plain one."""
+    if cfg.critic_action == "executed":
+        return make_agent(cfg, obs_dim, act_dim, ExecutedActionSAC, scale=cfg.scale)
+    return make_agent(cfg, obs_dim, act_dim)
+
+
 def load_residual(path: str | Path, num_envs: int, seed: int, dr: DRPreset | None = None
                   ) -> tuple[Any, ResidualConfig, ResidualEnv]:
     """A residual run's agent (an ``ExecutedActionSAC`` where its critics score executed
     actions), its config and a residual env to act in."""
     if load_checkpoint(path).get("kind") != "residual":
         raise ConfigError(f"{path} is not a residual run")
-    agent, cfg, state = load_agent(path, ResidualConfig)
+    agent, cfg, _ = load_agent(path, ResidualConfig, residual_agent)
     assert isinstance(cfg, ResidualConfig)
-    if cfg.critic_action == "executed":  # its critics score executed actions
-        agent = make_agent(cfg, state["obs_dim"], state["act_dim"], ExecutedActionSAC,
-                           scale=cfg.scale)
-        agent.load_full_state(state["agent"])
     policy, _, bc_state = load_bc_policy(cfg.policy)
     return agent, cfg, residual_env(cfg, policy, bc_state, num_envs, seed, dr)
