@@ -178,6 +178,9 @@ class Args:
     residual_demo_ratio: float = 0.0
     """Fraction of the residual's batches from the demonstrations (``robot-rl residual
     --demo-ratio``, with the executed action; ResFiT: 0.5)."""
+    residual_overtime: float = 0.0
+    """Seconds a failed training episode of the residual runs on (``robot-rl residual
+    --overtime``; no reference: 0)."""
     filtered_rollouts: int = 64
     filtered_steps: int = 2_000
     student_hidden: tuple[int, ...] = (256, 256, 256)
@@ -400,6 +403,7 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
                                            anchor_steps=args.residual_anchor_steps,
                                            critic_action=args.residual_critic_action,
                                            demo_ratio=args.residual_demo_ratio,
+                                           overtime=args.residual_overtime,
                                            time_budget=args.finetune_budget,
                                            total_steps=args.finetune_steps,
                                            run_name="residual", **_common(args)),
@@ -427,7 +431,9 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
                       + (", critics on the executed action"
                          if args.residual_critic_action == "executed" else "")
                       + (f", {args.residual_demo_ratio:.0%} of every batch from the "
-                         f"demonstrations" if args.residual_demo_ratio else "")}
+                         f"demonstrations" if args.residual_demo_ratio else "")
+                      + (f", failed training episodes {args.residual_overtime:g} s longer"
+                         if args.residual_overtime else "")}
 
 
 def _fade(cfg: Any) -> str:

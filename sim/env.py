@@ -176,6 +176,12 @@ class BatchedEnv:
         terms (without observation noise), then its privileged terms."""
         self.max_episode_length = cfg.episode_length
         """Control steps after which an episode is truncated."""
+        self.overtime = 0
+        """Control steps an episode that has not succeeded at ``max_episode_length`` runs on
+        (a training env's choice, 0 by default): it then ends at its first success or
+        after this many more steps, so a learner meets more of the states its failures end
+        in. The episode's ``success`` is at its last step, overtime included; evaluate with
+        an env without it."""
 
     # -- public API ------------------------------------------------------------------------
 
@@ -265,6 +271,8 @@ class BatchedEnv:
         if self.task.terminated is not None:
             terminated |= self.task.terminated(state, cfg)
         truncated = state.episode_step >= cfg.episode_length
+        if self.overtime:  # a failed episode runs on until it succeeds or its overtime ends
+            truncated &= success | (state.episode_step >= cfg.episode_length + self.overtime)
         if bad is None:
             diverged = torch.zeros_like(truncated)
         else:  # unstable physics: report, zero the signals, and reset those envs below

@@ -235,6 +235,11 @@ class ResidualConfig(TrainConfig):
     executed."""
     demos: Path | None = None
     """The demonstrations of --demo-ratio (default: the flow policy's own dataset)."""
+    overtime: float = 0.0
+    """Seconds a training episode that has not succeeded at its end runs on, ending at its
+    first success (rounded to whole decisions; evaluation episodes never do): the
+    residual meets more of the states its failures end in (a puck stopped short of its
+    goal, the flow standing still). No reference does this: 0."""
 
     def validate(self) -> None:
         super().validate()
@@ -244,6 +249,8 @@ class ResidualConfig(TrainConfig):
             raise ConfigError(f"--explore-ramp must be >= 0 env steps, got {self.explore_ramp}")
         if self.anchor_steps is not None and self.anchor_steps < 0:
             raise ConfigError(f"--anchor-steps must be >= 0 env steps, got {self.anchor_steps}")
+        if self.overtime < 0:
+            raise ConfigError(f"--overtime must be >= 0 seconds, got {self.overtime}")
         if self.critic_warmup < 0:
             raise ConfigError(f"--critic-warmup must be >= 0, got {self.critic_warmup}")
         if self.every is not None and self.every < 1:
@@ -270,6 +277,11 @@ class ResidualConfig(TrainConfig):
     def anchor_fade(self) -> int:
         """Env steps over which --sac.anchor fades (0: it does not)."""
         return self.explore_ramp if self.anchor_steps is None else self.anchor_steps
+
+    def overtime_steps(self, control_dt: float) -> int:
+        """--overtime in control steps, whole decisions of ``decision_steps``."""
+        every = self.decision_steps(control_dt)
+        return every * round(self.overtime / (control_dt * every))
 
     def decision_steps(self, control_dt: float) -> int:
         """Control steps per decision: ``every``, or its default at this control step."""
@@ -301,16 +313,19 @@ class ResidualRunner(Runner):
         """Draws ``explore_ramp``'s masks (apart from the warm-up's uniform actions); a
         resumed run continues its sequence (``load_extra_state``)."""
         super().__init__(cfg, console,
-                         env=residual_env(cfg, policy, bc_state, cfg.num_envs, cfg.seed),
+                         env=residual_env(cfg, policy, bc_state, cfg.num_envs, cfg.seed,
+                                          overtime=True),
                          eval_env=residual_env(cfg, policy, bc_state,
                                                min(cfg.eval_episodes, 32), cfg.seed + 10_000))
         self.flow_policy, self.bc_cfg = policy, bc_cfg
         self.demos: ReplayBuffer | None = None
         """The demonstrations of --demo-ratio (``before_training``)."""
         held = "" if cfg.every == 1 else f", held {cfg.every} control steps"
+        steps = cfg.overtime_steps(env_cfg.control_dt)
+        overtime = f"; failed training episodes run {steps} control steps on" if steps else ""
         self.console.print(f"residual x {cfg.scale}{held} on {cfg.policy} ({bc_cfg.algo}, chunk "
                            f"{policy.horizon}x{policy.act_dim}, {bc_cfg.policy.executed} "
-                           f"steps executed); gamma {self.cfg.sac.gamma:.4f}")
+                           f"steps executed); gamma {self.cfg.sac.gamma:.4f}{overtime}")
 
     def build_agent(self) -> SAC:
         """SAC whose actor's mean starts at exactly zero correction: the run starts from the
@@ -392,9 +407,13 @@ def explore_mask(rate: float, num_envs: int, gen: torch.Generator) -> torch.Tens
 
 
 def residual_env(cfg: ResidualConfig, policy: ChunkPolicy, bc_state: dict[str, Any],
-                 num_envs: int, seed: int, dr: DRPreset | None = None) -> ResidualEnv:
-    """A ``ResidualEnv`` of the flow policy's task, made as its dataset was recorded."""
+                 num_envs: int, seed: int, dr: DRPreset | None = None,
+                 overtime: bool = False) -> ResidualEnv:
+    """A ``ResidualEnv`` of the flow policy's task, made as its dataset was recorded; a
+    training env (``overtime``) with ``cfg.overtime``."""
     env = bc_env(bc_state, cfg.policy, "a residual", num_envs, seed, dr or cfg.dr, cfg.device)
+    if overtime:
+        env.overtime = cfg.overtime_steps(env.control_dt)
     return ResidualEnv(env, policy, cfg.scale, cfg.decision_steps(env.control_dt))
 
 

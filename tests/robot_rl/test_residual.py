@@ -34,7 +34,7 @@ from robot_rl.finetune.residual import (
 from robot_rl.finetune.residual_base import ExecutedActionSAC, base_along_episodes
 from robot_rl.policies import ChunkExecutor, ChunkPolicy
 from robot_rl.replay import Batch
-from robot_rl.sim import make_env
+from robot_rl.sim import BatchedEnv, make_env
 from tests.robot_rl.flow_runs import tiny_bc_runs
 
 
@@ -352,6 +352,22 @@ def test_the_anchor_fades_over_the_exploration_ramp(flow_run: Path, tmp_path: Pa
     assert [runner.anchor_weight(n) for n in (0, 50, 200)] == [0.2, 0.2, 0.2]
     with pytest.raises(ConfigError, match="anchor-steps"):
         dataclasses.replace(cfg, anchor_steps=-1).validate()
+
+
+def test_overtime_is_whole_decisions_on_the_training_env_only(flow_run: Path,
+                                                               tmp_path: Path) -> None:
+    """--overtime 0.23 s on the flow's 50-Hz task, a decision every 5 control steps: 2
+    decisions (10 control steps) on the training env; evaluation episodes end on time."""
+    cfg = ResidualConfig(policy=flow_run, num_envs=2, runs_dir=tmp_path, run_name="over",
+                         progress=False, safety="off", overtime=0.23,
+                         sac=SACConfig(actor_hidden=(8,), critic_hidden=(8,)))
+    assert cfg.overtime_steps(0.02) == 10 and cfg.overtime_steps(0.1) == 2
+    runner = ResidualRunner(cfg, console=Console(file=sys.stderr))
+    assert isinstance(runner.env, ResidualEnv) and isinstance(runner.eval_env, ResidualEnv)
+    assert isinstance(runner.env.env, BatchedEnv) and isinstance(runner.eval_env.env, BatchedEnv)
+    assert (runner.env.env.overtime, runner.eval_env.env.overtime) == (10, 0)
+    with pytest.raises(ConfigError, match="overtime"):
+        dataclasses.replace(cfg, overtime=-1.0).validate()
 
 
 def test_executed_action_critics_with_held_corrections_store_each_decisions_first(

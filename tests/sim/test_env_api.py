@@ -69,6 +69,39 @@ def test_truncation_at_episode_length() -> None:
     assert (env.state.episode_step == 0).all()
 
 
+def test_overtime_runs_a_failed_episode_on_until_success_or_its_end() -> None:
+    """Env 0's target sits on its hand (success at every step), env 1's far away: env 0
+    ends at the episode's length, env 1 four steps of overtime later; then, its target on
+    its hand during overtime, at its first success."""
+    env = make_env("reach", 2, episode_length=7)
+    env.overtime = 4
+    env.reset(seed=0)
+
+    def place_targets() -> None:
+        env.state.buffers["target"][0] = env.state.sensors["ee_pos"][0]
+        env.state.buffers["target"][1] = env.state.sensors["ee_pos"][1] + 1.0
+
+    ends: dict[int, list[int]] = {0: [], 1: []}
+    for t in range(1, 16):
+        place_targets()
+        _, _, _, _, truncated, info = env.step(torch.zeros(2, env.act_dim))
+        for i in (0, 1):
+            if truncated[i]:
+                ends[i].append(t)
+                assert bool(info["episode"]["success"][i]) == (i == 0)
+                assert int(info["episode"]["length"][i]) == (7 if i == 0 else 11)
+    assert ends == {0: [7, 14], 1: [11]}
+    # in overtime, the first success ends the episode
+    for _ in range(4):  # env 1's next episode (4 steps in): to its length, then one more
+        place_targets()
+        *_, truncated, info = env.step(torch.zeros(2, env.act_dim))
+    assert int(env.state.episode_step[1]) == 8 and not truncated[1]
+    env.state.buffers["target"][1] = env.state.sensors["ee_pos"][1]
+    *_, truncated, info = env.step(torch.zeros(2, env.act_dim))
+    assert truncated[1] and int(info["episode"]["length"][1]) == 9
+    assert bool(info["episode"]["success"][1])
+
+
 def test_output_device_is_the_env_device() -> None:
     env = make_env("reach", 2)
     obs = env.reset(seed=0)
