@@ -332,23 +332,25 @@ def _onnx(file: Path, inputs: list[GraphInput], out_dim: int | None, what: str) 
         raise ArtifactError(f"{file}: output width {out_shape[-1]} does not match the action "
                             f"dim {out_dim} of policy.json")
     names = [n for n, _, _ in inputs]
-    if len(inputs) != 1 or out_dim is None:
+    if out_dim is None:
         def run(*arrays: np.ndarray) -> np.ndarray:
             return sess.run(None, dict(zip(names, arrays, strict=True)))[0]
 
         return run
-    # One observation at a time (the deploy loop): onnxruntime reads and writes these two
-    # buffers in place, which skips most of its per-call argument handling.
-    x1 = np.zeros((1, *inputs[0][1]), np.float32)
+    # One sample at a time (the deploy loop): onnxruntime reads and writes these buffers in
+    # place, which skips most of its per-call argument handling.
+    ones = [np.zeros((1, *shape), np.dtype(dtype)) for _, shape, dtype in inputs]
     y1 = np.zeros((1, out_dim), np.float32)
     binding = sess.io_binding()
-    binding.bind_ortvalue_input(names[0], ort.OrtValue.ortvalue_from_numpy(x1))
+    for name, buf in zip(names, ones, strict=True):
+        binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(buf))
     binding.bind_ortvalue_output(sess.get_outputs()[0].name, ort.OrtValue.ortvalue_from_numpy(y1))
 
-    def run_one(x: np.ndarray) -> np.ndarray:
-        if x.shape[0] != 1:
-            return sess.run(None, {names[0]: x})[0]
-        x1[...] = x
+    def run_one(*arrays: np.ndarray) -> np.ndarray:
+        if arrays[0].shape[0] != 1:
+            return sess.run(None, dict(zip(names, arrays, strict=True)))[0]
+        for buf, a in zip(ones, arrays, strict=True):
+            buf[...] = a
         sess.run_with_iobinding(binding)
         return y1.copy()
 
