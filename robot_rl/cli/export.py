@@ -125,7 +125,8 @@ def _export_chunked(cfg: ExportConfig, kind: str, ckpt: Path, run: Path) -> None
     from robot_rl.bc import bc_env, load_bc_policy
     from robot_rl.distill import teacher_policy
     from robot_rl.export.artifact import artifact_meta, chunk_meta, export_artifact
-    from robot_rl.export.modules import ChunkGraph, NoisyChunkGraph, ResidualGraph
+    from robot_rl.export.modules import ChunkGraph, ResidualGraph
+    from robot_rl.export.onestep_graph import noisy_chunk_graph
 
     residual = None
     if kind == "residual" and cfg.policy == "student":
@@ -141,7 +142,7 @@ def _export_chunked(cfg: ExportConfig, kind: str, ckpt: Path, run: Path) -> None
 
             _, dsrl_cfg, _ = load_dsrl(ckpt, 1, 0)
             _, _, state = load_bc_policy(dsrl_cfg.policy)
-        module: Any = NoisyChunkGraph(student) if student.kind == "flow" else \
+        module: Any = noisy_chunk_graph(student) if student.kind == "flow" else \
             ChunkGraph(student)
         provenance = {"run": str(run), "policy": "student",
                       "student": f"one-step {student.kind} (DAgger from the run's policy)",
@@ -151,7 +152,7 @@ def _export_chunked(cfg: ExportConfig, kind: str, ckpt: Path, run: Path) -> None
         policy, ensemble = student, None
     elif kind == "bc":
         policy, bc_cfg, state = load_bc_policy(ckpt)
-        module = NoisyChunkGraph(policy) if policy.kind == "flow" else ChunkGraph(policy)
+        module = noisy_chunk_graph(policy) if policy.kind == "flow" else ChunkGraph(policy)
         provenance = {"run": str(run), "grad_steps": state["grad_steps"],
                       "policy": bc_cfg.algo, "data": state.get("data")}
         ensemble = bc_cfg.ensemble
@@ -177,7 +178,7 @@ def _export_chunked(cfg: ExportConfig, kind: str, ckpt: Path, run: Path) -> None
                       "noise_scale": dsrl_cfg.noise_scale}
         ensemble = bc_cfg.ensemble
     env = bc_env(state, run, "an exported policy", 1, 0)
-    chunk = chunk_meta(policy.cfg, policy.kind, isinstance(module, NoisyChunkGraph), ensemble)
+    chunk = chunk_meta(policy.cfg, policy.kind, not isinstance(module, ChunkGraph), ensemble)
     meta = artifact_meta(env, policy, None, provenance, chunk=chunk)
     out = export_artifact(cfg.out or run / "export", module, meta, residual=residual)
     files = ", ".join(sorted(p.name for p in out.iterdir()))

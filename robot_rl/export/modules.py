@@ -6,7 +6,8 @@ files are complete policies and ``policy.json`` records the statistics only for 
     DeployPolicy    obs (B, O) -> action (B, A) in [-1, 1]
     DeployCost      obs (B, O), action (B, A) -> pessimistic discounted cost (B,)
     NoisyChunkGraph obs (B, T O), noise (B, H A) -> chunk (B, H A) in [-1, 1]: a flow
-                    policy, its integration unrolled (the runtime draws the noise)
+                    policy, its integration unrolled (the runtime draws the noise); one
+                    of one step is exported folded (``robot_rl.export.onestep_graph``)
     ChunkGraph      obs (B, T O) -> chunk (B, H A): an MLP chunk policy, or a flow policy
                     whose noise a DSRL actor chooses from the newest observation
     ResidualGraph   obs (B, O), base action (B, A) -> action (B, A): a residual policy's

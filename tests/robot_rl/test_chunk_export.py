@@ -124,6 +124,9 @@ def test_one_step_student_learns_the_flow_map_and_exports(runs: Path) -> None:
     with torch.no_grad():
         ref = student(hist[:4], noise[:4]).numpy()
     np.testing.assert_allclose(art.chunk(hist[:4].numpy(), noise[:4].numpy()), ref, atol=1e-5)
+    for i in range(2):  # one sample at a time: the io-bound path a deploy loop takes
+        np.testing.assert_allclose(art.chunk(hist[i:i + 1].numpy(), noise[i:i + 1].numpy()),
+                                   ref[i:i + 1], atol=1e-5)
 
 
 def test_chunk_latency_times_the_artifact_in_a_process_of_its_own(runs: Path,
