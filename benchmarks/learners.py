@@ -178,6 +178,9 @@ class Args:
     residual_demo_ratio: float = 0.0
     """Fraction of the residual's batches from the demonstrations (``robot-rl residual
     --demo-ratio``, with the executed action; ResFiT: 0.5)."""
+    residual_critics: int = 2
+    """The residual's critics, the target a min over a random 2 (``robot-rl residual
+    --sac.num-critics``; ResFiT: 10 heads, min of 2)."""
     residual_overtime: float = 0.0
     """Seconds a failed training episode of the residual runs on (``robot-rl residual
     --overtime``; no reference: 0)."""
@@ -394,7 +397,8 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
     sac = dataclasses.replace(residual_sac(), updates_per_step=args.residual_updates,
                               n_step=args.residual_n_step, actor_lr=args.residual_actor_lr,
                               gamma=args.residual_gamma, anchor=args.residual_anchor,
-                              target_entropy_per_dim=args.residual_entropy)
+                              target_entropy_per_dim=args.residual_entropy,
+                              num_critics=args.residual_critics)
     runner = ResidualRunner(ResidualConfig(policy=_bc_run(args), sac=sac,
                                            scale=args.residual_scale,
                                            every=args.residual_every,
@@ -410,8 +414,10 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
                             console=Console(file=sys.stderr))
     runner.train()
     return {**curve_summary(runner.run_dir),
-            "recipe": f"16 envs, residual x {args.residual_scale}, 2 LayerNorm critics "
-                      f"256x256, {args.residual_updates} updates per 16 decisions"
+            "recipe": f"16 envs, residual x {args.residual_scale}, {args.residual_critics} "
+                      f"LayerNorm critics"
+                      + (" (min of a random 2)" if args.residual_critics > 2 else "")
+                      + f" 256x256, {args.residual_updates} updates per 16 decisions"
                       + (f", a decision every {runner.cfg.every} control steps"
                          if runner.cfg.every != 1 else "")
                       + (f", {args.residual_n_step}-step returns"
