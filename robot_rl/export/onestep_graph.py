@@ -24,6 +24,7 @@ a 256 x 3 student its ONNX graph has about half the operations (docs/performance
 from __future__ import annotations
 
 import copy
+from typing import TypeGuard
 
 import torch
 from torch import nn
@@ -107,7 +108,7 @@ class OneStepFlowGraph(nn.Module):
                                 f"{TOLERANCE:g})")
 
 
-def applies(policy: ChunkPolicy) -> bool:
+def applies(policy: ChunkPolicy) -> TypeGuard[FlowPolicy]:
     """Whether ``OneStepFlowGraph`` can fold ``policy``: a flow of one step, MLP denoiser."""
     return (isinstance(policy, FlowPolicy) and policy.cfg.flow_steps == 1
             and isinstance(policy.net, MLPDenoiser) and isinstance(policy.net.out[-1], nn.Linear))
@@ -116,6 +117,4 @@ def applies(policy: ChunkPolicy) -> bool:
 def noisy_chunk_graph(policy: ChunkPolicy) -> nn.Module:
     """The exported graph of a flow policy whose noise the runtime draws: a one-step MLP
     flow folded (``OneStepFlowGraph``), any other unrolled (``NoisyChunkGraph``)."""
-    if isinstance(policy, FlowPolicy) and applies(policy):
-        return OneStepFlowGraph(policy)
-    return NoisyChunkGraph(policy)
+    return OneStepFlowGraph(policy) if applies(policy) else NoisyChunkGraph(policy)
