@@ -34,7 +34,6 @@ import numpy as np
 import torch
 
 from robot_rl.controllers import LAYERS, Targets, motion_acted
-from robot_rl.controllers.arm_model import home_data
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.pipeline import ActionPipeline, ControlStep, make_action_pipeline
 from robot_rl.errors import ConfigError
@@ -46,9 +45,9 @@ from robot_rl.sim.frame_age import FrameAge
 from robot_rl.sim.identified import IdentifiedDynamics
 from robot_rl.sim.measurable import unmeasured_terms
 from robot_rl.sim.randomization import DomainRandomizer
-from robot_rl.sim.state import Limits, SimState, slice_or_index
+from robot_rl.sim.state import SimState, limits_of, slice_or_index
 from robot_rl.sim.tasks import get_task
-from robot_rl.sim.tasks.base import SafetyCostConfig, TaskConfig
+from robot_rl.sim.tasks.base import TaskConfig
 from robot_rl.sim.vec_env import CRITIC, POLICY, layout_columns
 
 
@@ -109,7 +108,7 @@ class BatchedEnv:
         if self.robot.gripper is not None:
             self._gripper_col = self.model.actuator(self.robot.gripper.actuator).id
 
-        limits = _limits(self.robot, cfg.safety, self.model, dev, dtype)
+        limits = limits_of(self.robot, cfg.safety, self.model, dev, dtype)
         self.state = SimState(self.backend, self.robot, limits, self.act_dim, cfg.control_dt)
         for name, width in self.task.buffers.items():
             self.state.buffers[name] = torch.zeros(num_envs, width, device=dev, dtype=dtype)
@@ -485,23 +484,3 @@ def robot_bodies(model: mujoco.MjModel, robot: RobotSpec) -> list[int]:
     """Bodies of the robot's kinematic tree (those whose root is the robot's root body)."""
     root = model.body(robot.root_body).id
     return [b for b in range(1, model.nbody) if model.body_rootid[b] == root]
-
-
-def _limits(robot: RobotSpec, safety: SafetyCostConfig, model: mujoco.MjModel,
-            device: torch.device, dtype: torch.dtype) -> Limits:
-    def t(x: object) -> torch.Tensor:
-        return torch.as_tensor(np.asarray(x, dtype=np.float64), dtype=dtype, device=device)
-
-    q_min, q_max = np.asarray(robot.q_min), np.asarray(robot.q_max)
-    ws_lo, ws_hi = np.asarray(safety.workspace_lo), np.asarray(safety.workspace_hi)
-    data = home_data(model, robot)
-    return Limits(
-        home=t(robot.home), q_min=t(q_min), q_max=t(q_max), qd_max=t(robot.qd_max),
-        q_soft_mid=t((q_min + q_max) / 2),
-        q_soft_half=t((q_max - q_min) / 2 - safety.joint_limit_margin),
-        qd_soft=t(np.asarray(robot.qd_max) * safety.velocity_fraction),
-        ws_mid=t((ws_lo + ws_hi) / 2), ws_half=t((ws_hi - ws_lo) / 2),
-        table_force_sq=safety.table_force_limit ** 2,
-        ee_home_rot=t(data.site(robot.ee_site).xmat.reshape(3, 3)),
-        ee_home_pos=t(data.site(robot.ee_site).xpos),
-    )

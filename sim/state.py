@@ -8,16 +8,22 @@ step path), batch first, in the backend's dtype (float64 on CPU, float32 on Warp
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import mujoco
+import numpy as np
 import torch
 
+from robot_rl.controllers.arm_model import home_data
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.ik import quat_to_mat
 from robot_rl.robots import RobotSpec
 from robot_rl.sim.backends.arm_compiled import ArmIndex, arm_index
 from robot_rl.sim.backends.base import Backend
 from robot_rl.sim.backends.kinematics import dense_index
+
+if TYPE_CHECKING:  # the task config imports this module
+    from robot_rl.sim.tasks.base import SafetyCostConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +45,27 @@ class Limits:
     table_force_sq: float  # squared contact-force threshold [N^2]
     ee_home_rot: torch.Tensor  # (3, 3) end-effector orientation at the home pose
     ee_home_pos: torch.Tensor  # (3,) end-effector position at the home pose
+
+
+def limits_of(robot: RobotSpec, safety: SafetyCostConfig, model: mujoco.MjModel,
+              device: torch.device, dtype: torch.dtype) -> Limits:
+    """The ``Limits`` of ``robot`` in ``model`` under the task's safety thresholds."""
+    def t(x: object) -> torch.Tensor:
+        return torch.as_tensor(np.asarray(x, dtype=np.float64), dtype=dtype, device=device)
+
+    q_min, q_max = np.asarray(robot.q_min), np.asarray(robot.q_max)
+    ws_lo, ws_hi = np.asarray(safety.workspace_lo), np.asarray(safety.workspace_hi)
+    data = home_data(model, robot)
+    return Limits(
+        home=t(robot.home), q_min=t(q_min), q_max=t(q_max), qd_max=t(robot.qd_max),
+        q_soft_mid=t((q_min + q_max) / 2),
+        q_soft_half=t((q_max - q_min) / 2 - safety.joint_limit_margin),
+        qd_soft=t(np.asarray(robot.qd_max) * safety.velocity_fraction),
+        ws_mid=t((ws_lo + ws_hi) / 2), ws_half=t((ws_hi - ws_lo) / 2),
+        table_force_sq=safety.table_force_limit ** 2,
+        ee_home_rot=t(data.site(robot.ee_site).xmat.reshape(3, 3)),
+        ee_home_pos=t(data.site(robot.ee_site).xpos),
+    )
 
 
 def slice_or_index(ids: list[int], device: torch.device | str = "cpu") -> slice | torch.Tensor:
