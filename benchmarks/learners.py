@@ -20,7 +20,8 @@ One learner at a time on this machine's two cores, each from the same 20 demonst
   dsrl       DSRL on the flow policy's noise (``robot-rl dsrl``)
   residual   a bounded residual on the flow policy (``robot-rl residual``)
   filtered   filtered BC: the flow policy re-trained on its own successes (``bc-filtered``)
-  student    the one-step student of the best chunked learner (``robot-rl distill``)
+  student    the one-step student of the best chunked learner (``robot-rl distill``;
+             ``--student-teacher`` picks another)
 
 Each learner evaluates as its exported artifact acts (``eval_every`` env steps, 64
 episodes); the table gives env steps and seconds to 80 / 90 / 95% in those evaluations,
@@ -181,11 +182,23 @@ class Args:
     residual_critics: int = 2
     """The residual's critics, the target a min over a random 2 (``robot-rl residual
     --sac.num-critics``; ResFiT: 10 heads, min of 2)."""
+    residual_critic_hidden: tuple[int, ...] = (256, 256)
+    """The residual's critics' hidden layers (``robot-rl residual --sac.critic-hidden``;
+    ResFiT: heads of 1024 on a shared trunk)."""
     residual_overtime: float = 0.0
     """Seconds a failed training episode of the residual runs on (``robot-rl residual
     --overtime``; no reference: 0)."""
     filtered_rollouts: int = 64
     filtered_steps: int = 2_000
+    student_teacher: Literal["best", "bc", "dsrl", "residual"] = "best"
+    """The student's teacher: the run of that row, or of the row with the highest final
+    success among bc, dsrl and residual (of those in the results)."""
+    student_sees: Literal["teacher", "all"] = "teacher"
+    """What the student sees (``robot-rl distill --sees``): its teacher's observation
+    elements, or all of them (the last action too)."""
+    student_dr: Literal["off", "default", "strong"] = "off"
+    """Domain randomization of the student's DAgger rollouts (``robot-rl distill --dr``;
+    the paired evaluation is always without)."""
     student_hidden: tuple[int, ...] = (256, 256, 256)
     student_block: Literal["residual", "plain"] = "plain"
     """The student's MLP (``robot-rl distill --chunk-block``): plain hidden layers, or
@@ -398,7 +411,8 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
                               n_step=args.residual_n_step, actor_lr=args.residual_actor_lr,
                               gamma=args.residual_gamma, anchor=args.residual_anchor,
                               target_entropy_per_dim=args.residual_entropy,
-                              num_critics=args.residual_critics)
+                              num_critics=args.residual_critics,
+                              critic_hidden=args.residual_critic_hidden)
     runner = ResidualRunner(ResidualConfig(policy=_bc_run(args), sac=sac,
                                            scale=args.residual_scale,
                                            every=args.residual_every,
@@ -417,7 +431,8 @@ def row_residual(args: Args, console: Console) -> dict[str, Any]:
             "recipe": f"16 envs, residual x {args.residual_scale}, {args.residual_critics} "
                       f"LayerNorm critics"
                       + (" (min of a random 2)" if args.residual_critics > 2 else "")
-                      + f" 256x256, {args.residual_updates} updates per 16 decisions"
+                      + f" {'x'.join(map(str, args.residual_critic_hidden))}, "
+                        f"{args.residual_updates} updates per 16 decisions"
                       + (f", a decision every {runner.cfg.every} control steps"
                          if runner.cfg.every != 1 else "")
                       + (f", {args.residual_n_step}-step returns"
@@ -464,20 +479,32 @@ def row_filtered(args: Args, console: Console) -> dict[str, Any]:
                       f"steps per round"}
 
 
+def _student_teacher(args: Args) -> Path:
+    """The run the student learns from (``Args.student_teacher``)."""
+    res = _results(args)
+    rows: tuple[Row, ...] = ("bc", "dsrl", "residual") if args.student_teacher == "best" \
+        else (args.student_teacher,)
+    done = [res[_key(args, r)] for r in rows if _key(args, r) in res]
+    if not done:
+        raise SystemExit(f"run the {' or '.join(rows)} row first (the student's teacher)")
+    return Path(max(done, key=lambda r: r["final_success"])["run"])
+
+
 def row_student(args: Args, console: Console) -> dict[str, Any]:
     from robot_rl.cli.export import ExportConfig, export_cmd
     from robot_rl.distill import DistillConfig
     from robot_rl.finetune.onestep import distill_chunked
 
-    res = _results(args)
-    dsrl = res.get(_key(args, "dsrl"))
-    run = Path(dsrl["run"]) if dsrl else _bc_run(args)
+    run = _student_teacher(args)
     _, report = distill_chunked(DistillConfig(run=run, hidden=args.student_hidden,
                                               chunk_block=args.student_block,
+                                              sees=args.student_sees,
                                               iterations=args.student_iterations,
                                               num_envs=args.student_envs,
                                               grad_steps=args.student_grad_steps,
-                                              batch_size=256, dr="off", eval_episodes=0,
+                                              batch_size=256, dr=args.student_dr,
+                                              eval_episodes=0,
+                                              seed=args.seed,
                                               progress=False), Console(file=sys.stderr))
     lat = {}
     for which in ("teacher", "student"):
@@ -493,7 +520,11 @@ def row_student(args: Args, console: Console) -> dict[str, Any]:
             "student_return": paired["student"]["final_return"],
             "recipe": f"{args.student_iterations} DAgger iterations x {args.student_envs} envs, "
                       f"{args.student_grad_steps:,} steps each, {args.student_block} "
-                      f"{'x'.join(map(str, args.student_hidden))}",
+                      f"{'x'.join(map(str, args.student_hidden))}"
+                      + (", sees every observation element" if args.student_sees == "all"
+                         else "")
+                      + (f", rollouts under {args.student_dr} randomization"
+                         if args.student_dr != "off" else ""),
             "teacher_p50_us": lat["teacher"][0],
             "teacher_p99_us": lat["teacher"][1], "student_p50_us": lat["student"][0],
             "student_p99_us": lat["student"][1]}

@@ -53,6 +53,9 @@ class DistillConfig:
     chunk_block: Literal["residual", "plain"] = "residual"
     """A chunked teacher's (bc-flow, dsrl) one-step student: residual blocks of width
     max(hidden), len(hidden) of them, or plain hidden layers (``PolicyConfig.block``)."""
+    sees: Literal["teacher", "all"] = "teacher"
+    """A chunked teacher's student sees what its teacher sees, or every observation element
+    (the last action too, which a flow policy cloned from demonstrations leaves out)."""
     iterations: int = 6
     """DAgger iterations (the first rolls out the teacher)."""
     rollout_steps: int | None = None
@@ -107,6 +110,9 @@ def distill(cfg: DistillConfig, console: Console | None = None, env: VecEnv | No
     console = console or Console()
     if cfg.iterations < 1 or cfg.grad_steps < 1 or cfg.num_envs < 1:
         raise ConfigError("iterations, grad_steps and num_envs must be >= 1")
+    if cfg.sees != "teacher":
+        raise ConfigError("--sees all is for a chunked teacher's student (bc-flow, dsrl, "
+                          "residual runs); an actor's student sees what the actor sees")
     ckpt = resolve_checkpoint(cfg.run)
     agent, train_cfg, _ = load_agent(ckpt)
     with torch_threads(train_cfg.threads):  # the teacher run's CPU threads

@@ -26,16 +26,22 @@ import numpy as np
 
 def measure(artifact: Path, calls: int, warmup: int) -> dict[str, float]:
     """p50 / p90 / p99 [us] of ``calls`` single chunk calls of ``artifact`` in this process,
-    after ``warmup`` calls (one random observation history, batch 1)."""
+    after ``warmup`` calls (one random observation history, batch 1); a residual
+    artifact's call is its chunk graph and its residual graph, as a step that decides
+    both runs them."""
     from robot_rl.export import load_policy
 
     policy = load_policy(artifact)
     hist = np.random.default_rng(0).standard_normal(
         (1, policy.obs_history, policy.obs_dim)).astype(np.float32)
+    obs, base = hist[:, -1], np.zeros((1, policy.act_dim), np.float32)
+    residual = policy.meta.get("residual") is not None  # a decision's call holds both graphs
     times = np.empty(calls)
     for i in range(warmup + calls):
         t0 = time.perf_counter()
         policy.chunk(hist)
+        if residual:
+            policy.correct(obs, base)
         if i >= warmup:
             times[i - warmup] = time.perf_counter() - t0
     p50, p90, p99 = np.percentile(times, (50, 90, 99)) * 1e6

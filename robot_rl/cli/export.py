@@ -32,8 +32,9 @@ class ExportConfig:
     .pt)."""
     policy: Literal["student", "teacher"] | None = None
     """student: the distilled MLP (robot-rl distill); teacher: the trained actor's mean, or
-    a bc / dsrl run's chunked policy (the flow's integration unrolled in the graph).
-    Default: student for train and finetune runs, teacher for bc and dsrl runs."""
+    a bc / dsrl / residual run's chunked policy (the flow's integration unrolled in the
+    graph; a residual run's with its residual graph). Default: student for train and
+    finetune runs, teacher for bc, dsrl and residual runs."""
     threshold: float | None = None
     """Deploy gate threshold on the estimated discounted cost (default: the training one)."""
     candidates: int | None = None
@@ -117,6 +118,20 @@ def _export_pixel_student(cfg: ExportConfig) -> None:
     Console().print(f"exported pixel student {cfg.run} to {out}: {files}")
 
 
+def _flow_run(kind: str, ckpt: Path) -> Path:
+    """The bc run a chunked run's policy comes from: itself, or the flow a dsrl or residual
+    run learnt on."""
+    if kind == "dsrl":
+        from robot_rl.finetune.dsrl import load_dsrl
+
+        return Path(load_dsrl(ckpt, 1, 0)[1].policy)
+    if kind == "residual":
+        from robot_rl.finetune.residual import load_residual
+
+        return Path(load_residual(ckpt, 1, 0)[1].policy)
+    return ckpt
+
+
 def _export_chunked(cfg: ExportConfig, kind: str, ckpt: Path, run: Path) -> None:
     """Export a bc run's chunked policy, or a dsrl run's (its noise chosen by the trained
     actor inside the graph), or with ``--policy student`` the run's one-step student
@@ -129,19 +144,11 @@ def _export_chunked(cfg: ExportConfig, kind: str, ckpt: Path, run: Path) -> None
     from robot_rl.export.onestep_graph import noisy_chunk_graph
 
     residual = None
-    if kind == "residual" and cfg.policy == "student":
-        raise ConfigError(f"{run} is a residual run: it has no student (export its policy, "
-                          f"the flow and its residual)")
     if cfg.policy == "student":
         from robot_rl.finetune.onestep import load_onestep
 
         student, record = load_onestep(run)
-        _, _, state = load_bc_policy(ckpt) if kind == "bc" else (None, None, None)
-        if state is None:
-            from robot_rl.finetune.dsrl import load_dsrl
-
-            _, dsrl_cfg, _ = load_dsrl(ckpt, 1, 0)
-            _, _, state = load_bc_policy(dsrl_cfg.policy)
+        _, _, state = load_bc_policy(_flow_run(kind, ckpt))
         module: Any = noisy_chunk_graph(student) if student.kind == "flow" else \
             ChunkGraph(student)
         provenance = {"run": str(run), "policy": "student",

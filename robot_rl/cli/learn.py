@@ -359,7 +359,7 @@ def distill_cmd(cfg: Any) -> None:
     from robot_rl.distill import distill
 
     console = Console()
-    if checkpoint_kind(resolve_checkpoint(cfg.run)) in ("bc", "dsrl"):
+    if checkpoint_kind(resolve_checkpoint(cfg.run)) in ("bc", "dsrl", "residual"):
         from robot_rl.finetune.onestep import distill_chunked
 
         _, report = distill_chunked(cfg, console)

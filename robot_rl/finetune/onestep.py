@@ -1,5 +1,5 @@
 """One-step students of chunked policies, for the control loop: ``robot-rl distill`` of a
-bc-flow or dsrl run.
+bc-flow, dsrl or residual run.
 
     student, report = distill_chunked(DistillConfig(run=Path("runs/push__bc-flow__0__...")))
 
@@ -9,6 +9,11 @@ bc-flow or dsrl run.
   noise, so the student learns that map, modes included, not their mean).
 * A **DSRL run** (noise chosen by its actor) is deterministic: it becomes an MLP that emits
   the teacher's chunk from the observation history.
+* A **residual run** (the flow's zero-noise chunks corrected step by step, each correction
+  held for ``every`` steps: ``ResidualActing``) is deterministic but keeps state between
+  steps (its chunk's position, its held correction): it becomes an MLP of one action per
+  control step from the observation history, labelled with the action the whole policy
+  takes at that step (its base and residual following the same observations).
 
 Both learn with DAgger on the run's task in simulation: iteration 0 executes the teacher's
 chunks, iteration i the teacher's with probability ``beta_decay ** i`` and the student's
@@ -41,6 +46,7 @@ from robot_rl.checkpoint import (
 )
 from robot_rl.distill import DistillConfig, DistillReport
 from robot_rl.errors import ConfigError
+from robot_rl.finetune.residual_base import ResidualActing
 from robot_rl.policies import (
     ChunkExecutor,
     ChunkPolicy,
@@ -60,19 +66,25 @@ Teacher = Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]
 
 @dataclasses.dataclass
 class _Run:
-    """What distillation needs of a bc-flow or dsrl run."""
+    """What distillation needs of a bc-flow, dsrl or residual run."""
 
     flow: ChunkPolicy
-    teacher: Teacher
+    teacher: Teacher | None
+    """None where ``stepping`` labels."""
     noisy: bool
     """The teacher (and the student) take noise: a flow policy's."""
     make_env: Callable[[int, int], VecEnv]
     """(num_envs, seed) -> an env of the run's task as its data was recorded."""
-    acting: Callable[[torch.Generator], ChunkExecutor]
-    """The teacher acting step by step (for its evaluation)."""
+    acting: Callable[[torch.Generator], ChunkExecutor | ResidualActing]
+    """The teacher acting step by step (for its evaluation): a chunk executor, or a
+    residual run's ``ResidualActing``."""
     used: int
     """The chunk's steps that are ever executed: its executed steps, or all of them under
     temporal ensembling; the student is fit on these alone."""
+    stepping: ResidualActing | None = None
+    """A teacher that acts step by step (a residual run's), followed along every rollout
+    (it sees each observation, whoever acts); its action at each step is the label (a
+    chunk of one)."""
 
 
 def _load_run(ckpt: Path, cfg: DistillConfig) -> _Run:
@@ -127,21 +139,50 @@ def _load_run(ckpt: Path, cfg: DistillConfig) -> _Run:
             return ChunkExecutor(chunk, flow.horizon, flow.cfg.executed, flow.obs_history)
 
         return _Run(flow, dsrl_teacher, False, make_noise_env, dsrl_acting, flow.cfg.executed)
-    raise ConfigError(f"{ckpt} is not a bc-flow or dsrl run")
+    if kind == "residual":
+        return _residual_run(ckpt, cfg)
+    raise ConfigError(f"{ckpt} is not a bc-flow, dsrl or residual run")
 
 
-def student_config(teacher: PolicyConfig, cfg: DistillConfig) -> PolicyConfig:
-    """The student's config: the teacher's chunking, one integration step, an MLP of width
-    max(hidden): ``chunk_block`` "residual", len(hidden) residual blocks; "plain",
-    len(hidden) hidden layers (the input layer and len(hidden) - 1 plain blocks)."""
+def _residual_run(ckpt: Path, cfg: DistillConfig) -> _Run:
+    """A residual run as a teacher of one action per control step (module docstring)."""
+    from robot_rl.bc import bc_env
+    from robot_rl.distill import teacher_policy
+    from robot_rl.export.modules import ResidualGraph
+    from robot_rl.finetune.residual import load_residual
+
+    agent, res_cfg, res_env = load_residual(ckpt, 1, 0)
+    flow = res_env.policy
+    _, _, bc_state = load_bc_policy(res_cfg.policy)
+    graph = ResidualGraph(teacher_policy(agent), res_cfg.scale, res_env.every)
+
+    def make(num_envs: int, seed: int) -> VecEnv:
+        return bc_env(bc_state, res_cfg.policy, "distillation (evaluated in simulation)",
+                      num_envs, seed, cfg.dr)
+
+    def acting(gen: torch.Generator) -> ResidualActing:
+        return ResidualActing(flow, graph)
+
+    return _Run(flow, None, False, make, acting, 1, ResidualActing(flow, graph))
+
+
+def student_config(teacher: PolicyConfig, cfg: DistillConfig, per_step: bool = False
+                   ) -> PolicyConfig:
+    """The student's config: the teacher's chunking (``per_step``: one action per call),
+    what it sees (``cfg.sees``), one integration step, an MLP of width max(hidden):
+    ``chunk_block`` "residual", len(hidden) residual blocks; "plain", len(hidden) hidden
+    layers (the input layer and len(hidden) - 1 plain blocks)."""
     blocks = len(cfg.hidden) if cfg.chunk_block == "residual" else len(cfg.hidden) - 1
+    chunking: dict[str, Any] = {"horizon": 1, "execute": None} if per_step else {}
+    if cfg.sees == "all":
+        chunking["ignore_obs"] = ()
     return dataclasses.replace(teacher, denoiser="mlp", width=max(cfg.hidden), blocks=blocks,
-                               block=cfg.chunk_block, flow_steps=1)
+                               block=cfg.chunk_block, flow_steps=1, **chunking)
 
 
 def distill_chunked(cfg: DistillConfig, console: Console | None = None
                     ) -> tuple[ChunkPolicy, DistillReport]:
-    """Distill a bc-flow or dsrl run into a one-step student (module docstring)."""
+    """Distill a bc-flow, dsrl or residual run into a one-step student (module docstring)."""
     console = console or Console()
     if cfg.iterations < 1 or cfg.grad_steps < 1 or cfg.num_envs < 1:
         raise ConfigError("iterations, grad_steps and num_envs must be >= 1")
@@ -149,11 +190,13 @@ def distill_chunked(cfg: DistillConfig, console: Console | None = None
     run = _load_run(ckpt, cfg)
     torch.manual_seed(cfg.seed)
     flow = run.flow
-    student = make_policy(student_config(flow.cfg, cfg), "flow" if run.noisy else "mlp",
+    student = make_policy(student_config(flow.cfg, cfg, run.stepping is not None),
+                          "flow" if run.noisy else "mlp",
                           flow.obs_dim, flow.act_dim)
     student.obs_norm.load_state_dict(flow.obs_norm.state_dict())
     student.act_norm.load_state_dict(flow.act_norm.state_dict())
-    student.obs_seen.copy_(flow.obs_seen)  # the student sees what its teacher sees
+    if cfg.sees == "teacher":
+        student.obs_seen.copy_(flow.obs_seen)  # the student sees what its teacher sees
     env = run.make_env(cfg.num_envs, cfg.seed + 20_000)
     loss, samples = _dagger(env, run, student, cfg, console)
     t_res = s_res = None
@@ -182,7 +225,7 @@ def _dagger(env: VecEnv, run: _Run, student: ChunkPolicy, cfg: DistillConfig,
             console: Console) -> tuple[float, int]:
     """DAgger over chunk decisions (module docstring); returns (final loss, samples)."""
     flow = run.flow
-    H, A = flow.horizon, flow.act_dim
+    H, A = student.horizon, flow.act_dim  # the teacher's horizon, or 1 for a stepping one
     opt = torch.optim.Adam(student.parameters(), lr=cfg.lr)
     steps = cfg.rollout_steps or env.max_episode_length
     gen = torch.Generator().manual_seed(cfg.seed)
@@ -191,10 +234,16 @@ def _dagger(env: VecEnv, run: _Run, student: ChunkPolicy, cfg: DistillConfig,
     labels: list[torch.Tensor] = []
     beta = 1.0
 
+    now: list[torch.Tensor] = []  # a stepping teacher's actions (E, A) at this step
+
     @torch.no_grad()
     def chunk(hist: torch.Tensor) -> torch.Tensor:
         noise = torch.randn(hist.shape[0], H, A, generator=gen) if run.noisy else None
-        label = run.teacher(hist, noise)
+        if run.teacher is not None:
+            label = run.teacher(hist, noise)
+        else:  # one action per step (H = 1, every env called at every step)
+            assert H == 1 and now[-1].shape[0] == hist.shape[0]
+            label = flow.act_norm(now[-1])[:, None]
         hists.append(hist.clone())
         labels.append(label)
         if noise is not None:
@@ -206,7 +255,7 @@ def _dagger(env: VecEnv, run: _Run, student: ChunkPolicy, cfg: DistillConfig,
         use_teacher = torch.rand(hist.shape[0], 1, 1, generator=gen) < beta
         return torch.where(use_teacher, teacher_chunk, own)
 
-    executor = ChunkExecutor(chunk, H, flow.cfg.executed, flow.obs_history)
+    executor = ChunkExecutor(chunk, H, student.cfg.executed, flow.obs_history)
     loss = torch.tensor(float("nan"))
     columns = (TextColumn("[bold]distill (one step)"), BarColumn(),
                TextColumn("iteration {task.completed}/{task.total}"),
@@ -220,8 +269,12 @@ def _dagger(env: VecEnv, run: _Run, student: ChunkPolicy, cfg: DistillConfig,
             student.eval()
             with torch.no_grad():
                 for _ in range(steps):
+                    if run.stepping is not None:
+                        now[:] = [run.stepping(obs)]
                     obs, _, _, terminated, truncated, _ = env.step(executor(obs))
                     executor.reset(terminated | truncated)
+                    if run.stepping is not None:
+                        run.stepping.reset(terminated | truncated)
             all_h, all_y = torch.cat(hists), torch.cat(labels)
             all_z = torch.cat(noises) if noises else None
             student.train()
@@ -238,7 +291,7 @@ def _dagger(env: VecEnv, run: _Run, student: ChunkPolicy, cfg: DistillConfig,
                 loss.backward()
                 opt.step()
             console.print(f"distill iteration {it + 1}/{cfg.iterations}: beta {beta:.2f}, "
-                          f"{all_h.shape[0]:,} chunk decisions, loss {float(loss.detach()):.2e}",
+                          f"{all_h.shape[0]:,} decisions, loss {float(loss.detach()):.2e}",
                           highlight=False)
             progress.update(bar, advance=1, loss=f"{float(loss.detach()):.2e}")
     student.eval()
@@ -246,7 +299,8 @@ def _dagger(env: VecEnv, run: _Run, student: ChunkPolicy, cfg: DistillConfig,
 
 
 def load_onestep(run: str | Path) -> tuple[ChunkPolicy, dict[str, Any]]:
-    """The one-step student of a bc-flow or dsrl run directory and its saved record."""
+    """The one-step student of a bc-flow, dsrl or residual run directory and its saved
+    record."""
     p = Path(run)
     path = p / ONESTEP_FILE if p.is_dir() else p
     if not path.is_file():

@@ -2,6 +2,7 @@
 its actions along recorded demonstrations, and critics that score the action executed.
 
     executor = base_executor(flow)               # acts step by step, zero noise
+    acting = ResidualActing(flow, ResidualGraph(actor, 0.4, every=5))   # the whole policy
     base, next_base = base_along_episodes(flow, tr)   # (N, A) each, along recorded episodes
     buf = residual_demo_buffer(Dataset("data/push"), residual_env)   # (obs, base) -> action
     agent = ExecutedActionSAC(obs_dim, act_dim, sac, safety, scale=0.1)
@@ -16,6 +17,11 @@ episode exactly as it acts online (``ResidualEnv``): a chunk of ``horizon`` acti
 noise every ``executed`` steps from the episode's first step, on the policy's observation
 history; at an episode's last step the next observation's base is the first action of a
 fresh chunk there.
+
+``ResidualActing`` is a residual run's whole policy on the task's own env, one control
+step per call: the base's action corrected by the residual, each correction held for
+``every`` calls from the episode's start, as the exported artifact acts (``Policy``); a
+one-step student (``robot_rl.finetune.onestep``) learns from it.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from robot_rl.algos import SAC, SACConfig
 from robot_rl.algos.safety_critic import SafetyConfig
 from robot_rl.data.format import DatasetError
 from robot_rl.data.reader import Dataset
+from robot_rl.export.modules import ResidualGraph
 from robot_rl.finetune.demos import (
     Transitions,
     add_transitions,
@@ -125,3 +132,34 @@ class ExecutedActionSAC(SAC):
         base = self.normalizer.inverse(x[:, dims], dims) if self.cfg.normalize_obs \
             else x[:, dims]
         return (base + self.scale * a).clamp(-1.0, 1.0)
+
+
+class ResidualActing:
+    """A residual run's policy acting step by step on the task's env (module docstring):
+    ``__call__`` takes observations (E, O) and returns the actions (E, A) to apply now;
+    ``reset(mask)`` starts a new episode for the envs in ``mask`` (all if None)."""
+
+    def __init__(self, policy: ChunkPolicy, residual: ResidualGraph):
+        self.base = base_executor(policy)
+        self.residual = residual.eval()
+        self.every = residual.every
+        self._since: torch.Tensor | None = None  # (E,) calls since the episode's start
+        self._held: torch.Tensor | None = None  # (E, A) the correction held
+
+    def reset(self, mask: torch.Tensor | None = None) -> None:
+        self.base.reset(mask)
+        if self._since is not None:
+            self._since[slice(None) if mask is None else mask] = 0
+
+    @torch.no_grad()
+    def __call__(self, obs: torch.Tensor) -> torch.Tensor:
+        base = self.base(obs)
+        if self._since is None or self._since.shape[0] != obs.shape[0]:
+            self._since = torch.zeros(obs.shape[0], dtype=torch.long, device=obs.device)
+            self._held = torch.zeros_like(base)
+        assert self._held is not None
+        decide = self._since % self.every == 0
+        if bool(decide.any()):
+            self._held[decide] = self.residual(obs[decide], base[decide]) - base[decide]
+        self._since += 1
+        return (base + self._held).clamp(-1.0, 1.0)

@@ -19,6 +19,7 @@ from rich.console import Console
 from robot_rl.algos import SACConfig
 from robot_rl.algos.safety_critic import SafetyConfig
 from robot_rl.bc import load_bc_policy
+from robot_rl.checkpoint import CheckpointError
 from robot_rl.cli.export import ExportConfig, export_cmd
 from robot_rl.config_io import to_dict
 from robot_rl.data.reader import Dataset
@@ -31,7 +32,11 @@ from robot_rl.finetune.residual import (
     explore_mask,
     load_residual,
 )
-from robot_rl.finetune.residual_base import ExecutedActionSAC, base_along_episodes
+from robot_rl.finetune.residual_base import (
+    ExecutedActionSAC,
+    ResidualActing,
+    base_along_episodes,
+)
 from robot_rl.policies import ChunkExecutor, ChunkPolicy
 from robot_rl.replay import Batch
 from robot_rl.sim import BatchedEnv, make_env
@@ -189,8 +194,78 @@ def test_a_residual_run_exports_what_it_evaluates(flow_run: Path, tmp_path: Path
                 art.reset()
     assert len(got) >= 22  # an episode's end inside a held step skips at most its rest
     np.testing.assert_allclose(np.stack(got), np.stack(want), atol=1e-5)
-    with pytest.raises(ConfigError, match="no student"):
+    with pytest.raises(CheckpointError, match="robot-rl distill"):
         export_cmd(ExportConfig(run=tmp_path / "res", policy="student"))
+
+
+def test_a_residual_run_acts_step_by_step_as_its_artifact_and_distills(
+        flow_run: Path, tmp_path: Path) -> None:
+    """``ResidualActing`` on the task's own env is the artifact, call for call (a correction
+    held 3 calls, across episode ends); a one-step student learns it, one action per call,
+    and exports."""
+    from robot_rl.cli.learn import distill_cmd
+    from robot_rl.distill import DistillConfig, distill, teacher_policy
+    from robot_rl.export.modules import ResidualGraph
+    from robot_rl.finetune.onestep import load_onestep
+
+    cfg = ResidualConfig(policy=flow_run, num_envs=2, total_steps=48, eval_every=48,
+                         eval_episodes=2, runs_dir=tmp_path, run_name="res", progress=False,
+                         safety="off", scale=0.5, every=3,
+                         sac=SACConfig(batch_size=8, learning_starts=16, actor_hidden=(8,),
+                                       critic_hidden=(8,)))
+    ResidualRunner(cfg, console=Console(file=sys.stderr)).train()
+    export_cmd(ExportConfig(run=tmp_path / "res"))
+    art = load_policy(tmp_path / "res" / "export")
+    agent, _, res_env = load_residual(tmp_path / "res", 2, 0)
+    acting = ResidualActing(res_env.policy, ResidualGraph(teacher_policy(agent), 0.5, 3))
+    env = res_env.env  # the task's own env, 20-step episodes
+    obs = env.reset(seed=3)
+    moved = 0.0
+    for _ in range(45):
+        action = acting(obs)
+        np.testing.assert_allclose(art(obs.numpy()), action.numpy(), atol=1e-5)
+        moved += float((action - res_env.executor(obs)).abs().max())  # a correction acts
+        obs, _, _, terminated, truncated, _ = env.step(action)
+        done = terminated | truncated
+        acting.reset(done)
+        res_env.executor.reset(done)
+        art.reset(done.numpy())
+    assert moved > 0.0
+
+    distill_cmd(DistillConfig(run=tmp_path / "res", hidden=(64, 64), iterations=3,
+                              num_envs=8, grad_steps=600, batch_size=128, lr=3e-3, dr="off",
+                              eval_episodes=2, progress=False, sees="all"))
+    student, record = load_onestep(tmp_path / "res")
+    assert student.kind == "mlp" and (student.horizon, student.cfg.executed) == (1, 1)
+    # it sees the last action, which the flow leaves out
+    assert bool((student.obs_seen == 1).all()) and not bool((res_env.policy.obs_seen == 1).all())
+    assert student.obs_history == res_env.policy.obs_history
+    assert record["teacher_success"] is not None and record["student_success"] is not None
+    # along the teacher's own episodes the student's action is far nearer the teacher's
+    # than the teacher's actions are to their mean
+    teacher = ResidualActing(res_env.policy, ResidualGraph(teacher_policy(agent), 0.5, 3))
+    own = ChunkExecutor(lambda h: student(h, torch.zeros(h.shape[0], 1, student.act_dim)),
+                        1, 1, student.obs_history)
+    obs = env.reset(seed=11)
+    want, got = [], []
+    with torch.no_grad():
+        for _ in range(40):
+            want.append(teacher(obs))
+            got.append(own(obs))
+            obs, _, _, terminated, truncated, _ = env.step(want[-1])
+            teacher.reset(terminated | truncated)
+            own.reset(terminated | truncated)
+    w, g = torch.cat(want), torch.cat(got)
+    assert float(((g - w) ** 2).mean()) < 0.5 * float(((w - w.mean(0)) ** 2).mean())
+    export_cmd(ExportConfig(run=tmp_path / "res", policy="student", out=tmp_path / "stud"))
+    stud = load_policy(tmp_path / "stud")
+    assert (stud.horizon, stud.execute) == (1, 1) and stud.meta.get("residual") is None
+    hist = obs[:, None].repeat(1, student.obs_history, 1)
+    with torch.no_grad():
+        ref = student(hist, torch.zeros(2, 1, student.act_dim)).numpy()
+    np.testing.assert_allclose(stud.chunk(hist.numpy()), ref, atol=1e-5)
+    with pytest.raises(ConfigError, match="--sees all is for a chunked teacher"):
+        distill(DistillConfig(run=tmp_path / "res", sees="all"))  # an actor's student
 
 
 def test_a_residual_run_starts_from_the_flow_policy_itself(flow_run: Path, tmp_path: Path):
