@@ -189,5 +189,6 @@ def _export_chunked(cfg: ExportConfig, kind: str, ckpt: Path, run: Path) -> None
     meta = artifact_meta(env, policy, None, provenance, chunk=chunk)
     out = export_artifact(cfg.out or run / "export", module, meta, residual=residual)
     files = ", ".join(sorted(p.name for p in out.iterdir()))
-    Console().print(f"exported the {kind} run's chunked policy (H={policy.horizon}, execute "
+    what = "one-step student" if cfg.policy == "student" else "chunked policy"
+    Console().print(f"exported the {kind} run's {what} (H={policy.horizon}, execute "
                     f"{policy.cfg.executed}) to {out}: {files}")
