@@ -37,11 +37,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from robot_rl.errors import RobotRLError
+
+if TYPE_CHECKING:  # imported where used: the execution module brings torch
+    from robot_rl.policies.execution import HeldCorrection
 
 Backend = Literal["onnx", "torchscript"]
 FORMAT = "robot_rl.policy"
@@ -134,8 +137,8 @@ class Policy:
         self._residual = None
         self.residual_every = 1
         """Calls per residual decision (``policy.json``'s ``residual.every``)."""
-        self._since: np.ndarray | None = None  # (B,) calls since the env's episode started
-        self._held: np.ndarray | None = None  # (B, A) each env's correction held
+        self._held_correction: HeldCorrection | None = None
+        """Each env's correction held between decisions (``residual_every`` > 1)."""
         if residual is not None:
             self._residual = self._load(residual["torchscript" if ts else "onnx"],
                                         [("obs", (self.obs_dim,), "float32"),
@@ -148,6 +151,10 @@ class Policy:
             if self.residual_every < 1:
                 raise ArtifactError(f"{meta_path}: residual.every must be an integer >= 1, "
                                     f"got {residual.get('every')!r}")
+            if self.residual_every > 1:
+                from robot_rl.policies.execution import HeldCorrection
+
+                self._held_correction = HeldCorrection(self.residual_every)
         self.threshold = float(safety.get("threshold", np.inf))
         self.candidates = int(safety.get("candidates", 1))
         self.candidate_noise = float(safety.get("candidate_noise", 0.3))
@@ -225,25 +232,15 @@ class Policy:
         policy drops its observation history and queued actions."""
         if self._executor is not None:
             self._executor.reset(mask)
-        if self._since is not None:
-            self._since[slice(None) if mask is None else np.asarray(mask, bool)] = 0
+        if self._held_correction is not None:
+            self._held_correction.reset(None if mask is None else np.asarray(mask, bool))
 
     def _corrected(self, obs: np.ndarray, base: np.ndarray) -> np.ndarray:
         """(B, A) the residual's actions on the chunk's (B, A) now, holding each env's
         correction for ``residual_every`` calls."""
-        if self.residual_every == 1:
+        if self._held_correction is None:
             return self.correct(obs, base)
-        if self._since is None or self._since.shape[0] != base.shape[0]:
-            self._since = np.zeros(base.shape[0], np.int64)
-            self._held = np.zeros_like(base)
-        assert self._held is not None
-        decide = self._since % self.residual_every == 0
-        out = np.clip(base + self._held, -1.0, 1.0)
-        if decide.any():
-            out[decide] = self.correct(obs[decide], base[decide])
-            self._held[decide] = out[decide] - base[decide]
-        self._since += 1
-        return out
+        return self._held_correction(base, lambda d: self.correct(obs[d], base[d]))
 
     def chunk(self, obs_hist: np.ndarray, noise: np.ndarray | None = None) -> np.ndarray:
         """The graph on observation histories (B, T, O): chunks (B, H, A). A flow policy's

@@ -40,6 +40,7 @@ from robot_rl.finetune.demos import (
     transitions,
 )
 from robot_rl.policies import ChunkExecutor, ChunkPolicy
+from robot_rl.policies.execution import HeldCorrection
 from robot_rl.replay import ReplayBuffer
 from robot_rl.sim.vec_env import VecEnv
 
@@ -142,24 +143,13 @@ class ResidualActing:
     def __init__(self, policy: ChunkPolicy, residual: ResidualGraph):
         self.base = base_executor(policy)
         self.residual = residual.eval()
-        self.every = residual.every
-        self._since: torch.Tensor | None = None  # (E,) calls since the episode's start
-        self._held: torch.Tensor | None = None  # (E, A) the correction held
+        self.held = HeldCorrection(residual.every)
 
     def reset(self, mask: torch.Tensor | None = None) -> None:
         self.base.reset(mask)
-        if self._since is not None:
-            self._since[slice(None) if mask is None else mask] = 0
+        self.held.reset(mask)
 
     @torch.no_grad()
     def __call__(self, obs: torch.Tensor) -> torch.Tensor:
         base = self.base(obs)
-        if self._since is None or self._since.shape[0] != obs.shape[0]:
-            self._since = torch.zeros(obs.shape[0], dtype=torch.long, device=obs.device)
-            self._held = torch.zeros_like(base)
-        assert self._held is not None
-        decide = self._since % self.every == 0
-        if bool(decide.any()):
-            self._held[decide] = self.residual(obs[decide], base[decide]) - base[decide]
-        self._since += 1
-        return (base + self._held).clamp(-1.0, 1.0)
+        return self.held(base, lambda decide: self.residual(obs[decide], base[decide]))

@@ -150,6 +150,49 @@ class ChunkExecutor:
         return self._fresh | (self._pos >= self.execute)
 
 
+class HeldCorrection:
+    """A correction of each env's actions decided every ``every`` calls from its episode's
+    start and held between (a residual policy deciding at a slower rate than the control
+    loop: the exported artifact's ``Policy``, ``ResidualActing``):
+
+        held = HeldCorrection(every=5)
+        action = held(base, lambda decide: corrected(obs[decide], base[decide]))
+        held.reset(done)              # (E,) bool: these envs start a new episode
+
+    At a decision the env's action is ``decide_fn``'s and its correction (that action
+    minus the base) is kept; at the calls between, the action is ``clip(base + correction,
+    -1, 1)``. Torch tensors and numpy arrays both work, as for ``ChunkExecutor``."""
+
+    def __init__(self, every: int):
+        if every < 1:
+            raise ConfigError(f"a held correction needs every >= 1 call, got {every}")
+        self.every = every
+        self._since: Array = None  # (E,) calls since the env's episode started
+        self._held: Array = None  # (E, A) each env's correction held
+
+    def reset(self, mask: Array | None = None) -> None:
+        """Envs in ``mask`` (E,) bool (all if None) start a new episode: their next call
+        decides."""
+        if self._since is not None:
+            self._since[slice(None) if mask is None else mask] = 0
+
+    def __call__(self, base: Array, decide_fn: Callable[[Array], Array]) -> Array:
+        """(E, A) actions for the base actions (E, A); ``decide_fn(decide)`` gives the
+        corrected actions of the envs in ``decide`` (E,) bool, which decide now."""
+        xp = namespace(base)
+        if self._since is None or self._since.shape[0] != base.shape[0]:
+            self._since = np.zeros(base.shape[0], np.int64) if xp is np else \
+                torch.zeros(base.shape[0], dtype=torch.long, device=base.device)
+            self._held = xp.zeros_like(base)
+        decide = self._since % self.every == 0
+        out = xp.clip(base + self._held, -1.0, 1.0)
+        if bool(decide.any()):
+            out[decide] = decide_fn(decide)
+            self._held[decide] = out[decide] - base[decide]
+        self._since += 1
+        return out
+
+
 def _zeros_like_rows(xp: Any, chunk: Array, rows: int) -> Array:
     """Zeros (rows, *chunk.shape[1:]) of the chunk's type."""
     return xp.zeros((rows, *chunk.shape[1:]), dtype=chunk.dtype) if xp is np else \
