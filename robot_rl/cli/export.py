@@ -120,16 +120,15 @@ def _export_pixel_student(cfg: ExportConfig) -> None:
 
 def _flow_run(kind: str, ckpt: Path) -> Path:
     """The bc run a chunked run's policy comes from: itself, or the flow a dsrl or residual
-    run learnt on."""
-    if kind == "dsrl":
-        from robot_rl.finetune.dsrl import load_dsrl
+    run learnt on (its saved config's ``policy``; no agent or env is built)."""
+    if kind == "bc":
+        return ckpt
+    from robot_rl.checkpoint import load_checkpoint
+    from robot_rl.finetune.dsrl import DSRLConfig
+    from robot_rl.finetune.residual import ResidualConfig
 
-        return Path(load_dsrl(ckpt, 1, 0)[1].policy)
-    if kind == "residual":
-        from robot_rl.finetune.residual import load_residual
-
-        return Path(load_residual(ckpt, 1, 0)[1].policy)
-    return ckpt
+    config = DSRLConfig if kind == "dsrl" else ResidualConfig
+    return Path(config.from_saved(load_checkpoint(ckpt)["config"]).policy)
 
 
 def _export_chunked(cfg: ExportConfig, kind: str, ckpt: Path, run: Path) -> None:
