@@ -198,6 +198,9 @@ class Args:
     its teacher's observation elements, or all of them (the last action too): of the 92.0%
     residual, a per-step student kept 90.0% of its success seeing what the flow sees and
     95.0% seeing all (one run each, docs/performance.md)."""
+    student_clock: bool = True
+    """A residual teacher's student sees its teacher's clock (``robot-rl distill --clock``,
+    on by default there too; docs/performance.md)."""
     student_dr: Literal["off", "default", "strong"] = "off"
     """Domain randomization of the student's DAgger rollouts (``robot-rl distill --dr``;
     the paired evaluation is always without)."""
@@ -498,16 +501,17 @@ def row_student(args: Args, console: Console) -> dict[str, Any]:
     from robot_rl.finetune.onestep import distill_chunked
 
     run = _student_teacher(args)
-    _, report = distill_chunked(DistillConfig(run=run, hidden=args.student_hidden,
-                                              chunk_block=args.student_block,
-                                              sees=args.student_sees,
-                                              iterations=args.student_iterations,
-                                              num_envs=args.student_envs,
-                                              grad_steps=args.student_grad_steps,
-                                              batch_size=256, dr=args.student_dr,
-                                              eval_episodes=0,
-                                              seed=args.seed,
-                                              progress=False), Console(file=sys.stderr))
+    student, _ = distill_chunked(DistillConfig(run=run, hidden=args.student_hidden,
+                                               chunk_block=args.student_block,
+                                               sees=args.student_sees,
+                                               clock=args.student_clock,
+                                               iterations=args.student_iterations,
+                                               num_envs=args.student_envs,
+                                               grad_steps=args.student_grad_steps,
+                                               batch_size=256, dr=args.student_dr,
+                                               eval_episodes=0,
+                                               seed=args.seed,
+                                               progress=False), Console(file=sys.stderr))
     lat = {}
     for which in ("teacher", "student"):
         out = args.out / "artifacts" / args.task / which
@@ -525,6 +529,8 @@ def row_student(args: Args, console: Console) -> dict[str, Any]:
                       f"{'x'.join(map(str, args.student_hidden))}"
                       + (", sees every observation element" if args.student_sees == "all"
                          else "")
+                      + (f", sees its teacher's clock {student.cfg.clock}"
+                         if student.cfg.clock else "")
                       + (f", rollouts under {args.student_dr} randomization"
                          if args.student_dr != "off" else ""),
             "teacher_p50_us": lat["teacher"][0],

@@ -56,6 +56,11 @@ class DistillConfig:
     sees: Literal["teacher", "all"] = "teacher"
     """A chunked teacher's student sees what its teacher sees, or every observation element
     (the last action too, which a flow policy cloned from demonstrations leaves out)."""
+    clock: bool = True
+    """A residual run's one-step student sees its teacher's clock (``PolicyConfig.clock``):
+    the steps since the episode's start mod the flow's executed steps and mod the residual's
+    decision period, the phase that no observation carries (docs/diffusion.md). Ignored for
+    other teachers, whose students keep their chunking."""
     iterations: int = 6
     """DAgger iterations (the first rolls out the teacher)."""
     rollout_steps: int | None = None

@@ -193,14 +193,16 @@ def make_eval_env(ds: Dataset, num_envs: int, seed: int, dr: DRPreset | None = N
 
 def chunked_policy_fn(policy: ChunkPolicy, gen: torch.Generator, ensemble: float | None = None
                       ) -> ChunkExecutor:
-    """The policy acting step by step: noise from ``gen``, chunks through an executor."""
+    """The policy acting step by step: noise from ``gen``, chunks through an executor (told
+    the steps since each episode's start where the policy sees a clock)."""
 
     @torch.no_grad()
-    def chunk(obs_hist: torch.Tensor) -> torch.Tensor:
-        return policy.sample(obs_hist, gen)
+    def chunk(obs_hist: torch.Tensor, steps: torch.Tensor | None = None) -> torch.Tensor:
+        return policy.sample(obs_hist, gen, steps)
 
     cfg = policy.cfg
-    return ChunkExecutor(chunk, cfg.horizon, cfg.executed, cfg.obs_history, ensemble)
+    return ChunkExecutor(chunk, cfg.horizon, cfg.executed, cfg.obs_history, ensemble,
+                         clock=bool(cfg.clock))
 
 
 def evaluate_chunked(policy: ChunkPolicy, env: VecEnv, episodes: int, seed: int = 0,

@@ -92,11 +92,13 @@ def with_provenance(meta: dict[str, Any], safety: dict[str, Any] | None,
 def chunk_meta(cfg: PolicyConfig, kind: str, noise_input: bool,
                ensemble: float | None = None) -> dict[str, Any]:
     """policy.json's ``chunk`` entry: the policy maps the last ``obs_history`` observations
-    (and, with ``noise_input``, noise (H A,) from N(0, I)) to ``horizon`` actions, of which
-    ``execute`` run before the next call (or every call, temporally ensembled)."""
+    (and, with ``noise_input``, noise (H A,) from N(0, I); with a ``clock``, the steps since
+    the episode's start) to ``horizon`` actions, of which ``execute`` run before the next
+    call (or every call, temporally ensembled)."""
     return {"horizon": cfg.horizon, "execute": cfg.executed, "obs_history": cfg.obs_history,
             "noise_input": noise_input, "ensemble": ensemble, "kind": kind,
-            "flow_steps": cfg.flow_steps if kind == "flow" else None}
+            "flow_steps": cfg.flow_steps if kind == "flow" else None,
+            "clock": list(cfg.clock)}
 
 
 def export_artifact(out: str | Path, policy: torch.nn.Module, meta: dict[str, Any],
@@ -172,6 +174,8 @@ def _random_input(name: str, shape: tuple[int, ...], dtype: str, gen: torch.Gene
         return torch.randint(0, 256, (n, *shape), generator=gen, dtype=torch.uint8)
     if dtype != "float32":
         raise ArtifactError(f"graph input {name!r} has unsupported dtype {dtype}")
+    if name == "step":  # a clock's steps since the episode's start: whole numbers
+        return torch.randint(0, 1_000, (n, *shape), generator=gen).float()
     if len(shape) > 1:  # a depth image [m], 0 where nothing returned
         return torch.rand((n, *shape), generator=gen) * 3.0
     return torch.randn((n, *shape), generator=gen) * (2.0 if name == "obs" else 1.0)

@@ -9,7 +9,9 @@ files are complete policies and ``policy.json`` records the statistics only for 
                     policy, its integration unrolled (the runtime draws the noise); one
                     of one step is exported folded (``robot_rl.export.onestep_graph``)
     ChunkGraph      obs (B, T O) -> chunk (B, H A): an MLP chunk policy, or a flow policy
-                    whose noise a DSRL actor chooses from the newest observation
+                    whose noise a DSRL actor chooses from the newest observation; an MLP
+                    that sees a clock also takes step (B, 1), the control steps since
+                    the episode's start (float32, which the runtime counts)
     ResidualGraph   obs (B, O), base action (B, A) -> action (B, A): a residual policy's
                     bounded correction of a chunk policy's action
 """
@@ -123,7 +125,7 @@ class ChunkGraph(nn.Module):
         self.noise_steps = policy.horizon if noise_steps is None else int(noise_steps)
         self.shape = (policy.obs_history, policy.obs_dim, policy.horizon, policy.act_dim)
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+    def forward(self, obs: torch.Tensor, step: torch.Tensor | None = None) -> torch.Tensor:
         T, n_obs, H, A = self.shape
         hist = obs.view(-1, T, n_obs)
         noise = torch.zeros(hist.shape[0], H, A, dtype=obs.dtype, device=obs.device)
@@ -131,7 +133,7 @@ class ChunkGraph(nn.Module):
             chosen = self.noise_scale * self.noise_actor(hist[:, -1]).view(-1, self.noise_steps,
                                                                            A)
             noise = torch.cat([chosen, noise[:, self.noise_steps:]], dim=1)
-        return self.policy(hist, noise).flatten(1)
+        return self.policy(hist, noise, step).flatten(1)
 
 
 class ResidualGraph(nn.Module):

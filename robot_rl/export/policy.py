@@ -17,13 +17,15 @@ channels first, depth float32 metres):
 A chunked policy (``policy.json``'s ``chunk``: a diffusion or MLP policy predicting H
 actions from the last T observations) is called the same way, one control step at a time:
 it keeps each env's observation history and queue of actions (``ChunkExecutor``, imported
-only for such artifacts), calls the graph when the queue runs out, and draws the flow's
-noise itself where the graph takes it. ``reset`` starts a new episode; ``chunk`` runs the
-graph on a history directly. A residual artifact (``policy.json``'s ``residual``) corrects
-each of the chunk's actions with its residual graph; one whose ``every`` is K > 1 decides a
-correction every K calls from each env's episode start and holds it between (the
-correction is the graph's action less the chunk's at the decision, added to the chunk's
-later actions and clipped to [-1, 1], as ``ResidualEnv`` trained it).
+only for such artifacts), calls the graph when the queue runs out, draws the flow's noise
+itself where the graph takes it, and counts each env's steps since its episode start for a
+graph that sees a clock (``chunk``'s ``clock``: a residual run's one-step student).
+``reset`` starts a new episode; ``chunk`` runs the graph on a history directly. A residual
+artifact (``policy.json``'s ``residual``) corrects each of the chunk's actions with its
+residual graph; one whose ``every`` is K > 1 decides a correction every K calls from each
+env's episode start and holds it between (the correction is the graph's action less the
+chunk's at the decision, added to the chunk's later actions and clipped to [-1, 1], as
+``ResidualEnv`` trained it).
 
 ``policy.json`` is checked against the model files: a model whose input or output width
 differs from the recorded observation and action sizes refuses to load.
@@ -62,7 +64,8 @@ GraphInput = tuple[str, tuple[int, ...], str]
 def graph_inputs(meta: dict[str, Any]) -> list[GraphInput]:
     """The policy graph's inputs per policy.json: the observation (the last T of them,
     flattened, for a chunked policy); for a flow policy whose noise the runtime draws, the
-    noise (H A); for a policy that sees cameras, each image of ``images`` in order."""
+    noise (H A); for a policy that sees a clock, the steps since the episode's start (1,);
+    for a policy that sees cameras, each image of ``images`` in order."""
     obs_dim, act_dim = int(meta["observation"]["dim"]), int(meta["action"]["dim"])
     chunk = meta.get("chunk")
     if not chunk:
@@ -71,6 +74,8 @@ def graph_inputs(meta: dict[str, Any]) -> list[GraphInput]:
         inputs = [("obs", (int(chunk["obs_history"]) * obs_dim,), "float32")]
         if chunk.get("noise_input"):
             inputs.append(("noise", (int(chunk["horizon"]) * act_dim,), "float32"))
+        if chunk.get("clock"):
+            inputs.append(("step", (1,), "float32"))
     for im in meta.get("images") or []:
         inputs.append((str(im["key"]), tuple(int(d) for d in im["shape"]), str(im["dtype"])))
     return inputs
@@ -115,12 +120,15 @@ class Policy:
             self.noise_input = bool(chunk.get("noise_input", False))
             ensemble = chunk.get("ensemble")
             self.ensemble = None if ensemble is None else float(ensemble)
+            self.clock = tuple(int(p) for p in chunk.get("clock") or ())
+            """The periods of the clock the graph sees (empty: none)."""
         except (TypeError, ValueError) as e:
             raise ArtifactError(f"{meta_path}: bad chunk entry: {e}") from None
         self.chunked = bool(chunk)
         """The graph predicts chunks (``policy.json`` has ``chunk``)."""
         inputs = graph_inputs(self.meta)
-        self.images: list[GraphInput] = inputs[1 + int(self.noise_input):]
+        first_image = 1 + int(self.noise_input) + int(bool(self.clock))
+        self.images: list[GraphInput] = inputs[first_image:]
         """The images the policy sees: (key, (C, H, W), dtype) each, in the graph's order."""
         if self.images and self.chunked:
             raise ArtifactError(f"{meta_path}: a chunked policy with cameras is not supported")
@@ -200,8 +208,12 @@ class Policy:
             if self._executor is None:
                 from robot_rl.policies.execution import ChunkExecutor
 
-                self._executor = ChunkExecutor(self.chunk, self.horizon, self.execute,
-                                               self.obs_history, self.ensemble)
+                def chunk(hist: np.ndarray, steps: np.ndarray | None = None) -> np.ndarray:
+                    return self.chunk(hist, steps=steps)
+
+                self._executor = ChunkExecutor(chunk, self.horizon, self.execute,
+                                               self.obs_history, self.ensemble,
+                                               clock=bool(self.clock))
             out = self._executor(x)
             if self._residual is not None:
                 out = self._corrected(x, out)
@@ -242,9 +254,11 @@ class Policy:
             return self.correct(obs, base)
         return self._held_correction(base, lambda d: self.correct(obs[d], base[d]))
 
-    def chunk(self, obs_hist: np.ndarray, noise: np.ndarray | None = None) -> np.ndarray:
+    def chunk(self, obs_hist: np.ndarray, noise: np.ndarray | None = None,
+              steps: np.ndarray | None = None) -> np.ndarray:
         """The graph on observation histories (B, T, O): chunks (B, H, A). A flow policy's
-        noise (B, H, A) is drawn from N(0, I) unless given."""
+        noise (B, H, A) is drawn from N(0, I) unless given; a graph that sees a clock takes
+        ``steps`` (B,), the control steps since each episode's start."""
         x = np.ascontiguousarray(np.asarray(obs_hist, dtype=np.float32).reshape(
             -1, self.obs_history * self.obs_dim))
         args = [x]
@@ -253,6 +267,11 @@ class Policy:
                 noise = self._rng.standard_normal((x.shape[0], self.horizon * self.act_dim))
             args.append(np.ascontiguousarray(np.asarray(noise, dtype=np.float32).reshape(
                 x.shape[0], -1)))
+        if self.clock:
+            if steps is None:
+                raise ArtifactError(f"{self.path} sees a clock of periods {list(self.clock)}: "
+                                    "pass the steps since each episode's start")
+            args.append(np.asarray(steps, dtype=np.float32).reshape(x.shape[0], 1))
         return self._run(*args).reshape(-1, self.horizon, self.act_dim)
 
     def correct(self, obs: np.ndarray, base: np.ndarray) -> np.ndarray:

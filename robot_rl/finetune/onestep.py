@@ -13,7 +13,10 @@ bc-flow, dsrl or residual run.
   held for ``every`` steps: ``ResidualActing``) is deterministic but keeps state between
   steps (its chunk's position, its held correction): it becomes an MLP of one action per
   control step from the observation history, labelled with the action the whole policy
-  takes at that step (its base and residual following the same observations).
+  takes at that step (its base and residual following the same observations). By default
+  (``DistillConfig.clock``) it sees the teacher's clock: the steps since the episode's
+  start mod the flow's executed steps and mod the residual's decision period
+  (``PolicyConfig.clock``), which the artifact's runtime counts.
 
 Both learn with DAgger on the run's task in simulation: iteration 0 executes the teacher's
 chunks, iteration i the teacher's with probability ``beta_decay ** i`` and the student's
@@ -44,6 +47,7 @@ from robot_rl.checkpoint import (
     run_dir_of,
     save_atomic,
 )
+from robot_rl.config_io import from_dict
 from robot_rl.distill import DistillConfig, DistillReport
 from robot_rl.errors import ConfigError
 from robot_rl.finetune.residual_base import ResidualActing
@@ -85,6 +89,9 @@ class _Run:
     """A teacher that acts step by step (a residual run's), followed along every rollout
     (it sees each observation, whoever acts); its action at each step is the label (a
     chunk of one)."""
+    clock: tuple[int, ...] = ()
+    """The periods of a stepping teacher's state in control steps (its chunk's executed
+    steps, its decision period): a student told to see its teacher's clock sees these."""
 
 
 def _load_run(ckpt: Path, cfg: DistillConfig) -> _Run:
@@ -163,19 +170,23 @@ def _residual_run(ckpt: Path, cfg: DistillConfig) -> _Run:
     def acting(gen: torch.Generator) -> ResidualActing:
         return ResidualActing(flow, graph)
 
-    return _Run(flow, None, False, make, acting, 1, ResidualActing(flow, graph))
+    return _Run(flow, None, False, make, acting, 1, ResidualActing(flow, graph),
+                (flow.cfg.executed, res_env.every))
 
 
-def student_config(teacher: PolicyConfig, cfg: DistillConfig, per_step: bool = False
-                   ) -> PolicyConfig:
+def student_config(teacher: PolicyConfig, cfg: DistillConfig, per_step: bool = False,
+                   clock: tuple[int, ...] = ()) -> PolicyConfig:
     """The student's config: the teacher's chunking (``per_step``: one action per call),
-    what it sees (``cfg.sees``), one integration step, an MLP of width max(hidden):
+    what it sees (``cfg.sees``; a clock of periods ``clock`` where ``cfg.clock``), one
+    integration step, an MLP of width max(hidden):
     ``chunk_block`` "residual", len(hidden) residual blocks; "plain", len(hidden) hidden
     layers (the input layer and len(hidden) - 1 plain blocks)."""
     blocks = len(cfg.hidden) if cfg.chunk_block == "residual" else len(cfg.hidden) - 1
     chunking: dict[str, Any] = {"horizon": 1, "execute": None} if per_step else {}
     if cfg.sees == "all":
         chunking["ignore_obs"] = ()
+    if cfg.clock and clock:
+        chunking["clock"] = tuple(clock)
     return dataclasses.replace(teacher, denoiser="mlp", width=max(cfg.hidden), blocks=blocks,
                                block=cfg.chunk_block, flow_steps=1, **chunking)
 
@@ -190,7 +201,7 @@ def distill_chunked(cfg: DistillConfig, console: Console | None = None
     run = _load_run(ckpt, cfg)
     torch.manual_seed(cfg.seed)
     flow = run.flow
-    student = make_policy(student_config(flow.cfg, cfg, run.stepping is not None),
+    student = make_policy(student_config(flow.cfg, cfg, run.stepping is not None, run.clock),
                           "flow" if run.noisy else "mlp",
                           flow.obs_dim, flow.act_dim)
     student.obs_norm.load_state_dict(flow.obs_norm.state_dict())
@@ -232,12 +243,13 @@ def _dagger(env: VecEnv, run: _Run, student: ChunkPolicy, cfg: DistillConfig,
     hists: list[torch.Tensor] = []
     noises: list[torch.Tensor] = []
     labels: list[torch.Tensor] = []
+    clocks: list[torch.Tensor] = []  # a student with a clock: the steps of each decision
     beta = 1.0
 
     now: list[torch.Tensor] = []  # a stepping teacher's actions (E, A) at this step
 
     @torch.no_grad()
-    def chunk(hist: torch.Tensor) -> torch.Tensor:
+    def chunk(hist: torch.Tensor, steps: torch.Tensor | None = None) -> torch.Tensor:
         noise = torch.randn(hist.shape[0], H, A, generator=gen) if run.noisy else None
         if run.teacher is not None:
             label = run.teacher(hist, noise)
@@ -248,14 +260,18 @@ def _dagger(env: VecEnv, run: _Run, student: ChunkPolicy, cfg: DistillConfig,
         labels.append(label)
         if noise is not None:
             noises.append(noise)
+        if steps is not None:
+            clocks.append(steps.clone())
         teacher_chunk = flow.clip(flow.act_norm.inverse(label))
         if beta >= 1.0:
             return teacher_chunk
-        own = student(hist, noise if noise is not None else torch.zeros(hist.shape[0], H, A))
+        own = student(hist, noise if noise is not None else torch.zeros(hist.shape[0], H, A),
+                      steps)
         use_teacher = torch.rand(hist.shape[0], 1, 1, generator=gen) < beta
         return torch.where(use_teacher, teacher_chunk, own)
 
-    executor = ChunkExecutor(chunk, H, student.cfg.executed, flow.obs_history)
+    executor = ChunkExecutor(chunk, H, student.cfg.executed, flow.obs_history,
+                             clock=bool(student.cfg.clock))
     loss = torch.tensor(float("nan"))
     columns = (TextColumn("[bold]distill (one step)"), BarColumn(),
                TextColumn("iteration {task.completed}/{task.total}"),
@@ -277,6 +293,7 @@ def _dagger(env: VecEnv, run: _Run, student: ChunkPolicy, cfg: DistillConfig,
                         run.stepping.reset(terminated | truncated)
             all_h, all_y = torch.cat(hists), torch.cat(labels)
             all_z = torch.cat(noises) if noises else None
+            all_s = torch.cat(clocks) if clocks else None
             student.train()
             for _ in range(cfg.grad_steps):
                 idx = torch.randint(0, all_h.shape[0], (cfg.batch_size,), generator=gen)
@@ -285,7 +302,7 @@ def _dagger(env: VecEnv, run: _Run, student: ChunkPolicy, cfg: DistillConfig,
                     pred = student.integrate(all_h[idx], all_z[idx])
                 else:
                     assert isinstance(student, MLPChunkPolicy)
-                    pred = student.predict(all_h[idx])
+                    pred = student.predict(all_h[idx], None if all_s is None else all_s[idx])
                 loss = ((pred - all_y[idx])[:, :run.used] ** 2).mean()
                 opt.zero_grad()
                 loss.backward()
@@ -310,8 +327,7 @@ def load_onestep(run: str | Path) -> tuple[ChunkPolicy, dict[str, Any]]:
         state = torch.load(path, map_location="cpu", weights_only=False)
         if state.get("format") != ONESTEP_FORMAT:
             raise ValueError(f"not a {ONESTEP_FORMAT} file")
-        pcfg = PolicyConfig(**{**state["policy"],
-                               "unet_channels": tuple(state["policy"]["unet_channels"])})
+        pcfg = from_dict(PolicyConfig, state["policy"])
         student = make_policy(pcfg, state["kind"], state["obs_dim"], state["act_dim"])
         student.load_state_dict(state["state_dict"])
     except Exception as e:

@@ -5,10 +5,12 @@
     loss = policy.loss(obs_hist, chunk, mask)           # behaviour cloning
     chunk = policy(obs_hist, noise)                     # (B, H, A) in bounds, deterministic
     chunk = policy.sample(obs_hist, generator)          # noise drawn from N(0, I)
+    action = student(obs_hist, noise, step)             # a policy with a clock (below)
 
 Shapes: B = batch, T = observation history, O = obs dim, H = chunk horizon, A = action dim.
 ``obs_hist`` is (B, T, O), oldest first; chunks are (B, H, A); ``mask`` (B, H) is false on
-the steps past an episode's end (padded, not learned). Chunks are clipped to the action
+the steps past an episode's end (padded, not learned); ``step`` (B,) or (B, 1) counts the
+control steps since each episode's start (0 at its first). Chunks are clipped to the action
 bounds: [-1, 1] (our tasks' action spaces) unless the policy was made with others (the range
 of a foreign dataset's actions).
 
@@ -17,6 +19,11 @@ x_t = (1 - t) x0 + t x1 and the network learns the velocity x1 - x0 at uniform t
 integrates dx/dt = v(x, t, obs) from t = 0 to 1 in ``flow_steps`` Euler steps. Given the
 noise, acting is a deterministic function of (obs, noise): DSRL steers the policy by
 choosing that noise, and export unrolls the integration into the graph.
+
+A **clock** (``PolicyConfig.clock``, MLP policies) is a one-hot of ``step mod P`` for each
+period P, appended to the normalized observations: the phase of a teacher that keeps state
+between control steps (a residual run's chunk position and held correction), which no
+observation carries, for the one-step student that imitates it.
 """
 
 from __future__ import annotations
@@ -67,6 +74,11 @@ class PolicyConfig:
     dataset's, the artifact's). The last action by default: a policy cloned from
     demonstrations that pause or hold still learns to repeat the action it sees (the copycat
     problem of cloning from observation histories), and stalls (docs/learners.md)."""
+    clock: tuple[int, ...] = ()
+    """Periods P in control steps of a clock the policy sees (module docstring): for each, a
+    one-hot of the steps since the episode's start mod P. Empty: no clock. MLP policies
+    only; a residual run's one-step student sees (its flow's executed steps, its residual's
+    decision period)."""
 
     @property
     def executed(self) -> int:
@@ -79,6 +91,8 @@ class PolicyConfig:
                               f"{self.horizon}, execute {self.execute}")
         if self.obs_history < 1 or self.flow_steps < 1 or self.width < 1 or self.blocks < 0:
             raise ConfigError("obs_history, flow_steps and width must be >= 1, blocks >= 0")
+        if any(int(p) < 1 for p in self.clock):
+            raise ConfigError(f"a clock's periods must be >= 1 control step, got {self.clock}")
 
 
 class ChunkPolicy(nn.Module, abc.ABC):
@@ -89,6 +103,7 @@ class ChunkPolicy(nn.Module, abc.ABC):
     low: torch.Tensor
     high: torch.Tensor
     obs_seen: torch.Tensor
+    clock: torch.Tensor
 
     def __init__(self, cfg: PolicyConfig, obs_norm: Normalizer, act_norm: Normalizer,
                  bounds: tuple[torch.Tensor, torch.Tensor] | None = None,
@@ -108,6 +123,9 @@ class ChunkPolicy(nn.Module, abc.ABC):
         self.register_buffer("high", high.detach().float().clone().reshape(self.act_dim))
         self.register_buffer("obs_seen", seen_mask(obs_names, cfg.ignore_obs, self.obs_dim))
         """(O,) 1 for each observation element the policy sees, 0 for those it ignores."""
+        if cfg.clock:
+            self.register_buffer("clock", clock_table(cfg.clock))
+            """(2, C) the clock's periods and phases (``clock_table``)."""
         self._register_load_state_dict_pre_hook(self._default_buffers)
 
     def _default_buffers(self, state: dict[str, torch.Tensor], prefix: str,
@@ -131,13 +149,25 @@ class ChunkPolicy(nn.Module, abc.ABC):
         """(B, H, A) actions clipped to the bounds."""
         return torch.maximum(torch.minimum(chunk, self.high), self.low)
 
-    def condition(self, obs: torch.Tensor) -> torch.Tensor:
-        """(B, T, O) observations -> (B, T * O) normalized conditioning."""
+    @property
+    def clock_dim(self) -> int:
+        """C: the clock's features (the sum of its periods; 0 without a clock)."""
+        return sum(int(p) for p in self.cfg.clock)
+
+    def condition(self, obs: torch.Tensor, step: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, T, O) observations (and for a policy with a clock, the steps ``step`` (B,)
+        or (B, 1) since the episode's start) -> (B, T * O + C) normalized conditioning."""
         if not torch.jit.is_tracing() and (
                 obs.dim() != 3 or obs.shape[1:] != (self.obs_history, self.obs_dim)):
             raise ConfigError(f"the policy takes observations (B, {self.obs_history}, "
                               f"{self.obs_dim}), got {tuple(obs.shape)}")
-        return (self.obs_norm(obs) * self.obs_seen).flatten(1)
+        cond = (self.obs_norm(obs) * self.obs_seen).flatten(1)
+        if not self.cfg.clock:
+            return cond
+        if step is None:
+            raise ConfigError(f"the policy sees a clock of periods {self.cfg.clock}: pass the "
+                              "steps since each episode's start")
+        return torch.cat([cond, clock_features(step.reshape(-1, 1), self.clock)], dim=1)
 
     @abc.abstractmethod
     def loss(self, obs: torch.Tensor, chunk: torch.Tensor,
@@ -145,15 +175,17 @@ class ChunkPolicy(nn.Module, abc.ABC):
         """Behaviour-cloning loss of chunks (B, H, A), steps outside ``mask`` not counted."""
 
     @abc.abstractmethod
-    def forward(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-        """(B, H, A) chunk within the bounds for observations (B, T, O) and noise (B, H, A)."""
+    def forward(self, obs: torch.Tensor, noise: torch.Tensor,
+                step: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, H, A) chunk within the bounds for observations (B, T, O) and noise (B, H, A)
+        (and a policy with a clock, the steps (B,) since each episode's start)."""
 
-    def sample(self, obs: torch.Tensor, generator: torch.Generator | None = None
-               ) -> torch.Tensor:
+    def sample(self, obs: torch.Tensor, generator: torch.Generator | None = None,
+               step: torch.Tensor | None = None) -> torch.Tensor:
         """(B, H, A) chunk for noise drawn from N(0, I)."""
         noise = torch.randn(obs.shape[0], self.horizon, self.act_dim, generator=generator,
                             device=obs.device)
-        return self(obs, noise)
+        return self(obs, noise, step)
 
 
 def _masked_mse(err: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -174,6 +206,9 @@ class FlowPolicy(ChunkPolicy):
                  bounds: tuple[torch.Tensor, torch.Tensor] | None = None,
                  obs_names: Sequence[str] | None = None):
         super().__init__(cfg, obs_norm, act_norm, bounds, obs_names)
+        if cfg.clock:
+            raise ConfigError("a clock is for MLP policies (one-step students); a flow "
+                              "policy has none")
         cond = cfg.obs_history * self.obs_dim
         self.net: nn.Module
         if cfg.denoiser == "unet":
@@ -202,7 +237,8 @@ class FlowPolicy(ChunkPolicy):
             x = x + dt * self.net(x, t, cond)
         return x
 
-    def forward(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+    def forward(self, obs: torch.Tensor, noise: torch.Tensor,
+                step: torch.Tensor | None = None) -> torch.Tensor:
         """(B, H, A) chunk within the bounds: ``noise`` (B, H, A) integrated along the flow."""
         return self.clip(self.act_norm.inverse(self.integrate(obs, noise)))
 
@@ -219,20 +255,33 @@ class MLPChunkPolicy(ChunkPolicy):
         super().__init__(cfg, obs_norm, act_norm, bounds, obs_names)
         width = cfg.width
         self.net = nn.Sequential(
-            nn.Linear(cfg.obs_history * self.obs_dim, width),
+            nn.Linear(cfg.obs_history * self.obs_dim + self.clock_dim, width),
             *make_blocks(cfg.block, width, cfg.blocks),
             nn.LayerNorm(width), nn.SiLU(), nn.Linear(width, cfg.horizon * self.act_dim))
 
-    def predict(self, obs: torch.Tensor) -> torch.Tensor:
+    def predict(self, obs: torch.Tensor, step: torch.Tensor | None = None) -> torch.Tensor:
         """(B, H, A) the chunk in normalized action units (before the clip)."""
-        return self.net(self.condition(obs)).view(-1, self.horizon, self.act_dim)
+        return self.net(self.condition(obs, step)).view(-1, self.horizon, self.act_dim)
 
     def loss(self, obs: torch.Tensor, chunk: torch.Tensor,
              mask: torch.Tensor | None = None) -> torch.Tensor:
         return _masked_mse(self.predict(obs) - self.act_norm(chunk), mask)
 
-    def forward(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-        return self.clip(self.act_norm.inverse(self.predict(obs)))
+    def forward(self, obs: torch.Tensor, noise: torch.Tensor,
+                step: torch.Tensor | None = None) -> torch.Tensor:
+        return self.clip(self.act_norm.inverse(self.predict(obs, step)))
+
+
+def clock_table(periods: Sequence[int]) -> torch.Tensor:
+    """(2, C) a clock's features, C = sum(periods): each one's period and phase."""
+    return torch.tensor([[float(p) for p in periods for _ in range(p)],
+                         [float(k) for p in periods for k in range(p)]])
+
+
+def clock_features(step: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    """(B, C) for the steps (B, 1) and a ``clock_table``: for each period P, the one-hot of
+    step mod P (float steps: the exported graph takes them as float32, exact below 2^24)."""
+    return (torch.remainder(step.to(table.dtype), table[0]) == table[1]).to(table.dtype)
 
 
 def seen_mask(obs_names: Sequence[str] | None, ignore: Sequence[str], obs_dim: int

@@ -11,6 +11,9 @@ policy sees the newest observations again), with every env's last T observations
 first one of an episode repeated before it). With ``ensemble`` (ACT's temporal
 ensembling) the policy is called every step and each action is the weighted mean of every
 chunk's prediction for that step, weight exp(-ensemble * i) for the i-th oldest prediction.
+With ``clock`` (a policy that sees a clock, ``PolicyConfig.clock``) the policy is called as
+``policy_fn(obs_hist, steps)``, ``steps`` (N,) the control steps since each called env's
+episode start (0 at its first).
 
 Torch tensors (the batched evaluation) and numpy arrays (the deploy loop) both work: the
 state takes the type of the first observation.
@@ -29,7 +32,8 @@ from robot_rl.controllers.xp import namespace
 from robot_rl.errors import ConfigError
 
 Array = Any  # torch.Tensor or np.ndarray
-ChunkFn = Callable[[Array], Array]
+ChunkFn = Callable[..., Array]
+"""(obs_hist (N, T, O)[, steps (N,)]) -> chunk (N, H, A)."""
 
 
 class ObsHistory:
@@ -58,7 +62,7 @@ class ChunkExecutor:
     """Per-env queues of chunked actions (see module docstring)."""
 
     def __init__(self, policy_fn: ChunkFn, horizon: int, execute: int, obs_history: int = 1,
-                 ensemble: float | None = None):
+                 ensemble: float | None = None, clock: bool = False):
         if horizon < 1 or not 1 <= execute <= horizon or obs_history < 1:
             raise ConfigError(f"need 1 <= execute <= horizon and obs_history >= 1, got "
                               f"horizon {horizon}, execute {execute}, obs_history "
@@ -68,6 +72,7 @@ class ChunkExecutor:
         self.policy_fn = policy_fn
         self.horizon, self.execute, self.obs_history = horizon, execute, obs_history
         self.ensemble = ensemble
+        self.clock = clock
         self.calls = 0
         """Policy calls so far (one per chunk and env group)."""
         self._hist = ObsHistory(obs_history)
@@ -75,6 +80,7 @@ class ChunkExecutor:
         self._weight: Array = None  # (E, H) with ensembling: the sums' weights
         self._pos: Array = None  # (E,) next action's index in the queue
         self._fresh: Array = None  # (E,) the env starts an episode at its next step
+        self._steps: Array = None  # (E,) control steps since the env's episode start
 
     def reset(self, mask: Array | None = None) -> None:
         """Envs in ``mask`` (E,) bool (all envs if None) start a new episode: their history
@@ -94,12 +100,12 @@ class ChunkExecutor:
             self._allocate(obs)
         fresh = self._fresh
         hist = self._hist.push(obs, fresh)
+        self._steps[fresh] = 0
         if self.ensemble is not None:
             return self._ensembled(xp, fresh, hist)
         need = fresh | (self._pos >= self.execute)
         if bool(need.any()):
-            chunk = self.policy_fn(hist[need])
-            self.calls += 1
+            chunk = self._call(hist[need], need)
             if self._queue is None:
                 self._queue = _zeros_like_rows(xp, chunk, E)
             self._queue[need] = chunk
@@ -107,11 +113,18 @@ class ChunkExecutor:
         self._fresh[:] = False
         action = self._queue[_arange(xp, E, obs), self._pos]
         self._pos += 1
+        self._steps += 1
         return action
 
-    def _ensembled(self, xp: Any, fresh: Array, hist: Array) -> Array:
-        chunk = self.policy_fn(hist)  # (E, H, A)
+    def _call(self, hist: Array, rows: Array | slice) -> Array:
+        """The policy on the histories of the envs in ``rows`` (with their steps)."""
         self.calls += 1
+        if self.clock:
+            return self.policy_fn(hist, self._steps[rows])  # type: ignore[call-arg]
+        return self.policy_fn(hist)
+
+    def _ensembled(self, xp: Any, fresh: Array, hist: Array) -> Array:
+        chunk = self._call(hist, slice(None))  # (E, H, A)
         if self._queue is None:
             self._queue = _zeros_like_rows(xp, chunk, chunk.shape[0])
         # a fresh env forgets its older predictions; the others' weigh exp(ensemble) more
@@ -126,6 +139,7 @@ class ChunkExecutor:
         self._weight = xp.concatenate([self._weight[:, 1:], self._weight[:, :1] * 0.0],
                                       axis=1)
         self._fresh[:] = False
+        self._steps += 1
         return action
 
     def _allocate(self, obs: Array) -> None:
@@ -142,6 +156,7 @@ class ChunkExecutor:
         self._queue = None
         self._weight = zeros(n_envs, self.horizon)
         self._pos = zeros(n_envs, dtype=long_)
+        self._steps = zeros(n_envs, dtype=long_)
         self._fresh = zeros(n_envs, dtype=bool_) | True
 
     @property

@@ -216,6 +216,50 @@ def test_observation_history_repeats_the_first_observation_of_an_episode() -> No
     assert [s.tolist() for s in seen] == [[[0, 0, 0]], [[0, 0, 1]], [[0, 1, 2]], [[7, 7, 7]]]
 
 
+@pytest.mark.parametrize("xp", [torch, np])
+def test_a_clocked_policy_is_told_the_steps_since_each_episode_start(xp) -> None:
+    """With ``clock`` the executor passes each called env's control steps since its episode
+    start: every step for a policy of one action, every ``execute`` steps for a chunk, and 0
+    again after a reset."""
+    told: list[list[int]] = []
+
+    def one(h, steps):
+        told.append([int(s) for s in steps])
+        return xp.zeros((h.shape[0], 4, 1), dtype=xp.float32)  # enough for either horizon
+
+    run = ChunkExecutor(one, horizon=1, execute=1, clock=True)
+    for t in range(4):
+        run(xp.zeros((2, 3), dtype=xp.float32))
+        if t == 1:
+            run.reset(xp.asarray([False, True]))
+    assert told == [[0, 0], [1, 1], [2, 0], [3, 1]]
+    told.clear()
+    run = ChunkExecutor(one, horizon=4, execute=2, clock=True)
+    for _ in range(5):
+        run(xp.zeros((1, 3), dtype=xp.float32))
+    assert told == [[0], [2], [4]]  # a chunk's first step
+
+
+def test_a_clock_is_a_one_hot_of_the_step_mod_each_period() -> None:
+    from robot_rl.policies.chunk_policy import clock_features, clock_table
+
+    got = clock_features(torch.tensor([[0.0], [7.0], [23.0]]), clock_table((4, 5)))
+    # 7 = 1 x 4 + 3 = 1 x 5 + 2; 23 = 5 x 4 + 3 = 4 x 5 + 3
+    want = [[1, 0, 0, 0, 1, 0, 0, 0, 0],
+            [0, 0, 0, 1, 0, 0, 1, 0, 0],
+            [0, 0, 0, 1, 0, 0, 0, 1, 0]]
+    assert got.tolist() == want
+    student = make_policy(PolicyConfig(horizon=1, clock=(4, 5)), "mlp", 3, 2)
+    hist = torch.zeros(3, 1, 3)
+    with pytest.raises(ConfigError, match="sees a clock"):
+        student(hist, torch.zeros(3, 1, 2))
+    a0, a7 = (student(hist, torch.zeros(3, 1, 2), torch.full((3,), float(t))) for t in (0, 7))
+    assert not torch.allclose(a0, a7)  # the same observations at another phase
+    torch.testing.assert_close(a7, student(hist, torch.zeros(3, 1, 2), torch.full((3,), 27.0)))
+    with pytest.raises(ConfigError, match="a clock is for MLP"):
+        make_policy(PolicyConfig(clock=(4,)), "flow", 3, 2)
+
+
 def test_temporal_ensembling_weights_older_predictions_more() -> None:
     m = 0.5
     run = ChunkExecutor(lambda h: np.ones((h.shape[0], 4, 1)) * h[:, -1, :1, None],

@@ -24,7 +24,7 @@ from robot_rl.cli.export import ExportConfig, export_cmd
 from robot_rl.config_io import to_dict
 from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
-from robot_rl.export import load_policy
+from robot_rl.export import ArtifactError, load_policy
 from robot_rl.finetune.residual import (
     ResidualConfig,
     ResidualEnv,
@@ -201,8 +201,8 @@ def test_a_residual_run_exports_what_it_evaluates(flow_run: Path, tmp_path: Path
 def test_a_residual_run_acts_step_by_step_as_its_artifact_and_distills(
         flow_run: Path, tmp_path: Path) -> None:
     """``ResidualActing`` on the task's own env is the artifact, call for call (a correction
-    held 3 calls, across episode ends); a one-step student learns it, one action per call,
-    and exports."""
+    held 3 calls, across episode ends); a one-step student that sees its teacher's clock
+    learns it, one action per call, and its artifact counts the clock as it learnt it."""
     from robot_rl.cli.learn import distill_cmd
     from robot_rl.distill import DistillConfig, distill, teacher_policy
     from robot_rl.export.modules import ResidualGraph
@@ -240,12 +240,14 @@ def test_a_residual_run_acts_step_by_step_as_its_artifact_and_distills(
     # it sees the last action, which the flow leaves out
     assert bool((student.obs_seen == 1).all()) and not bool((res_env.policy.obs_seen == 1).all())
     assert student.obs_history == res_env.policy.obs_history
+    flow_executed = res_env.policy.cfg.executed
+    assert student.cfg.clock == (flow_executed, 3)  # the chunk's position, the decision's
     assert record["teacher_success"] is not None and record["student_success"] is not None
     # along the teacher's own episodes the student's action is far nearer the teacher's
     # than the teacher's actions are to their mean
     teacher = ResidualActing(res_env.policy, ResidualGraph(teacher_policy(agent), 0.5, 3))
-    own = ChunkExecutor(lambda h: student(h, torch.zeros(h.shape[0], 1, student.act_dim)),
-                        1, 1, student.obs_history)
+    own = ChunkExecutor(lambda h, s: student(h, torch.zeros(h.shape[0], 1, student.act_dim), s),
+                        1, 1, student.obs_history, clock=True)
     obs = env.reset(seed=11)
     want, got = [], []
     with torch.no_grad():
@@ -260,10 +262,24 @@ def test_a_residual_run_acts_step_by_step_as_its_artifact_and_distills(
     export_cmd(ExportConfig(run=tmp_path / "res", policy="student", out=tmp_path / "stud"))
     stud = load_policy(tmp_path / "stud")
     assert (stud.horizon, stud.execute) == (1, 1) and stud.meta.get("residual") is None
+    assert stud.clock == (flow_executed, 3)
     hist = obs[:, None].repeat(1, student.obs_history, 1)
     with torch.no_grad():
-        ref = student(hist, torch.zeros(2, 1, student.act_dim)).numpy()
-    np.testing.assert_allclose(stud.chunk(hist.numpy()), ref, atol=1e-5)
+        ref = student(hist, torch.zeros(2, 1, student.act_dim), torch.tensor([5.0, 6.0]))
+    np.testing.assert_allclose(stud.chunk(hist.numpy(), steps=np.array([5, 6])), ref.numpy(),
+                               atol=1e-5)
+    with pytest.raises(ArtifactError, match="sees a clock"):
+        stud.chunk(hist.numpy())
+    # acting step by step, the artifact counts each env's steps from its episode's start
+    own.reset()
+    obs = env.reset(seed=12)
+    for _ in range(45):
+        with torch.no_grad():
+            a = own(obs)
+        np.testing.assert_allclose(stud(obs.numpy()), a.numpy(), atol=1e-5)
+        obs, _, _, terminated, truncated, _ = env.step(a)
+        own.reset(terminated | truncated)
+        stud.reset((terminated | truncated).numpy())
     with pytest.raises(ConfigError, match="--sees all is for a chunked teacher"):
         distill(DistillConfig(run=tmp_path / "res", sees="all"))  # an actor's student
 
