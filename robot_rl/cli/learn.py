@@ -38,7 +38,8 @@ class EvalConfig:
     dr: DRPreset | None = None
     """Domain randomization preset (default: as trained)."""
     student: bool = False
-    """Evaluate the run's distilled student (student.pt) instead of the trained actor."""
+    """Evaluate the run's distilled student instead of its policy: student.pt of a train
+    or finetune run, onestep.pt of a bc, dsrl or residual run (``robot-rl distill``)."""
     gate: bool | None = None
     """Use the safety-critic gate (default: as trained; artifacts: when they have a critic)."""
     video: Path | None = None
@@ -200,6 +201,14 @@ def evaluate_path(cfg: EvalConfig) -> EvalReport:
         env = make_train_env(train_cfg, min(cfg.num_envs, cfg.episodes), cfg.seed,
                              dr=cfg.dr)
         label = f"{train_cfg.task} / {'student' if cfg.student else 'actor'}"
+    onestep = None  # a chunked run's one-step student, on the task's own env
+    if cfg.student and kind in ("bc", "dsrl", "residual"):
+        from robot_rl.checkpoint import resolve_checkpoint, run_dir_of
+        from robot_rl.finetune.onestep import load_onestep
+
+        onestep, _ = load_onestep(run_dir_of(resolve_checkpoint(cfg.path)))
+        env = getattr(env, "env", env)  # a dsrl or residual env's own: one action per step
+        label = f"{label}: its one-step student"
     renderer = writer = None
     if cfg.video is not None:  # a DSRL env's frames: one per executed chunk
         renderer = EnvRenderer(getattr(env, "env", env), cfg.video_envs, camera=cfg.camera,
@@ -224,6 +233,11 @@ def evaluate_path(cfg: EvalConfig) -> EvalReport:
             result = evaluate(policy_fn, env, cfg.episodes, seed=cfg.seed, video=writer,
                               renderer=renderer, gate_rejected=policy_fn.rejected,
                               episode_start=lambda done: loaded.reset(done.numpy()))
+        elif onestep is not None:
+            from robot_rl.bc import evaluate_chunked
+
+            result = evaluate_chunked(onestep, env, cfg.episodes, seed=cfg.seed, video=writer,
+                                      renderer=renderer)
         elif bc_state is not None:
             from robot_rl.bc import evaluate_chunked
 

@@ -280,6 +280,16 @@ def test_a_residual_run_acts_step_by_step_as_its_artifact_and_distills(
         obs, _, _, terminated, truncated, _ = env.step(a)
         own.reset(terminated | truncated)
         stud.reset((terminated | truncated).numpy())
+    # `robot-rl eval RUN --student` evaluates the one-step student as its artifact decides
+    from robot_rl.cli.learn import EvalConfig, evaluate_path
+
+    of_run, of_art = (evaluate_path(EvalConfig(path=path, student=student_flag, episodes=4,
+                                               num_envs=2, seed=5))
+                      for path, student_flag in ((tmp_path / "res", True),
+                                                 (tmp_path / "stud", False)))
+    assert of_run.label.endswith("its one-step student")
+    assert of_run.result.success_rate == of_art.result.success_rate
+    assert of_run.result.return_mean == pytest.approx(of_art.result.return_mean, rel=1e-3)
     with pytest.raises(ConfigError, match="--sees all is for a chunked teacher"):
         distill(DistillConfig(run=tmp_path / "res", sees="all"))  # an actor's student
 
