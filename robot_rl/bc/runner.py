@@ -198,6 +198,8 @@ def chunked_policy_fn(policy: ChunkPolicy, gen: torch.Generator, ensemble: float
 
     @torch.no_grad()
     def chunk(obs_hist: torch.Tensor, steps: torch.Tensor | None = None) -> torch.Tensor:
+        if steps is None:  # no clock (a duck-typed policy may not take the argument)
+            return policy.sample(obs_hist, gen)
         return policy.sample(obs_hist, gen, steps)
 
     cfg = policy.cfg
