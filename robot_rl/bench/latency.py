@@ -36,7 +36,7 @@ def measure(artifact: Path, calls: int, warmup: int) -> dict[str, float]:
         (1, policy.obs_history, policy.obs_dim)).astype(np.float32)
     obs, base = hist[:, -1], np.zeros((1, policy.act_dim), np.float32)
     residual = policy.meta.get("residual") is not None  # a decision's call holds both graphs
-    steps = np.full(1, 7.0, np.float32) if policy.clock else None  # a clock's input
+    steps = np.full(1, 7, np.int64) if policy.clock else None  # a clock's input
     times = np.empty(calls)
     for i in range(warmup + calls):
         t0 = time.perf_counter()

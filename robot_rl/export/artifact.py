@@ -172,10 +172,10 @@ def _random_input(name: str, shape: tuple[int, ...], dtype: str, gen: torch.Gene
                   n: int = 64) -> torch.Tensor:
     if dtype == "uint8":  # an RGB image
         return torch.randint(0, 256, (n, *shape), generator=gen, dtype=torch.uint8)
+    if name == "step" and dtype == "int64":  # a clock's steps since the episode's start
+        return torch.randint(0, 1_000, (n, *shape), generator=gen)
     if dtype != "float32":
         raise ArtifactError(f"graph input {name!r} has unsupported dtype {dtype}")
-    if name == "step":  # a clock's steps since the episode's start: whole numbers
-        return torch.randint(0, 1_000, (n, *shape), generator=gen).float()
     if len(shape) > 1:  # a depth image [m], 0 where nothing returned
         return torch.rand((n, *shape), generator=gen) * 3.0
     return torch.randn((n, *shape), generator=gen) * (2.0 if name == "obs" else 1.0)

@@ -11,7 +11,7 @@ files are complete policies and ``policy.json`` records the statistics only for 
     ChunkGraph      obs (B, T O) -> chunk (B, H A): an MLP chunk policy, or a flow policy
                     whose noise a DSRL actor chooses from the newest observation; an MLP
                     that sees a clock also takes step (B, 1), the control steps since
-                    the episode's start (float32, which the runtime counts)
+                    the episode's start (int64, which the runtime counts)
     ResidualGraph   obs (B, O), base action (B, A) -> action (B, A): a residual policy's
                     bounded correction of a chunk policy's action
 """

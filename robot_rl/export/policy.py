@@ -75,7 +75,7 @@ def graph_inputs(meta: dict[str, Any]) -> list[GraphInput]:
         if chunk.get("noise_input"):
             inputs.append(("noise", (int(chunk["horizon"]) * act_dim,), "float32"))
         if chunk.get("clock"):
-            inputs.append(("step", (1,), "float32"))
+            inputs.append(("step", (1,), "int64"))
     for im in meta.get("images") or []:
         inputs.append((str(im["key"]), tuple(int(d) for d in im["shape"]), str(im["dtype"])))
     return inputs
@@ -271,7 +271,7 @@ class Policy:
             if steps is None:
                 raise ArtifactError(f"{self.path} sees a clock of periods {list(self.clock)}: "
                                     "pass the steps since each episode's start")
-            args.append(np.asarray(steps, dtype=np.float32).reshape(x.shape[0], 1))
+            args.append(np.asarray(steps, dtype=np.int64).reshape(x.shape[0], 1))
         return self._run(*args).reshape(-1, self.horizon, self.act_dim)
 
     def correct(self, obs: np.ndarray, base: np.ndarray) -> np.ndarray:

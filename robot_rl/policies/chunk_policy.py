@@ -125,7 +125,7 @@ class ChunkPolicy(nn.Module, abc.ABC):
         """(O,) 1 for each observation element the policy sees, 0 for those it ignores."""
         if cfg.clock:
             self.register_buffer("clock", clock_table(cfg.clock))
-            """(2, C) the clock's periods and phases (``clock_table``)."""
+            """(2, C) int64 the clock's periods and phases (``clock_table``)."""
         self._register_load_state_dict_pre_hook(self._default_buffers)
 
     def _default_buffers(self, state: dict[str, torch.Tensor], prefix: str,
@@ -167,7 +167,8 @@ class ChunkPolicy(nn.Module, abc.ABC):
         if step is None:
             raise ConfigError(f"the policy sees a clock of periods {self.cfg.clock}: pass the "
                               "steps since each episode's start")
-        return torch.cat([cond, clock_features(step.reshape(-1, 1), self.clock)], dim=1)
+        step = step[:, None] if step.dim() == 1 else step  # (B, 1), as the graph takes it
+        return torch.cat([cond, clock_features(step, self.clock)], dim=1)
 
     @abc.abstractmethod
     def loss(self, obs: torch.Tensor, chunk: torch.Tensor,
@@ -273,15 +274,16 @@ class MLPChunkPolicy(ChunkPolicy):
 
 
 def clock_table(periods: Sequence[int]) -> torch.Tensor:
-    """(2, C) a clock's features, C = sum(periods): each one's period and phase."""
-    return torch.tensor([[float(p) for p in periods for _ in range(p)],
-                         [float(k) for p in periods for k in range(p)]])
+    """(2, C) int64 a clock's features, C = sum(periods): each one's period and phase."""
+    return torch.tensor([[p for p in periods for _ in range(p)],
+                         [k for p in periods for k in range(p)]], dtype=torch.long)
 
 
 def clock_features(step: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
-    """(B, C) for the steps (B, 1) and a ``clock_table``: for each period P, the one-hot of
-    step mod P (float steps: the exported graph takes them as float32, exact below 2^24)."""
-    return (torch.remainder(step.to(table.dtype), table[0]) == table[1]).to(table.dtype)
+    """(B, C) float32 for the steps (B, 1) (whole numbers; the exported graph takes them as
+    int64) and a ``clock_table``: for each period P, the one-hot of step mod P."""
+    step = step if step.dtype == torch.long else step.long()  # no cast in the graph
+    return (torch.remainder(step, table[0]) == table[1]).float()
 
 
 def seen_mask(obs_names: Sequence[str] | None, ignore: Sequence[str], obs_dim: int
