@@ -261,7 +261,7 @@ class Policy:
         ``steps`` (B,), the control steps since each episode's start."""
         x = np.ascontiguousarray(np.asarray(obs_hist, dtype=np.float32).reshape(
             -1, self.obs_history * self.obs_dim))
-        args = [x]
+        args: list[np.ndarray] = [x]
         if self.noise_input:
             if noise is None:
                 noise = self._rng.standard_normal((x.shape[0], self.horizon * self.act_dim))
