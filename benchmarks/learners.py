@@ -200,9 +200,9 @@ class Args:
     95.0% seeing all (200 episodes each, before the clock; docs/performance.md)."""
     student_clock: bool = True
     """A residual teacher's student sees its teacher's clock (``robot-rl distill --clock``,
-    on by default there too): of the 92.0% residual, students of seeds 0 and 1 kept 99.8%
-    and 97.6% of its success with it, one of seed 0 93.0% without (600 paired episodes
-    each, 12,000 steps per iteration; docs/performance.md)."""
+    on by default there too): of the 92.0% residual, students of seeds 0, 1 and 2 kept
+    99.8%, 97.6% and 96.5% of its success with it, one of seed 0 93.0% without (600 paired
+    episodes each, 12,000 steps per iteration; docs/performance.md)."""
     student_dr: Literal["off", "default", "strong"] = "off"
     """Domain randomization of the student's DAgger rollouts (``robot-rl distill --dr``;
     the paired evaluation is always without)."""
