@@ -89,9 +89,6 @@ class _Run:
     """A teacher that acts step by step (a residual run's), followed along every rollout
     (it sees each observation, whoever acts); its action at each step is the label (a
     chunk of one)."""
-    clock: tuple[int, ...] = ()
-    """The periods of a stepping teacher's state in control steps (its chunk's executed
-    steps, its decision period): a student told to see its teacher's clock sees these."""
 
 
 def _load_run(ckpt: Path, cfg: DistillConfig) -> _Run:
@@ -170,8 +167,7 @@ def _residual_run(ckpt: Path, cfg: DistillConfig) -> _Run:
     def acting(gen: torch.Generator) -> ResidualActing:
         return ResidualActing(flow, graph)
 
-    return _Run(flow, None, False, make, acting, 1, ResidualActing(flow, graph),
-                (flow.cfg.executed, res_env.every))
+    return _Run(flow, None, False, make, acting, 1, ResidualActing(flow, graph))
 
 
 def student_config(teacher: PolicyConfig, cfg: DistillConfig, per_step: bool = False,
@@ -201,7 +197,8 @@ def distill_chunked(cfg: DistillConfig, console: Console | None = None
     run = _load_run(ckpt, cfg)
     torch.manual_seed(cfg.seed)
     flow = run.flow
-    student = make_policy(student_config(flow.cfg, cfg, run.stepping is not None, run.clock),
+    clock = run.stepping.periods if run.stepping is not None else ()  # its state's phase
+    student = make_policy(student_config(flow.cfg, cfg, run.stepping is not None, clock),
                           "flow" if run.noisy else "mlp",
                           flow.obs_dim, flow.act_dim)
     student.obs_norm.load_state_dict(flow.obs_norm.state_dict())

@@ -145,6 +145,12 @@ class ResidualActing:
         self.residual = residual.eval()
         self.held = HeldCorrection(residual.every)
 
+    @property
+    def periods(self) -> tuple[int, int]:
+        """The periods of its state in control steps: the base's executed steps per chunk,
+        the residual's per decision."""
+        return self.base.execute, self.held.every
+
     def reset(self, mask: torch.Tensor | None = None) -> None:
         self.base.reset(mask)
         self.held.reset(mask)

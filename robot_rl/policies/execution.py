@@ -80,7 +80,7 @@ class ChunkExecutor:
         self._weight: Array = None  # (E, H) with ensembling: the sums' weights
         self._pos: Array = None  # (E,) next action's index in the queue
         self._fresh: Array = None  # (E,) the env starts an episode at its next step
-        self._steps: Array = None  # (E,) control steps since the env's episode start
+        self._steps: Array = None  # (E,) with ``clock``: steps since the episode's start
 
     def reset(self, mask: Array | None = None) -> None:
         """Envs in ``mask`` (E,) bool (all envs if None) start a new episode: their history
@@ -100,7 +100,8 @@ class ChunkExecutor:
             self._allocate(obs)
         fresh = self._fresh
         hist = self._hist.push(obs, fresh)
-        self._steps[fresh] = 0
+        if self.clock:  # counted only for a policy that sees it: the deploy loop is hot
+            self._steps[fresh] = 0
         if self.ensemble is not None:
             return self._ensembled(xp, fresh, hist)
         need = fresh | (self._pos >= self.execute)
@@ -113,7 +114,8 @@ class ChunkExecutor:
         self._fresh[:] = False
         action = self._queue[_arange(xp, E, obs), self._pos]
         self._pos += 1
-        self._steps += 1
+        if self.clock:
+            self._steps += 1
         return action
 
     def _call(self, hist: Array, rows: Array | slice) -> Array:
@@ -139,7 +141,8 @@ class ChunkExecutor:
         self._weight = xp.concatenate([self._weight[:, 1:], self._weight[:, :1] * 0.0],
                                       axis=1)
         self._fresh[:] = False
-        self._steps += 1
+        if self.clock:
+            self._steps += 1
         return action
 
     def _allocate(self, obs: Array) -> None:
@@ -156,7 +159,7 @@ class ChunkExecutor:
         self._queue = None
         self._weight = zeros(n_envs, self.horizon)
         self._pos = zeros(n_envs, dtype=long_)
-        self._steps = zeros(n_envs, dtype=long_)
+        self._steps = zeros(n_envs, dtype=long_) if self.clock else None
         self._fresh = zeros(n_envs, dtype=bool_) | True
 
     @property
