@@ -126,6 +126,9 @@ class Args:
     bc_drop_idle: bool = True
     """Flow-BC leaves out the demonstrations' idle frames (action 0: the human-like
     pauses; ``robot-rl bc --drop-idle``)."""
+    bc_mirror: bool = False
+    """Flow-BC learns from every demonstration also as its mirror image about the arm base's
+    x-z plane (``robot-rl bc --mirror``; push on arm7)."""
     finetune_budget: float = 1800.0
     """DSRL, residual and filtered BC: wall-clock budget each [s] (see the next two)."""
     dsrl_budget: float | None = None
@@ -369,7 +372,7 @@ def row_bc(args: Args, console: Console) -> dict[str, Any]:
     cfg = BCConfig(demos=dataset(args, console), algo="bc-flow",
                    policy=PolicyConfig(horizon=args.bc_horizon, execute=args.bc_execute,
                                        width=256, blocks=2, ignore_obs=args.bc_ignore_obs),
-                   drop_idle=args.bc_drop_idle,
+                   drop_idle=args.bc_drop_idle, mirror=args.bc_mirror,
                    steps=args.bc_steps, eval_every=args.bc_steps,
                    eval_episodes=args.eval_episodes, seed=args.seed,
                    runs_dir=args.out / "runs" / _table_name(args), run_name="bc-flow",
@@ -386,7 +389,9 @@ def row_bc(args: Args, console: Console) -> dict[str, Any]:
                       + (f", not seen: {', '.join(args.bc_ignore_obs)}"
                          if runner.policy.unseen_note() else "")
                       + (f", {runner.demos.idle_dropped:,} idle frames left out"
-                         if runner.demos.idle_dropped else "")}
+                         if runner.demos.idle_dropped else "")
+                      + (f", {runner.demos.mirrored} episodes also mirrored"
+                         if runner.demos.mirrored else "")}
 
 
 def _bc_run(args: Args) -> Path:

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from robot_rl.data.format import DatasetError
+from robot_rl.data.mirror import mirror_signs, with_mirror_images
 from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
 from robot_rl.policies import ChunkData, ChunkPolicy
@@ -43,6 +44,8 @@ class Demos:
     heldout_episodes: list[int]
     idle_dropped: int = 0
     """Idle training frames left out (``BCConfig.drop_idle``)."""
+    mirrored: int = 0
+    """Mirror images of training episodes added (``BCConfig.mirror``)."""
 
     @property
     def task(self) -> str | None:
@@ -84,7 +87,13 @@ def load_demos(cfg: BCConfig) -> Demos:
         if not len(frames["action"]):
             raise DatasetError(f"every training frame of {cfg.demos} is idle (its action "
                                f"is 0): nothing to learn from (--no-drop-idle keeps them)")
-    return Demos(ds, frames, ds.frames(held) if held else None, train, held, dropped)
+    if cfg.mirror:
+        if ds.spec is None:
+            raise ConfigError(f"--mirror: {cfg.demos} is of no task of ours, whose mirror "
+                              f"image would be known")
+        frames = with_mirror_images(frames, mirror_signs(ds.spec))
+    return Demos(ds, frames, ds.frames(held) if held else None, train, held, dropped,
+                 len(train) if cfg.mirror else 0)
 
 
 def drop_idle(frames: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], int]:

@@ -94,6 +94,12 @@ class BCConfig:
     (three seeds: 24.7% against 12.2% over 600 episodes; docs/learners.md).
     Absolute-position actions are never all 0, so such datasets keep every frame;
     --no-drop-idle keeps them everywhere (the reference's choice)."""
+    mirror: bool = False
+    """Learn from every training episode twice: as recorded and as its mirror image about
+    the arm base's x-z plane (y -> -y), for a task and an arm that declare that symmetry
+    (push on arm7; ``robot_rl/data/mirror.py``), as rsl_rl's symmetry augmentation does.
+    Off by default (the reference does not); push's 20 multimodal-human demonstrations:
+    docs/learners.md."""
     holdout: float | None = None
     """Fraction of the episodes (drawn with --seed, at least one) held out to measure the
     action error on (default: 0.1 for a dataset that matches none of our simulated tasks,

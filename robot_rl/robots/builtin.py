@@ -30,6 +30,10 @@ def arm7() -> RobotSpec:
         # joints at the same rate (|a| = 1 with scale 0.1 rad -> 1.5 rad/s steady).
         kp=(600.0, 1200.0, 700.0, 700.0, 120.0, 120.0, 100.0),
         kd=(40.0, 80.0, 140.0 / 3.0, 140.0 / 3.0, 8.0, 8.0, 20.0 / 3.0),
+        # at home every joint axis lies in the x-z plane (1, 3, 5, 7: reflected, so their
+        # angles change sign) or along y (2, 4, 6: kept); the hand's -45 degrees undo joint
+        # 7's home 45 (tests/test_mirror.py checks the kinematics)
+        mirror=(-1.0, 1.0, -1.0, 1.0, -1.0, 1.0, -1.0),
         gripper=GripperSpec(
             actuator="gripper",
             joints=("finger_left", "finger_right"),

@@ -75,6 +75,13 @@ class RobotSpec:
     """Default joint damping for the joint PD law [Nm s/rad]."""
     gripper: GripperSpec | None = None
     """The gripper, if the arm has one."""
+    mirror: tuple[float, ...] | None = None
+    """The arm's mirror symmetry, if it has one: the sign (+1 or -1) of each joint's offset
+    from ``home`` in the arm's mirror image about its base's x-z plane (y -> -y): the
+    configuration ``home + mirror * (q - home)`` puts the end effector at (x, -y, z) where
+    ``q`` puts it at (x, y, z), and its orientation S R S with S = diag(1, -1, 1). Used to
+    mirror demonstrations (``robot_rl.data.mirror``). None: not mirror-symmetric, or not
+    known."""
 
     @property
     def num_joints(self) -> int:
@@ -82,7 +89,8 @@ class RobotSpec:
 
     def __post_init__(self) -> None:
         n = len(self.joint_names)
-        for field in ("actuator_names", "home", "q_min", "q_max", "qd_max", "tau_max", "kp", "kd"):
+        for field in ("actuator_names", "home", "q_min", "q_max", "qd_max", "tau_max", "kp", "kd",
+                      *(("mirror",) if self.mirror is not None else ())):
             value = getattr(self, field)
             if len(value) != n:
                 raise ConfigError(
@@ -96,6 +104,9 @@ class RobotSpec:
             raise ConfigError(f"robot {self.name!r}: home pose is outside the joint limits")
         if min(self.qd_max) <= 0 or min(self.tau_max) <= 0:
             raise ConfigError(f"robot {self.name!r}: qd_max and tau_max must be positive")
+        if self.mirror is not None and any(m not in (-1.0, 1.0) for m in self.mirror):
+            raise ConfigError(f"robot {self.name!r}: mirror holds a sign (+1 or -1) per "
+                              f"joint, got {self.mirror}")
 
     def load_spec(self) -> mujoco.MjSpec:
         """Parse the MJCF into an MjSpec, with errors naming the file."""

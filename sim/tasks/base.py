@@ -207,6 +207,12 @@ def decimation_for(rate_hz: float, physics_dt: float) -> int:
 
 Term = Callable[[SimState, Any], torch.Tensor]
 ResetFn = Callable[[SimState, torch.Tensor, Any, torch.Generator], None]
+Mirror = tuple[float, ...] | Literal["joints", "action"]
+"""How an observation term looks in the mirror image about the robot base's x-z plane
+(y -> -y): the sign of each of its elements, or "joints" (the robot's ``RobotSpec.mirror``
+signs, one per joint) or "action" (the action space's signs: ``robot_rl.data.mirror``)."""
+Y_MIRROR: tuple[float, float, float] = (1.0, -1.0, 1.0)
+"""A world-frame position or velocity in the mirror image: y changes sign."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,3 +258,8 @@ class TaskDef:
     """(lo, hi) world-frame box of the end-effector site for the end-effector action spaces'
     target box (``EEDeltaConfig.box_lo/hi``; ``robot-rl record --target-box``): where the
     task's work is, with the hand at rest above the table; None: the task has none."""
+    mirror: dict[str, Mirror] | None = None
+    """The task's mirror symmetry about the robot base's x-z plane, if its scene, reset
+    distribution, rewards and success are symmetric under y -> -y: each observation term's
+    signs there (``Mirror``). Demonstrations of such a task on a mirror-symmetric arm can be
+    doubled with their mirror images (``robot-rl bc --mirror``). None: not symmetric."""

@@ -122,6 +122,25 @@ def test_a_run_learns_without_the_pauses_of_human_like_demos(tmp_path: Path) -> 
     assert (kept.demos.idle_dropped, len(kept.data)) == (0, len(action))
 
 
+def test_mirror_learns_every_episode_also_as_its_mirror_image(demos: Path, tmp_path: Path
+                                                              ) -> None:
+    import numpy as np
+
+    from robot_rl.data.mirror import mirror_signs
+
+    frames = Dataset(demos).frames()
+    runner = BCRunner(_cfg(demos, tmp_path, eval_episodes=0, drop_idle=False, mirror=True),
+                      console=Console(file=sys.stderr))
+    n = len(frames["action"])
+    assert (runner.demos.mirrored, len(runner.data)) == (3, 2 * n)
+    signs = mirror_signs(Dataset(demos).spec)  # push in joint offsets: joints 1, 3, 5, 7
+    assert signs.action.tolist() == [-1, 1, -1, 1, -1, 1, -1]
+    np.testing.assert_array_equal(runner.demos.train["observation.state"][n:],
+                                  frames["observation.state"] * signs.obs)
+    np.testing.assert_array_equal(runner.demos.train["action"][n:], frames["action"] * signs.action)
+    assert runner.train()[-1]["loss"] > 0
+
+
 def test_runs_from_before_drop_idle_kept_every_frame(demos: Path, tmp_path: Path) -> None:
     from robot_rl.bc.runner import saved_config
     from robot_rl.config_io import to_dict

@@ -1,0 +1,145 @@
+"""Mirror images of demonstrations (robot_rl/data/mirror.py, ``robot-rl bc --mirror``)."""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import pytest
+import torch
+
+from robot_rl.data.format import DatasetSpec
+from robot_rl.data.mirror import (
+    EPISODE_OFFSET,
+    MirrorSigns,
+    action_signs,
+    mirror_signs,
+    with_mirror_images,
+)
+from robot_rl.errors import ConfigError
+from robot_rl.robots import get_robot
+
+S = np.diag([1.0, -1.0, 1.0])
+
+
+def test_arm7s_mirror_signs_are_its_kinematics() -> None:
+    robot = get_robot("arm7")
+    assert robot.mirror is not None
+    model = mujoco.MjModel.from_xml_path(str(robot.mjcf))
+    data = mujoco.MjData(model)
+    home, signs = np.asarray(robot.home), np.asarray(robot.mirror)
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        dq = rng.uniform(-0.6, 0.6, robot.num_joints)
+        poses = []
+        for q in (home + dq, home + signs * dq):
+            data.qpos[:robot.num_joints] = q
+            mujoco.mj_kinematics(model, data)
+            site = data.site(robot.ee_site)
+            poses.append((site.xpos.copy(), site.xmat.reshape(3, 3).copy()))
+        (p, r), (pm, rm) = poses
+        np.testing.assert_allclose(pm, S @ p, atol=1e-12)
+        # about the tool axis to 0.8 mrad: home's joint 7 is 0.785, the hand's turn pi/4
+        np.testing.assert_allclose(rm, S @ r @ S, atol=1e-3)
+        np.testing.assert_allclose(rm[:, 2], (S @ r @ S)[:, 2], atol=1e-12)
+    # a wrong sign is caught: joint 2 does not change sign
+    data.qpos[:robot.num_joints] = home + np.eye(robot.num_joints)[1] * 0.3
+    mujoco.mj_kinematics(model, data)
+    p = data.site(robot.ee_site).xpos.copy()
+    data.qpos[:robot.num_joints] = home - np.eye(robot.num_joints)[1] * 0.3
+    mujoco.mj_kinematics(model, data)
+    assert np.abs(data.site(robot.ee_site).xpos - S @ p).max() > 0.01
+
+
+def _push_spec(action_space: dict, obs_names: tuple[str, ...] | None = None,
+               task: str = "push", robot: str = "arm7") -> DatasetSpec:
+    names = obs_names or tuple(
+        f"{term}.{i}" for term, width in (("joint_pos", 7), ("joint_vel", 7), ("ee_pos", 3),
+                                          ("puck_pos", 3), ("goal", 2), ("ee_to_puck", 3),
+                                          ("puck_to_goal", 2), ("last_action", 3))
+        for i in range(width))
+    return DatasetSpec(fps=50.0, robot_type=robot, task=task, task_text="", obs_names=names,
+                       action_names=(), action_space=action_space, joint_names=())
+
+
+EE_POSITION = {"type": "ee_delta", "rotation": False, "gripper": False, "box_lo": None,
+               "box_hi": None}
+
+
+def test_the_signs_of_push_in_end_effector_positions() -> None:
+    signs = mirror_signs(_push_spec(EE_POSITION))
+    joints = [-1, 1, -1, 1, -1, 1, -1]
+    y3, y2 = [1, -1, 1], [1, -1]
+    np.testing.assert_array_equal(signs.obs, joints + joints + y3 + y3 + y2 + y3 + y2 + y3)
+    np.testing.assert_array_equal(signs.action, y3)
+
+
+def test_the_signs_of_each_action_space() -> None:
+    arm = get_robot("arm7")
+    joints = [-1, 1, -1, 1, -1, 1, -1]
+    assert action_signs({"type": "joint_delta", "gripper": True}, arm).tolist() == joints + [1]
+    assert action_signs({"type": "joint_delta", "gripper": False}, arm).tolist() == joints
+    assert action_signs({"type": "ee_delta", "rotation": True, "gripper": True}, arm
+                        ).tolist() == [1, -1, 1, -1, 1, -1, 1]
+    assert action_signs({"type": "ee_pose", "lo": (0.2, -0.4, 0.0), "hi": (0.8, 0.4, 0.5),
+                         "rotation": False, "gripper": False}, arm).tolist() == [1, -1, 1]
+    with pytest.raises(ConfigError, match="centred on y = 0"):
+        action_signs({"type": "ee_pose", "lo": (0.2, -0.3, 0.0), "hi": (0.8, 0.4, 0.5)}, arm)
+
+
+def test_what_has_no_mirror_image_is_refused() -> None:
+    with pytest.raises(ConfigError, match="task 'reach' declares no mirror"):
+        mirror_signs(_push_spec(EE_POSITION, task="reach"))
+    with pytest.raises(ConfigError, match="robot 'pusher' declares no mirror"):
+        mirror_signs(_push_spec({"type": "joint_delta", "gripper": False}, robot="pusher"))
+    with pytest.raises(ConfigError, match="no mirror image of its observation term 'cube'"):
+        mirror_signs(_push_spec(EE_POSITION, obs_names=("goal.0", "goal.1", "cube.0")))
+    with pytest.raises(ConfigError, match="'goal' has 2 signs, the dataset 3"):
+        mirror_signs(_push_spec(EE_POSITION, obs_names=("goal.0", "goal.1", "goal.2")))
+
+
+def test_every_episode_comes_twice() -> None:
+    frames = {"observation.state": np.arange(6, dtype=np.float32).reshape(3, 2),
+              "action": np.ones((3, 1), np.float32), "episode_index": np.array([0, 0, 4])}
+    signs = MirrorSigns(np.array([1.0, -1.0], np.float32), np.array([-1.0], np.float32))
+    out = with_mirror_images(frames, signs)
+    np.testing.assert_array_equal(out["observation.state"][3:], [[0, -1], [2, -3], [4, -5]])
+    np.testing.assert_array_equal(out["action"][:, 0], [1, 1, 1, -1, -1, -1])
+    assert out["episode_index"].tolist() == [0, 0, 4, EPISODE_OFFSET, EPISODE_OFFSET,
+                                             EPISODE_OFFSET + 4]
+
+
+def test_a_mirrored_push_episode_is_an_episode_of_push() -> None:
+    """The signs against the physics: one env runs the expert, a second starts from the
+    mirror image of its state and takes the mirror images of its actions; its
+    observations stay the mirror images of the first's."""
+    from robot_rl.recording.record import named_action
+    from robot_rl.sim import make_env
+
+    action = named_action("push", "ee-position")
+    env = make_env("push", 2, seed=3, nthread=1, action=action, episode_length=200)
+    signs = mirror_signs(_push_spec(EE_POSITION))
+    st, robot = env.state, env.state.robot
+    env.reset(seed=3)
+    home, m = torch.as_tensor(robot.home, dtype=st.dtype), torch.as_tensor(robot.mirror,
+                                                                          dtype=st.dtype)
+    qpos, qvel = st.backend.qpos, st.backend.qvel
+    qpos[1], qvel[1] = qpos[0], qvel[0]
+    st.set_joint_pos(torch.tensor([1]), (home + m * (st.joint_pos[0] - home))[None])
+    puck = st.qpos_slice("puck_joint")
+    qpos[1, puck.start + 1] *= -1
+    st.buffers["goal"][1] = st.buffers["goal"][0] * torch.tensor([1.0, -1.0, 1.0])
+    st.backend.mocap_pos[1] = st.buffers["goal"][1].to(st.backend.mocap_pos.dtype)
+    st.backend.forward(torch.arange(2))
+    obs = env.observe(noise=False).numpy()
+    np.testing.assert_allclose(obs[1], obs[0] * signs.obs, atol=1e-6)
+    worst = np.zeros(env.obs_dim)
+    for _ in range(150):
+        a = env.expert_action()[:1]
+        obs_t, *_ = env.step(torch.cat([a, a * torch.as_tensor(signs.action)]))
+        o = obs_t.numpy()
+        worst = np.maximum(worst, np.abs(o[1] - o[0] * signs.obs))
+    assert float(np.linalg.norm(o[0, 17:19] - obs[0, 17:19])) > 0.02  # the puck was pushed
+    # contact is not bit-symmetric: 2 mm on the puck, 0.04 rad/s on a joint while pushing
+    velocity = np.zeros(env.obs_dim, dtype=bool)
+    velocity[7:14] = True
+    assert worst[~velocity].max() < 5e-3 and worst[velocity].max() < 0.1
