@@ -2,13 +2,15 @@
 
     signs = mirror_signs(ds.spec)                  # what changes sign under y -> -y
     frames = with_mirror_images(frames, signs)     # every episode twice: as recorded, mirrored
+    batch = mirror_half(batch, signs, gen)         # replay: each transition mirrored or not
 
 Where a task's scene, reset distribution, rewards and success are symmetric under y -> -y
 (``TaskDef.mirror``) and so is its arm (``RobotSpec.mirror``), the mirror image of a recorded
 episode is an episode of the same task: the observation and the action with the signs
 below. Doubling a few demonstrations this way is the symmetry augmentation rsl_rl's PPO
 offers its legged tasks (``symmetry_cfg``'s data augmentation), here for behaviour cloning
-(``robot-rl bc --mirror``).
+(``robot-rl bc --mirror``), and for off-policy RL, whose replay transitions are mirrored at
+random as they are sampled (``robot-rl residual --mirror``).
 
 The action's signs follow from its space: joint spaces take the arm's joint signs;
 end-effector spaces flip a position's y and an axis-angle rotation's x and z (an axial
@@ -22,9 +24,11 @@ import dataclasses
 from typing import Any
 
 import numpy as np
+import torch
 
 from robot_rl.data.format import DatasetSpec
 from robot_rl.errors import ConfigError
+from robot_rl.replay import Batch
 from robot_rl.robots import RobotSpec, get_robot
 from robot_rl.sim.tasks import get_task
 from robot_rl.sim.tasks.base import Y_MIRROR
@@ -44,6 +48,11 @@ class MirrorSigns:
 
     obs: np.ndarray
     action: np.ndarray
+
+    def with_action_in_obs(self) -> MirrorSigns:
+        """The signs of an observation completed with an action (O + A,): the residual's,
+        whose observation ends with the base's action."""
+        return MirrorSigns(np.concatenate([self.obs, self.action]), self.action)
 
 
 def action_signs(space: dict[str, Any], robot: RobotSpec) -> np.ndarray:
@@ -117,3 +126,22 @@ def with_mirror_images(frames: dict[str, np.ndarray], signs: MirrorSigns
     ``mirrored``)."""
     mirror = mirrored(frames, signs)
     return {k: np.concatenate([frames[k], v]) for k, v in mirror.items()}
+
+
+def mirror_half(batch: Batch, signs: MirrorSigns, gen: torch.Generator) -> Batch:
+    """The batch with each transition replaced by its mirror image with probability 1/2:
+    its observation, next observation and action times their signs; the reward, cost and
+    end are the mirror image's own (the task is symmetric). Other tensors (``extra``) are
+    kept as they are."""
+    dev = batch.obs.device
+    flip = torch.rand(batch.obs.shape[0], 1, generator=gen, device=gen.device).to(dev) < 0.5
+    obs = torch.as_tensor(signs.obs, device=dev)
+    act = torch.as_tensor(signs.action, device=dev)
+    if batch.obs.shape[1] != obs.shape[0] or batch.action.shape[1] != act.shape[0]:
+        raise ConfigError(f"mirror signs of {obs.shape[0]} observation and {act.shape[0]} "
+                          f"action elements, transitions of {batch.obs.shape[1]} and "
+                          f"{batch.action.shape[1]}")
+    return dataclasses.replace(batch, obs=torch.where(flip, batch.obs * obs, batch.obs),
+                               next_obs=torch.where(flip, batch.next_obs * obs,
+                                                    batch.next_obs),
+                               action=torch.where(flip, batch.action * act, batch.action))

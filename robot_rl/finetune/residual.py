@@ -45,6 +45,7 @@ from rich.console import Console
 from robot_rl.algos import SAC, SACConfig
 from robot_rl.bc import bc_env, bc_task_config, load_bc_policy
 from robot_rl.checkpoint import load_checkpoint
+from robot_rl.data.mirror import MirrorSigns, mirror_half, mirror_signs
 from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate_agent
@@ -242,6 +243,14 @@ class ResidualConfig(TrainConfig):
     goal, the flow standing still). No reference does this: 0 (on push, 2 s ended level
     with it, docs/performance.md)."""
 
+    mirror: bool = False
+    """Replace each sampled transition by its mirror image about the arm base's x-z plane
+    with probability 1/2 (observation and base action, residual, next observation), for a
+    task and an arm that declare that symmetry (push on arm7; ``robot_rl/data/mirror.py``):
+    the critics and the actor learn from twice the states the env showed. The flow's signs
+    come from its dataset. No reference does this for the residual (rsl_rl's PPO mirrors
+    its samples, ``symmetry_cfg``): off (push: docs/learners.md)."""
+
     def validate(self) -> None:
         super().validate()
         if not 0.0 < self.scale <= 2.0:
@@ -321,6 +330,8 @@ class ResidualRunner(Runner):
         self.flow_policy, self.bc_cfg = policy, bc_cfg
         self.demos: ReplayBuffer | None = None
         """The demonstrations of --demo-ratio (``before_training``)."""
+        self.mirror = residual_mirror(bc_cfg.demos, self.env.obs_dim) if cfg.mirror else None
+        """The signs of a transition's mirror image (--mirror)."""
         held = "" if cfg.every == 1 else f", held {cfg.every} control steps"
         steps = cfg.overtime_steps(env_cfg.control_dt)
         overtime = f"; failed training episodes run {steps} control steps on" if steps else ""
@@ -376,11 +387,13 @@ class ResidualRunner(Runner):
         super().store(obs, action, reward, cost, terminated, truncated, info, keep)
 
     def sample_batch(self) -> Batch:
-        """With demonstrations, ``demo_ratio`` of the batch from them (``mixed_batch``)."""
-        if self.demos is None:
-            return super().sample_batch()
-        return mixed_batch(self.demos, self.buffer, self.cfg.sac.batch_size,
-                           self.cfg.demo_ratio, self.agent.gen)
+        """With demonstrations, ``demo_ratio`` of the batch from them (``mixed_batch``);
+        with --mirror, each transition mirrored with probability 1/2."""
+        batch = super().sample_batch() if self.demos is None else mixed_batch(
+            self.demos, self.buffer, self.cfg.sac.batch_size, self.cfg.demo_ratio,
+            self.agent.gen)
+        return batch if self.mirror is None else mirror_half(batch, self.mirror,
+                                                             self.agent.gen)
 
     def extra_state(self) -> dict[str, Any]:
         """The ramp's generator, so a resumed run draws the masks it would have drawn."""
@@ -399,6 +412,20 @@ class ResidualRunner(Runner):
         """The residual actor's mean on the flow's zero-noise chunks, ungated: the exported
         artifact runs exactly this (its cost critic would score residuals, not actions)."""
         return evaluate_agent(self.agent, env, episodes, seed=seed, gate=False)
+
+
+def residual_mirror(demos: Path, obs_dim: int) -> MirrorSigns:
+    """The signs of a residual transition's mirror image, from the flow's dataset: its
+    observation's and then its action's (the base's), and the action's for the residual."""
+    spec = Dataset(demos).spec
+    if spec is None:
+        raise ConfigError(f"--mirror: the flow's dataset {demos} is of no task of ours, whose "
+                          f"mirror image would be known")
+    signs = mirror_signs(spec).with_action_in_obs()
+    if len(signs.obs) != obs_dim:
+        raise ConfigError(f"--mirror: {demos} observes {len(signs.obs) - len(signs.action)} "
+                          f"elements, the residual's env {obs_dim - len(signs.action)}")
+    return signs
 
 
 def explore_mask(rate: float, num_envs: int, gen: torch.Generator) -> torch.Tensor:

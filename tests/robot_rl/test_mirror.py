@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import mujoco
 import numpy as np
 import pytest
@@ -15,6 +17,7 @@ from robot_rl.data.mirror import (
     mirror_signs,
     with_mirror_images,
 )
+from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
 from robot_rl.robots import get_robot
 
@@ -143,3 +146,63 @@ def test_a_mirrored_push_episode_is_an_episode_of_push() -> None:
     velocity = np.zeros(env.obs_dim, dtype=bool)
     velocity[7:14] = True
     assert worst[~velocity].max() < 5e-3 and worst[velocity].max() < 0.1
+
+
+def test_mirror_half_replaces_about_half_the_transitions_by_their_images() -> None:
+    from robot_rl.data.mirror import mirror_half
+    from robot_rl.replay import Batch
+
+    g = torch.Generator().manual_seed(0)
+    batch = Batch(obs=torch.rand(400, 3) + 1, action=torch.rand(400, 2) + 1,
+                  reward=torch.rand(400), cost=torch.rand(400), next_obs=torch.rand(400, 3) + 1,
+                  terminated=torch.zeros(400))
+    signs = MirrorSigns(np.array([1.0, -1.0, -1.0], np.float32), np.array([-1.0, 1.0],
+                                                                           np.float32))
+    out = mirror_half(batch, signs, g)
+    flipped = out.obs[:, 1] < 0
+    assert 150 < int(flipped.sum()) < 250
+    s_obs, s_act = torch.as_tensor(signs.obs), torch.as_tensor(signs.action)
+    for field, s in (("obs", s_obs), ("next_obs", s_obs), ("action", s_act)):
+        new, old = getattr(out, field), getattr(batch, field)
+        assert torch.equal(new[flipped], old[flipped] * s)
+        assert torch.equal(new[~flipped], old[~flipped])
+    assert torch.equal(out.reward, batch.reward) and torch.equal(out.cost, batch.cost)
+    with pytest.raises(ConfigError, match="2 observation and 2 action"):
+        mirror_half(batch, MirrorSigns(signs.obs[:2], signs.action), g)
+
+
+def test_a_residual_learns_from_mirrored_transitions(tmp_path: Path) -> None:
+    import sys
+
+    from rich.console import Console
+
+    from robot_rl.algos import SACConfig
+    from robot_rl.finetune.residual import ResidualConfig, ResidualRunner
+    from robot_rl.runner import Runner
+    from tests.robot_rl.flow_runs import tiny_bc_runs
+
+    tiny_bc_runs(tmp_path / "push", "push", episode_length=20, horizon=4, execute=2)
+    tiny_bc_runs(tmp_path / "reach", "reach", episode_length=20, horizon=4, execute=2)
+
+    def cfg(task: str) -> ResidualConfig:
+        return ResidualConfig(policy=tmp_path / task / "bc-flow", num_envs=2,
+                              runs_dir=tmp_path / "runs", run_name=task, progress=False,
+                              safety="off", total_steps=80, every=1, mirror=True,
+                              sac=SACConfig(actor_hidden=(8,), critic_hidden=(8,),
+                                            batch_size=32, learning_starts=16))
+
+    runner = ResidualRunner(cfg("push"), console=Console(file=sys.stderr))
+    assert runner.mirror is not None  # the flow's observation, then its action (the base's)
+    signs = mirror_signs(Dataset(tmp_path / "push" / "demos").spec)
+    np.testing.assert_array_equal(runner.mirror.obs, np.concatenate([signs.obs, signs.action]))
+    runner.train()
+    assert runner.agent.updates > 0
+    state = runner.agent.gen.get_state()
+    plain = Runner.sample_batch(runner)
+    runner.agent.gen.set_state(state)
+    mixed = runner.sample_batch()
+    same = (mixed.obs == plain.obs).all(1)
+    mirrored = (mixed.obs == plain.obs * torch.as_tensor(runner.mirror.obs)).all(1)
+    assert bool((same | mirrored).all()) and 0 < int((~same).sum()) < 32
+    with pytest.raises(ConfigError, match="task 'reach' declares no mirror"):
+        ResidualRunner(cfg("reach"), console=Console(file=sys.stderr))
