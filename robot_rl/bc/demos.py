@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from robot_rl.data.format import DatasetError
-from robot_rl.data.mirror import mirror_signs, with_mirror_images
+from robot_rl.data.mirror import dataset_mirror_signs, with_mirror_images
 from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
 from robot_rl.policies import ChunkData, ChunkPolicy
@@ -88,10 +88,7 @@ def load_demos(cfg: BCConfig) -> Demos:
             raise DatasetError(f"every training frame of {cfg.demos} is idle (its action "
                                f"is 0): nothing to learn from (--no-drop-idle keeps them)")
     if cfg.mirror:
-        if ds.spec is None:
-            raise ConfigError(f"--mirror: {cfg.demos} is of no task of ours, whose mirror "
-                              f"image would be known")
-        frames = with_mirror_images(frames, mirror_signs(ds.spec))
+        frames = with_mirror_images(frames, dataset_mirror_signs(ds))
     return Demos(ds, frames, ds.frames(held) if held else None, train, held, dropped,
                  len(train) if cfg.mirror else 0)
 

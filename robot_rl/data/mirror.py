@@ -1,6 +1,6 @@
 """Mirror images of demonstrations, for a task and an arm symmetric about the base's x-z plane.
 
-    signs = mirror_signs(ds.spec)                  # what changes sign under y -> -y
+    signs = dataset_mirror_signs(ds)               # what changes sign under y -> -y
     frames = with_mirror_images(frames, signs)     # every episode twice: as recorded, mirrored
     batch = mirror_half(batch, signs, gen)         # replay: each transition mirrored or not
 
@@ -27,16 +27,15 @@ import numpy as np
 import torch
 
 from robot_rl.data.format import DatasetSpec
+from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
 from robot_rl.replay import Batch
 from robot_rl.robots import RobotSpec, get_robot
 from robot_rl.sim.tasks import get_task
-from robot_rl.sim.tasks.base import Y_MIRROR
+from robot_rl.sim.tasks.base import AXIAL_MIRROR, Y_MIRROR
 
 _JOINT_SPACES = ("joint_delta", "joint_velocity", "joint_torque")
 _EE_SPACES = ("ee_delta", "ee_pose")
-_ROTATION = (-1.0, 1.0, -1.0)
-"""An axis-angle rotation (an axial vector) in the mirror image."""
 
 EPISODE_OFFSET = 1_000_000
 """A mirrored episode's index: the recorded one's plus this."""
@@ -67,7 +66,7 @@ def action_signs(space: dict[str, Any], robot: RobotSpec) -> np.ndarray:
         if lo is not None and hi is not None and not np.isclose(lo[1], -hi[1]):
             raise ConfigError(f"{kind} actions in a box from y = {lo[1]:g} to {hi[1]:g} m: "
                               f"their mirror image needs a box centred on y = 0")
-        signs = [*Y_MIRROR, *(_ROTATION if space.get("rotation", True) else ())]
+        signs = [*Y_MIRROR, *(AXIAL_MIRROR if space.get("rotation", True) else ())]
     else:
         raise ConfigError(f"no mirror image for {kind!r} actions (mirrored: "
                           f"{', '.join(_JOINT_SPACES + _EE_SPACES)})")
@@ -102,6 +101,14 @@ def mirror_signs(spec: DatasetSpec) -> MirrorSigns:
                               f"signs, the dataset {width} elements")
         obs.extend(signs)
     return MirrorSigns(np.asarray(obs, dtype=np.float32), action)
+
+
+def dataset_mirror_signs(ds: Dataset) -> MirrorSigns:
+    """``mirror_signs`` of a dataset; a clear error for one of no task of ours."""
+    if ds.spec is None:
+        raise ConfigError(f"--mirror: {ds.root} is a dataset of no task of ours, whose mirror "
+                          f"image would be known")
+    return mirror_signs(ds.spec)
 
 
 def _joint_signs(robot: RobotSpec, what: str) -> tuple[float, ...]:

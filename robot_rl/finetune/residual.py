@@ -45,7 +45,7 @@ from rich.console import Console
 from robot_rl.algos import SAC, SACConfig
 from robot_rl.bc import bc_env, bc_task_config, load_bc_policy
 from robot_rl.checkpoint import load_checkpoint
-from robot_rl.data.mirror import MirrorSigns, mirror_half, mirror_signs
+from robot_rl.data.mirror import MirrorSigns, dataset_mirror_signs, mirror_half
 from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate_agent
@@ -417,11 +417,7 @@ class ResidualRunner(Runner):
 def residual_mirror(demos: Path, obs_dim: int) -> MirrorSigns:
     """The signs of a residual transition's mirror image, from the flow's dataset: its
     observation's and then its action's (the base's), and the action's for the residual."""
-    spec = Dataset(demos).spec
-    if spec is None:
-        raise ConfigError(f"--mirror: the flow's dataset {demos} is of no task of ours, whose "
-                          f"mirror image would be known")
-    signs = mirror_signs(spec).with_action_in_obs()
+    signs = dataset_mirror_signs(Dataset(demos)).with_action_in_obs()
     if len(signs.obs) != obs_dim:
         raise ConfigError(f"--mirror: {demos} observes {len(signs.obs) - len(signs.action)} "
                           f"elements, the residual's env {obs_dim - len(signs.action)}")

@@ -213,6 +213,9 @@ Mirror = tuple[float, ...] | Literal["joints", "action"]
 signs, one per joint) or "action" (the action space's signs: ``robot_rl.data.mirror``)."""
 Y_MIRROR: tuple[float, float, float] = (1.0, -1.0, 1.0)
 """A world-frame position or velocity in the mirror image: y changes sign."""
+AXIAL_MIRROR: tuple[float, float, float] = (-1.0, 1.0, -1.0)
+"""An axial vector (angular velocity, axis-angle rotation) in the mirror image: S w -> -S w
+for S = diag(1, -1, 1), so x and z change sign."""
 
 
 @dataclasses.dataclass(frozen=True)

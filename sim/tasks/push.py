@@ -12,7 +12,7 @@ from robot_rl.robots import RobotSpec
 from robot_rl.sim.scene import SceneBuilder
 from robot_rl.sim.state import SimState
 from robot_rl.sim.tasks import terms
-from robot_rl.sim.tasks.base import Y_MIRROR, ModalExpert, TaskConfig, TaskDef
+from robot_rl.sim.tasks.base import AXIAL_MIRROR, Y_MIRROR, ModalExpert, TaskConfig, TaskDef
 from robot_rl.sim.tasks.motion import eased_down, move_ee
 
 Vec2 = tuple[float, float]
@@ -252,8 +252,7 @@ TASK = TaskDef(
     mirror={"joint_pos": "joints", "joint_vel": "joints", "ee_pos": Y_MIRROR,
             "puck_pos": Y_MIRROR, "goal": Y_MIRROR[:2], "ee_to_puck": Y_MIRROR,
             "puck_to_goal": Y_MIRROR[:2], "last_action": "action",
-            # linear velocity like a position; angular velocity an axial vector
-            "puck_vel": (*Y_MIRROR, -1.0, 1.0, -1.0)},
+            "puck_vel": (*Y_MIRROR, *AXIAL_MIRROR)},  # linear, then angular velocity
     # The puck's and the goal's boxes with room behind the puck, and a floor where the hand
     # (its lowest corner 8.8 mm below the site at the home orientation) stays 21 mm above
     # the shield's floor (5 mm) at rest, so the floor layer passes a hand coming down onto
