@@ -101,6 +101,9 @@ class Args:
     """SAC from scratch: wall-clock budget [s] (it also stops two evaluations after 95%)."""
     sac_updates: int = 2
     """SAC: gradient steps per vector step of 16 envs."""
+    sac_mirror: bool = False
+    """Each of SAC's sampled transitions mirrored with probability 1/2 (``robot-rl train
+    --mirror``; push on arm7)."""
     rlpd_budget: float = 1500.0
     rlpd_critics: int = 10
     """RLPD's critic ensemble (its reference: 10)."""
@@ -112,6 +115,9 @@ class Args:
     ratio, where the temperature comes down 160x slower per env step than at UTD 20)."""
     rlpd_demo_ratio: float = 0.5
     """RLPD: share of each batch drawn from the demonstrations (its reference: 0.5)."""
+    rlpd_mirror: bool = False
+    """Each of RLPD's sampled transitions (demonstrations and online) mirrored with
+    probability 1/2 (``robot-rl finetune --mirror``; push on arm7)."""
     rlpd_freeze_normalizer: bool = True
     """RLPD: the observation normalizer frozen at the demonstrations' statistics (ours; the
     reference normalizes nothing); off: running statistics, as SAC from scratch."""
@@ -340,14 +346,15 @@ def row_sac(args: Args, console: Console) -> dict[str, Any]:
     from robot_rl.runner import Runner, TrainConfig
 
     cfg = TrainConfig(task=args.task, env=_env(args), time_budget=args.sac_budget,
-                      run_name="sac", **_common(args))
+                      mirror=args.sac_mirror, run_name="sac", **_common(args))
     cfg.sac.updates_per_step = args.sac_updates
     runner = Runner(cfg, console=Console(file=sys.stderr))
     runner.train()
     s = runner.cfg.sac
     return {**curve_summary(runner.run_dir),
             "recipe": f"16 envs, 2 LayerNorm critics 256x256, {s.updates_per_step} updates "
-                      f"per 16 env steps, gamma {s.gamma:.3f}"}
+                      f"per 16 env steps, gamma {s.gamma:.3f}"
+                      + (", half of every batch mirrored" if args.sac_mirror else "")}
 
 
 def row_rlpd(args: Args, console: Console) -> dict[str, Any]:
@@ -362,7 +369,7 @@ def row_rlpd(args: Args, console: Console) -> dict[str, Any]:
                               actor_update_every=max(1, round(args.rlpd_utd)))
     cfg = FinetuneConfig(demos=dataset(args, console), task=args.task, env=env,
                          method="rlpd", num_envs=args.rlpd_envs, sac=sac,
-                         demo_ratio=args.rlpd_demo_ratio,
+                         demo_ratio=args.rlpd_demo_ratio, mirror=args.rlpd_mirror,
                          time_budget=args.rlpd_budget, run_name="rlpd", **_common(args))
     runner = FinetuneRunner(cfg, console=Console(file=sys.stderr))
     runner.train()
@@ -372,7 +379,8 @@ def row_rlpd(args: Args, console: Console) -> dict[str, Any]:
                       f"every {sac.actor_update_every} critic steps, "
                       f"{args.rlpd_demo_ratio:.0%} demonstrations per batch, "
                       f"initial alpha {args.rlpd_init_alpha:g}"
-                      + ("" if args.rlpd_freeze_normalizer else ", running normalizer")}
+                      + ("" if args.rlpd_freeze_normalizer else ", running normalizer")
+                      + (", half of every batch mirrored" if args.rlpd_mirror else "")}
 
 
 def row_bc(args: Args, console: Console) -> dict[str, Any]:

@@ -125,3 +125,22 @@ class ReplayBuffer:
         for name, v in state.get("extra", {}).items():
             self.extra[name][:n] = v.to(self.device)
         self.size, self.pos = n, int(state["pos"])
+
+
+def mirror_half(batch: Batch, obs_signs: torch.Tensor, action_signs: torch.Tensor,
+                gen: torch.Generator) -> Batch:
+    """The batch with each transition replaced by its mirror image with probability 1/2
+    (``robot_rl.sim.mirror``): its observation and next observation times ``obs_signs``
+    (O,), its action times ``action_signs`` (A,); the reward, cost and end are the mirror
+    image's own (the task is symmetric). Other tensors (``extra``) are kept as they are."""
+    dev = batch.obs.device
+    flip = torch.rand(batch.obs.shape[0], 1, generator=gen, device=gen.device).to(dev) < 0.5
+    obs, act = obs_signs.to(dev), action_signs.to(dev)
+    if batch.obs.shape[1] != obs.shape[0] or batch.action.shape[1] != act.shape[0]:
+        raise ConfigError(f"mirror signs of {obs.shape[0]} observation and {act.shape[0]} "
+                          f"action elements, transitions of {batch.obs.shape[1]} and "
+                          f"{batch.action.shape[1]}")
+    return dataclasses.replace(batch, obs=torch.where(flip, batch.obs * obs, batch.obs),
+                               next_obs=torch.where(flip, batch.next_obs * obs,
+                                                    batch.next_obs),
+                               action=torch.where(flip, batch.action * act, batch.action))

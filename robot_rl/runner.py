@@ -48,9 +48,10 @@ from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate_agent
 from robot_rl.nstep import COST_DISCOUNT, DISCOUNT, NStepTransitions, NStepWriter
 from robot_rl.ray_options import RayOptions
-from robot_rl.replay import Batch, ExtraSpec, ReplayBuffer
+from robot_rl.replay import Batch, ExtraSpec, ReplayBuffer, mirror_half
 from robot_rl.sim import TaskConfig, WarpOptions, dr_preset, make_env, make_task_config
 from robot_rl.sim.env import BatchedEnv
+from robot_rl.sim.mirror import env_mirror_signs
 from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.vec_env import VecEnv, check_vec_env, uniform_actions
 from robot_rl.train_session import TrainSession, rejected_count, step_sums
@@ -140,6 +141,13 @@ class TrainConfig:
     """With --ray: env-runner actors, each stepping --num-envs envs."""
     dist: RayOptions = dataclasses.field(default_factory=RayOptions)
     """With --ray: env-runner batches and the actors' resources."""
+    mirror: bool = False
+    """Replace each sampled transition by its mirror image about the arm base's x-z plane
+    with probability 1/2 (its observations and action; ``robot_rl/sim/mirror.py``), for a
+    task and an arm that declare that symmetry (push on arm7; others are refused with the
+    reason): the critics and the actor learn from twice the states the env showed. Not in
+    SAC, RLPD, WSRL or Policy Decorator (rsl_rl's PPO mirrors its samples,
+    ``symmetry_cfg``): off; measured in docs/learners.md."""
     env: TaskConfig = dataclasses.field(default_factory=_default_env)
     """The task's config; every field is a flag (robot-rl train --task push --help lists
     push's): episode length, action space (env.action:ee-delta), controller
@@ -285,6 +293,8 @@ class Runner:
                               f"one-step transitions only; leave it at 1")
         self.agent = self.build_agent()
         self.buffer = self.make_buffer()
+        self.mirror = self.mirror_signs() if cfg.mirror else None
+        """The signs of a transition's mirror image (--mirror): (O,) and (A,) tensors."""
         self.nstep: NStepWriter | None = None if cfg.sac.n_step == 1 else NStepWriter(
             cfg.sac.n_step, self.agent.gamma, self.agent.safety_cfg.gamma, self.env.num_envs,
             self.env.obs_dim, self.env.act_dim, cfg.device)
@@ -424,7 +434,23 @@ class Runner:
         """One gradient update of the agent (of its critics alone unless
         ``actor_learns``); its metrics."""
         self.before_update()
-        return self.agent.update(self.sample_batch(), actor=self.actor_learns())
+        batch = self.sample_batch()
+        if self.mirror is not None:
+            batch = mirror_half(batch, *self.mirror, self.agent.gen)
+        return self.agent.update(batch, actor=self.actor_learns())
+
+    def mirror_signs(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(O,) and (A,) signs of a transition's mirror image (--mirror), from the env's
+        task, arm and action space; a one-line error where they declare none, or where the
+        transitions hold what has no known mirror image (camera frames)."""
+        if not isinstance(self.env, BatchedEnv):
+            raise ConfigError(f"--mirror needs one of our simulated tasks, whose symmetry is "
+                              f"declared; this run's env is a {type(self.env).__name__}")
+        if unknown := sorted(set(self.buffer.extra) - {DISCOUNT, COST_DISCOUNT}):
+            raise ConfigError(f"--mirror: the transitions hold {', '.join(unknown)}, whose "
+                              f"mirror image is not known")
+        signs = env_mirror_signs(self.env)
+        return torch.as_tensor(signs.obs), torch.as_tensor(signs.action)
 
     def actor_learns(self) -> bool:
         """Whether this update moves the actor and temperature too (critic-only warm-ups

@@ -181,6 +181,10 @@ class DSRLConfig(TrainConfig):
         if self.noise_scale <= 0 or (self.step_gamma is not None and
                                      not 0.0 < self.step_gamma < 1.0):
             raise ConfigError("--noise-scale must be > 0 and --step-gamma in (0, 1)")
+        if self.mirror:
+            raise ConfigError("--mirror: DSRL's actions are the flow's noise, whose mirror "
+                              "image is not known (mirror the flow's demonstrations instead: "
+                              "robot-rl bc --mirror)")
 
 
 class DSRLRunner(Runner):

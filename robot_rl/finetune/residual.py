@@ -45,7 +45,7 @@ from rich.console import Console
 from robot_rl.algos import SAC, SACConfig
 from robot_rl.bc import bc_env, bc_task_config, load_bc_policy
 from robot_rl.checkpoint import load_checkpoint
-from robot_rl.data.mirror import MirrorSigns, dataset_mirror_signs, mirror_half
+from robot_rl.data.mirror import dataset_mirror_signs
 from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate_agent
@@ -243,14 +243,6 @@ class ResidualConfig(TrainConfig):
     goal, the flow standing still). No reference does this: 0 (on push, 2 s ended level
     with it, docs/performance.md)."""
 
-    mirror: bool = False
-    """Replace each sampled transition by its mirror image about the arm base's x-z plane
-    with probability 1/2 (observation and base action, residual, next observation), for a
-    task and an arm that declare that symmetry (push on arm7; ``robot_rl/data/mirror.py``):
-    the critics and the actor learn from twice the states the env showed. The flow's signs
-    come from its dataset. No reference does this for the residual (rsl_rl's PPO mirrors
-    its samples, ``symmetry_cfg``): off (push: docs/learners.md)."""
-
     def validate(self) -> None:
         super().validate()
         if not 0.0 < self.scale <= 2.0:
@@ -319,6 +311,7 @@ class ResidualRunner(Runner):
         cfg = dataclasses.replace(cfg, task=env_cfg.name, env=env_cfg,
                                   every=cfg.decision_steps(env_cfg.control_dt))
         cfg.validate()
+        self.bc_cfg = bc_cfg  # its dataset gives the signs of --mirror (``mirror_signs``)
         self._explore_gen = torch.Generator().manual_seed(cfg.seed + 1)
         """Draws ``explore_ramp``'s masks (apart from the warm-up's uniform actions); a
         resumed run continues its sequence (``load_extra_state``)."""
@@ -330,8 +323,6 @@ class ResidualRunner(Runner):
         self.flow_policy, self.bc_cfg = policy, bc_cfg
         self.demos: ReplayBuffer | None = None
         """The demonstrations of --demo-ratio (``before_training``)."""
-        self.mirror = residual_mirror(bc_cfg.demos, self.env.obs_dim) if cfg.mirror else None
-        """The signs of a transition's mirror image (--mirror)."""
         held = "" if cfg.every == 1 else f", held {cfg.every} control steps"
         steps = cfg.overtime_steps(env_cfg.control_dt)
         overtime = f"; failed training episodes run {steps} control steps on" if steps else ""
@@ -387,13 +378,21 @@ class ResidualRunner(Runner):
         super().store(obs, action, reward, cost, terminated, truncated, info, keep)
 
     def sample_batch(self) -> Batch:
-        """With demonstrations, ``demo_ratio`` of the batch from them (``mixed_batch``);
-        with --mirror, each transition mirrored with probability 1/2."""
-        batch = super().sample_batch() if self.demos is None else mixed_batch(
+        """With demonstrations, ``demo_ratio`` of the batch from them (``mixed_batch``)."""
+        return super().sample_batch() if self.demos is None else mixed_batch(
             self.demos, self.buffer, self.cfg.sac.batch_size, self.cfg.demo_ratio,
             self.agent.gen)
-        return batch if self.mirror is None else mirror_half(batch, self.mirror,
-                                                             self.agent.gen)
+
+    def mirror_signs(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The signs of a residual transition's mirror image (--mirror), from the flow's
+        dataset: its observation's and then its action's (the base's), and the action's
+        for the residual."""
+        signs = dataset_mirror_signs(Dataset(self.bc_cfg.demos)).with_action_in_obs()
+        if len(signs.obs) != self.env.obs_dim:
+            raise ConfigError(f"--mirror: {self.bc_cfg.demos} observes "
+                              f"{len(signs.obs) - len(signs.action)} elements, the residual's "
+                              f"env {self.env.obs_dim - len(signs.action)}")
+        return torch.as_tensor(signs.obs), torch.as_tensor(signs.action)
 
     def extra_state(self) -> dict[str, Any]:
         """The ramp's generator, so a resumed run draws the masks it would have drawn."""
@@ -412,16 +411,6 @@ class ResidualRunner(Runner):
         """The residual actor's mean on the flow's zero-noise chunks, ungated: the exported
         artifact runs exactly this (its cost critic would score residuals, not actions)."""
         return evaluate_agent(self.agent, env, episodes, seed=seed, gate=False)
-
-
-def residual_mirror(demos: Path, obs_dim: int) -> MirrorSigns:
-    """The signs of a residual transition's mirror image, from the flow's dataset: its
-    observation's and then its action's (the base's), and the action's for the residual."""
-    signs = dataset_mirror_signs(Dataset(demos)).with_action_in_obs()
-    if len(signs.obs) != obs_dim:
-        raise ConfigError(f"--mirror: {demos} observes {len(signs.obs) - len(signs.action)} "
-                          f"elements, the residual's env {obs_dim - len(signs.action)}")
-    return signs
 
 
 def explore_mask(rate: float, num_envs: int, gen: torch.Generator) -> torch.Tensor:

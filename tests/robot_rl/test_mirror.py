@@ -1,25 +1,26 @@
-"""Mirror images of demonstrations (robot_rl/data/mirror.py, ``robot-rl bc --mirror``)."""
+"""Mirror images of transitions (robot_rl/sim/mirror.py) and of demonstrations
+(robot_rl/data/mirror.py, ``robot-rl bc --mirror``), and the learners' ``--mirror``."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
 import pytest
 import torch
+from rich.console import Console
 
+from robot_rl.algos import SACConfig
 from robot_rl.data.format import DatasetSpec
-from robot_rl.data.mirror import (
-    EPISODE_OFFSET,
-    MirrorSigns,
-    action_signs,
-    mirror_signs,
-    with_mirror_images,
-)
+from robot_rl.data.mirror import EPISODE_OFFSET, mirror_signs, with_mirror_images
 from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
+from robot_rl.replay import Batch
 from robot_rl.robots import get_robot
+from robot_rl.sim.mirror import MirrorSigns, action_signs
 
 S = np.diag([1.0, -1.0, 1.0])
 
@@ -96,7 +97,7 @@ def test_what_has_no_mirror_image_is_refused() -> None:
         mirror_signs(_push_spec({"type": "joint_delta", "gripper": False}, robot="pusher"))
     with pytest.raises(ConfigError, match="no mirror image of its observation term 'cube'"):
         mirror_signs(_push_spec(EE_POSITION, obs_names=("goal.0", "goal.1", "cube.0")))
-    with pytest.raises(ConfigError, match="'goal' has 2 signs, the dataset 3"):
+    with pytest.raises(ConfigError, match="'goal' has 2 signs, the observation 3"):
         mirror_signs(_push_spec(EE_POSITION, obs_names=("goal.0", "goal.1", "goal.2")))
 
 
@@ -149,36 +150,27 @@ def test_a_mirrored_push_episode_is_an_episode_of_push() -> None:
 
 
 def test_mirror_half_replaces_about_half_the_transitions_by_their_images() -> None:
-    from robot_rl.data.mirror import mirror_half
-    from robot_rl.replay import Batch
+    from robot_rl.replay import mirror_half
 
     g = torch.Generator().manual_seed(0)
     batch = Batch(obs=torch.rand(400, 3) + 1, action=torch.rand(400, 2) + 1,
                   reward=torch.rand(400), cost=torch.rand(400), next_obs=torch.rand(400, 3) + 1,
                   terminated=torch.zeros(400))
-    signs = MirrorSigns(np.array([1.0, -1.0, -1.0], np.float32), np.array([-1.0, 1.0],
-                                                                           np.float32))
-    out = mirror_half(batch, signs, g)
+    s_obs, s_act = torch.tensor([1.0, -1.0, -1.0]), torch.tensor([-1.0, 1.0])
+    out = mirror_half(batch, s_obs, s_act, g)
     flipped = out.obs[:, 1] < 0
     assert 150 < int(flipped.sum()) < 250
-    s_obs, s_act = torch.as_tensor(signs.obs), torch.as_tensor(signs.action)
     for field, s in (("obs", s_obs), ("next_obs", s_obs), ("action", s_act)):
         new, old = getattr(out, field), getattr(batch, field)
         assert torch.equal(new[flipped], old[flipped] * s)
         assert torch.equal(new[~flipped], old[~flipped])
     assert torch.equal(out.reward, batch.reward) and torch.equal(out.cost, batch.cost)
     with pytest.raises(ConfigError, match="2 observation and 2 action"):
-        mirror_half(batch, MirrorSigns(signs.obs[:2], signs.action), g)
+        mirror_half(batch, s_obs[:2], s_act, g)
 
 
 def test_a_residual_learns_from_mirrored_transitions(tmp_path: Path) -> None:
-    import sys
-
-    from rich.console import Console
-
-    from robot_rl.algos import SACConfig
     from robot_rl.finetune.residual import ResidualConfig, ResidualRunner
-    from robot_rl.runner import Runner
     from tests.robot_rl.flow_runs import tiny_bc_runs
 
     tiny_bc_runs(tmp_path / "push", "push", episode_length=20, horizon=4, execute=2)
@@ -191,18 +183,78 @@ def test_a_residual_learns_from_mirrored_transitions(tmp_path: Path) -> None:
                               sac=SACConfig(actor_hidden=(8,), critic_hidden=(8,),
                                             batch_size=32, learning_starts=16))
 
-    runner = ResidualRunner(cfg("push"), console=Console(file=sys.stderr))
+    runner = ResidualRunner(cfg("push"), console=_quiet())
     assert runner.mirror is not None  # the flow's observation, then its action (the base's)
     signs = mirror_signs(Dataset(tmp_path / "push" / "demos").spec)
-    np.testing.assert_array_equal(runner.mirror.obs, np.concatenate([signs.obs, signs.action]))
+    np.testing.assert_array_equal(runner.mirror[0], np.concatenate([signs.obs, signs.action]))
     runner.train()
     assert runner.agent.updates > 0
-    state = runner.agent.gen.get_state()
-    plain = Runner.sample_batch(runner)
-    runner.agent.gen.set_state(state)
-    mixed = runner.sample_batch()
-    same = (mixed.obs == plain.obs).all(1)
-    mirrored = (mixed.obs == plain.obs * torch.as_tensor(runner.mirror.obs)).all(1)
-    assert bool((same | mirrored).all()) and 0 < int((~same).sum()) < 32
+    _assert_learns_half_mirrored(runner)
     with pytest.raises(ConfigError, match="task 'reach' declares no mirror"):
-        ResidualRunner(cfg("reach"), console=Console(file=sys.stderr))
+        ResidualRunner(cfg("reach"), console=_quiet())
+
+
+def _assert_learns_half_mirrored(runner: Any) -> None:
+    """The batch of the runner's next gradient step is the one it samples, each transition
+    as it is or as its mirror image, and both occur."""
+    seen: list[Batch] = []
+    update = runner.agent.update
+
+    def spy(batch: Batch, **kw: Any) -> dict[str, float]:
+        seen.append(batch)
+        return update(batch, **kw)
+
+    runner.agent.update = spy
+    state = runner.agent.gen.get_state()
+    plain = runner.sample_batch()
+    runner.agent.gen.set_state(state)
+    runner.learn()
+    (learned,) = seen
+    s_obs, s_act = runner.mirror
+    same = (learned.obs == plain.obs).all(1) & (learned.action == plain.action).all(1)
+    image = (learned.obs == plain.obs * s_obs).all(1) & (
+        learned.next_obs == plain.next_obs * s_obs).all(1) & (
+        learned.action == plain.action * s_act).all(1)
+    assert bool((same | image).all()) and 0 < int((~same).sum()) < len(plain.obs)
+    assert torch.equal(learned.reward, plain.reward)
+
+
+def test_sac_and_rlpd_learn_from_mirrored_transitions(tmp_path: Path) -> None:
+    """``--mirror`` on SAC from scratch takes its signs from the env, RLPD's equal its
+    demonstrations' (the same observation); a task without the symmetry, and DSRL, whose
+    actions are noise, are refused."""
+    from robot_rl.finetune.dsrl import DSRLConfig
+    from robot_rl.finetune.runner import FinetuneConfig, FinetuneRunner
+    from robot_rl.recording.record import RecordConfig, record
+    from robot_rl.runner import Runner, TrainConfig
+    from robot_rl.sim import make_task_config
+
+    sac = SACConfig(actor_hidden=(8,), critic_hidden=(8,), batch_size=32, learning_starts=16)
+    common: dict[str, Any] = dict(num_envs=2, runs_dir=tmp_path / "runs", progress=False,
+                                  safety="off", total_steps=40, mirror=True, eval_every=10_000,
+                                  eval_episodes=2, sac=sac)
+    runner = Runner(TrainConfig(task="push", run_name="sac", **common), console=_quiet())
+    signs = mirror_signs(_push_spec(EE_POSITION))  # push's terms, in joint deltas:
+    assert torch.equal(runner.mirror[0][:14], torch.as_tensor(signs.obs[:14]))
+    assert torch.equal(runner.mirror[1], torch.as_tensor([-1.0, 1, -1, 1, -1, 1, -1]))
+    runner.train()
+    _assert_learns_half_mirrored(runner)
+
+    record(RecordConfig(task="push", teleop="expert", episodes=2, out=tmp_path / "demos",
+                        episode_length=20, progress=False))
+    rlpd = FinetuneRunner(FinetuneConfig(
+        demos=tmp_path / "demos", task="push", env=make_task_config("push", episode_length=20),
+        run_name="rlpd", **common), console=_quiet())
+    demo = mirror_signs(Dataset(tmp_path / "demos").spec)
+    assert torch.equal(rlpd.mirror[0], torch.as_tensor(demo.obs))
+    rlpd.train()
+    _assert_learns_half_mirrored(rlpd)
+
+    with pytest.raises(ConfigError, match="task 'reach' declares no mirror"):
+        Runner(TrainConfig(task="reach", run_name="reach", **common), console=_quiet())
+    with pytest.raises(ConfigError, match="DSRL's actions are the flow's noise"):
+        DSRLConfig(policy=tmp_path, mirror=True).validate()
+
+
+def _quiet() -> Console:
+    return Console(file=sys.stderr)
