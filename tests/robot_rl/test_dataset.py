@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -178,6 +179,14 @@ def test_corrupt_or_mismatched_datasets_are_refused_naming_the_field(push_data, 
     reach = make_recording_env("reach")
     with pytest.raises(DatasetError, match="task: the dataset has 'push'"):
         Dataset(push_data).check(dataset_spec(reach))
+    # names: where the two lists part, not their common beginning (the gripper's action)
+    spec = Dataset(push_data).spec
+    assert spec is not None
+    wider = dataclasses.replace(spec, obs_names=(*spec.obs_names, "last_action.7"))
+    n = len(spec.obs_names)
+    assert spec.mismatch(wider) == (f"obs_names: the dataset has {n}, this run {n + 1}; from "
+                                    f"element {n} on the dataset has (), this run "
+                                    f"('last_action.7',)")
     with pytest.raises(DatasetError, match="task"):  # resuming with another task
         record(RecordConfig(task="reach", teleop="expert", episodes=3, out=push_data,
                             resume=True, progress=False, episode_length=EP_LEN))
