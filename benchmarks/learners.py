@@ -6,6 +6,8 @@
     python benchmarks/learners.py --part table             # print what was measured
     python benchmarks/learners.py --action ee-position     # every learner in end-effector offsets
     python benchmarks/learners.py --control-hz 20          # every learner (and the demos) at 20 Hz
+    python benchmarks/learners.py --action ee-position --sac-hz 10 --rlpd-hz 10 \
+        --rlpd-mirror --bc-mirror --residual-mirror ...     # SAC and RLPD at 10 Hz, the rest at 50
     python benchmarks/learners.py --part failures          # push: where the expert and flow-BC fail
 
 One learner at a time on this machine's two cores, each from the same 20 demonstrations
@@ -78,6 +80,13 @@ class Args:
     control_hz: float = 50.0
     """The rate every learner (and the demonstrations) acts at [Hz]: the physics step times
     the task's decimation; each episode keeps its length in seconds."""
+    sac_hz: float | None = None
+    """SAC from scratch's own rate [Hz] (None: --control-hz): its row is stored under the
+    table of that rate and printed beside this one's, marked with its rate."""
+    rlpd_hz: float | None = None
+    """RLPD's own rate [Hz] (None: --control-hz), with demonstrations recorded at it: as
+    --sac-hz. SAC and RLPD meet their targets at 10 Hz, the learners from flow-BC at 50 Hz,
+    where the demonstrations are imitated best (docs/performance.md)."""
     motion: bool = False
     """The motion profile of joint targets on (``--env.motion.enabled``) for every learner
     and the demonstrations (``robot-rl record --motion``)."""
@@ -261,6 +270,15 @@ def _space(args: Args) -> list[str]:
 
 def _key(args: Args, row: str) -> str:
     return "/".join([args.task, *_space(args), args.style, str(args.demos), row])
+
+
+def _row_args(args: Args, row: str) -> Args:
+    """The arguments ``row`` runs with: at its own rate where --sac-hz / --rlpd-hz set one
+    (its key, demonstrations and runs then those of that rate's table)."""
+    hz = {"sac": args.sac_hz, "rlpd": args.rlpd_hz}.get(row)
+    if hz is None or hz == args.control_hz:
+        return args
+    return dataclasses.replace(args, control_hz=hz, sac_hz=None, rlpd_hz=None)
 
 
 def _table_name(args: Args) -> str:
@@ -575,17 +593,18 @@ LABELS = {"sac": "SAC from scratch", "rlpd": "RLPD", "bc": "flow-BC",
 
 def run(args: Args, console: Console) -> None:
     for row in args.rows:
-        if _key(args, row) in _results(args) and not args.redo:
+        at = _row_args(args, row)
+        if _key(at, row) in _results(args) and not args.redo:
             continue
-        console.print(f"[bold]{_key(args, row)}[/bold]")
+        console.print(f"[bold]{_key(at, row)}[/bold]")
         t0 = time.perf_counter()
-        value = ROWS[row](args, console)
+        value = ROWS[row](at, console)
         if row != "student":
             value.update(final_success(Path(value["run"]), args.final_episodes, args.seed))
         value["wall_seconds"] = time.perf_counter() - t0
         if row in ("sac", "rlpd", "dsrl", "residual"):
             value["recipe"] += f", {args.threads or 'all'} thread(s)"
-        _save(args, row, value)
+        _save(at, row, value)
         console.print(f"  done in {value['wall_seconds']:.0f} s")
     table(args, console)
 
@@ -611,9 +630,12 @@ def table(args: Args, console: Console) -> None:
 
     total = 0.0
     for row, label in LABELS.items():
-        v = res.get(_key(args, row))
+        at = _row_args(args, row)
+        v = res.get(_key(at, row))
         if v is None:
             continue
+        if at is not args:
+            label += f" at {at.control_hz:g} Hz"
         total += v.get("wall_seconds", 0.0)
         final = f"{v['final_success']:.1%} ({v['final_episodes']})" if "final_success" in v \
             else "-"
@@ -649,7 +671,8 @@ def _targets(args: Args, res: dict[str, Any], console: Console) -> None:
     """The issue's targets, met or not, from the rows measured."""
     if args.task != "push":
         return
-    sac, rlpd = res.get(_key(args, "sac")), res.get(_key(args, "rlpd"))
+    sac = res.get(_key(_row_args(args, "sac"), "sac"))
+    rlpd = res.get(_key(_row_args(args, "rlpd"), "rlpd"))
     lines = []
     if sac is not None:
         n = sac.get("env_steps_to_80")

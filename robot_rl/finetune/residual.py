@@ -320,7 +320,7 @@ class ResidualRunner(Runner):
                                           overtime=True),
                          eval_env=residual_env(cfg, policy, bc_state,
                                                min(cfg.eval_episodes, 32), cfg.seed + 10_000))
-        self.flow_policy, self.bc_cfg = policy, bc_cfg
+        self.flow_policy = policy
         self.demos: ReplayBuffer | None = None
         """The demonstrations of --demo-ratio (``before_training``)."""
         held = "" if cfg.every == 1 else f", held {cfg.every} control steps"
