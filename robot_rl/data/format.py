@@ -184,13 +184,14 @@ class DatasetSpec:
             if f.name in ("cameras", "env", "keyframe_interval", "applied_action"):
                 continue
             a, b = getattr(self, f.name), getattr(other, f.name)
-            if a != b and isinstance(a, tuple) and isinstance(b, tuple):
+            if a == b:
+                continue
+            if isinstance(a, tuple) and isinstance(b, tuple):  # where two name lists part
                 i = next(i for i, (x, y) in enumerate(zip((*a, None), (*b, None), strict=False))
                          if x != y)
                 return (f"{f.name}: the dataset has {len(a)}, this run {len(b)}; from element "
                         f"{i} on the dataset has {_short(a[i:])}, this run {_short(b[i:])}")
-            if a != b:
-                return f"{f.name}: the dataset has {_short(a)}, this run has {_short(b)}"
+            return f"{f.name}: the dataset has {_short(a)}, this run has {_short(b)}"
         return None
 
 

@@ -379,9 +379,10 @@ class ResidualRunner(Runner):
 
     def sample_batch(self) -> Batch:
         """With demonstrations, ``demo_ratio`` of the batch from them (``mixed_batch``)."""
-        return super().sample_batch() if self.demos is None else mixed_batch(
-            self.demos, self.buffer, self.cfg.sac.batch_size, self.cfg.demo_ratio,
-            self.agent.gen)
+        if self.demos is None:
+            return super().sample_batch()
+        return mixed_batch(self.demos, self.buffer, self.cfg.sac.batch_size,
+                           self.cfg.demo_ratio, self.agent.gen)
 
     def mirror_signs(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The signs of a residual transition's mirror image (--mirror), from the flow's

@@ -210,7 +210,7 @@ ResetFn = Callable[[SimState, torch.Tensor, Any, torch.Generator], None]
 Mirror = tuple[float, ...] | Literal["joints", "action"]
 """How an observation term looks in the mirror image about the robot base's x-z plane
 (y -> -y): the sign of each of its elements, or "joints" (the robot's ``RobotSpec.mirror``
-signs, one per joint) or "action" (the action space's signs: ``robot_rl.data.mirror``)."""
+signs, one per joint) or "action" (the action space's signs: ``robot_rl.sim.mirror``)."""
 Y_MIRROR: tuple[float, float, float] = (1.0, -1.0, 1.0)
 """A world-frame position or velocity in the mirror image: y changes sign."""
 AXIAL_MIRROR: tuple[float, float, float] = (-1.0, 1.0, -1.0)
