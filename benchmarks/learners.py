@@ -112,7 +112,7 @@ class Args:
     """SAC: gradient steps per vector step of 16 envs."""
     sac_mirror: bool = False
     """Each of SAC's sampled transitions mirrored with probability 1/2 (``robot-rl train
-    --mirror``; push on arm7)."""
+    --mirror``; push and lift on arm7)."""
     rlpd_budget: float = 1500.0
     rlpd_critics: int = 10
     """RLPD's critic ensemble (its reference: 10)."""
@@ -126,7 +126,7 @@ class Args:
     """RLPD: share of each batch drawn from the demonstrations (its reference: 0.5)."""
     rlpd_mirror: bool = False
     """Each of RLPD's sampled transitions (demonstrations and online) mirrored with
-    probability 1/2 (``robot-rl finetune --mirror``; push on arm7)."""
+    probability 1/2 (``robot-rl finetune --mirror``; push and lift on arm7)."""
     rlpd_freeze_normalizer: bool = True
     """RLPD: the observation normalizer frozen at the demonstrations' statistics (ours; the
     reference normalizes nothing); off: running statistics, as SAC from scratch."""
@@ -143,7 +143,7 @@ class Args:
     pauses; ``robot-rl bc --drop-idle``)."""
     bc_mirror: bool = False
     """Flow-BC learns from every demonstration also as its mirror image about the arm base's
-    x-z plane (``robot-rl bc --mirror``; push on arm7)."""
+    x-z plane (``robot-rl bc --mirror``; push and lift on arm7)."""
     finetune_budget: float = 1800.0
     """DSRL, residual and filtered BC: wall-clock budget each [s] (see the next two)."""
     dsrl_budget: float | None = None
@@ -211,7 +211,7 @@ class Args:
     ResFiT: heads of 1024 on a shared trunk)."""
     residual_mirror: bool = False
     """Each of the residual's sampled transitions mirrored with probability 1/2
-    (``robot-rl residual --mirror``; push on arm7)."""
+    (``robot-rl residual --mirror``; push and lift on arm7)."""
     residual_overtime: float = 0.0
     """Seconds a failed training episode of the residual runs on (``robot-rl residual
     --overtime``; no reference: 0)."""

@@ -144,9 +144,9 @@ class TrainConfig:
     mirror: bool = False
     """Replace each sampled transition by its mirror image about the arm base's x-z plane
     with probability 1/2 (its observations and action; ``robot_rl/sim/mirror.py``), for a
-    task and an arm that declare that symmetry (push on arm7; others are refused with the
-    reason): the critics and the actor learn from twice the states the env showed. Not in
-    SAC, RLPD, WSRL or Policy Decorator (rsl_rl's PPO mirrors its samples,
+    task and an arm that declare that symmetry (push and lift on arm7; others are refused
+    with the reason): the critics and the actor learn from twice the states the env
+    showed. Not in SAC, RLPD, WSRL or Policy Decorator (rsl_rl's PPO mirrors its samples,
     ``symmetry_cfg``): off; measured in docs/learners.md."""
     env: TaskConfig = dataclasses.field(default_factory=_default_env)
     """The task's config; every field is a flag (robot-rl train --task push --help lists

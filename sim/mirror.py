@@ -88,7 +88,8 @@ def term_mirror_signs(task_name: str, robot_name: str, action_space: dict[str, A
                               f"term {term!r}")
         rule = task.mirror[term]
         signs = (_joint_signs(robot, f"observation {term!r}") if rule == "joints"
-                 else tuple(action) if rule == "action" else rule)
+                 else tuple(action) if rule == "action"
+                 else (1.0,) * width if rule == "kept" else rule)
         if len(signs) != width:
             raise ConfigError(f"task {task_name!r}: the mirror of {term!r} has {len(signs)} "
                               f"signs, the observation {width} elements")

@@ -97,7 +97,7 @@ class BCConfig:
     mirror: bool = False
     """Learn from every training episode twice: as recorded and as its mirror image about
     the arm base's x-z plane (y -> -y), for a task and an arm that declare that symmetry
-    (push on arm7; ``robot_rl/data/mirror.py``), as rsl_rl's symmetry augmentation does.
+    (push and lift on arm7; ``robot_rl/data/mirror.py``), as rsl_rl's symmetry augmentation does.
     Off by default (the reference does not); push's 20 multimodal-human demonstrations:
     docs/learners.md."""
     holdout: float | None = None

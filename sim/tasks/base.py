@@ -207,15 +207,20 @@ def decimation_for(rate_hz: float, physics_dt: float) -> int:
 
 Term = Callable[[SimState, Any], torch.Tensor]
 ResetFn = Callable[[SimState, torch.Tensor, Any, torch.Generator], None]
-Mirror = tuple[float, ...] | Literal["joints", "action"]
+Mirror = tuple[float, ...] | Literal["joints", "action", "kept"]
 """How an observation term looks in the mirror image about the robot base's x-z plane
 (y -> -y): the sign of each of its elements, or "joints" (the robot's ``RobotSpec.mirror``
-signs, one per joint) or "action" (the action space's signs: ``robot_rl.sim.mirror``)."""
+signs, one per joint), "action" (the action space's signs: ``robot_rl.sim.mirror``) or
+"kept" (every element unchanged, whatever the width: a parallel gripper's fingers, a
+symmetric pair)."""
 Y_MIRROR: tuple[float, float, float] = (1.0, -1.0, 1.0)
 """A world-frame position or velocity in the mirror image: y changes sign."""
 AXIAL_MIRROR: tuple[float, float, float] = (-1.0, 1.0, -1.0)
 """An axial vector (angular velocity, axis-angle rotation) in the mirror image: S w -> -S w
 for S = diag(1, -1, 1), so x and z change sign."""
+QUAT_MIRROR: tuple[float, float, float, float] = (1.0, *AXIAL_MIRROR)
+"""A world-frame orientation as a quaternion (w, x, y, z) in the mirror image: the rotation
+S R S turns about the mirrored axial vector by the same angle."""
 
 
 @dataclasses.dataclass(frozen=True)

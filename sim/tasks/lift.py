@@ -14,7 +14,14 @@ from robot_rl.robots import RobotSpec
 from robot_rl.sim.scene import SceneBuilder
 from robot_rl.sim.state import SimState
 from robot_rl.sim.tasks import terms
-from robot_rl.sim.tasks.base import ModalExpert, TaskConfig, TaskDef
+from robot_rl.sim.tasks.base import (
+    AXIAL_MIRROR,
+    QUAT_MIRROR,
+    Y_MIRROR,
+    ModalExpert,
+    TaskConfig,
+    TaskDef,
+)
 from robot_rl.sim.tasks.motion import eased_down, move_ee, quat_yaw
 
 Vec2 = tuple[float, float]
@@ -230,4 +237,10 @@ TASK = TaskDef(
     terminated=terms.fell_off_table("cube_pos"),
     expert=expert,
     modal_expert=ModalExpert(modes=2, act=turned_expert, memory=3),
+    # the cube's box and yaw range centred on y = 0 and on yaw 0, the table and the arm's
+    # base too; the fingers, a pair coupled to the same opening, swap places
+    mirror={"joint_pos": "joints", "joint_vel": "joints", "gripper": "kept",
+            "ee_pos": Y_MIRROR, "cube_pos": Y_MIRROR, "cube_quat": QUAT_MIRROR,
+            "ee_to_cube": Y_MIRROR, "last_action": "action",
+            "cube_vel": (*Y_MIRROR, *AXIAL_MIRROR)},  # linear, then angular velocity
 )

@@ -149,6 +149,44 @@ def test_a_mirrored_push_episode_is_an_episode_of_push() -> None:
     assert worst[~velocity].max() < 5e-3 and worst[velocity].max() < 0.1
 
 
+def test_a_mirrored_lift_episode_is_an_episode_of_lift() -> None:
+    """As push's, for lift in its own joint-delta actions with the gripper: the cube's
+    position and yaw mirrored, the expert grasps and lifts it in both envs."""
+    from robot_rl.sim import make_env
+    from robot_rl.sim.mirror import env_mirror_signs
+
+    env = make_env("lift", 2, seed=5, nthread=1, episode_length=200)
+    signs = env_mirror_signs(env)
+    layout = dict(env.obs_layout)
+    assert layout["gripper"] == 2 and signs.action.tolist() == [-1, 1, -1, 1, -1, 1, -1, 1]
+    st, robot = env.state, env.state.robot
+    env.reset(seed=5)
+    home, m = torch.as_tensor(robot.home, dtype=st.dtype), torch.as_tensor(robot.mirror,
+                                                                          dtype=st.dtype)
+    qpos, qvel = st.backend.qpos, st.backend.qvel
+    qpos[1], qvel[1] = qpos[0], qvel[0]
+    st.set_joint_pos(torch.tensor([1]), (home + m * (st.joint_pos[0] - home))[None])
+    cube = st.qpos_slice("cube_joint")
+    qpos[1, cube] = qpos[0, cube] * torch.tensor([1.0, -1.0, 1.0, 1.0, -1.0, 1.0, -1.0],
+                                                 dtype=qpos.dtype)
+    assert abs(float(qpos[0, cube.start + 1])) > 0.01  # off the mirror plane
+    st.backend.forward(torch.arange(2))
+    obs = env.observe(noise=False).numpy()
+    np.testing.assert_allclose(obs[1], obs[0] * signs.obs, atol=1e-6)
+    worst, lifted = np.zeros(env.obs_dim), np.zeros(2, dtype=bool)
+    for _ in range(150):
+        a = env.expert_action()[:1]
+        obs_t, *_, info = env.step(torch.cat([a, a * torch.as_tensor(signs.action)]))
+        o = obs_t.numpy()
+        worst = np.maximum(worst, np.abs(o[1] - o[0] * signs.obs))
+        lifted |= info["success"].numpy().astype(bool)
+    assert lifted.all()  # both grasped and lifted the cube
+    velocity = np.zeros(env.obs_dim, dtype=bool)
+    velocity[7:14] = True
+    print(f"worst position {worst[~velocity].max():.2e}, velocity {worst[velocity].max():.2e}")
+    assert worst[~velocity].max() < 5e-3 and worst[velocity].max() < 0.1
+
+
 def test_mirror_half_replaces_about_half_the_transitions_by_their_images() -> None:
     from robot_rl.replay import mirror_half
 
