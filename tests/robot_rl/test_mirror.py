@@ -112,6 +112,19 @@ def test_every_episode_comes_twice() -> None:
                                              EPISODE_OFFSET + 4]
 
 
+def _mirror_twin(env: Any, seed: int) -> tuple[Any, torch.Tensor]:
+    """Reset a 2-env ``env`` and put env 1 in env 0's state with the arm's joints mirrored
+    (the task's objects are the caller's to mirror); returns the state and its qpos."""
+    st, robot = env.state, env.state.robot
+    env.reset(seed=seed)
+    home = torch.as_tensor(robot.home, dtype=st.dtype)
+    signs = torch.as_tensor(robot.mirror, dtype=st.dtype)
+    qpos, qvel = st.backend.qpos, st.backend.qvel
+    qpos[1], qvel[1] = qpos[0], qvel[0]
+    st.set_joint_pos(torch.tensor([1]), (home + signs * (st.joint_pos[0] - home))[None])
+    return st, qpos
+
+
 def test_a_mirrored_push_episode_is_an_episode_of_push() -> None:
     """The signs against the physics: one env runs the expert, a second starts from the
     mirror image of its state and takes the mirror images of its actions; its
@@ -122,13 +135,7 @@ def test_a_mirrored_push_episode_is_an_episode_of_push() -> None:
     action = named_action("push", "ee-position")
     env = make_env("push", 2, seed=3, nthread=1, action=action, episode_length=200)
     signs = mirror_signs(_push_spec(EE_POSITION))
-    st, robot = env.state, env.state.robot
-    env.reset(seed=3)
-    home, m = torch.as_tensor(robot.home, dtype=st.dtype), torch.as_tensor(robot.mirror,
-                                                                          dtype=st.dtype)
-    qpos, qvel = st.backend.qpos, st.backend.qvel
-    qpos[1], qvel[1] = qpos[0], qvel[0]
-    st.set_joint_pos(torch.tensor([1]), (home + m * (st.joint_pos[0] - home))[None])
+    st, qpos = _mirror_twin(env, seed=3)
     puck = st.qpos_slice("puck_joint")
     qpos[1, puck.start + 1] *= -1
     st.buffers["goal"][1] = st.buffers["goal"][0] * torch.tensor([1.0, -1.0, 1.0])
@@ -159,13 +166,7 @@ def test_a_mirrored_lift_episode_is_an_episode_of_lift() -> None:
     signs = env_mirror_signs(env)
     layout = dict(env.obs_layout)
     assert layout["gripper"] == 2 and signs.action.tolist() == [-1, 1, -1, 1, -1, 1, -1, 1]
-    st, robot = env.state, env.state.robot
-    env.reset(seed=5)
-    home, m = torch.as_tensor(robot.home, dtype=st.dtype), torch.as_tensor(robot.mirror,
-                                                                          dtype=st.dtype)
-    qpos, qvel = st.backend.qpos, st.backend.qvel
-    qpos[1], qvel[1] = qpos[0], qvel[0]
-    st.set_joint_pos(torch.tensor([1]), (home + m * (st.joint_pos[0] - home))[None])
+    st, qpos = _mirror_twin(env, seed=5)
     cube = st.qpos_slice("cube_joint")
     qpos[1, cube] = qpos[0, cube] * torch.tensor([1.0, -1.0, 1.0, 1.0, -1.0, 1.0, -1.0],
                                                  dtype=qpos.dtype)
