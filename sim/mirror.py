@@ -30,7 +30,7 @@ from robot_rl.errors import ConfigError
 from robot_rl.robots import RobotSpec, get_robot
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.tasks import get_task
-from robot_rl.sim.tasks.base import AXIAL_MIRROR, Y_MIRROR
+from robot_rl.sim.tasks.base import AXIAL_MIRROR, Y_MIRROR, Mirror
 
 _JOINT_SPACES = ("joint_delta", "joint_velocity", "joint_torque")
 _EE_SPACES = ("ee_delta", "ee_pose")
@@ -86,10 +86,7 @@ def term_mirror_signs(task_name: str, robot_name: str, action_space: dict[str, A
         if term not in task.mirror:
             raise ConfigError(f"task {task_name!r} gives no mirror image of its observation "
                               f"term {term!r}")
-        rule = task.mirror[term]
-        signs = (_joint_signs(robot, f"observation {term!r}") if rule == "joints"
-                 else tuple(action) if rule == "action"
-                 else (1.0,) * width if rule == "kept" else rule)
+        signs = _term_signs(task.mirror[term], width, robot, action, term)
         if len(signs) != width:
             raise ConfigError(f"task {task_name!r}: the mirror of {term!r} has {len(signs)} "
                               f"signs, the observation {width} elements")
@@ -101,6 +98,18 @@ def env_mirror_signs(env: BatchedEnv) -> MirrorSigns:
     """The signs of the policy observation (``obs_layout``) and the action of ``env``."""
     return term_mirror_signs(env.cfg.name, env.cfg.robot, to_dict(env.cfg.action),
                              env.obs_layout)
+
+
+def _term_signs(rule: Mirror, width: int, robot: RobotSpec, action: np.ndarray,
+                term: str) -> tuple[float, ...]:
+    """The signs one observation term of ``width`` elements takes under ``rule``."""
+    if rule == "joints":
+        return _joint_signs(robot, f"observation {term!r}")
+    if rule == "action":
+        return tuple(float(a) for a in action)
+    if rule == "kept":
+        return (1.0,) * width
+    return rule
 
 
 def _joint_signs(robot: RobotSpec, what: str) -> tuple[float, ...]:

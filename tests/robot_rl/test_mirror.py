@@ -184,7 +184,6 @@ def test_a_mirrored_lift_episode_is_an_episode_of_lift() -> None:
     assert lifted.all()  # both grasped and lifted the cube
     velocity = np.zeros(env.obs_dim, dtype=bool)
     velocity[7:14] = True
-    print(f"worst position {worst[~velocity].max():.2e}, velocity {worst[velocity].max():.2e}")
     assert worst[~velocity].max() < 5e-3 and worst[velocity].max() < 0.1
 
 
