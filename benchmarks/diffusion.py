@@ -282,9 +282,10 @@ def part_finetune(args: Args, console: Console) -> None:
 
 
 def part_student(args: Args, console: Console) -> None:
-    from robot_rl.cli.export import ExportConfig, export_cmd
     from robot_rl.distill import DistillConfig
     from robot_rl.finetune.onestep import distill_chunked
+    from robot_rl.kinds.base import ExportConfig
+    from robot_rl.kinds.export import export_path
 
     res = _results(args)
     style, n = args.finetune_style, args.finetune_demos
@@ -300,7 +301,7 @@ def part_student(args: Args, console: Console) -> None:
     lat = {}
     for which in ("teacher", "student"):
         out = args.out / "artifacts" / f"{run.name}-{which}" / size
-        export_cmd(ExportConfig(run=run, policy=which, out=out))  # type: ignore[arg-type]
+        export_path(ExportConfig(run=run, policy=which, out=out))  # type: ignore[arg-type]
         lat[which] = chunk_latency(out, args.latency_calls)
     assert report.teacher is not None and report.student is not None
     _save(args, f"student/{run.name}/{size}", {

@@ -86,7 +86,7 @@ class Args:
     rlpd_hz: float | None = None
     """RLPD's own rate [Hz] (None: --control-hz), with demonstrations recorded at it: as
     --sac-hz. SAC and RLPD meet their targets at 10 Hz, the learners from flow-BC at 50 Hz,
-    where the demonstrations are imitated best (docs/performance.md)."""
+    where the demonstrations are imitated best (docs/performance/learners.md)."""
     motion: bool = False
     """The motion profile of joint targets on (``--env.motion.enabled``) for every learner
     and the demonstrations (``robot-rl record --motion``)."""
@@ -156,7 +156,7 @@ class Args:
     """Stop a learner once two evaluations in a row reach 95% (on until 2026-11-29). Off,
     each trains to its budget and the final success over fresh episodes is that of the
     policy there: a pair of 64-episode evaluations stopped a residual at 140k env steps
-    whose policy then had 94.5% over 200 (docs/performance.md). The env steps to a success
+    whose policy then had 94.5% over 200 (docs/performance/learners.md). The env steps to a success
     come from the evaluations either way."""
     keep_every: int = 0
     """SAC, RLPD, DSRL and residual: also keep the policy of every this many env steps in
@@ -224,12 +224,13 @@ class Args:
     """What the student sees (``robot-rl distill --sees``, whose default is ``teacher``):
     its teacher's observation elements, or all of them (the last action too): of the 92.0%
     residual, a per-step student kept 90.0% of its success seeing what the flow sees and
-    95.0% seeing all (200 episodes each, before the clock; docs/performance.md)."""
+    95.0% seeing all (200 episodes each, before the clock;
+    docs/performance/history/learners-3.md)."""
     student_clock: bool = True
     """A residual teacher's student sees its teacher's clock (``robot-rl distill --clock``,
     on by default there too): of the 92.0% residual, students of seeds 0, 1 and 2 kept
     99.8%, 97.6% and 96.5% of its success with it, one of seed 0 93.0% without (600 paired
-    episodes each, 12,000 steps per iteration; docs/performance.md)."""
+    episodes each, 12,000 steps per iteration; docs/performance/history/learners-3.md)."""
     student_dr: Literal["off", "default", "strong"] = "off"
     """Domain randomization of the student's DAgger rollouts (``robot-rl distill --dr``;
     the paired evaluation is always without)."""
@@ -243,7 +244,7 @@ class Args:
     """DAgger iterations of the one-step student."""
     student_grad_steps: int = 12_000
     """Gradient steps per DAgger iteration of the student (a student with a clock kept
-    92.3% with 6,000, 99.8% with 12,000; docs/performance.md)."""
+    92.3% with 6,000, 99.8% with 12,000; docs/performance/history/learners-3.md)."""
     latency_calls: int = 10_000
     """Single chunk calls timed per artifact, in a process of its own after 1,000 calls of
     warm-up (``robot_rl.bench.latency``)."""
@@ -339,7 +340,7 @@ def dataset(args: Args, console: Console) -> Path:
 def final_success(run: Path, episodes: int, seed: int) -> dict[str, float]:
     """The final policy's success, return and cost over fresh episodes, as ``robot-rl
     eval`` measures it (the decision its artifact makes)."""
-    from robot_rl.cli.learn import EvalConfig, evaluate_path
+    from robot_rl.kinds.evaluation import EvalConfig, evaluate_path
 
     res = evaluate_path(EvalConfig(path=run, episodes=episodes, num_envs=32,
                                    seed=seed + 50_000)).result
@@ -542,9 +543,10 @@ def _student_teacher(args: Args) -> Path:
 
 
 def row_student(args: Args, console: Console) -> dict[str, Any]:
-    from robot_rl.cli.export import ExportConfig, export_cmd
     from robot_rl.distill import DistillConfig
     from robot_rl.finetune.onestep import distill_chunked
+    from robot_rl.kinds.base import ExportConfig
+    from robot_rl.kinds.export import export_path
 
     run = _student_teacher(args)
     student, _ = distill_chunked(DistillConfig(run=run, hidden=args.student_hidden,
@@ -561,7 +563,7 @@ def row_student(args: Args, console: Console) -> dict[str, Any]:
     lat = {}
     for which in ("teacher", "student"):
         out = args.out / "artifacts" / args.task / which
-        export_cmd(ExportConfig(run=run, policy=which, out=out))  # type: ignore[arg-type]
+        export_path(ExportConfig(run=run, policy=which, out=out))  # type: ignore[arg-type]
         lat[which] = chunk_latency(out, args.latency_calls)
     paired = {which: final_success(args.out / "artifacts" / args.task / which,
                                    args.final_episodes, args.seed)

@@ -158,9 +158,10 @@ def run_sb3(args: Args, console: Console) -> list[dict[str, float]]:
 
 
 def student_figures(run_dir: Path, console: Console, reuse: bool) -> dict[str, Any]:
-    from robot_rl.cli.export import ExportConfig, export_cmd
     from robot_rl.distill import DistillConfig, distill
     from robot_rl.export import load_policy
+    from robot_rl.kinds.base import ExportConfig
+    from robot_rl.kinds.export import export_path
 
     if reuse:
         state = torch.load(run_dir / "student.pt", weights_only=False)
@@ -169,7 +170,7 @@ def student_figures(run_dir: Path, console: Console, reuse: bool) -> dict[str, A
         _, report = distill(DistillConfig(run=run_dir, progress=False), console)
         assert report.teacher is not None and report.student is not None
         teacher, student = report.teacher.success_rate, report.student.success_rate
-        export_cmd(ExportConfig(run=run_dir))
+        export_path(ExportConfig(run=run_dir))
     policy = load_policy(run_dir / "export")
     obs = np.zeros(policy.obs_dim, np.float32)
     times = []

@@ -1,4 +1,4 @@
-"""The Robot interface of DESIGN.md: what the deploy runtime talks to.
+"""The Robot interface (docs/deploy.md): what the deploy runtime talks to.
 
     with SimRobot(SimRobotConfig()) as robot:        # or a ROS 2 arm (robot_rl.hardware.ros)
         obs = robot.observe()                         # JointReading or None (nothing yet)

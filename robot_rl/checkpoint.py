@@ -9,6 +9,7 @@ temporary name in the same folder and renamed over the old one only when complet
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,20 @@ def checkpoint_kind(path: str | Path) -> str:
     """What a run directory or checkpoint holds: the ``kind`` its runner saved ("sac",
     "dsrl", "residual", "bc", "pixel_sac"); checkpoints older than the field are "sac"."""
     return str(load_checkpoint(path).get("kind", "sac"))
+
+
+def default_run_name(task: str, method: str, seed: int) -> str:
+    """A new run directory's name: ``{task}__{method}__{seed}__{time}``."""
+    return f"{task}__{method}__{seed}__{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def create_run_dir(runs_dir: str | Path, run_name: str | None, task: str, method: str,
+                   seed: int) -> Path:
+    """A new run directory under ``runs_dir``: ``run_name`` (which may exist already), else
+    ``default_run_name`` (which must not)."""
+    path = Path(runs_dir) / (run_name or default_run_name(task, method, seed))
+    path.mkdir(parents=True, exist_ok=run_name is not None)
+    return path
 
 
 def run_dir_of(checkpoint: Path) -> Path:

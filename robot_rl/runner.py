@@ -39,6 +39,7 @@ from robot_rl.checkpoint import (
     FORMAT_VERSION,
     REPLAY,
     CheckpointError,
+    create_run_dir,
     kept_checkpoint,
     load_checkpoint,
     save_atomic,
@@ -306,10 +307,8 @@ class Runner:
         self.history: list[dict[str, float]] = []
         self._next_eval = 0
         if resume_state is None:
-            name = cfg.run_name or f"{cfg.task}__{cfg.algo}__{cfg.seed}__" \
-                                   f"{time.strftime('%Y%m%d-%H%M%S')}"
-            self.run_dir = Path(cfg.runs_dir) / name
-            self.run_dir.mkdir(parents=True, exist_ok=cfg.run_name is not None)
+            self.run_dir = create_run_dir(cfg.runs_dir, cfg.run_name, cfg.task, cfg.algo,
+                                          cfg.seed)
         else:
             self._restore(resume_state)
         (self.run_dir / "config.json").write_text(json.dumps(to_dict(cfg), indent=2) + "\n")

@@ -111,7 +111,7 @@ def torch_threads(n: int | None) -> Iterator[None]:
     """torch's intra-op thread count set to ``n`` for the block, then restored (None: leave
     torch's own, one per core). Small networks gain little from a second thread on an idle
     machine and lose several times over when another process holds a core: the threads of
-    one matrix product wait for each other at every operation (docs/performance.md)."""
+    one matrix product wait for each other at every operation (docs/performance/training.md)."""
     if n is None:
         yield
         return

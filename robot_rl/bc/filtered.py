@@ -33,6 +33,7 @@ from robot_rl.bc.runner import (
     load_bc_policy,
     make_eval_env,
 )
+from robot_rl.checkpoint import default_run_name
 from robot_rl.config_io import to_dict
 from robot_rl.errors import ConfigError
 from robot_rl.policies import ChunkData, ChunkPolicy
@@ -146,8 +147,7 @@ class FilteredBC:
         self.cfg, self.console = cfg, console or Console()
         start, bc_cfg, state = load_bc_policy(cfg.policy)
         task = state.get("task") or "data"
-        name = cfg.run_name or f"{task}__bc-filtered__{cfg.seed}__" \
-                               f"{time.strftime('%Y%m%d-%H%M%S')}"
+        name = cfg.run_name or default_run_name(task, "bc-filtered", cfg.seed)
         run_cfg = dataclasses.replace(bc_cfg, steps=cfg.rounds * cfg.steps, lr=cfg.lr,
                                       seed=cfg.seed, runs_dir=cfg.runs_dir, run_name=name,
                                       resume=None, eval_episodes=0, progress=False,

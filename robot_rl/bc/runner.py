@@ -50,7 +50,13 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from robot_rl.bc.demos import action_error, chunk_data, load_demos
-from robot_rl.checkpoint import CHECKPOINT, FORMAT_VERSION, load_checkpoint, save_atomic
+from robot_rl.checkpoint import (
+    CHECKPOINT,
+    FORMAT_VERSION,
+    create_run_dir,
+    load_checkpoint,
+    save_atomic,
+)
 from robot_rl.config_io import from_dict, to_dict
 from robot_rl.data.reader import Dataset
 from robot_rl.data.recover import feature_names
@@ -282,10 +288,7 @@ class BCRunner:
         self.history: list[dict[str, float]] = []
         if state is None:
             task = demos.task or Path(cfg.demos).name
-            name = cfg.run_name or f"{task}__{cfg.algo}__{cfg.seed}__" \
-                                   f"{time.strftime('%Y%m%d-%H%M%S')}"
-            self.run_dir = Path(cfg.runs_dir) / name
-            self.run_dir.mkdir(parents=True, exist_ok=cfg.run_name is not None)
+            self.run_dir = create_run_dir(cfg.runs_dir, cfg.run_name, task, cfg.algo, cfg.seed)
         else:
             self.run_dir = Path(cfg.resume)  # type: ignore[arg-type]
             self._restore(state)

@@ -34,50 +34,49 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-
-@dataclasses.dataclass(frozen=True)
-class Command:
-    config: type
-    run: Callable[[Any], object]
+from robot_rl.kinds import commands as kind_commands
+from robot_rl.kinds.command import Command
 
 
 def _top_level() -> dict[str, Command]:
     # Imported here so ``robot-rl --help`` does not pay for torch and mujoco.
-    from robot_rl.bc import BCConfig
-    from robot_rl.bc.filtered import FilteredBCConfig
-    from robot_rl.cli import data, deploy, dist, export, learn
-    from robot_rl.dist.robot_learner import RobotFinetuneConfig
+    from robot_rl.cli import data, deploy, export, learn
     from robot_rl.distill import DistillConfig
-    from robot_rl.finetune import DSRLConfig, FinetuneConfig
-    from robot_rl.finetune.residual import ResidualConfig
-    from robot_rl.runner import TrainConfig
+    from robot_rl.kinds import command_kind
     from robot_rl.vision.dagger import PixelDistillConfig
-    from robot_rl.vision.pixel_runner import PixelTrainConfig
 
-    return {"train": Command(TrainConfig, learn.train),
-            "eval": Command(learn.EvalConfig, learn.eval_cmd),
-            "distill": Command(DistillConfig, learn.distill_cmd),
-            "distill-pixels": Command(PixelDistillConfig, learn.distill_pixels_cmd),
-            "train-pixels": Command(PixelTrainConfig, learn.train),
-            "export": Command(export.ExportConfig, export.export_cmd),
-            "deploy": Command(deploy.DeployCommandConfig, deploy.deploy_cmd),
-            "record": Command(data.RecordConfig, data.record_cmd),
-            "finetune": Command(FinetuneConfig, learn.train),
-            "finetune-robot": Command(RobotFinetuneConfig, dist.finetune_robot_cmd),
-            "bc": Command(BCConfig, learn.bc_cmd),
-            "bc-filtered": Command(FilteredBCConfig, learn.filtered_bc_cmd),
-            "dsrl": Command(DSRLConfig, learn.train),
-            "residual": Command(ResidualConfig, learn.train)}
+    own = {"eval": Command(learn.EvalConfig, learn.eval_cmd),
+           "distill": Command(DistillConfig, learn.distill_cmd),
+           "distill-pixels": Command(PixelDistillConfig, learn.distill_pixels_cmd),
+           "export": Command(export.ExportConfig, export.export_cmd),
+           "deploy": Command(deploy.DeployCommandConfig, deploy.deploy_cmd),
+           "record": Command(data.RecordConfig, data.record_cmd)}
+    return {name: own[name] if name in own else command_kind(name).commands()[name]
+            for name in top_level()}
 
 
-TOP_LEVEL = ("train", "eval", "distill", "distill-pixels", "train-pixels", "export", "deploy",
-             "record", "finetune", "finetune-robot", "bc", "bc-filtered", "dsrl", "residual")
+OWN_SUMMARIES = {
+    "eval": "Evaluate a run, checkpoint, student or exported artifact: success, cost, shield",
+    "distill": "Distill a run's actor into a small student MLP (DAgger)",
+    "distill-pixels": "Distil a state teacher into a student that sees cameras (DAgger)",
+    "export": "Export a policy as the deploy artifact (ONNX + TorchScript + policy.json)",
+    "deploy": "Run an exported policy on a robot at a fixed rate, behind gate and shield",
+    "record": "Record teleoperated (or scripted) demonstrations into a dataset",
+}
+"""The top-level commands that are not a learner kind's."""
+
+
+
+def top_level() -> tuple[str, ...]:
+    """The top-level commands: the kinds' (``robot_rl.kinds``, a kind registered at run time
+    included), then the CLI's own."""
+    return tuple(kind_commands()) + tuple(OWN_SUMMARIES)
 
 
 def _commands() -> dict[str, dict[str, Command]]:
@@ -113,21 +112,7 @@ GROUPS = {"sim": "simulation: inspect robots and tasks, run policies, record vid
           "sysid": "system identification: record an excitation on the arm, fit its dynamics"}
 
 
-SUMMARIES = {
-    "train": "Train a policy with SAC and a safety critic in batched simulation",
-    "eval": "Evaluate a run, checkpoint, student or exported artifact: success, cost, shield",
-    "distill": "Distill a run's actor into a small student MLP (DAgger)",
-    "distill-pixels": "Distil a state teacher into a student that sees cameras (DAgger)",
-    "train-pixels": "Asymmetric SAC on cameras (critics on state), from scratch or a student",
-    "export": "Export a policy as the deploy artifact (ONNX + TorchScript + policy.json)",
-    "deploy": "Run an exported policy on a robot at a fixed rate, behind gate and shield",
-    "record": "Record teleoperated (or scripted) demonstrations into a dataset",
-    "finetune": "Fine-tune from demonstrations with RLPD or WSRL (and the safety critic)",
-    "finetune-robot": "Fine-tune a sim-trained policy on the robot: HIL-SERL on Ray",
-    "bc": "Behaviour cloning of a chunked policy (flow matching or MLP) from a dataset",
-    "bc-filtered": "Re-train a BC policy on its own successful rollouts (filtered BC)",
-    "dsrl": "Fine-tune a flow policy with DSRL: SAC chooses its noise",
-    "residual": "Fine-tune a flow policy with a bounded residual learned by SAC",
+GROUP_SUMMARIES = {
     "sim info": "Show the robots, the tasks (sizes, rates, terms) and versions",
     "sim rollout": "Run a policy in the batched simulation; success, return, safety cost",
     "bench sim": "Simulation throughput: ours vs EnvPool vs gymnasium vs the physical limit",
@@ -145,11 +130,16 @@ SUMMARIES = {
     "sysid fit": "Fit the arm's masses, damping, friction, gains and delay to recordings",
     "sysid gap": "Predict a policy's sim-to-real gap: the identified arm vs the nominal one",
 }
-"""One line per command for ``robot-rl --help``, which imports no command (torch alone costs
-seconds); ``robot-rl COMMAND --help`` gives the whole story."""
+"""One line per command of a group for ``robot-rl --help``, which imports no command (torch
+alone costs seconds); ``robot-rl COMMAND --help`` gives the whole story."""
 
-GROUP_COMMANDS = {group: [name.split(" ", 1)[1] for name in SUMMARIES
+GROUP_COMMANDS = {group: [name.split(" ", 1)[1] for name in GROUP_SUMMARIES
                           if name.startswith(f"{group} ")] for group in GROUPS}
+
+
+def summaries() -> dict[str, str]:
+    """One line per command, top-level and grouped."""
+    return {**kind_commands(), **OWN_SUMMARIES, **GROUP_SUMMARIES}
 
 
 def _usage(console: Console) -> None:
@@ -158,11 +148,12 @@ def _usage(console: Console) -> None:
     table = Table(show_header=True, header_style="bold", box=None)
     table.add_column("command")
     table.add_column("what it does")
-    for name in TOP_LEVEL:
-        table.add_row(f"robot-rl {name}", SUMMARIES[name])
+    lines = summaries()
+    for name in top_level():
+        table.add_row(f"robot-rl {name}", lines[name])
     for group in GROUPS:
         for name in GROUP_COMMANDS[group]:
-            table.add_row(f"robot-rl {group} {name}", SUMMARIES[f"{group} {name}"])
+            table.add_row(f"robot-rl {group} {name}", lines[f"{group} {name}"])
     console.print(table)
 
 
@@ -178,17 +169,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         out.print(f"robot-rl {__version__}")
         return
     group = args[0]
-    if group in TOP_LEVEL:
+    if group in top_level():
         _run(_top_level()[group], args[1:], f"robot-rl {group}", err)
         return
     if group not in GROUPS:
-        _fail(err, f"unknown command {group!r}; commands: {', '.join(TOP_LEVEL)}; "
+        _fail(err, f"unknown command {group!r}; commands: {', '.join(top_level())}; "
                    f"groups: {', '.join(GROUPS)}")
     names = GROUP_COMMANDS[group]
     if len(args) < 2 or args[1] in ("-h", "--help"):
         out.print(f"usage: robot-rl {group} <command> [options]\n", markup=False)
         for name in names:
-            out.print(f"  {name:10s} {SUMMARIES[f'{group} {name}']}", markup=False)
+            out.print(f"  {name:10s} {GROUP_SUMMARIES[f'{group} {name}']}", markup=False)
         if len(args) < 2:
             sys.exit(2)
         return

@@ -11,12 +11,12 @@ from typing import Annotated, Any, Literal
 
 import tyro
 from rich.console import Console
-from rich.table import Table
 
 from robot_rl.errors import ConfigError
 from robot_rl.hardware.cameras.sim_camera import SimCameraConfig
 from robot_rl.hardware.runtime import DeployConfig
 from robot_rl.hardware.sim_robot import SimRobotConfig
+from robot_rl.hardware.summary import print_summary
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -194,49 +194,6 @@ def _view_arm(cfg: DeployCommandConfig, runtime: Any, task_cfg: Any) -> Any:
     return ArmView(build_model(cfg.sim, spec), spec.joint_names, q, lambda: runtime.goal,
                    workspace=(s.workspace_lo, s.workspace_hi),
                    title=f"robot-rl deploy {runtime.policy.meta['task']} (simulated arm)")
-
-
-def print_summary(console: Console, s: dict[str, Any]) -> None:
-    """The runtime's exit summary as a table."""
-    table = Table(title="deploy summary", show_header=False, box=None)
-    table.add_column(style="bold")
-    table.add_column()
-
-    def pct(key: str) -> str:
-        p50, p99, mx = s.get(key, (math.nan,) * 3)
-        return f"p50 {p50:.1f}  p99 {p99:.1f}  max {mx:.1f} µs"
-
-    table.add_row("ticks / policy steps", f"{s['ticks']} / {s['policy_steps']} "
-                  f"({s['rate_hz']:g} Hz / {s['policy_hz']:g} Hz)")
-    if "period_error_us" in s:
-        table.add_row("period error", pct("period_error_us"))
-        table.add_row("overruns / skipped ticks", f"{s['overruns']} / {s.get('skipped_ticks', 0)}")
-    table.add_row("tick compute", pct("compute_us"))
-    table.add_row("policy inference", pct("inference_us"))
-    if s.get("gate"):
-        table.add_row("gate", pct("gate_us") + f"  rejections {s['gate_rejections']}, "
-                      f"holds {s['gate_holds']}")
-    table.add_row("hold ticks", str(s["hold_ticks"]))
-    table.add_row("policy steps waited for", str(s.get("policy_waits", 0)))
-    table.add_row("watchdog trips / e-stops", f"{s['watchdog_trips']} / {s['estops']}")
-    table.add_row("bad readings dropped", str(s["bad_readings"]))
-    shield = ", ".join(f"{k} {v}" for k, v in s["shield"].items() if v) or "none"
-    table.add_row("shield interventions", shield)
-    ages = s.get("frame_age_ms")
-    if ages and s["policy_steps"] and all(math.isfinite(x) for x in ages):  # saw cameras
-        p50, p99, mx = ages
-        table.add_row("camera frame age", f"p50 {p50:.1f}  p99 {p99:.1f}  max {mx:.1f} ms; "
-                      f"holds for stale frames {s['camera_holds']}")
-    if "episodes" in s:
-        n = len(s["episodes"])
-        table.add_row("episode success (at the end)",
-                      f"{round(s['episode_success_rate'] * n)}/{n} "
-                      f"({s['episode_success_rate']:.0%})")
-    else:
-        table.add_row("task success (last step)", str(s["success"]))
-    if "ee_goal_distance_m" in s:
-        table.add_row("end effector to goal", f"{s['ee_goal_distance_m'] * 100:.1f} cm")
-    console.print(table)
 
 
 def _vec(v: Any) -> str:

@@ -281,8 +281,8 @@ def _evaluate_on(cfg: SysidGapConfig, overrides: dict[str, Any]) -> Any:
     import dataclasses as dc
 
     from robot_rl.checkpoint import checkpoint_kind
-    from robot_rl.cli.learn import EvalConfig, artifact_policy
     from robot_rl.evaluate import evaluate, evaluate_agent
+    from robot_rl.kinds.evaluation import EvalConfig, artifact_policy
     from robot_rl.runner import load_agent
     from robot_rl.sim import make_env
 

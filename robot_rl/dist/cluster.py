@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 from pathlib import Path
 from typing import Any
 
 import ray
 from rich.console import Console
 
-from robot_rl.checkpoint import CHECKPOINT, load_checkpoint
+from robot_rl.checkpoint import CHECKPOINT, default_run_name, load_checkpoint
 from robot_rl.dist.learner import DistributedTraining, make_learner
 from robot_rl.dist.ray_pool import (
     RayPool,
@@ -96,8 +95,7 @@ class LearnerActor:
 
 def run_name(cfg: TrainConfig) -> str:
     """The run directory's name: the config's, else {task}__{algo}-ray__{seed}__{time}."""
-    return cfg.run_name or f"{cfg.task}__{cfg.algo}-ray__{cfg.seed}__" \
-                           f"{time.strftime('%Y%m%d-%H%M%S')}"
+    return cfg.run_name or default_run_name(cfg.task, f"{cfg.algo}-ray", cfg.seed)
 
 
 def start_learner(cfg: TrainConfig) -> Any:

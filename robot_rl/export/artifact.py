@@ -1,4 +1,4 @@
-"""Write the deploy artifact of DESIGN.md: ONNX + TorchScript + policy.json.
+"""Write the deploy artifact (docs/training.md): ONNX + TorchScript + policy.json.
 
     export_artifact(out_dir, DeployPolicy(...), artifact_meta(env, ...), cost=DeployCost(...))
 
@@ -67,7 +67,7 @@ def task_meta(env: BatchedEnv) -> dict[str, Any]:
 def artifact_meta(env: BatchedEnv, policy: DeployPolicy | ChunkPolicy,
                   safety: dict[str, Any] | None, provenance: dict[str, Any],
                   chunk: dict[str, Any] | None = None) -> dict[str, Any]:
-    """policy.json contents for a policy acting in ``env``'s task (see DESIGN.md);
+    """policy.json contents for a policy acting in ``env``'s task (docs/training.md);
     ``chunk``: ``chunk_meta`` of a chunked policy."""
     meta = task_meta(env)
     norm = policy.obs_norm if isinstance(policy, ChunkPolicy) else policy.norm

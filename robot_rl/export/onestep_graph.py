@@ -18,7 +18,8 @@ folds them into the first and last layers' weights once, at export:
 with ``W_in' = [W_x, W_c * mask]``, ``b_in' = b_in + W_t · time_features(0)``,
 ``s`` the action std tiled over the chunk, ``W_out' = s * W_out`` and ``b_out' = s * b_out +
 mean``. It equals ``NoisyChunkGraph`` up to float rounding (checked when it is built); on
-a 256 x 3 student its ONNX graph has about half the operations (docs/performance.md).
+a 256 x 3 student its ONNX graph has about half the operations
+(docs/performance/history/learners-3.md).
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ step of the env is K control steps (``MacroStep``: their rewards and costs summe
 Runner's discount per K steps), and the correction chosen at the first,
 ``clip(base + scale * residual) - base``, is held and added to the flow's action at each
 of the K (clipped to [-1, 1]). SAC learns push from scratch at 10 Hz and not at 50
-(docs/performance.md); this asks whether the residual does too. The exported artifact
-holds the correction the same way (``policy.json``'s ``residual.every``).
+(docs/performance/history/learners-1.md); this asks whether the residual does too. The
+exported artifact holds the correction the same way (``policy.json``'s ``residual.every``).
 
 ``explore_ramp`` is Policy Decorator's progressive exploration: early decisions apply the
 residual only in a growing share of the envs, so the first replay is mostly the flow's own.
@@ -241,7 +241,7 @@ class ResidualConfig(TrainConfig):
     first success (rounded to whole decisions; evaluation episodes never do): the
     residual meets more of the states its failures end in (a puck stopped short of its
     goal, the flow standing still). No reference does this: 0 (on push, 2 s ended level
-    with it, docs/performance.md)."""
+    with it, docs/performance/history/learners-3.md)."""
 
     def validate(self) -> None:
         super().validate()

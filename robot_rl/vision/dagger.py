@@ -84,7 +84,7 @@ class PixelDistillConfig:
     policy: PixelPolicyConfig = dataclasses.field(
         default_factory=lambda: PixelPolicyConfig(activation="elu"))
     """The student's networks and augmentation (here an ELU action MLP: it clones the push
-    expert as a state policy better than ReLU's, docs/vision.md)."""
+    expert as a state policy better than ReLU's, docs/vision-history.md)."""
     drop_terms: tuple[str, ...] = ("last_action", "prev_action")
     """Observation terms the student does not see. The last action predicts the teacher's
     next one so well that a cloned student copies it and ignores the cameras (the copycat
@@ -95,7 +95,7 @@ class PixelDistillConfig:
     """Parallel envs of the image rollouts. Each env's episode is one draw of the visual and
     dynamics randomization and one puck and goal: the estimate generalizes to new episodes
     with many of them (48 rather than 16 raised push's student from 0.83 to 0.94 of its
-    teacher, docs/vision.md). ~1 GB of images per 100,000 samples (two 48x48 cameras)."""
+    teacher, docs/vision-history.md). ~1 GB of images per 100,000 samples (two 48x48 cameras)."""
     rollout_steps: int | None = None
     """Control steps per iteration and env (default: one episode)."""
     beta_decay: float = 0.5
@@ -130,12 +130,12 @@ class PixelDistillConfig:
     policy_envs: int = 32
     """Parallel envs of the ``--policy-iterations`` rollouts (no cameras: cheap). 32
     rather than 16 raised push's action MLP from 77.3% to 84.4% on the true state (256
-    episodes, docs/vision.md)."""
+    episodes, docs/vision-history.md)."""
     state_noise: float = 0.0
     """Standard deviation of Gaussian noise on the hidden state in ``--policy-iterations``
     [normalized units], for an action MLP that must act on an estimate. 0.1 cost lift's
     action MLP 59 points on the true state (26.6% against 85.9%) and push's none measurable
-    (docs/vision.md)."""
+    (docs/vision-history.md)."""
     lr: float = 1e-3
     eval_episodes: int = 64
     """Episodes to compare student and teacher (0: skip)."""

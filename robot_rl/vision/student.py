@@ -75,7 +75,7 @@ class PixelPolicyConfig:
     """The action MLP's activation. Cloning push's scripted expert without the last action, a
     state student of this size succeeded in 78% of 32 episodes with ELU and 44% with ReLU
     (same data and steps), so ``distill-pixels``, whose action MLP first learns as such a
-    state policy, uses ELU (docs/vision.md)."""
+    state policy, uses ELU (docs/vision-history.md)."""
     shift: int = 4
     """DrQ random-shift padding [px] while training (0: none)."""
     encoder: Literal["conv", "resnet18"] = "conv"

@@ -58,7 +58,7 @@ class ViewKinematics:
         idx = self._body_index[key]
         # index_select, not x[:, idx]: on the CPU that advanced index of the (E, nbody, 9)
         # view runs as a parallel loop whose OpenMP workers then spin on the core MuJoCo's
-        # threads step on (1.5 ms per step at 64 envs, docs/performance.md)
+        # threads step on (1.5 ms per step at 64 envs)
         pos = self._xpos.index_select(1, idx)
         rot = self._xmat.index_select(1, idx).reshape(pos.shape[0], len(body_ids), 3, 3)
         return pos, rot

@@ -21,7 +21,8 @@ H, K = 4, 2
 @pytest.fixture(scope="module")
 def chunk_artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from robot_rl.bc import BCConfig, BCRunner
-    from robot_rl.cli.export import ExportConfig, export_cmd
+    from robot_rl.kinds.base import ExportConfig
+    from robot_rl.kinds.export import export_path
     from robot_rl.policies import PolicyConfig
     from robot_rl.recording.record import RecordConfig, record
 
@@ -33,7 +34,7 @@ def chunk_artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                           blocks=1),
                       steps=5, eval_episodes=0, runs_dir=root, run_name="bc", progress=False),
              console=Console(file=sys.stderr)).train()
-    export_cmd(ExportConfig(run=root / "bc", out=root / "art"))
+    export_path(ExportConfig(run=root / "bc", out=root / "art"))
     return root / "art"
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from robot_rl.cli.deploy import print_summary
 from robot_rl.hardware.deploy_stats import DeployStats
+from robot_rl.hardware.summary import print_summary
 
 
 def _printed(stats: DeployStats) -> str:

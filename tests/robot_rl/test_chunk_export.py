@@ -16,10 +16,11 @@ from rich.console import Console
 from robot_rl.algos import SACConfig
 from robot_rl.bc import load_bc_policy
 from robot_rl.checkpoint import CheckpointError
-from robot_rl.cli.export import ExportConfig, export_cmd
 from robot_rl.export import load_policy
 from robot_rl.finetune import DSRLConfig, DSRLRunner
 from robot_rl.finetune.dsrl import load_dsrl
+from robot_rl.kinds.base import ExportConfig
+from robot_rl.kinds.export import export_path
 from tests.robot_rl.flow_runs import tiny_bc_runs
 
 H, K = 4, 2
@@ -34,7 +35,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_flow_artifact_matches_torch_and_acts_chunk_by_chunk(runs: Path) -> None:
-    export_cmd(ExportConfig(run=runs / "bc-flow"))
+    export_path(ExportConfig(run=runs / "bc-flow"))
     policy, _, _ = load_bc_policy(runs / "bc-flow")
     art = load_policy(runs / "bc-flow" / "export", seed=3)
     assert art.chunked and art.noise_input and (art.horizon, art.execute) == (H, K)
@@ -63,7 +64,7 @@ def test_flow_artifact_matches_torch_and_acts_chunk_by_chunk(runs: Path) -> None
 
 
 def test_mlp_artifact_takes_only_the_observation(runs: Path) -> None:
-    export_cmd(ExportConfig(run=runs / "bc-mlp", out=runs / "mlp-art"))
+    export_path(ExportConfig(run=runs / "bc-mlp", out=runs / "mlp-art"))
     art = load_policy(runs / "mlp-art", backend="torchscript")
     assert art.chunked and not art.noise_input
     policy, _, _ = load_bc_policy(runs / "bc-mlp")
@@ -72,7 +73,7 @@ def test_mlp_artifact_takes_only_the_observation(runs: Path) -> None:
         ref = policy(torch.from_numpy(hist), torch.zeros(4, H, art.act_dim)).numpy()
     np.testing.assert_allclose(art.chunk(hist), ref, atol=1e-5)
     with pytest.raises(CheckpointError, match="no one-step student"):
-        export_cmd(ExportConfig(run=runs / "bc-mlp", policy="student"))
+        export_path(ExportConfig(run=runs / "bc-mlp", policy="student"))
 
 
 def test_dsrl_artifact_chooses_its_noise_inside_the_graph(runs: Path, tmp_path: Path) -> None:
@@ -81,7 +82,7 @@ def test_dsrl_artifact_chooses_its_noise_inside_the_graph(runs: Path, tmp_path: 
                           safety="off", sac=SACConfig(batch_size=8, learning_starts=16,
                                                       actor_hidden=(8,), critic_hidden=(8,))),
                console=Console(file=sys.stderr)).train()
-    export_cmd(ExportConfig(run=tmp_path / "dsrl"))
+    export_path(ExportConfig(run=tmp_path / "dsrl"))
     art = load_policy(tmp_path / "dsrl" / "export")
     assert art.chunked and not art.noise_input and art.meta["safety"] is None
     agent, cfg, env = load_dsrl(tmp_path / "dsrl", 1, 0)
@@ -117,7 +118,7 @@ def test_one_step_student_learns_the_flow_map_and_exports(runs: Path) -> None:
         err = float(((student.integrate(hist, noise)[:, :K] - target) ** 2).mean())
         spread = float(((target - target.mean(0)) ** 2).mean())
     assert err < 0.5 * spread, (err, spread)
-    export_cmd(ExportConfig(run=runs / "bc-flow", policy="student", out=runs / "student"))
+    export_path(ExportConfig(run=runs / "bc-flow", policy="student", out=runs / "student"))
     art = load_policy(runs / "student")
     assert art.meta["chunk"]["flow_steps"] == 1 and art.noise_input
     assert art.meta["provenance"]["teacher_run"] == str(runs / "bc-flow")
@@ -133,7 +134,7 @@ def test_chunk_latency_times_the_artifact_in_a_process_of_its_own(runs: Path,
                                                                     tmp_path: Path) -> None:
     from robot_rl.bench.latency import chunk_latency, measure
 
-    export_cmd(ExportConfig(run=runs / "bc-mlp", out=runs / "mlp-lat"))
+    export_path(ExportConfig(run=runs / "bc-mlp", out=runs / "mlp-lat"))
     p50, p99 = chunk_latency(runs / "mlp-lat", calls=200, warmup=10, processes=2)
     assert 0 < p50 <= p99
     here = measure(runs / "mlp-lat", calls=50, warmup=5)

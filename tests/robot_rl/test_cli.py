@@ -34,12 +34,12 @@ def test_help_lists_commands() -> None:
 
 
 def test_the_help_summaries_name_exactly_the_commands() -> None:
-    from robot_rl.cli import GROUP_COMMANDS, SUMMARIES, TOP_LEVEL, _commands, _top_level
+    from robot_rl.cli import GROUP_COMMANDS, _commands, _top_level, summaries, top_level
 
-    assert list(_top_level()) == list(TOP_LEVEL)
+    assert list(_top_level()) == list(top_level())
     assert {g: list(c) for g, c in _commands().items()} == GROUP_COMMANDS
-    named = list(TOP_LEVEL) + [f"{g} {n}" for g, ns in GROUP_COMMANDS.items() for n in ns]
-    assert sorted(named) == sorted(SUMMARIES)
+    named = list(top_level()) + [f"{g} {n}" for g, ns in GROUP_COMMANDS.items() for n in ns]
+    assert sorted(named) == sorted(summaries())
 
 
 def test_sim_info(cli) -> None:

@@ -11,10 +11,11 @@ import pytest
 from rich.console import Console
 
 from robot_rl.algos import SACConfig
-from robot_rl.cli.export import ExportConfig, export_cmd
-from robot_rl.cli.learn import EvalConfig, evaluate_path
 from robot_rl.finetune import DSRLConfig, DSRLRunner
 from robot_rl.finetune.residual import ResidualConfig, ResidualRunner
+from robot_rl.kinds.base import ExportConfig
+from robot_rl.kinds.evaluation import EvalConfig, evaluate_path
+from robot_rl.kinds.export import export_path
 from robot_rl.runner import Runner, TrainConfig
 from robot_rl.sim import make_task_config
 from tests.robot_rl.flow_runs import tiny_bc_runs
@@ -53,7 +54,7 @@ def test_run_and_artifact_agree_for_every_kind(runs: Path) -> None:
                                   sac=SACConfig(**TINY)),  # type: ignore[arg-type]
                    console=quiet).train()
     for name in ("sac", "dsrl", "residual", "bc-mlp"):
-        export_cmd(ExportConfig(run=runs / name, policy="teacher"))
+        export_path(ExportConfig(run=runs / name, policy="teacher"))
         run_success, run_return = _evaluate(runs / name)
         art_success, art_return = _evaluate(runs / name / "export")
         assert abs(run_success - art_success) <= 0.03, name

@@ -20,7 +20,6 @@ from robot_rl.algos import SACConfig
 from robot_rl.algos.safety_critic import SafetyConfig
 from robot_rl.bc import load_bc_policy
 from robot_rl.checkpoint import CheckpointError
-from robot_rl.cli.export import ExportConfig, export_cmd
 from robot_rl.config_io import to_dict
 from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
@@ -37,6 +36,8 @@ from robot_rl.finetune.residual_base import (
     ResidualActing,
     base_along_episodes,
 )
+from robot_rl.kinds.base import ExportConfig
+from robot_rl.kinds.export import export_path
 from robot_rl.policies import ChunkExecutor, ChunkPolicy
 from robot_rl.replay import Batch
 from robot_rl.sim import BatchedEnv, make_env
@@ -167,7 +168,7 @@ def test_a_residual_run_exports_what_it_evaluates(flow_run: Path, tmp_path: Path
     assert env.obs_dim == env.env.obs_dim + env.act_dim  # the observation and the base action
     runner.train()
     assert runner.env_steps == 48  # counted in control steps
-    export_cmd(ExportConfig(run=tmp_path / "res"))
+    export_path(ExportConfig(run=tmp_path / "res"))
     art = load_policy(tmp_path / "res" / "export")
     assert art.chunked and art.meta["residual"]["scale"] == 0.3
     assert art.residual_every == every
@@ -195,7 +196,7 @@ def test_a_residual_run_exports_what_it_evaluates(flow_run: Path, tmp_path: Path
     assert len(got) >= 22  # an episode's end inside a held step skips at most its rest
     np.testing.assert_allclose(np.stack(got), np.stack(want), atol=1e-5)
     with pytest.raises(CheckpointError, match="robot-rl distill"):
-        export_cmd(ExportConfig(run=tmp_path / "res", policy="student"))
+        export_path(ExportConfig(run=tmp_path / "res", policy="student"))
 
 
 def test_a_residual_run_acts_step_by_step_as_its_artifact_and_distills(
@@ -214,7 +215,7 @@ def test_a_residual_run_acts_step_by_step_as_its_artifact_and_distills(
                          sac=SACConfig(batch_size=8, learning_starts=16, actor_hidden=(8,),
                                        critic_hidden=(8,)))
     ResidualRunner(cfg, console=Console(file=sys.stderr)).train()
-    export_cmd(ExportConfig(run=tmp_path / "res"))
+    export_path(ExportConfig(run=tmp_path / "res"))
     art = load_policy(tmp_path / "res" / "export")
     agent, _, res_env = load_residual(tmp_path / "res", 2, 0)
     acting = ResidualActing(res_env.policy, ResidualGraph(teacher_policy(agent), 0.5, 3))
@@ -259,7 +260,7 @@ def test_a_residual_run_acts_step_by_step_as_its_artifact_and_distills(
             own.reset(terminated | truncated)
     w, g = torch.cat(want), torch.cat(got)
     assert float(((g - w) ** 2).mean()) < 0.5 * float(((w - w.mean(0)) ** 2).mean())
-    export_cmd(ExportConfig(run=tmp_path / "res", policy="student", out=tmp_path / "stud"))
+    export_path(ExportConfig(run=tmp_path / "res", policy="student", out=tmp_path / "stud"))
     stud = load_policy(tmp_path / "stud")
     assert (stud.horizon, stud.execute) == (1, 1) and stud.meta.get("residual") is None
     assert stud.clock == (flow_executed, 3)
@@ -281,7 +282,7 @@ def test_a_residual_run_acts_step_by_step_as_its_artifact_and_distills(
         own.reset(terminated | truncated)
         stud.reset((terminated | truncated).numpy())
     # `robot-rl eval RUN --student` evaluates the one-step student as its artifact decides
-    from robot_rl.cli.learn import EvalConfig, evaluate_path
+    from robot_rl.kinds.evaluation import EvalConfig, evaluate_path
 
     of_run, of_art = (evaluate_path(EvalConfig(path=path, student=student_flag, episodes=4,
                                                num_envs=2, seed=5))

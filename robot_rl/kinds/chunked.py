@@ -1,0 +1,97 @@
+"""What the kinds of chunked policies share (bc, and dsrl and residual, which fine-tune a bc
+run's flow): the one-step student that ``robot-rl distill`` fits to a run's policy, its
+evaluation and export, and the artifact of a chunked policy."""
+
+from __future__ import annotations
+
+import abc
+from pathlib import Path
+from typing import Any
+
+from robot_rl.kinds.base import EvalOptions, Evaluation, ExportConfig, Exported, Kind, Run
+
+
+class ChunkedPolicy:
+    """A run's chunked policy as its artifact holds it."""
+
+    def __init__(self, module: Any, policy: Any, bc_state: dict[str, Any],
+                 provenance: dict[str, Any], ensemble: float | None = None,
+                 residual: Any = None):
+        self.module = module
+        """The graph exported (``ChunkGraph``, or the flow with its noise as an input)."""
+        self.policy = policy
+        """The ``ChunkPolicy`` (its config: horizon, executed steps)."""
+        self.bc_state = bc_state
+        """The checkpoint of the bc run the flow comes from (its task and env)."""
+        self.provenance = provenance
+        self.ensemble = ensemble
+        self.residual = residual
+        """A residual run's ``ResidualGraph``, exported beside the flow."""
+
+
+class ChunkedKind(Kind):
+    """A kind whose runs act in chunks of a bc run's policy."""
+
+    @abc.abstractmethod
+    def flow_run(self, run: Run) -> Path:
+        """The bc run the run's policy comes from (itself, for a bc run)."""
+
+    @abc.abstractmethod
+    def policy_evaluation(self, run: Run, opts: EvalOptions) -> Evaluation:
+        """The run's own chunked decision, ready to evaluate."""
+
+    @abc.abstractmethod
+    def chunked_policy(self, run: Run) -> ChunkedPolicy:
+        """The run's policy as its artifact holds it."""
+
+    def evaluation(self, run: Run, opts: EvalOptions) -> Evaluation:
+        ev = self.policy_evaluation(run, opts)
+        if not opts.student:
+            return ev
+        from robot_rl.bc import evaluate_chunked
+        from robot_rl.finetune.onestep import load_onestep
+
+        onestep, _ = load_onestep(run.dir)
+        env = getattr(ev.env, "env", ev.env)  # a dsrl or residual env's own: one action a step
+        return Evaluation(env, f"{ev.label}: its one-step student",
+                          lambda n, **kw: evaluate_chunked(onestep, env, n, **kw))
+
+    def export(self, run: Run, cfg: ExportConfig) -> Exported:
+        """The run's chunked policy, or with ``--policy student`` its one-step student
+        (``robot-rl distill``)."""
+        from robot_rl.bc import bc_env
+        from robot_rl.export.artifact import artifact_meta, chunk_meta, export_artifact
+        from robot_rl.export.modules import ChunkGraph
+
+        p = self.student_policy(run) if cfg.policy == "student" else self.chunked_policy(run)
+        env = bc_env(p.bc_state, run.dir, "an exported policy", 1, 0)
+        chunk = chunk_meta(p.policy.cfg, p.policy.kind, not isinstance(p.module, ChunkGraph),
+                           p.ensemble)
+        meta = artifact_meta(env, p.policy, None, p.provenance, chunk=chunk)
+        out = export_artifact(cfg.out or run.dir / "export", p.module, meta,
+                              residual=p.residual)
+        what = "one-step student" if cfg.policy == "student" else "chunked policy"
+        return Exported(out, f"the {self.name} run's {what} (H={p.policy.horizon}, execute "
+                             f"{p.policy.cfg.executed})")
+
+    def student_policy(self, run: Run) -> ChunkedPolicy:
+        """The run's one-step student (``robot-rl distill``) as its artifact holds it."""
+        from robot_rl.bc import load_bc_policy
+        from robot_rl.export.modules import ChunkGraph
+        from robot_rl.export.onestep_graph import noisy_chunk_graph
+        from robot_rl.finetune.onestep import load_onestep
+
+        student, record = load_onestep(run.dir)
+        _, _, state = load_bc_policy(self.flow_run(run))
+        module = noisy_chunk_graph(student) if student.kind == "flow" else ChunkGraph(student)
+        provenance = {"run": str(run.dir), "policy": "student",
+                      "student": f"one-step {student.kind} (DAgger from the run's policy)",
+                      "teacher_run": record["teacher_run"],
+                      "teacher_success": record["teacher_success"],
+                      "student_success": record["student_success"]}
+        return ChunkedPolicy(module, student, state, provenance)
+
+    def distill(self, run: Run, cfg: Any, console: Any) -> Any:
+        from robot_rl.finetune.onestep import distill_chunked
+
+        return distill_chunked(cfg, console)[1]
