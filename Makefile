@@ -58,6 +58,9 @@ $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e ".[dev,bench,gpu,ros,camera,teleop,dist,view]"
+	# the control path's numba kernels into numba's cache (about a minute once; then the first
+	# env, control loop or test loads them in about a second)
+	$(BIN)/python -m robot_rl.sim.warm
 	@touch $(STAMP)
 
 demo: setup
@@ -78,9 +81,14 @@ demo: setup
 	  --video runs/demo/push_expert.mp4 --video-envs 0 1
 	@echo "run: $(DEMO) (learning_curve.png, eval.mp4, student.pt, export/); runs/demo/push_expert.mp4"
 
-# lint-imports reads the package from disk, where sim/, controllers/ and hardware/ are not
-# under robot_rl/ (pyproject's package-dir maps them): it checks a copy in the installed layout.
+# mypy and lint-imports read the package from disk, where sim/, controllers/, hardware/ and
+# launch/ are not under robot_rl/ (pyproject's package-dir maps them): both check a copy in the
+# installed layout, so an import of robot_rl.sim (and the others) is checked like any other.
+# mypy's messages name the checkout's files (robot_rl/sim/env.py -> sim/env.py); its cache of
+# the copy is MYPY_TREE_CACHE.
 LINT_TREE := .lint-imports
+MAPPED := sim controllers hardware launch
+MYPY_TREE_CACHE := .mypy_cache_tree
 
 # mypy reads isaacgym's types (the user's isaacgym-stubs) from a copy whose two properties
 # named `lambda` (a keyword mypy cannot parse) are renamed.
@@ -91,9 +99,11 @@ lint: setup
 	$(BIN)/ruff check .
 	mkdir -p $(TYPING)/isaacgym && echo "from .gymapi import *" > $(TYPING)/isaacgym/__init__.pyi
 	sed 's/def lambda(/def lambda_(/' $(ISAACGYM_STUBS) > $(TYPING)/isaacgym/gymapi.pyi
-	$(BIN)/mypy robot_rl sim controllers hardware
 	rm -rf $(LINT_TREE) && mkdir -p $(LINT_TREE) && cp -r robot_rl $(LINT_TREE)/ && \
-	  for d in sim controllers hardware launch; do cp -r $$d $(LINT_TREE)/robot_rl/$$d; done
+	  for d in $(MAPPED); do cp -r $$d $(LINT_TREE)/robot_rl/$$d; done
+	cd $(LINT_TREE) && out=$$(../$(BIN)/mypy --config-file ../pyproject.toml \
+	  --cache-dir ../$(MYPY_TREE_CACHE) robot_rl 2>&1); rc=$$?; \
+	  printf '%s\n' "$$out" | sed -E 's#^robot_rl/($(subst $() ,|,$(MAPPED)))/#\1/#'; exit $$rc
 	cd $(LINT_TREE) && ../$(BIN)/lint-imports --config ../pyproject.toml --no-cache
 
 test: lint
@@ -118,4 +128,5 @@ perf: setup
 	$(BIN)/python -m pytest -q -m perf
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache .ruff_cache .mypy_cache $(LINT_TREE) $(TYPING)
+	rm -rf $(VENV) runs .pytest_cache .ruff_cache .mypy_cache $(MYPY_TREE_CACHE) $(LINT_TREE) \
+	  $(TYPING)

@@ -316,7 +316,9 @@ def target_box(lo: Vec3 | None, hi: Vec3 | None) -> np.ndarray:
     return box
 
 
-class _PoseTargets(ActionSpace):
+class PoseTargets(ActionSpace):
+    """An action space of end-effector pose targets (``EEDelta``, ``EEPose``)."""
+
     kind: TargetKind = "pose"
 
     def __init__(self, robot: RobotSpec, gripper: bool, rotation: bool):
@@ -336,7 +338,7 @@ class _PoseTargets(ActionSpace):
         -inf .. inf)."""
 
 
-class EEDelta(_PoseTargets):
+class EEDelta(PoseTargets):
     """p_target = clip(p + pos_scale * a[:3], box_lo, box_hi);
     R_target = exp(rot_scale * a[3:6]) R."""
 
@@ -370,7 +372,7 @@ class EEDelta(_PoseTargets):
                 self.box)
 
 
-class EEPose(_PoseTargets):
+class EEPose(PoseTargets):
     """p_target = lo + (a + 1) / 2 (hi - lo); R_target = exp(max_angle * a[3:6]) R_home."""
 
     def __init__(self, cfg: EEPoseConfig, robot: RobotSpec):

@@ -7,13 +7,13 @@ scipy's BLAS; these matrices are 7x7 and smaller).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 import numba
 import numpy as np
 
 
-def is_f64(x: Any) -> bool:
+def is_f64(x: Any) -> TypeGuard[np.ndarray]:
     """``x`` is a float64 numpy array: the compiled path's input (torch tensors and float32
     take the array reference)."""
     return isinstance(x, np.ndarray) and x.dtype == np.float64

@@ -100,8 +100,8 @@ class OperationalSpace(Controller):
                             reg=np.eye(6) * cfg.singularity_damping)
         self._scalars = np.array([self._kn, self._dn, cfg.max_pos_error, cfg.max_rot_error,
                                   cfg.singularity_damping, float(cfg.decouple_inertia)])
-        self._gains = tuple(arg(self._c.numpy(k)) for k in ("kp", "kd", "home")) \
-            + (self._scalars,)
+        k = self._c.numpy
+        self._gains = (arg(k("kp")), arg(k("kd")), arg(k("home")), self._scalars)
         """(kp (6,), kd (6,), home (n,), scalars) as the compiled law takes them."""
         osc_compiled.warm_up(robot.num_joints)
         fused_compiled.warm_up(robot.num_joints)
@@ -118,6 +118,7 @@ class OperationalSpace(Controller):
         return self.torque_reference(targets, state)
 
     def _torque_compiled(self, targets: Targets, state: ArmState) -> np.ndarray:
+        assert targets.pos is not None and targets.rot is not None and state.mass is not None
         c = arg
         return osc_compiled.osc_torque(
             c(targets.pos), c(targets.rot), c(state.q), c(state.qd), c(state.ee_pos),
@@ -133,8 +134,9 @@ class OperationalSpace(Controller):
         if args is None:
             return super().shielded_torque(targets, state, shield)
         assert targets.pos is not None and targets.rot is not None
-        tau, flags = fused_compiled.osc_command(
-            arg(targets.pos), arg(targets.rot), arg(state.ee_rot), *self._gains, *args)
+        # one tuple: mypy maps a second *tuple of mixed types onto the parameters wrongly
+        inputs = (arg(targets.pos), arg(targets.rot), arg(state.ee_rot), *self._gains, *args)
+        tau, flags = fused_compiled.osc_command(*inputs)
         return tau, shield.torque_flags(flags)
 
     def torque_reference(self, targets: Targets, state: ArmState) -> Array:

@@ -16,7 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import mujoco
+import numpy as np
 import torch
+
+Floats = Sequence[float] | np.ndarray
+"""Per-joint values: a robot spec's sequence or a (n,) array."""
 
 
 def pd_torque(
@@ -35,11 +39,11 @@ def pd_torque(
 def realize_pd_in_model(
     spec: mujoco.MjSpec,
     actuators: Sequence[str],
-    kp: Sequence[float],
-    kd: Sequence[float],
-    q_min: Sequence[float],
-    q_max: Sequence[float],
-    tau_max: Sequence[float],
+    kp: Floats,
+    kd: Floats,
+    q_min: Floats,
+    q_max: Floats,
+    tau_max: Floats,
 ) -> None:
     """Turn torque actuators into the PD law above; their control becomes the target position."""
     for name, p, d, lo, hi, t in zip(actuators, kp, kd, q_min, q_max, tau_max, strict=True):
@@ -50,9 +54,9 @@ def realize_pd_in_model(
 def realize_velocity_servo_in_model(
     spec: mujoco.MjSpec,
     actuators: Sequence[str],
-    kd: Sequence[float],
-    qd_max: Sequence[float],
-    tau_max: Sequence[float],
+    kd: Floats,
+    qd_max: Floats,
+    tau_max: Floats,
 ) -> None:
     """Turn torque actuators into a velocity servo, tau = kd (qd_cmd - qd) within tau_max,
     its damping integrated implicitly; the control becomes the joint velocity command

@@ -39,6 +39,7 @@ from robot_rl.controllers import fused_compiled
 from robot_rl.controllers.action_spaces import (
     ActionConfig,
     ActionSpace,
+    PoseTargets,
     Targets,
     make_action_space,
 )
@@ -58,8 +59,11 @@ if TYPE_CHECKING:
 
 
 class _Workspace(Protocol):
-    workspace_lo: Sequence[float]
-    workspace_hi: Sequence[float]
+    @property
+    def workspace_lo(self) -> Sequence[float]: ...
+
+    @property
+    def workspace_hi(self) -> Sequence[float]: ...
 
 
 class ControlSource(Protocol):
@@ -217,12 +221,13 @@ class ActionPipeline:
         torque controller, numpy throughout, the shield compiled; None where that does not
         apply."""
         space, shield = self.action_space, self.shield
-        if space.kind != "pose" or isinstance(self.controller, DiffIK) \
+        if not isinstance(space, PoseTargets) or isinstance(self.controller, DiffIK) \
                 or not shield.cfg.enabled or not is_f64(arm.q) or not is_f64(arm.ee_rot):
             return None
         layers = shield.action_kernel_args(action, prev)
         if layers is None:
             return None
+        assert shield.pose_packed is not None  # compiled (layers): bound
         E = arm.q.shape[0]
         held_in = np.zeros(E, dtype=np.bool_) if hold is None else arg(np.asarray(hold),
                                                                         np.bool_)

@@ -105,6 +105,15 @@ stochastic policy's exploration noise sets off the rate limit on its own)."""
 
 Flags = dict[str, Array]
 
+_A = np.ndarray
+KernelConstants = tuple[_A, _A, _A, _A, _A]
+"""A shield kernel's constants after the state: (guard_link (K,), guard_pts (K, 3, 1),
+guard_mask (K, n), limits, scalars)."""
+PoseConstants = tuple[_A, _A, _A]
+"""The pose-target layer's constants after the state: (box (2, 3), hand (H, 3), scalars)."""
+TorqueKernelArgs = tuple[_A, _A, _A, _A, _A, _A, _A, _A, _A, _A, _A, _A, _A, _A, int, float]
+"""The torque layer's inputs after tau and without M^-1 (``SafetyShield.torque_kernel_args``)."""
+
 
 def motion_acted(flags: Flags, none: Array) -> Array:
     """(E,) whether a layer of ``MOTION_LAYERS`` acted, from a step's flags (layers absent
@@ -270,15 +279,16 @@ class SafetyShield:
         (``actions_compiled``, ``joint_targets_compiled``, ``targets_compiled``,
         ``shield_compiled``) for numpy inputs (float64; the action layers also float32), from
         ``bind`` on (False: always the array versions, the reference)."""
-        self._packed: tuple[np.ndarray, ...] = ()
+        self._packed: KernelConstants | None = None
         """The torque layer's constants as ``shield_compiled`` takes them (``bind``)."""
         self._no_rows = np.zeros((0, robot.num_joints))
         """(0, n): what the torque layer takes for a state without drift or gravity."""
-        self.pose_packed: tuple[np.ndarray, ...] = ()
+        self.pose_packed: PoseConstants | None = None
         """The pose-target layer's constants, as ``targets_compiled.pose_targets`` takes
-        them after the state: (box (2, 3), hand (H, 3), scalars)."""
-        self._joint_packed: tuple[np.ndarray, ...] = ()
-        """The joint-target layers', as ``joint_targets_compiled.joint_targets`` takes them."""
+        them after the state: (box (2, 3), hand (H, 3), scalars) (``bind``)."""
+        self._joint_packed: KernelConstants | None = None
+        """The joint-target layers', as ``joint_targets_compiled.joint_targets`` takes them
+        (``bind``)."""
 
     def bind(self, model: mujoco.MjModel) -> None:
         """Read the arm's collision geometry from the compiled model: the floor layer keeps
@@ -341,7 +351,8 @@ class SafetyShield:
         out, hold, bounds, limited = actions_compiled.filter_action(*args)
         return out, hold, self.action_flags(hold, bounds, limited)
 
-    def action_kernel_args(self, action: Array, prev: Array) -> tuple | None:
+    def action_kernel_args(self, action: Array, prev: Array
+                           ) -> tuple[np.ndarray, np.ndarray, float] | None:
         """(action, prev, max_delta) as ``actions_compiled.filter_action`` takes them, or None
         where the compiled path does not apply (not compiled, torch, another dtype)."""
         dtype = getattr(action, "dtype", None)
@@ -454,6 +465,7 @@ class SafetyShield:
         """``_joint_targets`` in one compiled call (``joint_targets_compiled``)."""
         c = arg
         assert t.joint is not None and s.link_pos is not None and s.link_rot is not None
+        assert self._joint_packed is not None  # compiled: bound
         n = s.q.shape[-1]
         none = np.zeros((0, n))
         qt, v, fl = joint_targets_compiled.joint_targets(
@@ -609,6 +621,7 @@ class SafetyShield:
 
     def _pose_targets(self, t: Targets, s: ArmState) -> tuple[Targets, Flags]:
         if self.compiled and is_f64(t.pos) and is_f64(t.rot) and is_f64(s.q):
+            assert self.pose_packed is not None  # compiled: bound
             pos, ws, low = targets_compiled.pose_targets(
                 arg(t.pos), arg(t.rot), arg(s.ee_pos), arg(s.ee_vel), *self.pose_packed)
             return (Targets("pose", pos=pos, rot=t.rot, gripper=t.gripper),
@@ -650,11 +663,12 @@ class SafetyShield:
         args = self.torque_kernel_args(s) if is_f64(tau) else None
         if args is None:
             return self.filter_torque_reference(tau, s)
-        out, fl = shield_compiled.filter_torque(arg(tau), *args[:5], arg(s.mass_inv()),
-                                                *args[5:])
+        # one tuple: mypy maps a second *tuple of mixed types onto the parameters wrongly
+        inputs = (arg(tau), *args[:5], arg(s.mass_inv()), *args[5:])
+        out, fl = shield_compiled.filter_torque(*inputs)
         return out, self.torque_flags(fl)
 
-    def torque_kernel_args(self, s: ArmState) -> tuple | None:
+    def torque_kernel_args(self, s: ArmState) -> TorqueKernelArgs | None:
         """The torque layer's inputs after (tau) and without M^-1, as
         ``shield_compiled.filter_torque`` takes them: (q, qd, ee_pos, jac, mass, drift,
         gravity, link_pos, link_rot, guard_link, guard_pts, guard_mask, limits, scalars,
@@ -663,6 +677,7 @@ class SafetyShield:
         if not (self.cfg.enabled and self.compiled and is_f64(s.q) and is_f64(s.mass)
                 and s.link_pos is not None and s.link_rot is not None):
             return None
+        assert self._packed is not None  # compiled: bound
         c, none = arg, self._no_rows
         return (c(s.q), c(s.qd), c(s.ee_pos), c(s.jac), c(s.mass),
                 none if s.drift is None else c(s.drift),

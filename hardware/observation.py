@@ -147,7 +147,7 @@ class TaskObserver:
             return None
         return self.state.buffers[self._goal][0].numpy().copy()
 
-    def set_goal(self, pos: Sequence[float]) -> None:
+    def set_goal(self, pos: Sequence[float] | np.ndarray) -> None:
         """Set the goal point (world frame, metres)."""
         if self._goal is None:
             raise ConfigError(f"task {self.cfg.name!r} has no goal point to set")

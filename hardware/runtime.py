@@ -50,14 +50,15 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from robot_rl.controllers import EStop, Targets, Watchdog, motion_acted
 from robot_rl.controllers.arm_model import ArmModel
 from robot_rl.errors import ConfigError
-from robot_rl.export import Policy
+from robot_rl.export.policy import GraphInput
 from robot_rl.hardware.camera_feed import CameraFeed
 from robot_rl.hardware.cameras.base import Camera
 from robot_rl.hardware.deploy_stats import DeployStats
@@ -73,6 +74,41 @@ from robot_rl.hardware.timing import (
 
 Mode = Literal["idle", "running", "estop"]
 _log = logging.getLogger("robot_rl.deploy")
+
+
+class RuntimePolicy(Protocol):
+    """What the runtime runs: an exported ``robot_rl.export.Policy``, or another object with
+    its members (the fine-tuning loop's ``LivePolicy``). An optional ``reset()`` starts a new
+    episode (a chunked policy)."""
+
+    @property
+    def path(self) -> str | Path: ...
+
+    @property
+    def meta(self) -> dict[str, Any]: ...
+
+    @property
+    def obs_dim(self) -> int: ...
+
+    @property
+    def act_dim(self) -> int: ...
+
+    @property
+    def joint_names(self) -> list[str]: ...
+
+    @property
+    def images(self) -> list[GraphInput]: ...
+
+    @property
+    def cameras(self) -> list[str]: ...
+
+    @property
+    def has_cost_critic(self) -> bool: ...
+
+    def __call__(self, obs: np.ndarray, images: dict[str, np.ndarray] | None = None
+                 ) -> np.ndarray: ...
+
+    def gate(self, obs: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, bool, bool]: ...
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -111,8 +147,8 @@ class DeployConfig:
 class DeployRuntime:
     """Runs an exported policy on a robot (see module docstring)."""
 
-    def __init__(self, policy: Policy, robot: Robot, cfg: DeployConfig | None = None,
-                 log: Callable[[str], None] = _log.warning, *,
+    def __init__(self, policy: RuntimePolicy, robot: Robot, cfg: DeployConfig | None = None,
+                 log: Callable[[str], object] = _log.warning, *,
                  cameras: Mapping[str, Camera] | None = None):
         self.cfg = cfg = cfg or DeployConfig()
         self.policy, self.robot, self.log = policy, robot, log

@@ -131,7 +131,7 @@ class Throttle:
     """At most one message per ``interval`` seconds; the ones in between are counted and
     reported with the next one that passes (for log lines about repeated bad input)."""
 
-    def __init__(self, emit: Callable[[str], None], interval: float = 1.0):
+    def __init__(self, emit: Callable[[str], object], interval: float = 1.0):
         self.emit = emit
         self.interval = interval
         self._last = -float("inf")

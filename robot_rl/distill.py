@@ -32,7 +32,7 @@ from robot_rl.export.modules import ActorMean, DeployPolicy, ObsNorm, student_ne
 from robot_rl.runner import load_agent, make_train_env
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.randomization import DRPreset
-from robot_rl.sim.vec_env import VecEnv, check_vec_env
+from robot_rl.sim.vec_env import RolloutEnv, VecEnv, check_vec_env
 from robot_rl.training_loop import torch_threads
 
 STUDENT_FILE = "student.pt"
@@ -150,7 +150,7 @@ def distill(cfg: DistillConfig, console: Console | None = None, env: VecEnv | No
     return student, report
 
 
-def dagger(env: VecEnv, teacher: Callable[[torch.Tensor], torch.Tensor],
+def dagger(env: RolloutEnv, teacher: Callable[[torch.Tensor], torch.Tensor],
            student: nn.Module, cfg: DistillConfig, console: Console,
            params: Iterable[nn.Parameter] | None = None) -> tuple[float, int]:
     """Fit ``student`` (obs -> action) to ``teacher`` (obs -> action labels, called at the

@@ -18,7 +18,7 @@ import torch
 
 from robot_rl.algos.sac import SAC, ActStep
 from robot_rl.sim.render import EnvRenderer, VideoWriter
-from robot_rl.sim.vec_env import VecEnv
+from robot_rl.sim.vec_env import RolloutEnv, VecEnv
 
 EvalPolicy = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor | None]]
 
@@ -58,12 +58,12 @@ def module_policy(module: Callable[[torch.Tensor], torch.Tensor]) -> EvalPolicy:
 
 
 @torch.no_grad()
-def evaluate(policy: EvalPolicy, env: VecEnv, episodes: int, seed: int = 0,
+def evaluate(policy: EvalPolicy, env: RolloutEnv, episodes: int, seed: int = 0,
              video: VideoWriter | None = None, renderer: EnvRenderer | None = None,
              gate_rejected: Callable[[], torch.Tensor] | None = None,
              episode_start: Callable[[torch.Tensor], None] | None = None) -> EvalResult:
-    """Run ``episodes`` episodes of ``policy`` in ``env`` (any ``VecEnv``; see module
-    docstring).
+    """Run ``episodes`` episodes of ``policy`` in ``env`` (any ``VecEnv``, or any env with the
+    members of ``RolloutEnv``; see module docstring).
 
     ``gate_rejected``, if given, returns the (E,) rejection flags of the last decision.
     ``episode_start``, if given, is told which envs (E,) bool start a new episode: all of

@@ -305,14 +305,14 @@ class Runner:
         self.train_cost = 0.0
         """Cumulative constraint cost of all training transitions."""
         self.history: list[dict[str, float]] = []
-        self._next_eval = 0
+        self.next_eval = 0
         if resume_state is None:
             self.run_dir = create_run_dir(cfg.runs_dir, cfg.run_name, cfg.task, cfg.algo,
                                           cfg.seed)
         else:
             self._restore(resume_state)
         (self.run_dir / "config.json").write_text(json.dumps(to_dict(cfg), indent=2) + "\n")
-        self._writer: Any = None
+        self.writer: Any = None
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -468,9 +468,11 @@ class Runner:
 
     # -- evaluation and logging --------------------------------------------------------------
 
-    def _evaluate(self) -> EvalResult:
+    def evaluate_now(self) -> EvalResult:
+        """Evaluate the policy now: the learning curve's next row (``eval.csv``,
+        TensorBoard and one log line)."""
         cfg = self.cfg
-        self._next_eval = self.env_steps + cfg.eval_every
+        self.next_eval = self.env_steps + cfg.eval_every
         if self.eval_env is None:
             self.eval_env = self.make_env(min(cfg.eval_episodes, 32), cfg.seed + 10_000)
         t0 = time.perf_counter()
@@ -482,7 +484,7 @@ class Runner:
         self.history.append(record)
         metrics = result.metrics("eval")
         metrics["perf/eval_seconds"] = time.perf_counter() - t0
-        self._log(metrics)
+        self.log_metrics(metrics)
         self._write_curve()
         # one line per evaluation: progress where the bar does not show (a file, a CI log)
         self.console.print(f"[{self.env_steps:>10,}/{cfg.total_steps:,} env steps, "
@@ -492,13 +494,15 @@ class Runner:
                            highlight=False, soft_wrap=True)
         return result
 
-    def _log(self, metrics: dict[str, float]) -> None:
-        if self._writer is None:
+    def log_metrics(self, metrics: dict[str, float]) -> None:
+        """Scalars to TensorBoard at the current env step (with the multiplier and the
+        training cost)."""
+        if self.writer is None:
             return
         for key, value in metrics.items():
-            self._writer.add_scalar(key, value, self.env_steps)
-        self._writer.add_scalar("safety/lambda", self.agent.lagrange.value, self.env_steps)
-        self._writer.add_scalar("cost/train_cumulative", self.train_cost, self.env_steps)
+            self.writer.add_scalar(key, value, self.env_steps)
+        self.writer.add_scalar("safety/lambda", self.agent.lagrange.value, self.env_steps)
+        self.writer.add_scalar("cost/train_cumulative", self.train_cost, self.env_steps)
 
     def _write_curve(self) -> None:
         path = self.run_dir / "eval.csv"
@@ -552,7 +556,7 @@ class Runner:
         self.elapsed = float(state["elapsed"])
         self.train_cost = float(state["train_cost"])
         self.history = list(state["history"])
-        self._next_eval = self.env_steps + self.cfg.eval_every
+        self.next_eval = self.env_steps + self.cfg.eval_every
         torch.set_rng_state(state["torch_rng"])
         if "action_rng" in state:  # checkpoints before 2026-11-29 lack it
             self._action_gen.set_state(state["action_rng"])

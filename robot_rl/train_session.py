@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import time
+from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from rich.progress import (
@@ -35,10 +36,36 @@ from rich.progress import (
 )
 
 from robot_rl.checkpoint import CHECKPOINT
+from robot_rl.evaluate import EvalResult
 from robot_rl.training_loop import StopRules, saving_on_interrupt, summary_writer
 
-if TYPE_CHECKING:
-    from robot_rl.runner import Runner
+
+class SessionHost(Protocol):
+    """What a ``TrainSession`` keeps the books of: a ``Runner``, or the distributed
+    learner (``robot_rl.dist``)."""
+
+    cfg: Any
+    """A ``TrainConfig`` (stop rules, logging, evaluation, progress bar)."""
+    console: Any
+    run_dir: Path
+    agent: Any
+    """The SAC agent (its Lagrange multiplier steps every round)."""
+    env_steps: int
+    elapsed: float
+    train_cost: float
+    history: list[dict[str, float]]
+    next_eval: int
+    """The env step of the next evaluation."""
+    writer: Any
+    """The TensorBoard writer (the session opens and closes it)."""
+
+    def evaluate_now(self) -> EvalResult: ...
+
+    def log_metrics(self, metrics: dict[str, float]) -> None: ...
+
+    def save(self) -> Path: ...
+
+    def keep(self) -> Path: ...
 
 
 def step_sums(info: dict[str, Any]) -> dict[str, float]:
@@ -113,7 +140,7 @@ class TrainSession:
     """Logging, evaluation, stop rules, checkpoints, the Lagrange multiplier's steps and the
     progress bar of ``runner``'s training (see the module docstring)."""
 
-    def __init__(self, runner: Runner):
+    def __init__(self, runner: SessionHost):
         self.runner = runner
         cfg = runner.cfg
         self.window = TrainWindow()
@@ -136,7 +163,7 @@ class TrainSession:
 
     def __enter__(self) -> TrainSession:
         r = self.runner
-        r._writer = summary_writer(r.run_dir / "tb")
+        r.writer = summary_writer(r.run_dir / "tb")
         self._stop = self._stack.enter_context(saving_on_interrupt(r.save, r.console))
         self._stack.enter_context(self.progress)
         self._bar = self.progress.add_task(f"{r.cfg.task} {r.cfg.algo}",
@@ -149,12 +176,12 @@ class TrainSession:
         self._stack.__exit__(exc_type, exc, tb)
         r = self.runner
         if exc_type is not None:
-            r._writer.close()
+            r.writer.close()
             return
         if not r.history or r.history[-1]["env_steps"] != r.env_steps:
-            r._evaluate()
+            r.evaluate_now()
         r.save()
-        r._writer.close()
+        r.writer.close()
         last = r.history[-1]
         r.console.print(f"stopped: {self.stop_reason}. {r.env_steps:,} env steps in "
                         f"{r.elapsed:.0f} s; last eval success {last['success_rate']:.0%},"
@@ -198,13 +225,13 @@ class TrainSession:
             r.agent.lagrange.step()
         if r.env_steps >= self._next_log:
             self._next_log += cfg.log_every
-            r._log(self.window.flush(r.elapsed))
+            r.log_metrics(self.window.flush(r.elapsed))
             self.progress.update(self._bar, sps=self.window.sps,
                                  success=self.window.success_text, cost=self.window.cost_text)
         self.progress.update(self._bar, completed=r.env_steps)
         result = None
-        if r.env_steps >= r._next_eval:
-            result = r._evaluate()
+        if r.env_steps >= r.next_eval:
+            result = r.evaluate_now()
             self.evaluated = True
         if cfg.keep_every and r.env_steps >= self._next_keep:  # kept before any stop
             self._next_keep = _next_multiple(r.env_steps, cfg.keep_every)

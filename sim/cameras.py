@@ -35,7 +35,7 @@ from robot_rl.sim.render import OffscreenGL, RenderMode
 from robot_rl.sim.visual_dr import VisualDR, VisualRandomizer
 
 if TYPE_CHECKING:
-    from robot_rl.sim.env import BatchedEnv
+    from robot_rl.sim.scene_env import SceneEnv
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +89,7 @@ class CameraFrames(NamedTuple):
 class SimCameras:
     """Renders ``cfg.names`` for every env of a BatchedEnv (see module docstring)."""
 
-    def __init__(self, env: BatchedEnv, cfg: CameraConfig, seed: int = 0):
+    def __init__(self, env: SceneEnv, cfg: CameraConfig, seed: int = 0):
         """``seed``: of the visual randomization's draws."""
         cfg.validate()
         model = env.model
@@ -147,7 +147,7 @@ class _GLRenderer:
 
     kind = "opengl"
 
-    def __init__(self, env: BatchedEnv, cfg: CameraConfig, ids: list[int],
+    def __init__(self, env: SceneEnv, cfg: CameraConfig, ids: list[int],
                  visual: VisualRandomizer):
         self.env, self.cfg, self.ids, self.visual = env, cfg, ids, visual
         self._data = mujoco.MjData(env.model)
@@ -188,7 +188,7 @@ class _WarpRenderer:
 
     kind = "warp"
 
-    def __init__(self, env: BatchedEnv, cfg: CameraConfig):
+    def __init__(self, env: SceneEnv, cfg: CameraConfig):
         self.env, self.cfg = env, cfg
         backend: Any = env.backend
         self._backend = backend

@@ -36,6 +36,7 @@ import torch
 from robot_rl.controllers import LAYERS, Targets, motion_acted
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.pipeline import ActionPipeline, ControlStep, make_action_pipeline
+from robot_rl.controllers.servo import CommandInterface
 from robot_rl.errors import ConfigError
 from robot_rl.robots import RobotSpec, compile_spec, get_robot
 from robot_rl.sim.backends import make_backend
@@ -243,7 +244,7 @@ class BatchedEnv:
             self._step_torque(targets, arm, flags)
         else:
             # in-model laws take the joint targets; direct torques with the shield off pass
-            iface = "position" if self.pipeline.in_model else "effort"
+            iface: CommandInterface = "position" if self.pipeline.in_model else "effort"
             if targets.start is None:
                 command = self.pipeline.command(targets, arm, iface)[0]
                 state.backend.ctrl[:, self._arm_cols] = _tensor(command)

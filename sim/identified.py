@@ -207,7 +207,7 @@ class IdentifiedDynamics:
         around the identified arm, narrowed where the fit is sure. (A single link's mass is
         often poorly determined on its own while the arm's motion is not; its marginal
         standard deviation would widen the range past anything the data allow.)"""
-        ranges = {}
+        ranges: dict[str, Any] = {}  # DRConfig's range fields, by name
         for p in SCALES:
             if p not in self.values:
                 continue

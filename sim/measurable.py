@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 import torch
 
 if TYPE_CHECKING:
-    from robot_rl.sim.env import BatchedEnv
+    from robot_rl.sim.scene_env import SceneEnv
 
 
-def unmeasured_terms(env: BatchedEnv, env_id: int = 0) -> list[str]:
+def unmeasured_terms(env: SceneEnv, env_id: int = 0) -> list[str]:
     """Names of the task's observation terms that depend on state the robot does not
     measure, probed at env ``env_id``'s current state (see module docstring)."""
     s, cfg, b = env.state, env.cfg, env.backend

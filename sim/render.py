@@ -23,13 +23,16 @@ import copy
 import os
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import mujoco
 import numpy as np
 
 from robot_rl.errors import ConfigError, RenderError
 from robot_rl.video import VideoWriter
+
+if TYPE_CHECKING:
+    from robot_rl.sim.scene_env import SceneEnv
 
 __all__ = ["EnvRenderer", "OffscreenGL", "RenderMode", "VideoWriter", "render_model"]
 
@@ -65,11 +68,8 @@ GL_HELP = ("offscreen rendering needs an OpenGL backend: on a headless Linux mac
 class EnvRenderer:
     """Renders the current state of some envs of a BatchedEnv from one of the scene cameras."""
 
-    def __init__(self, env: object, env_ids: Sequence[int] = (0,), camera: str = "corner",
+    def __init__(self, env: SceneEnv, env_ids: Sequence[int] = (0,), camera: str = "corner",
                  width: int = 640, height: int = 480, mode: RenderMode = "video"):
-        from robot_rl.sim.env import BatchedEnv
-
-        assert isinstance(env, BatchedEnv)
         self.env = env
         self.env_ids = list(env_ids)
         bad = [i for i in self.env_ids if not 0 <= i < env.num_envs]

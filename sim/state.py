@@ -8,7 +8,7 @@ step path), batch first, in the backend's dtype (float64 on CPU, float32 on Warp
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import mujoco
 import numpy as np
@@ -23,7 +23,7 @@ from robot_rl.sim.backends.base import Backend
 from robot_rl.sim.backends.kinematics import dense_index
 
 if TYPE_CHECKING:  # the task config imports this module
-    from robot_rl.sim.tasks.base import SafetyCostConfig
+    from robot_rl.sim.tasks.safety_costs import SafetyCostConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +75,15 @@ def slice_or_index(ids: list[int], device: torch.device | str = "cpu") -> slice 
     return torch.tensor(ids, dtype=torch.long, device=device)
 
 
+@runtime_checkable
+class _ArmArrays(Protocol):
+    """A backend that computes an arm's state in one compiled call (the CPU backend)."""
+
+    def chain_mask(self, body_id: int) -> torch.Tensor: ...
+
+    def arm_arrays(self, arm: ArmIndex, mass: bool) -> tuple[np.ndarray, ...]: ...
+
+
 class SimState:
     """Live batched views of one env's simulations (E = num_envs)."""
 
@@ -120,8 +129,11 @@ class SimState:
         self._arm_bodies = [int(j.bodyid[0]) for j in joints]
         self._arm_index: ArmIndex | None = None
         """The arm in the backend's numpy arrays (a backend with ``arm_arrays``: the CPU)."""
-        if hasattr(backend, "arm_arrays") and "ee_pos" in self.sensors \
+        self._arm_backend: _ArmArrays | None = None
+        """The backend, where it has ``arm_arrays`` and the arm its end-effector sensors."""
+        if isinstance(backend, _ArmArrays) and "ee_pos" in self.sensors \
                 and "ee_quat" in self.sensors:
+            self._arm_backend = backend
             self._arm_index = arm_index(
                 model, [int(j.qposadr[0]) for j in joints], self.joint_dofs, self._ee_body,
                 backend.chain_mask(self._ee_body).cpu().numpy(), self._arm_bodies,
@@ -202,9 +214,9 @@ class SimState:
         """The arm's state for controllers and the shield (with the mass matrix and the drift
         forces if asked: torque controllers need them); ``numpy``: as numpy arrays (on the
         CPU backend from one compiled call, ``backends.arm_compiled``)."""
-        if numpy and self._arm_index is not None:
+        if numpy and self._arm_index is not None and self._arm_backend is not None:
             q, qd, ee_pos, ee_rot, jac, gravity, link_pos, link_rot, m, drift = \
-                self.backend.arm_arrays(self._arm_index, mass)  # type: ignore[attr-defined]
+                self._arm_backend.arm_arrays(self._arm_index, mass)
             return ArmState(q=q, qd=qd, ee_pos=ee_pos, ee_rot=ee_rot, jac=jac,
                             mass=m if mass else None, drift=drift if mass else None,
                             gravity=gravity, link_pos=link_pos, link_rot=link_rot)

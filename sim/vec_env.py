@@ -80,6 +80,22 @@ def layout_columns(layout: Layout, names: Sequence[str]) -> list[int]:
     return [c for n in names for c in range(at[n].start, at[n].stop)]
 
 
+class RolloutEnv(Protocol):
+    """The part of ``VecEnv`` a rollout loop drives (``evaluate``, ``distill.dagger``): an
+    env that is not a whole ``VecEnv`` (a view of one with other observation columns) can
+    be rolled out too."""
+
+    @property
+    def num_envs(self) -> int: ...
+
+    @property
+    def max_episode_length(self) -> int: ...
+
+    def reset(self, seed: int | None = None) -> torch.Tensor: ...
+
+    def step(self, action: torch.Tensor, hold: torch.Tensor | None = None) -> StepResult: ...
+
+
 @runtime_checkable
 class VecEnv(Protocol):
     """A batch of E environments stepped together (module docstring)."""

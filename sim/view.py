@@ -41,7 +41,10 @@ from robot_rl.errors import ConfigError
 from robot_rl.sim.rerun_scene import GRPC_PORT, WEB_PORT, has_display, require_rerun
 
 if TYPE_CHECKING:
+    import torch
+
     from robot_rl.sim.env import BatchedEnv
+    from robot_rl.sim.vec_env import StepResult
 
 Vec3 = Sequence[float]
 WORKSPACE_RGBA = (0.2, 0.6, 1.0, 0.08)
@@ -371,8 +374,9 @@ class EnvView:
         env, period = self.env, self.env.control_dt
         step, reset = env.step, env.reset
 
-        def watched_step(*args: object, **kwargs: object) -> object:
-            out = step(*args, **kwargs)
+        def watched_step(action: torch.Tensor, hold: torch.Tensor | None = None
+                         ) -> StepResult:
+            out = step(action, hold)
             self.update()
             if realtime:
                 self._next = max(self._next + period, time.monotonic() - period)
@@ -381,8 +385,8 @@ class EnvView:
                     time.sleep(delay)
             return out
 
-        def watched_reset(*args: object, **kwargs: object) -> object:
-            out = reset(*args, **kwargs)
+        def watched_reset(seed: int | None = None) -> torch.Tensor:
+            out = reset(seed)
             self.update(force=True)
             return out
 

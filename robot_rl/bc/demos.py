@@ -25,7 +25,7 @@ from robot_rl.errors import ConfigError
 from robot_rl.policies import ChunkData, ChunkPolicy
 
 if TYPE_CHECKING:
-    from robot_rl.bc.runner import BCConfig
+    from robot_rl.bc.config import BCConfig
 
 DEFAULT_HOLDOUT = 0.1
 """Held-out fraction of the episodes of a dataset that no simulated task evaluates."""

@@ -160,13 +160,14 @@ class FilteredBC:
         (self.run_dir / "filtered.json").write_text(json.dumps(
             {**to_dict(cfg), "start": str(cfg.policy)}, indent=2) + "\n")
         self.demos = self.runner.data
-        self.env = make_eval_env(self.runner.dataset, cfg.num_envs, cfg.seed + 30_000,
-                                 device=bc_cfg.device)
-        self.eval_env = make_eval_env(self.runner.dataset, min(cfg.eval_episodes, 32),
-                                      cfg.seed + 10_000, device=bc_cfg.device)
-        if self.env is None or self.eval_env is None:
+        env = make_eval_env(self.runner.dataset, cfg.num_envs, cfg.seed + 30_000,
+                            device=bc_cfg.device)
+        eval_env = make_eval_env(self.runner.dataset, min(cfg.eval_episodes, 32),
+                                 cfg.seed + 10_000, device=bc_cfg.device)
+        if env is None or eval_env is None:
             raise ConfigError(f"{cfg.policy}'s data is of no simulated task: filtered BC "
                               f"rolls the policy out in simulation")
+        self.env, self.eval_env = env, eval_env
         self.gen = torch.Generator(device=bc_cfg.device).manual_seed(cfg.seed)
         self.history: list[dict[str, float]] = []
 

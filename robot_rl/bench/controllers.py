@@ -33,6 +33,7 @@ from robot_rl.controllers import (
     ArmState,
     EEPoseConfig,
     JointDeltaConfig,
+    OperationalSpace,
     OSCConfig,
     ShieldConfig,
 )
@@ -90,8 +91,10 @@ def single_sample(samples: int) -> dict[str, tuple[float, float, float]]:
                           controller=OSCConfig())
     env_layers.pipeline.fused = False  # the compiled layers one call each
     env_ref = make_env("reach", 1, action=EEPoseConfig(gripper=False), controller=OSCConfig())
+    osc_ref = env_ref.pipeline.controller
+    assert isinstance(osc_ref, OperationalSpace)
     env_ref.pipeline.shield.compiled = False  # the law and the torque layer as array
-    env_ref.pipeline.controller.compiled = False  # operations (the reference)
+    osc_ref.compiled = False  # operations (the reference)
     env_ik = make_env("reach", 1, action=EEPoseConfig(gripper=False))  # differential IK
     env_jd = make_env("reach", 1, action=JointDeltaConfig(gripper=False))
     env_jd_ref = make_env("reach", 1, action=JointDeltaConfig(gripper=False))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -166,7 +167,7 @@ def run_attack(task: str, action: ActionConfig, attack: str, *, num_envs: int = 
     targets on, in front of the shield; ``ramp``: joint commands ramped over each step;
     ``control_hz``: another control rate than the task's. ``on_step(k, q, qd)`` sees the
     joint state after every step."""
-    extra = {} if control_hz is None else {
+    extra: dict[str, Any] = {} if control_hz is None else {
         "decimation": decimation_for(control_hz, make_task_config(task).physics_dt)}
     env = make_env(task, num_envs, seed=seed, action=action, controller=controller,
                    motion=MotionConfig(enabled=motion, ramp=ramp), episode_length=steps + 1,

@@ -213,8 +213,8 @@ def rollout(cfg: SimRolloutConfig) -> None:
     table.add_row("episode length (mean)", f"{sum(lengths) / len(lengths):.1f}")
     for name, n in cost_steps.items():
         table.add_row(f"cost/{name} (steps)", f"{n:g}")
-    for name, n in env.shield_counts.items():
-        table.add_row(f"safety/{name} (steps)", f"{int(n.sum())}")
+    for name, count in env.shield_counts.items():
+        table.add_row(f"safety/{name} (steps)", f"{int(count.sum())}")
     table.add_row("diverged / invalid actions",
                   f"{int(env.diverged_count.sum())} / {int(env.invalid_action_count.sum())}")
     table.add_row("env steps / s (incl. video)", f"{steps * env.num_envs / elapsed:,.0f}")

@@ -32,8 +32,8 @@ from robot_rl.dist.ray_pool import (
     RobotPool,
     start_env_runners,
     start_robot_actor,
-    where,
 )
+from robot_rl.dist.placement import where
 from robot_rl.dist.robot_learner import RobotFinetuneConfig, RobotFinetuneRunner, resolve_init
 from robot_rl.runner import Runner, TrainConfig
 

@@ -77,8 +77,10 @@ class LivePolicy:
         self.swap_times.append(time.monotonic())
 
     @torch.no_grad()
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        """(O,) observation -> (A,) action in [-1, 1] (a sample, or the mean)."""
+    def __call__(self, obs: np.ndarray, images: dict[str, np.ndarray] | None = None
+                 ) -> np.ndarray:
+        """(O,) observation -> (A,) action in [-1, 1] (a sample, or the mean); a state
+        policy, it is given no ``images``."""
         agent = self._acting = self._agent
         x = agent.normalize(torch.as_tensor(obs, dtype=torch.float32)[None])
         step = agent.decide(agent.gaussian_actor(x), x, deterministic=not self.stochastic,

@@ -16,7 +16,6 @@ transitions of the rollout it was collecting never reached the learner and are n
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import ray
@@ -24,13 +23,9 @@ import torch
 from ray.exceptions import RayActorError
 
 from robot_rl.dist.env_runner import EnvRunner
+from robot_rl.dist.placement import where
 from robot_rl.dist.rollout import Rollout
 from robot_rl.runner import TrainConfig
-
-
-def where() -> tuple[str, int]:
-    """(Ray node id, process id) of the calling actor: where Ray placed it."""
-    return ray.get_runtime_context().get_node_id(), os.getpid()
 
 
 class EnvRunnerActor:

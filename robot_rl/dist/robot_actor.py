@@ -232,7 +232,7 @@ class RobotActor:
 
     def where(self) -> tuple[str, int]:
         """(Ray node id, process id) of the robot actor (inside a Ray actor)."""
-        from robot_rl.dist.ray_pool import where
+        from robot_rl.dist.placement import where
 
         return where()
 

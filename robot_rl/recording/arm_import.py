@@ -54,13 +54,13 @@ def import_streams(out: Path, task: str, sources: Sources, goal: Sequence[float]
 
     observer = TaskObserver(make_task_config(task))
     env = observer.env
-    kind = getattr(env.cfg.action, "type", "")
-    if kind != "joint_delta" or env.pipeline.action_space.has_gripper:
+    space = env.cfg.action
+    if space.type != "joint_delta" or env.pipeline.action_space.has_gripper:
         raise DatasetError(f"importing position commands needs a joint_delta action space "
-                           f"without a gripper; task {task!r} uses {kind!r}")
+                           f"without a gripper; task {task!r} uses {space.type!r}")
     if goal is not None:
         observer.set_goal(goal)
-    scale = float(env.cfg.action.scale)  # type: ignore[attr-defined]
+    scale = float(space.scale)
     spec = dataset_spec(env)  # no cameras, no env making: the episodes are not replayable
     dt = env.control_dt
     added = 0

@@ -35,7 +35,7 @@ from robot_rl.hardware.sim_robot import SimRobotConfig, build_model
 from robot_rl.hardware.timing import Rate
 from robot_rl.recording.arm_import import ArmStreams
 from robot_rl.robots import RobotSpec, get_robot
-from robot_rl.sim.tasks.base import SafetyCostConfig
+from robot_rl.sim.tasks.safety_costs import SafetyCostConfig
 from robot_rl.sysid.excitation import ExcitationConfig, excitation
 
 Vec3 = tuple[float, float, float]

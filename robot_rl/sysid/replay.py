@@ -33,6 +33,7 @@ from robot_rl.hardware.sim_robot import SimRobotConfig, build_model
 from robot_rl.recording.arm_import import ArmStreams
 from robot_rl.robots import RobotSpec
 from robot_rl.sim.backends import make_backend
+from robot_rl.sim.backends.base import Backend
 from robot_rl.sim.identified import PARAMS, ArmParamIndex, nominal_values, write
 
 TIME_TOL = 1e-6
@@ -135,15 +136,16 @@ class Replay:
         self._scale_q = _spread(self.q_rec, mv)
         self._scale_e = None if self.effort_rec is None else _spread(self.effort_rec, mv)
         self._backend_args = dict(name=backend, device=device, nthread=nthread)
-        self._backend = None
+        self._backend: Backend | None = None
         self._capacity = 0
         self.index = ArmParamIndex.of(m, robot)
         self._jq = torch.tensor([int(m.joint(j).qposadr[0]) for j in robot.joint_names])
         self._dofs = torch.from_numpy(self.index.dofs)
         self._act = torch.from_numpy(self.index.actuators)
         g = robot.gripper
-        self._grip = None if g is None else int(m.actuator(g.actuator).id)
-        self._grip_closed = None if g is None else float(g.closed_ctrl)
+        self._grip = None if g is None else (int(m.actuator(g.actuator).id),
+                                             float(g.closed_ctrl))
+        """The gripper's actuator and its closed control (None: no gripper)."""
         frc = m.actuator_forcerange[self.index.actuators]
         limited = m.actuator_forcelimited[self.index.actuators].astype(bool)
         self._frc_lo = torch.from_numpy(np.where(limited, frc[:, 0], -np.inf))
@@ -196,7 +198,8 @@ class Replay:
         b.qpos[:E, jq] = self.q0[seg].to(b.dtype)
         b.qvel[:E, dofs] = self.qd0[seg].to(b.dtype)
         if self._grip is not None:
-            b.ctrl[:E, self._grip] = self._grip_closed
+            grip, closed = self._grip
+            b.ctrl[:E, grip] = closed
         b.forward(ids)
         ctrl = self.ctrl[d, seg].to(b.dtype)  # (E, K, n)
         q_out = torch.empty(E, K, len(jq), dtype=b.dtype)
@@ -266,7 +269,7 @@ class Replay:
         out["frictionloss"] = self._friction0.expand(e, n).clone()
         return out
 
-    def _backend_for(self, e: int):  # noqa: ANN202 - a Backend
+    def _backend_for(self, e: int) -> Backend:
         """A backend of at least ``e`` simulations (made again, larger, when a batch
         outgrows it)."""
         if self._backend is None or e > self._capacity:

@@ -71,6 +71,7 @@ def export_pixel_student(path: str | Path, out: str | Path) -> Path:
                           "clip": student.proprio_norm.clip}}
     meta["images"] = image_meta(student.image_shapes)
     cams = env.cfg.cameras
+    assert cams is not None  # pixel_env gives the env its cameras
     meta["cameras"] = [{"name": c, "height": cams.height, "width": cams.width,
                         "depth": cams.depth, "render_mode": cams.mode,
                         "visual_randomization": cfg.visual} for c in student.cameras]

@@ -15,7 +15,7 @@ import torch
 
 from robot_rl.evaluate import EvalResult, evaluate
 from robot_rl.sim.vec_env import CRITIC, layout_columns
-from robot_rl.vision.dagger import (
+from robot_rl.vision.pixel_config import (
     PixelDistillConfig,
     Teacher,
     hidden_terms,

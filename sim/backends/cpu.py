@@ -70,9 +70,10 @@ class CpuBackend(ViewKinematics, Backend):
         self._passive = _view(b.bind("qfrc_passive"))
         self._gravcomp = _view(b.bind("qfrc_gravcomp"))
         self._xpos, self._xmat = _view(b.bind("xpos")), _view(b.bind("xmat"))
-        self._arrays = tuple(b.bind(name) for name in (
-            "qpos", "qvel", "sensordata", "cdof", "subtree_com", "xpos", "xmat", "M",
-            "qfrc_bias", "qfrc_passive", "qfrc_gravcomp"))
+        bind = b.bind
+        self._arrays = (bind("qpos"), bind("qvel"), bind("sensordata"), bind("cdof"),
+                        bind("subtree_com"), bind("xpos"), bind("xmat"), bind("M"),
+                        bind("qfrc_bias"), bind("qfrc_passive"), bind("qfrc_gravcomp"))
         """The numpy arrays ``arm_arrays`` reads (the same memory as the views above)."""
         self._init_kinematics()
         self._batch.forward()

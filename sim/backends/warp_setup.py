@@ -11,10 +11,14 @@ import dataclasses
 import os
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import mujoco
 
 from robot_rl.errors import ConfigError
+
+if TYPE_CHECKING:  # imported at run time by import_warp only, with its cache set first
+    import warp
 
 CACHE_ENV = "ROBOT_RL_WARP_CACHE"
 """Environment variable naming Warp's kernel cache folder."""
@@ -71,7 +75,7 @@ def import_warp() -> tuple[ModuleType, ModuleType]:
     return wp, mjw
 
 
-def warp_device(wp: ModuleType, device: str) -> object:
+def warp_device(wp: ModuleType, device: str) -> warp.Device:
     """The Warp device for a torch device name (``cpu``, ``cuda``, ``cuda:1``), with a clear
     error when there is no such device."""
     name = "cuda:0" if device == "cuda" else device
@@ -82,9 +86,10 @@ def warp_device(wp: ModuleType, device: str) -> object:
     return wp.get_device(name)
 
 
-def to_mjw_model(mjw: ModuleType, model: mujoco.MjModel, what: str) -> object:
-    """``mjw.put_model`` with MuJoCo Warp's refusals turned into a ConfigError naming the
-    unsupported features of ``what`` (a task and robot)."""
+def to_mjw_model(mjw: ModuleType, model: mujoco.MjModel, what: str) -> Any:
+    """``mjw.put_model`` (a ``mujoco_warp.Model``; mujoco_warp has no type information) with
+    MuJoCo Warp's refusals turned into a ConfigError naming the unsupported features of
+    ``what`` (a task and robot)."""
     try:
         return mjw.put_model(model)
     except (NotImplementedError, ValueError) as err:

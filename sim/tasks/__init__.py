@@ -11,7 +11,8 @@ import dataclasses
 from typing import Any
 
 from robot_rl.errors import ConfigError, unknown_name
-from robot_rl.sim.tasks.base import SafetyCostConfig, TaskConfig, TaskDef
+from robot_rl.sim.tasks.base import CONFIG_CLASSES, TaskConfig, TaskDef
+from robot_rl.sim.tasks.safety_costs import SafetyCostConfig
 
 _TASKS: dict[str, TaskDef] = {}
 
@@ -21,6 +22,7 @@ def register_task(task: TaskDef, overwrite: bool = False) -> None:
     if task.name in _TASKS and not overwrite:
         raise ConfigError(f"task {task.name!r} is already registered (pass overwrite=True)")
     _TASKS[task.name] = task
+    CONFIG_CLASSES[task.name] = type(task.make_config())
 
 
 def get_task(name: str) -> TaskDef:

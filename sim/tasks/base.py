@@ -49,12 +49,11 @@ from robot_rl.controllers import (
     ShieldConfig,
 )
 from robot_rl.controllers.motion import MotionConfig
-from robot_rl.errors import ConfigError
+from robot_rl.errors import ConfigError, unknown_name
 from robot_rl.sim.cameras import CameraConfig
 from robot_rl.sim.randomization import DRConfig
 from robot_rl.sim.state import SimState
-
-Vec3 = tuple[float, float, float]
+from robot_rl.sim.tasks.safety_costs import SafetyCostConfig, Vec3
 
 # The action-space and controller configs as the CLI names them: ``--env.action ee-delta``
 # (or tyro's own ``env.action:ee-delta``) selects one, ``--env.action.pos-scale`` sets its
@@ -71,20 +70,8 @@ ControllerChoice = (Annotated[JointPDConfig, subcommand("joint-pd")]
                     | Annotated[None, subcommand("none")])
 
 
-@dataclasses.dataclass(kw_only=True)
-class SafetyCostConfig:
-    """Thresholds of the safety cost terms (each term is 1 while its condition holds, else 0)."""
-
-    joint_limit_margin: float = 0.05
-    """A joint closer than this to either limit is a joint-limit violation [rad]."""
-    velocity_fraction: float = 1.0
-    """A joint faster than this fraction of its velocity limit is a velocity violation."""
-    workspace_lo: Vec3 = (0.1, -0.6, -0.01)
-    """Lower corner of the end-effector workspace box, world frame [m]."""
-    workspace_hi: Vec3 = (0.9, 0.6, 0.8)
-    """Upper corner of the end-effector workspace box, world frame [m]."""
-    table_force_limit: float = 30.0
-    """Net arm-table contact force above which contact is a violation [N]."""
+CONFIG_CLASSES: dict[str, type[TaskConfig]] = {}
+"""Each registered task's config class, by task name (``register_task`` adds them)."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -165,12 +152,12 @@ class TaskConfig:
     @classmethod
     def config_class(cls, data: dict[str, Any]) -> type[TaskConfig]:
         """The config class of a saved task config (``to_dict`` output): its task's own."""
-        from robot_rl.sim.tasks import get_task
-
-        try:
-            return type(get_task(str(data["name"])).make_config())
-        except KeyError:
-            raise ConfigError("a saved task config lacks its task's name") from None
+        if "name" not in data:
+            raise ConfigError("a saved task config lacks its task's name")
+        name = str(data["name"])
+        if name not in CONFIG_CLASSES:
+            raise unknown_name("task", name, list(CONFIG_CLASSES))
+        return CONFIG_CLASSES[name]
 
     def validate(self) -> None:
         if self.physics_dt <= 0 or self.decimation < 1 or self.episode_length < 1:

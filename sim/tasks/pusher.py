@@ -17,7 +17,8 @@ from robot_rl.robots import RobotSpec
 from robot_rl.sim.scene import add_contact_force, add_frame_sensors
 from robot_rl.sim.state import SimState
 from robot_rl.sim.tasks import terms
-from robot_rl.sim.tasks.base import SafetyCostConfig, TaskConfig, TaskDef
+from robot_rl.sim.tasks.base import TaskConfig, TaskDef
+from robot_rl.sim.tasks.safety_costs import SafetyCostConfig
 
 Vec2 = tuple[float, float]
 

@@ -39,7 +39,7 @@ def cost_table_contact(state: SimState, cfg: TaskConfig) -> torch.Tensor:
     return (f * f).sum(dim=1) > state.limits.table_force_sq
 
 
-SAFETY_COSTS = {
+SAFETY_COSTS: dict[str, Term] = {
     "joint_limit": cost_joint_limit,
     "joint_velocity": cost_joint_velocity,
     "workspace": cost_workspace,

@@ -24,6 +24,7 @@ from robot_rl.hardware.sim_robot import SimRobot, SimRobotConfig
 from robot_rl.hardware.sim_robot_process import SimRobotProcess
 from robot_rl.hardware.sim_task import SimTaskEpisodes
 from robot_rl.sim.cameras import CameraConfig
+from tests.polling import poll
 
 from .conftest import ScriptedRobot
 
@@ -59,12 +60,9 @@ class ScriptedCamera(Camera):
 
 
 def _wait_frame(cam: Camera, deadline_s: float = 20.0) -> CameraFrame:
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if (f := cam.poll()) is not None:
-            return f
-        time.sleep(0.005)
-    raise AssertionError(f"no frame from {cam.name} within {deadline_s} s")
+    frame = poll(cam.poll, deadline_s, every=0.005)
+    assert frame is not None, f"no frame from {cam.name} within {deadline_s} s"
+    return frame
 
 
 def test_the_observer_gives_a_camera_policy_only_what_the_robot_measures(pixel_artifact):

@@ -40,6 +40,7 @@ from robot_rl.hardware.ros.launcher import (  # noqa: E402
 )
 from robot_rl.hardware.sim_robot import SimRobotConfig, build_model  # noqa: E402
 from robot_rl.robots import get_robot  # noqa: E402
+from tests.polling import wait_for  # noqa: E402
 
 GOAL = [0.5, -0.15, 0.3]
 RATE = 200.0
@@ -93,13 +94,11 @@ class Observer:
         return future.result()
 
     def wait_for(self, cond: Callable[[], bool], timeout: float) -> bool:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
+        def locked() -> bool:
             with self.lock:
-                if cond():
-                    return True
-            time.sleep(0.02)
-        return False
+                return cond()
+
+        return wait_for(locked, timeout, every=0.02)
 
     def close(self) -> None:
         self.executor.shutdown()

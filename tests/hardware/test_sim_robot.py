@@ -16,18 +16,14 @@ import pytest
 
 from robot_rl.hardware.robot import JointCommand
 from robot_rl.hardware.sim_robot import SimRobot, SimRobotConfig
+from tests import polling
 
 DEADLINE = 20.0
 """Seconds any polled condition may take on a loaded host before the test fails."""
 
 
 def wait_for(cond: Callable[[], bool], timeout: float = DEADLINE) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.005)
-    return cond()
+    return polling.wait_for(cond, timeout, every=0.005)
 
 
 def wait_steps(robot: SimRobot, n: int) -> None:

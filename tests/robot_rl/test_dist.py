@@ -7,7 +7,6 @@ import dataclasses
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +23,7 @@ from robot_rl.errors import ConfigError
 from robot_rl.ray_options import RayOptions
 from robot_rl.runner import TrainConfig, make_agent
 from robot_rl.sim import make_task_config
+from tests.polling import wait_until
 
 
 def _cfg(tmp_path: Path, **overrides: object) -> TrainConfig:
@@ -133,12 +133,8 @@ def test_ray_options_are_checked(tmp_path):
 
 # -- on Ray: a two-node cluster on this machine -----------------------------------------------
 
-def _wait(cond, what: str, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+def _wait(cond, what: str, timeout: float = 120.0) -> None:  # type: ignore[no-untyped-def]
+    wait_until(cond, timeout, what)
 
 
 def test_training_on_two_nodes_survives_a_killed_runner_and_a_killed_learner(ray_cluster,

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from robot_rl.data import Dataset
+from tests.polling import wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("Xvfb") is None,
                                 reason="Xvfb is not installed (make setup installs xvfb)")
@@ -48,15 +49,6 @@ def grab(display: str) -> np.ndarray:
     from PIL import ImageGrab
 
     return np.asarray(ImageGrab.grab(xdisplay=display), dtype=np.float32)
-
-
-def wait_for(cond, timeout: float, every: float = 0.05) -> bool:  # type: ignore[no-untyped-def]
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(every)
-    return False
 
 
 VIEWER = """
@@ -96,14 +88,15 @@ def test_the_view_opens_follows_the_env_and_changes_when_the_arm_moves(display: 
         assert p.stdout is not None and p.stdin is not None
         assert p.stdout.readline().split() == ["ready", "True"], p.stderr
         # the window's first frames may still be drawing: wait for a stable, non-blank one
-        assert wait_for(lambda: grab(display).std() > 10.0, 30), "the screen stayed blank"
+        assert wait_for(lambda: grab(display).std() > 10.0, 30, every=0.05), \
+            "the screen stayed blank"
         time.sleep(0.5)
         before = grab(display)
         p.stdin.write("\n")
         p.stdin.flush()
         moved = p.stdout.readline().split()
         assert moved[:2] == ["moved", "True"] and int(moved[2]) > 2, moved
-        assert wait_for(lambda: np.abs(grab(display) - before).mean() > 1.0, 30), \
+        assert wait_for(lambda: np.abs(grab(display) - before).mean() > 1.0, 30, every=0.05), \
             "the window did not change when the arm moved"
         p.stdin.write("\n")
         p.stdin.flush()
@@ -144,14 +137,15 @@ def test_keyboard_recording_in_a_real_terminal_with_the_view(display: str,
                     return
 
     try:
-        assert wait_for(lambda: (read_for(0.1), b"keys:" in output)[1], 60), output.decode()
-        assert wait_for(lambda: grab(display).std() > 10.0, 30), "the view stayed blank"
+        assert wait_for(lambda: (read_for(0.1), b"keys:" in output)[1], 60, every=0.05), \
+            output.decode()
+        assert wait_for(lambda: grab(display).std() > 10.0, 30, every=0.05), "the view stayed blank"
         time.sleep(0.5)
         before = grab(display)
         for _ in range(30):  # hold r (up) and w (forward) for about 1.5 s
             os.write(fd, b"rw")
             read_for(0.05)
-        assert wait_for(lambda: np.abs(grab(display) - before).mean() > 1.0, 20), \
+        assert wait_for(lambda: np.abs(grab(display) - before).mean() > 1.0, 20, every=0.05), \
             "the view did not follow the arm"
         os.write(fd, b"\r")  # Enter: save the episode
         read_for(1.0)

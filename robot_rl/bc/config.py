@@ -1,0 +1,116 @@
+"""The config of behaviour cloning (``robot-rl bc``): the dataset, the chunked policy, its
+optimisation, evaluation and run directory."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Literal
+
+from robot_rl.errors import ConfigError
+from robot_rl.policies import PolicyConfig
+from robot_rl.sim.randomization import DRPreset
+
+BCAlgo = Literal["bc-flow", "bc-mlp"]
+
+
+@dataclasses.dataclass(kw_only=True)
+class BCConfig:
+    """Behaviour cloning of a chunked policy (flow matching, or the MLP baseline) from a
+    dataset, evaluated in simulation as it learns.
+
+    Example: robot-rl bc --demos data/push --algo bc-flow --steps 20000
+    """
+
+    demos: Path
+    """Dataset to learn from (robot-rl record, the ROS teleop node, robot-rl data import, or
+    any LeRobot dataset with observation.state and action)."""
+    algo: BCAlgo = "bc-flow"
+    """bc-flow: flow-matching chunk policy; bc-mlp: an MLP regressing the chunk (baseline)."""
+    policy: PolicyConfig = dataclasses.field(default_factory=PolicyConfig)
+    """Chunk horizon and execution, observation history, network, flow steps."""
+    max_episodes: int | None = None
+    """Learn from the dataset's first N episodes only (default: all)."""
+    drop_idle: bool = True
+    """Leave out the training frames whose action is 0 in every element (the teleoperator
+    paused; the arm holds still): a policy of the state cannot tell when a pause ends,
+    and cloned from pauses it stalls. Flow-BC of push's 20 multimodal-human
+    demonstrations (21% of their frames idle) ends at the goal 2x as often without them
+    (three seeds: 24.7% against 12.2% over 600 episodes; docs/learners.md).
+    Absolute-position actions are never all 0, so such datasets keep every frame;
+    --no-drop-idle keeps them everywhere (the reference's choice)."""
+    mirror: bool = False
+    """Learn from every training episode twice: as recorded and as its mirror image about
+    the arm base's x-z plane (y -> -y), for a task and an arm that declare that symmetry
+    (push and lift on arm7; ``robot_rl/data/mirror.py``), as rsl_rl's symmetry augmentation does.
+    Off by default (the reference does not); push's 20 multimodal-human demonstrations:
+    docs/learners.md."""
+    holdout: float | None = None
+    """Fraction of the episodes (drawn with --seed, at least one) held out to measure the
+    action error on (default: 0.1 for a dataset that matches none of our simulated tasks,
+    whose only evaluation that is; 0 for ours, evaluated in simulation)."""
+    steps: int = 20_000
+    """Gradient steps."""
+    batch_size: int = 256
+    """Frames per gradient step."""
+    lr: float = 1e-3
+    """AdamW learning rate (cosine decay to a tenth of it over --steps)."""
+    weight_decay: float = 1e-6
+    """AdamW weight decay."""
+    ema: float = 0.999
+    """Decay of the exponential moving average of the weights that act (0: no EMA)."""
+    grad_clip: float = 1.0
+    """Gradient norm clip."""
+    time_budget: float | None = None
+    """Stop after this many seconds of training (wall clock, summed over resumes)."""
+    target_success: float | None = None
+    """Stop once an evaluation reaches this success rate."""
+    eval_every: int = 2_000
+    """Evaluate in simulation every this many gradient steps (and at the end)."""
+    eval_episodes: int = 32
+    """Episodes per evaluation (0: no evaluation, e.g. a task not in the registry)."""
+    eval_envs: int = 16
+    """Parallel simulated envs of the evaluation."""
+    ensemble: float | None = None
+    """Temporal ensembling rate when acting (ACT's exp(-m i) weights; default: receding
+    horizon, executing --policy.execute actions per chunk)."""
+    dr: DRPreset | None = None
+    """Domain randomization of the evaluation env (default: the dataset's)."""
+    log_every: int = 500
+    """Log the loss every this many gradient steps."""
+    checkpoint_every: float = 120.0
+    """Seconds between checkpoints."""
+    seed: int = 0
+    """Seed of the networks, batches, noise and evaluation episodes."""
+    device: str = "cpu"
+    """Torch device of training and evaluation."""
+    runs_dir: Path = Path("runs")
+    """Parent folder of run directories."""
+    run_name: str | None = None
+    """Run directory name (default {task}__{algo}__{seed}__{time})."""
+    resume: Path | None = None
+    """Continue the run in this directory from its checkpoint (its saved config is used,
+    except steps, time_budget and target_success, taken from this command line)."""
+    progress: bool = True
+    """Show the progress bar (the log lines are printed either way)."""
+
+    def validate(self) -> None:
+        self.policy.validate()
+        if self.steps < 1 or self.batch_size < 1 or self.lr <= 0:
+            raise ConfigError("--steps and --batch-size must be >= 1 and --lr > 0")
+        if not 0.0 <= self.ema < 1.0:
+            raise ConfigError(f"--ema must be in [0, 1), got {self.ema}")
+        if self.eval_every < 1 or self.eval_episodes < 0 or self.eval_envs < 1 or \
+                self.log_every < 1:
+            raise ConfigError("--eval-every, --eval-envs and --log-every must be >= 1 and "
+                              "--eval-episodes >= 0")
+        if self.holdout is not None and not 0.0 <= self.holdout < 1.0:
+            raise ConfigError(f"--holdout must be in [0, 1), got {self.holdout}")
+        if self.max_episodes is not None and self.max_episodes < 1:
+            raise ConfigError(f"--max-episodes must be >= 1, got {self.max_episodes}")
+        if self.time_budget is not None and self.time_budget <= 0:
+            raise ConfigError(f"--time-budget must be > 0 seconds, got {self.time_budget}")
+
+    @property
+    def kind(self) -> Literal["flow", "mlp"]:
+        return "flow" if self.algo == "bc-flow" else "mlp"
