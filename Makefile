@@ -3,6 +3,7 @@
 #                video, distill a student, export the deploy artifact, run it on the simulated
 #                arm in real time (the deploy loop); plus a scripted-expert video
 #   make test    set up, then lint, type-check, check the import layers and run the test suite
+#   make test-fast   set up, then the tests under a second each (the inner loop, ~1.5 minutes)
 #   make bench   set up, then print the simulation throughput, controller cost and dataset
 #                random-access tables
 #   make bench-learning   set up, then the learning benchmarks (about 70 minutes: SB3 and skrl
@@ -39,7 +40,7 @@ DEMO_SAC := --sac.actor-hidden 128 128 --sac.critic-hidden 128 128 \
 # (benchmarks/behaviour.py; docs/control.md).
 DEMO_ENV := --env.motion.enabled --env.reward-weights.joint-vel 0.05
 
-.PHONY: setup demo test lint bench bench-learning bench-shield perf clean
+.PHONY: setup demo test test-fast lint bench bench-learning bench-shield perf clean
 
 setup: $(STAMP)
 
@@ -108,6 +109,11 @@ lint: setup
 
 test: lint
 	$(BIN)/python -m pytest -q
+
+# The inner loop: the tests under a second each (those of a second or more are marked slow),
+# no lint; under two minutes on 2 cores. make test stays the gate.
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow and not perf"
 
 bench: setup
 	$(BIN)/python benchmarks/sim_throughput.py

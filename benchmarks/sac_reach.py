@@ -201,7 +201,7 @@ def main(args: Args) -> None:
                   f"{args.threads or 'one per core'}; SB3: {torch.get_num_threads()} torch "
                   f"threads)")
     if args.reuse:
-        from robot_rl.runner import read_curve
+        from robot_rl.checkpoint import read_curve
 
         run_dir = args.out / "ours"
         ours = read_curve(run_dir)

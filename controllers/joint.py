@@ -1,6 +1,5 @@
-"""Joint-space controllers evaluated inside MuJoCo at every physics step.
-
-    tau = clamp(kp (q_target - q) - kd qd, -tau_max, tau_max)      (+ gravity compensation)
+"""Joint-space controllers evaluated inside MuJoCo at every physics step: the PD law of
+``robot_rl.controllers.pd`` with two ways to choose its gains.
 
 ``JointPD`` uses the robot's servo gains (``RobotSpec.kp/kd``); ``JointImpedance`` takes a
 stiffness and a damping ratio and sets kd = 2 zeta sqrt(kp m_jj) from the joint inertias of

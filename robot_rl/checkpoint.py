@@ -1,6 +1,7 @@
 """Checkpoints: state dicts written atomically (temp file + rename), read with clear errors.
 
-A run directory holds ``checkpoints/latest.pt`` (agent, counters, history), optionally
+A run directory holds ``config.json`` (the resolved config), ``eval.csv`` (the learning
+curve), ``tb/`` (TensorBoard), ``checkpoints/latest.pt`` (agent, counters, history), optionally
 ``checkpoints/replay.pt`` (the replay buffer, for exact resumption), ``checkpoints/
 step_<env steps>.pt`` (the ones ``--keep-every`` keeps) and ``config.json``.
 A crash or Ctrl-C while writing leaves the previous file intact: the new one is written to a
@@ -9,7 +10,10 @@ temporary name in the same folder and renamed over the old one only when complet
 
 from __future__ import annotations
 
+import csv
+import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +83,38 @@ def create_run_dir(runs_dir: str | Path, run_name: str | None, task: str, method
     path = Path(runs_dir) / (run_name or default_run_name(task, method, seed))
     path.mkdir(parents=True, exist_ok=run_name is not None)
     return path
+
+
+CONFIG = "config.json"
+CURVE = "eval.csv"
+
+
+def write_config(run_dir: Path, config: Any) -> Path:
+    """The run's resolved config as ``config.json`` (a dataclass, as ``to_dict`` writes it)."""
+    from robot_rl.config_io import to_dict
+
+    path = run_dir / CONFIG
+    path.write_text(json.dumps(to_dict(config), indent=2) + "\n")
+    return path
+
+
+def write_curve(run_dir: Path, rows: list[dict[str, float]], fields: Sequence[str]) -> Path:
+    """The learning curve as ``eval.csv``: one row per evaluation, ``fields`` its columns."""
+    path = run_dir / CURVE
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(fields))
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
+def read_curve(run_dir: str | Path) -> list[dict[str, float]]:
+    """The evaluation history of a run (``eval.csv``)."""
+    path = Path(run_dir) / CURVE
+    if not path.is_file():
+        raise CheckpointError(f"no learning curve at {path}")
+    with open(path) as f:
+        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
 
 
 def run_dir_of(checkpoint: Path) -> Path:

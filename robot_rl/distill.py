@@ -29,11 +29,11 @@ from robot_rl.checkpoint import CheckpointError, resolve_checkpoint, run_dir_of,
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate, module_policy
 from robot_rl.export.modules import ActorMean, DeployPolicy, ObsNorm, student_net
+from robot_rl.run_control import torch_threads
 from robot_rl.runner import load_agent, make_train_env
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.vec_env import RolloutEnv, VecEnv, check_vec_env
-from robot_rl.training_loop import torch_threads
 
 STUDENT_FILE = "student.pt"
 STUDENT_FORMAT = "robot_rl.student"

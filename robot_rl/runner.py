@@ -21,9 +21,7 @@ atomically every ``checkpoint_every`` seconds, at the end and on Ctrl-C, and
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,6 +41,8 @@ from robot_rl.checkpoint import (
     kept_checkpoint,
     load_checkpoint,
     save_atomic,
+    write_config,
+    write_curve,
 )
 from robot_rl.config_io import from_dict, to_dict
 from robot_rl.errors import ConfigError
@@ -50,13 +50,13 @@ from robot_rl.evaluate import EvalResult, evaluate_agent
 from robot_rl.nstep import COST_DISCOUNT, DISCOUNT, NStepTransitions, NStepWriter
 from robot_rl.ray_options import RayOptions
 from robot_rl.replay import Batch, ExtraSpec, ReplayBuffer, mirror_half
+from robot_rl.run_control import torch_threads
 from robot_rl.sim import TaskConfig, WarpOptions, dr_preset, make_env, make_task_config
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.mirror import env_mirror_signs
 from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.vec_env import VecEnv, check_vec_env, uniform_actions
 from robot_rl.train_session import TrainSession, rejected_count, step_sums
-from robot_rl.training_loop import torch_threads
 
 _C = TypeVar("_C", bound="TrainConfig")
 
@@ -311,7 +311,7 @@ class Runner:
                                           cfg.seed)
         else:
             self._restore(resume_state)
-        (self.run_dir / "config.json").write_text(json.dumps(to_dict(cfg), indent=2) + "\n")
+        write_config(self.run_dir, cfg)
         self.writer: Any = None
 
     # -- the loop ----------------------------------------------------------------------------
@@ -485,7 +485,7 @@ class Runner:
         metrics = result.metrics("eval")
         metrics["perf/eval_seconds"] = time.perf_counter() - t0
         self.log_metrics(metrics)
-        self._write_curve()
+        write_curve(self.run_dir, self.history, EVAL_FIELDS)
         # one line per evaluation: progress where the bar does not show (a file, a CI log)
         self.console.print(f"[{self.env_steps:>10,}/{cfg.total_steps:,} env steps, "
                            f"{self.elapsed:6.0f} s]  success {result.success_rate:5.1%}  "
@@ -503,13 +503,6 @@ class Runner:
             self.writer.add_scalar(key, value, self.env_steps)
         self.writer.add_scalar("safety/lambda", self.agent.lagrange.value, self.env_steps)
         self.writer.add_scalar("cost/train_cumulative", self.train_cost, self.env_steps)
-
-    def _write_curve(self) -> None:
-        path = self.run_dir / "eval.csv"
-        with open(path, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=EVAL_FIELDS)
-            w.writeheader()
-            w.writerows(self.history)
 
     # -- checkpoints -------------------------------------------------------------------------
 
@@ -569,12 +562,3 @@ class Runner:
                 raise CheckpointError(f"cannot read replay buffer {replay}: {e}") from None
         self.console.print(f"resumed {self.run_dir} at {self.env_steps:,} env steps "
                            f"({len(self.buffer):,} transitions in replay)")
-
-
-def read_curve(run_dir: Path) -> list[dict[str, float]]:
-    """The evaluation history of a run (eval.csv)."""
-    path = Path(run_dir) / "eval.csv"
-    if not path.is_file():
-        raise CheckpointError(f"no learning curve at {path}")
-    with open(path) as f:
-        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]

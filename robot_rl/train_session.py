@@ -37,7 +37,7 @@ from rich.progress import (
 
 from robot_rl.checkpoint import CHECKPOINT
 from robot_rl.evaluate import EvalResult
-from robot_rl.training_loop import StopRules, saving_on_interrupt, summary_writer
+from robot_rl.run_control import StopRules, saving_on_interrupt, summary_writer
 
 
 class SessionHost(Protocol):

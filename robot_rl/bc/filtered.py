@@ -15,7 +15,6 @@ take it) whose ``eval.csv`` counts env steps and the training cost like the RL r
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import time
@@ -33,7 +32,7 @@ from robot_rl.bc.runner import (
     load_bc_policy,
     make_eval_env,
 )
-from robot_rl.checkpoint import default_run_name
+from robot_rl.checkpoint import default_run_name, write_curve
 from robot_rl.config_io import to_dict
 from robot_rl.errors import ConfigError
 from robot_rl.policies import ChunkData, ChunkPolicy
@@ -226,10 +225,7 @@ class FilteredBC:
                "episode_cost": res.cost_mean, "train_cumulative_cost": cost,
                "round": float(rnd), "kept_episodes": float(kept)}
         self.history.append(row)
-        with open(self.run_dir / "eval.csv", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=FIELDS)
-            w.writeheader()
-            w.writerows(self.history)
+        write_curve(self.run_dir, self.history, FIELDS)
         self.console.print(f"[{env_steps:>9,} env steps, {row['seconds']:6.0f} s] round {rnd}"
                            f"  success {res.success_rate:5.1%}  return {res.return_mean:7.2f}"
                            f"  cost {res.cost_mean:.2f}", highlight=False)

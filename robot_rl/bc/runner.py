@@ -37,9 +37,7 @@ docs/learners.md has the figures behind these choices.
 from __future__ import annotations
 
 import copy
-import csv
 import dataclasses
-import json
 import math
 import time
 from pathlib import Path
@@ -57,6 +55,8 @@ from robot_rl.checkpoint import (
     create_run_dir,
     load_checkpoint,
     save_atomic,
+    write_config,
+    write_curve,
 )
 from robot_rl.config_io import from_dict, to_dict
 from robot_rl.data.reader import Dataset
@@ -64,12 +64,12 @@ from robot_rl.data.recover import feature_names
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate
 from robot_rl.policies import ChunkExecutor, ChunkPolicy, make_policy
+from robot_rl.run_control import StopRules, saving_on_interrupt, summary_writer
 from robot_rl.sim import TaskConfig, make_env, make_task_config
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.tasks import list_tasks
 from robot_rl.sim.vec_env import VecEnv
-from robot_rl.training_loop import StopRules, saving_on_interrupt, summary_writer
 
 EVAL_FIELDS = ("grad_steps", "seconds", "success_rate", "return", "episode_cost",
                "loss", "action_rmse", "action_rmse_rel")
@@ -190,7 +190,7 @@ class BCRunner:
         else:
             self.run_dir = Path(cfg.resume)  # type: ignore[arg-type]
             self._restore(state)
-        (self.run_dir / "config.json").write_text(json.dumps(to_dict(cfg), indent=2) + "\n")
+        write_config(self.run_dir, cfg)
         self._writer: Any = None
 
     def _lr_factor(self, step: int) -> float:
@@ -322,7 +322,7 @@ class BCRunner:
             metrics["perf/eval_seconds"] = time.perf_counter() - t0
             self._log(metrics)
         self.history.append(record)
-        self._write_curve()
+        write_curve(self.run_dir, self.history, EVAL_FIELDS)
         shown = "" if result is None else (
             f"  success {result.success_rate:5.1%}  return {result.return_mean:7.2f}  "
             f"cost {result.cost_mean:.2f}")
@@ -334,12 +334,6 @@ class BCRunner:
         if self._writer is not None:
             for key, value in metrics.items():
                 self._writer.add_scalar(key, value, self.grad_steps)
-
-    def _write_curve(self) -> None:
-        with open(self.run_dir / "eval.csv", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=EVAL_FIELDS)
-            w.writeheader()
-            w.writerows(self.history)
 
     # -- checkpoints -------------------------------------------------------------------------
 

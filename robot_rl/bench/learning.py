@@ -15,7 +15,7 @@ def curve_summary(run: Path, targets: tuple[int, ...] = (80, 90, 95)) -> dict[st
     """Env steps and seconds to each target success (%), the first, last and best success,
     cumulative training cost and its rate per 1,000 env steps, from a run's eval.csv
     (``env_steps_to_80`` is None where no evaluation reached 80%)."""
-    from robot_rl.runner import read_curve
+    from robot_rl.checkpoint import read_curve
 
     history = read_curve(run)
     out: dict[str, Any] = {}

@@ -36,7 +36,7 @@ from robot_rl.finetune import FinetuneConfig, FinetuneRunner
 from robot_rl.finetune.demos import add_transitions
 from robot_rl.runner import Runner, TrainConfig
 from robot_rl.train_session import TrainSession
-from robot_rl.training_loop import torch_threads
+from robot_rl.run_control import torch_threads
 
 
 class RunnerPool(Protocol):

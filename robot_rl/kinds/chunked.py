@@ -95,3 +95,32 @@ class ChunkedKind(Kind):
         from robot_rl.finetune.onestep import distill_chunked
 
         return distill_chunked(cfg, console)[1]
+
+
+class FlowFinetuneKind(ChunkedKind):
+    """A kind whose SAC agent fine-tunes a bc run's flow (dsrl, residual): its config names
+    the flow's run (``policy``), and its decision is the agent's, ungated unless asked (its
+    artifact has no gate)."""
+
+    @abc.abstractmethod
+    def config_type(self) -> Any:
+        """The config class of its runs (``from_saved``)."""
+
+    @abc.abstractmethod
+    def load(self, run: Run, num_envs: int, seed: int, dr: Any = None) -> tuple[Any, Any, Any]:
+        """The run's agent, config and an env of ``num_envs`` on which it acts."""
+
+    @abc.abstractmethod
+    def describe(self, cfg: Any) -> str:
+        """What the run is, for tables (``dsrl over runs/...``)."""
+
+    def flow_run(self, run: Run) -> Path:
+        return Path(self.config_type().from_saved(run.state["config"]).policy)
+
+    def policy_evaluation(self, run: Run, opts: EvalOptions) -> Evaluation:
+        from robot_rl.evaluate import evaluate_agent
+
+        agent, cfg, env = self.load(run, opts.num_envs, opts.seed, opts.dr)
+        return Evaluation(env, f"{cfg.task} / {self.describe(cfg)}",
+                          lambda n, **kw: evaluate_agent(agent, env, n, gate=bool(opts.gate),
+                                                         **kw))

@@ -4,16 +4,15 @@ action)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from robot_rl.kinds.base import EvalOptions, Evaluation, Run
-from robot_rl.kinds.chunked import ChunkedKind, ChunkedPolicy
+from robot_rl.kinds.base import Run
+from robot_rl.kinds.chunked import ChunkedPolicy, FlowFinetuneKind
 from robot_rl.kinds.command import Command
 from robot_rl.kinds.training import train_runner
 
 
-class DSRLKind(ChunkedKind):
+class DSRLKind(FlowFinetuneKind):
     name = "dsrl"
 
     def commands(self) -> dict[str, Command]:
@@ -21,29 +20,26 @@ class DSRLKind(ChunkedKind):
 
         return {"dsrl": Command(DSRLConfig, train)}
 
-    def flow_run(self, run: Run) -> Path:
-        from robot_rl.finetune.dsrl import DSRLConfig
+    def config_type(self) -> Any:
+        from robot_rl.finetune import DSRLConfig
 
-        return Path(DSRLConfig.from_saved(run.state["config"]).policy)
+        return DSRLConfig
 
-    def policy_evaluation(self, run: Run, opts: EvalOptions) -> Evaluation:
-        from robot_rl.evaluate import evaluate_agent
+    def load(self, run: Run, num_envs: int, seed: int, dr: Any = None) -> tuple[Any, Any, Any]:
         from robot_rl.finetune.dsrl import load_dsrl
 
-        agent, cfg, env = load_dsrl(run.checkpoint, opts.num_envs, opts.seed, dr=opts.dr)
-        # ungated by default, as its artifact decides
-        return Evaluation(env, f"{cfg.task} / dsrl over {cfg.policy}",
-                          lambda n, **kw: evaluate_agent(agent, env, n, gate=bool(opts.gate),
-                                                         **kw))
+        return load_dsrl(run.checkpoint, num_envs, seed, dr=dr)
+
+    def describe(self, cfg: Any) -> str:
+        return f"dsrl over {cfg.policy}"
 
     def chunked_policy(self, run: Run) -> ChunkedPolicy:
         """The flow with its noise chosen by the trained actor inside the graph."""
         from robot_rl.bc import load_bc_policy
         from robot_rl.distill import teacher_policy
         from robot_rl.export.modules import ChunkGraph
-        from robot_rl.finetune.dsrl import load_dsrl
 
-        agent, cfg, _ = load_dsrl(run.checkpoint, 1, 0)
+        agent, cfg, _ = self.load(run, 1, 0)
         policy, bc_cfg, state = load_bc_policy(cfg.policy)
         steps = bc_cfg.policy.executed if cfg.noise == "executed" else policy.horizon
         module = ChunkGraph(policy, teacher_policy(agent), cfg.noise_scale, steps)

@@ -4,16 +4,15 @@ both graphs."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from robot_rl.kinds.base import EvalOptions, Evaluation, Run
-from robot_rl.kinds.chunked import ChunkedKind, ChunkedPolicy
+from robot_rl.kinds.base import Run
+from robot_rl.kinds.chunked import ChunkedPolicy, FlowFinetuneKind
 from robot_rl.kinds.command import Command
 from robot_rl.kinds.training import train_runner
 
 
-class ResidualKind(ChunkedKind):
+class ResidualKind(FlowFinetuneKind):
     name = "residual"
 
     def commands(self) -> dict[str, Command]:
@@ -21,28 +20,25 @@ class ResidualKind(ChunkedKind):
 
         return {"residual": Command(ResidualConfig, train)}
 
-    def flow_run(self, run: Run) -> Path:
+    def config_type(self) -> Any:
         from robot_rl.finetune.residual import ResidualConfig
 
-        return Path(ResidualConfig.from_saved(run.state["config"]).policy)
+        return ResidualConfig
 
-    def policy_evaluation(self, run: Run, opts: EvalOptions) -> Evaluation:
-        from robot_rl.evaluate import evaluate_agent
+    def load(self, run: Run, num_envs: int, seed: int, dr: Any = None) -> tuple[Any, Any, Any]:
         from robot_rl.finetune.residual import load_residual
 
-        agent, cfg, env = load_residual(run.checkpoint, opts.num_envs, opts.seed, dr=opts.dr)
-        # ungated by default, as its artifact decides
-        return Evaluation(env, f"{cfg.task} / residual on {cfg.policy}",
-                          lambda n, **kw: evaluate_agent(agent, env, n, gate=bool(opts.gate),
-                                                         **kw))
+        return load_residual(run.checkpoint, num_envs, seed, dr=dr)
+
+    def describe(self, cfg: Any) -> str:
+        return f"residual on {cfg.policy}"
 
     def chunked_policy(self, run: Run) -> ChunkedPolicy:
         from robot_rl.bc import load_bc_policy
         from robot_rl.distill import teacher_policy
         from robot_rl.export.modules import ChunkGraph, ResidualGraph
-        from robot_rl.finetune.residual import load_residual
 
-        agent, cfg, env = load_residual(run.checkpoint, 1, 0)
+        agent, cfg, env = self.load(run, 1, 0)
         policy, _, state = load_bc_policy(cfg.policy)
         every = env.every  # as the run's env held each correction
         residual = ResidualGraph(teacher_policy(agent), cfg.scale, every)

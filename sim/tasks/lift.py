@@ -22,7 +22,7 @@ from robot_rl.sim.tasks.base import (
     TaskConfig,
     TaskDef,
 )
-from robot_rl.sim.tasks.motion import eased_down, move_ee, quat_yaw
+from robot_rl.sim.tasks.expert_motion import eased_down, move_ee, quat_yaw
 
 Vec2 = tuple[float, float]
 

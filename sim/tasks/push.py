@@ -13,7 +13,7 @@ from robot_rl.sim.scene import SceneBuilder
 from robot_rl.sim.state import SimState
 from robot_rl.sim.tasks import terms
 from robot_rl.sim.tasks.base import AXIAL_MIRROR, Y_MIRROR, ModalExpert, TaskConfig, TaskDef
-from robot_rl.sim.tasks.motion import eased_down, move_ee
+from robot_rl.sim.tasks.expert_motion import eased_down, move_ee
 
 Vec2 = tuple[float, float]
 

@@ -13,7 +13,7 @@ from robot_rl.sim.scene import SceneBuilder
 from robot_rl.sim.state import SimState
 from robot_rl.sim.tasks import terms
 from robot_rl.sim.tasks.base import TaskConfig, TaskDef, Vec3
-from robot_rl.sim.tasks.motion import move_ee
+from robot_rl.sim.tasks.expert_motion import move_ee
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -122,6 +122,7 @@ def _ramp_env(ramp: bool):  # type: ignore[no-untyped-def]
     return env
 
 
+@pytest.mark.slow
 def test_a_ramped_command_starts_at_the_laws_lead_and_the_shield_models_its_speed() -> None:
     held, ramped = _ramp_env(False), _ramp_env(True)
     kp, kd = ramped.pipeline.controller.kp, ramped.pipeline.controller.kd

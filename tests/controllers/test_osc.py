@@ -113,6 +113,7 @@ def test_osc_tracks_random_targets_within_5mm_in_2s_without_the_shield() -> None
         assert int(env.shield_counts[layer].sum()) == 0, layer
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_err", [0.02, 0.05])
 def test_reference_clamping_bounds_the_force_on_the_table(max_err: float) -> None:
     """A target 20 cm under the table, shield off: the settled contact force is what the

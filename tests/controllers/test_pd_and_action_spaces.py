@@ -81,6 +81,7 @@ def _arm_state(q: torch.Tensor) -> ArmState:
                     jac=torch.zeros(e, 6, n, dtype=q.dtype))
 
 
+@pytest.mark.slow
 def test_joint_delta_targets() -> None:
     robot = get_robot("arm7")
     space = JointDelta(JointDeltaConfig(scale=0.1, gripper=True), robot)

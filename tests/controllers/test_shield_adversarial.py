@@ -42,6 +42,7 @@ ATTACK_CASES = [(task, space, action, attack) for task, space, action in cases(A
                 for attack in ATTACKS]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("task", "space", "action", "attack"), ATTACK_CASES,
                          ids=[f"{t}-{s}-{a}" for t, s, _, a in ATTACK_CASES])
 def test_attack_classes_never_pass_a_hard_limit_or_a_speed_limit(task, space, action, attack):
@@ -56,6 +57,7 @@ MOTION_CASES = [(task, space, action, attack) for task, space, action in cases(A
                 if space in ("joint_delta", "ee_delta") for attack in ("drift", "pump", "saturate")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("task", "space", "action", "attack"), MOTION_CASES,
                          ids=[f"{t}-{s}-{a}-motion" for t, s, _, a in MOTION_CASES])
 def test_attacks_through_the_motion_profile_stay_within_the_limits(task, space, action, attack):
@@ -142,6 +144,7 @@ def _schedule(min_steps: int) -> st.SearchStrategy:
 
 
 # Each example runs >= 250 control steps of 8 envs; 5 examples give >= 10k env control steps.
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ARM_TASKS)
 @settings(max_examples=5, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

@@ -65,16 +65,10 @@ def pixel_artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An (untrained) push pixel student seeing front + wrist RGB-D at 24x24, exported."""
     from rich.console import Console
 
-    from robot_rl.vision.dagger import PixelDistillConfig, distill_pixels
+    from robot_rl.vision.dagger import distill_pixels
     from robot_rl.vision.export import export_pixel_student
-    from robot_rl.vision.student import PixelPolicyConfig
+    from tests.robot_rl.flow_runs import tiny_pixel_config
 
     out = tmp_path_factory.mktemp("pixel")
-    cfg = PixelDistillConfig(task="push", cameras=("front", "wrist"), size=24, depth=True,
-                             iterations=1, num_envs=2, rollout_steps=4, grad_steps=2,
-                             batch_size=8, action_steps=2, policy_iterations=0, action_batch=8,
-                             eval_episodes=0,
-                             out=out / "s.pt", progress=False,
-                             policy=PixelPolicyConfig(features=8, hidden=(16,)))
-    distill_pixels(cfg, Console(quiet=True))
+    distill_pixels(tiny_pixel_config(out / "s.pt", rollout_steps=4), Console(quiet=True))
     return export_pixel_student(out / "s.pt", out / "s")

@@ -65,6 +65,7 @@ def _wait_frame(cam: Camera, deadline_s: float = 20.0) -> CameraFrame:
     return frame
 
 
+@pytest.mark.slow
 def test_the_observer_gives_a_camera_policy_only_what_the_robot_measures(pixel_artifact):
     pol = load_policy(pixel_artifact)
     cfg = task_config_from_meta(pol.meta)
@@ -179,6 +180,7 @@ def test_the_runtime_feeds_frames_and_holds_on_a_stale_camera(pixel_artifact):
     assert rt.start(t) == (True, "running")
 
 
+@pytest.mark.slow
 def test_push_through_the_cameras_of_the_arm_in_its_own_process(pixel_artifact, tmp_path):
     cfg = task_config_from_meta(load_policy(pixel_artifact).meta)
     scene, _ = SimTaskEpisodes(cfg).draw(5)

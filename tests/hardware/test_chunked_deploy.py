@@ -38,6 +38,7 @@ def chunk_artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "art"
 
 
+@pytest.mark.slow
 def test_policy_steps_execute_chunks_and_restart_them_after_a_hold(chunk_artifact) -> None:
     r = ScriptedRobot()
     art = load_policy(chunk_artifact)

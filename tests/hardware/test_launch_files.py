@@ -70,6 +70,7 @@ def test_ament_package_files():
 
 
 def test_params_file_keys_are_node_parameters():
+    pytest.importorskip("rclpy", reason="the nodes' parameter classes come with the ros extra")
     from robot_rl.hardware.ros.policy_node import PolicyNodeParams
     from robot_rl.hardware.ros.sim_robot_node import SimRobotNodeParams
     from robot_rl.recording.teleop_node import TeleopNodeParams

@@ -68,6 +68,7 @@ def _play(recording: Path, slow: float = 0.0, **kw: object) -> list:
     return frames
 
 
+@pytest.mark.slow
 def test_playback_gives_every_frame_with_its_pixels_and_timestamps(recording: Path) -> None:
     frames = _play(recording)
     np.testing.assert_allclose([f.timestamp_ms for f in frames],
@@ -82,6 +83,7 @@ def test_playback_gives_every_frame_with_its_pixels_and_timestamps(recording: Pa
         assert f.intrinsics.fx == pytest.approx(pinhole(CW, CH).fx, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_slow_reader_loses_nothing(recording: Path) -> None:
     _play(recording, slow=2.5 / FPS)  # non-real-time playback waits for the reader
 
@@ -106,6 +108,7 @@ def test_depth_is_aligned_to_color(recording: Path) -> None:
         np.testing.assert_allclose(right, (FAR + k) / 1000, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_unaligned_and_color_to_depth(recording: Path) -> None:
     raw = _play(recording, align="none")
     for f in raw:
@@ -120,6 +123,7 @@ def test_unaligned_and_color_to_depth(recording: Path) -> None:
         np.testing.assert_allclose(cols, 2 * np.arange(2, DW - 2), atol=2)
 
 
+@pytest.mark.slow
 def test_single_stream(recording: Path) -> None:
     depth_only = _play(recording, color=False)
     assert depth_only[0].color is None
@@ -160,6 +164,7 @@ class _SplittingSyncer:
         return True, self._singles.pop(0)
 
 
+@pytest.mark.slow
 def test_frames_the_syncer_hands_over_apart_are_paired_again(recording: Path) -> None:
     for align in ("none", "color"):
         with RealSenseCamera(RealSenseConfig(playback=recording, real_time=False,
@@ -213,6 +218,7 @@ class _LateStreamSyncer(_SplittingSyncer):
                 return False, None
 
 
+@pytest.mark.slow
 def test_a_stream_that_comes_after_the_end_of_the_file_is_still_paired(
         recording: Path) -> None:
     with RealSenseCamera(RealSenseConfig(playback=recording, real_time=False,

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from robot_rl.data.reader import Dataset
 from robot_rl.data.writer import DatasetWriter
@@ -71,6 +72,7 @@ class Operator:
         return np.zeros(6), frozenset({"next"} | ({label} if label else set()))
 
 
+@pytest.mark.slow
 def test_teleop_episodes_on_the_robot_are_recorded_like_sim(tmp_path: Path):
     x, z = np.eye(6)[0] * 0.8, np.eye(6)[2] * 0.8
     person = Operator([x, z], steps=40, labels=[None, "failure"])
@@ -110,6 +112,7 @@ def test_teleop_episodes_on_the_robot_are_recorded_like_sim(tmp_path: Path):
     assert demo_buffer(ds, env).obs.shape[1] == env.obs_dim
 
 
+@pytest.mark.slow
 def test_a_person_takes_over_from_the_policy_and_the_steps_are_interventions(
         tmp_path: Path, reach_artifact: Path):
     y = np.eye(6)[1] * 0.8

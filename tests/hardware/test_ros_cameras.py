@@ -56,6 +56,7 @@ def test_the_launcher_shows_a_camera_policy_its_scene(pixel_artifact):
     assert sim_camera_overrides({"task": "reach"}) == {}
 
 
+@pytest.mark.slow
 def test_a_pixel_student_runs_on_the_simulated_arms_image_topics(pixel_artifact, tmp_path):
     domain = _domain_id()
     stats = tmp_path / "stats.json"

@@ -34,6 +34,7 @@ def _run_until_reached(rt: DeployRuntime, robot, budget: float = 60.0) -> dict: 
             return out
 
 
+@pytest.mark.slow
 def test_reaches_the_goal_on_the_simulated_arm_and_ends_with_a_hold(reach_artifact):
     with SimRobot(SimRobotConfig(sensing_latency=0.002, q_noise_std=1e-4)) as robot:
         rt = DeployRuntime(load_policy(reach_artifact), robot,
@@ -144,6 +145,7 @@ def test_joint_targets_need_a_position_or_velocity_interface(reach_artifact):
         DeployRuntime(load_policy(reach_artifact), ScriptedRobot(interface="effort"))
 
 
+@pytest.mark.slow
 def test_velocity_interface_drives_the_arm_to_the_goal(reach_artifact):
     with SimRobot(SimRobotConfig(interface="velocity")) as robot:
         # the loop busy-waits the last 200 µs before each deadline
@@ -198,6 +200,7 @@ def test_a_starved_policy_step_is_forced_to_finish(reach_artifact, scripted_robo
     assert done_at is not None and done_at <= rt.decimation // 2 + 3
 
 
+@pytest.mark.slow
 def test_reaches_the_goal_against_the_arm_in_its_own_process(reach_artifact):
     from robot_rl.hardware.sim_robot_process import SimRobotProcess
 

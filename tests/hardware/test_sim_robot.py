@@ -65,6 +65,7 @@ def test_a_dead_sensor_gives_no_fresh_readings():
         assert wait_for(lambda: robot.observe().stamp > a.stamp)
 
 
+@pytest.mark.slow
 def test_the_arm_in_its_own_process_behaves_like_the_threaded_one():
     from robot_rl.hardware.sim_robot_process import SimRobotProcess
 

@@ -10,6 +10,7 @@ import time
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from robot_rl.hardware.sim_robot import SceneState
 from robot_rl.hardware.sim_task import SimTaskEpisodes, run_episodes
@@ -84,6 +85,7 @@ class FakeArm:
         return SceneState(self.scene.qpos.copy(), self.scene.mocap_pos.copy())
 
 
+@pytest.mark.slow
 def test_episodes_are_timed_from_the_policys_first_act_and_judged_at_their_end():
     cfg = make_env("push", 1).cfg
     episodes = SimTaskEpisodes(cfg, seed=1)

@@ -85,6 +85,7 @@ def test_record_through_ros_and_fit(tmp_path: Path) -> None:
     assert abs(params["values"]["link_mass"][0] / 1.3 - 1) < 0.05, params["values"]
 
 
+@pytest.mark.slow
 def test_stop_holds_the_arm_and_saves_nothing(tmp_path: Path) -> None:
     domain = _domain_id()
     sim = _start("sim_robot_node", {}, domain)

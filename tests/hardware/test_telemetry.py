@@ -17,6 +17,7 @@ from robot_rl.hardware.telemetry import RerunTelemetry, Telemetry  # noqa: E402
 GOAL = (0.5, -0.1, 0.3)
 
 
+@pytest.mark.slow
 def test_telemetry_holds_every_tick_step_and_event(reach_artifact: Path, scripted_robot,  # type: ignore[no-untyped-def]
                                                    tmp_path: Path) -> None:
     r = scripted_robot
@@ -64,6 +65,7 @@ def test_telemetry_holds_every_tick_step_and_event(reach_artifact: Path, scripte
     assert texts[0] == "running" and "e-stop: test" in texts
 
 
+@pytest.mark.slow
 def test_the_policy_node_streams_telemetry(reach_artifact: Path, tmp_path: Path) -> None:
     """policy_node with telemetry:=rerun over loopback DDS (sim_robot_node as the arm): the
     .rrd it leaves at shutdown holds its ticks, policy steps and the start."""

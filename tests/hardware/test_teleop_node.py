@@ -55,6 +55,7 @@ class Node:
         self.p.stdin.flush()
 
 
+@pytest.mark.slow
 def test_keys_in_the_terminal_record_an_episode_on_the_ros_arm(tmp_path: Path):
     domain = _domain_id()
     out = tmp_path / "demos"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -46,3 +47,14 @@ def ray_cluster() -> Iterator[object]:
     ray.shutdown()
     cluster.shutdown()
 
+
+
+@pytest.fixture(scope="session")
+def push_flow_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny bc-flow run of push (24-step episodes, chunks of 4) that tests read and never
+    change (dsrl and filtered BC start from it)."""
+    from tests.robot_rl.flow_runs import tiny_bc_runs
+
+    root = tmp_path_factory.mktemp("push_flow")
+    tiny_bc_runs(root, "push", episode_length=24, horizon=4)
+    return root / "bc-flow"

@@ -1,9 +1,11 @@
-"""Tiny behaviour-cloning runs the fine-tuning tests start from."""
+"""Tiny runs tests start from: behaviour-cloning runs (the fine-tuning tests) and the
+config of a tiny pixel student (the vision and camera-deploy tests)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -27,3 +29,17 @@ def tiny_bc_runs(root: Path, task: str, episode_length: int, horizon: int,
                                               flow_steps=flow_steps),
                           steps=5, eval_episodes=0, runs_dir=root, run_name=algo,
                           progress=False), console=Console(file=sys.stderr)).train()
+
+
+def tiny_pixel_config(out: Path, rollout_steps: int) -> Any:
+    """A ``PixelDistillConfig`` of push through two 24-px cameras (front and wrist, with
+    depth) that distils in seconds: one DAgger iteration, two gradient steps, no
+    evaluation; the student written to ``out``."""
+    from robot_rl.vision.dagger import PixelDistillConfig
+    from robot_rl.vision.student import PixelPolicyConfig
+
+    return PixelDistillConfig(task="push", cameras=("front", "wrist"), size=24, depth=True,
+                              iterations=1, num_envs=2, rollout_steps=rollout_steps,
+                              grad_steps=2, batch_size=8, action_steps=2, policy_iterations=0,
+                              action_batch=8, eval_episodes=0, out=out, progress=False,
+                              policy=PixelPolicyConfig(features=8, hidden=(16,)))

@@ -64,6 +64,7 @@ def test_a_run_trains_evaluates_checkpoints_and_resumes(demos: Path, tmp_path: P
     assert state["env"]["episode_length"] == EP_LEN
 
 
+@pytest.mark.slow
 def test_eval_command_runs_a_bc_run(demos: Path, tmp_path: Path) -> None:
     BCRunner(_cfg(demos, tmp_path, algo="bc-mlp", steps=5, eval_episodes=0),
              console=Console(file=sys.stderr)).train()
@@ -106,6 +107,7 @@ def test_drop_idle_leaves_out_the_frames_whose_action_is_zero() -> None:
     assert kept["action"].tolist() == [[np.float32(0.1), 0, 0], [0, 0, -0.5]]
 
 
+@pytest.mark.slow
 def test_a_run_learns_without_the_pauses_of_human_like_demos(tmp_path: Path) -> None:
     import numpy as np
 

@@ -34,6 +34,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_flow_artifact_matches_torch_and_acts_chunk_by_chunk(runs: Path) -> None:
     export_path(ExportConfig(run=runs / "bc-flow"))
     policy, _, _ = load_bc_policy(runs / "bc-flow")
@@ -76,6 +77,7 @@ def test_mlp_artifact_takes_only_the_observation(runs: Path) -> None:
         export_path(ExportConfig(run=runs / "bc-mlp", policy="student"))
 
 
+@pytest.mark.slow
 def test_dsrl_artifact_chooses_its_noise_inside_the_graph(runs: Path, tmp_path: Path) -> None:
     DSRLRunner(DSRLConfig(policy=runs / "bc-flow", num_envs=2, total_steps=32, eval_every=32,
                           eval_episodes=1, runs_dir=tmp_path, run_name="dsrl", progress=False,
@@ -94,6 +96,7 @@ def test_dsrl_artifact_chooses_its_noise_inside_the_graph(runs: Path, tmp_path: 
     np.testing.assert_allclose(got, expected.numpy(), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_one_step_student_learns_the_flow_map_and_exports(runs: Path) -> None:
     from robot_rl.cli.learn import distill_cmd
     from robot_rl.distill import DistillConfig
@@ -130,6 +133,7 @@ def test_one_step_student_learns_the_flow_map_and_exports(runs: Path) -> None:
                                    ref[i:i + 1], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_chunk_latency_times_the_artifact_in_a_process_of_its_own(runs: Path,
                                                                     tmp_path: Path) -> None:
     from robot_rl.bench.latency import chunk_latency, measure

@@ -49,6 +49,7 @@ def test_sim_info(cli) -> None:
         assert word in out.stdout
 
 
+@pytest.mark.slow
 def test_sim_rollout_with_video(tmp_path: Path, cli) -> None:
     video = tmp_path / "lift.mp4"
     out = cli("sim", "rollout", "--task", "lift", "--policy", "expert", "--num-envs", "2",
@@ -69,6 +70,7 @@ def test_sim_rollout_random_policy_with_randomization(cli) -> None:
     assert "episode cost" in out.stdout
 
 
+@pytest.mark.slow
 def test_bench_sim_tiny_budget(cli) -> None:
     out = cli("bench", "sim", "--num-envs", "4", "--seconds", "0.05", "--repeats", "1",
                "--tasks", "reach", "--no-peers")
@@ -92,9 +94,11 @@ def test_bad_input_is_one_line_no_traceback(args: tuple[str, ...], message: str,
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_bench_sim_on_the_warp_backend_prints_the_gpu_table(cli) -> None:
     """``robot-rl bench sim --backend warp`` on Warp's CPU device (no GPU here): the table's
     rows and columns, measured figures in every cell."""
+    pytest.importorskip("mujoco_warp", reason="the warp backend comes with the gpu extra")
     out = cli("bench", "sim", "--backend", "warp", "--device", "cpu", "--num-envs", "2",
               "--tasks", "reach", "--seconds", "0.1", "--repeats", "1")
     assert out.returncode == 0, out.stderr

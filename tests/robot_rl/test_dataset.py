@@ -245,6 +245,7 @@ record(RecordConfig(task="push", teleop="expert", episodes=50, out=Path(sys.argv
 """
 
 
+@pytest.mark.slow
 def test_kill_9_mid_episode_leaves_a_valid_dataset_and_resume_cleans_up(tmp_path):
     out = tmp_path / "ds"
     proc = subprocess.Popen([sys.executable, "-c", _RECORDER, str(out)],

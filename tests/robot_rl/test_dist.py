@@ -108,6 +108,7 @@ class _LocalPool:
         return self.runners[index].collect(steps, uniform)
 
 
+@pytest.mark.slow
 def test_learner_keeps_the_update_to_data_ratio_and_publishes_after_updates(tmp_path):
     cfg = _cfg(tmp_path, total_steps=256)
     learner = DistRunner(cfg)
@@ -137,6 +138,7 @@ def _wait(cond, what: str, timeout: float = 120.0) -> None:  # type: ignore[no-u
     wait_until(cond, timeout, what)
 
 
+@pytest.mark.slow
 def test_training_on_two_nodes_survives_a_killed_runner_and_a_killed_learner(ray_cluster,
                                                                             tmp_path):
     import ray
@@ -233,6 +235,7 @@ def _write_episodes(root: Path, n: int, length: int, first: float = 0.0,
             w.save_episode(success=False)
 
 
+@pytest.mark.slow
 def test_a_restarted_robot_learner_takes_what_its_checkpoint_missed_from_the_dataset(tmp_path):
     from robot_rl.dist.robot_learner import RobotFinetuneRunner
 
@@ -291,6 +294,7 @@ def test_a_restarted_robot_learner_takes_what_its_checkpoint_missed_from_the_dat
     assert not torch.equal(awac.agent.actor.mu.weight, before)
 
 
+@pytest.mark.slow
 def test_fine_tuning_on_the_simulated_arm_over_ray(ray_cluster, tmp_path):
     import ray
 

@@ -18,7 +18,6 @@ from robot_rl.errors import ConfigError
 from robot_rl.finetune import DSRLConfig, DSRLRunner, NoiseActionEnv
 from robot_rl.policies import PolicyConfig, make_policy
 from robot_rl.sim import make_env
-from tests.robot_rl.flow_runs import tiny_bc_runs
 
 
 def _flow(env, horizon: int = 4, execute: int = 3):
@@ -96,13 +95,12 @@ def test_dsrl_refuses_what_it_cannot_steer() -> None:
         NoiseActionEnv(make_env("reach", 1), _flow(env))
 
 
-@pytest.fixture(scope="module")
-def flow_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("dsrl")
-    tiny_bc_runs(root, "push", episode_length=24, horizon=4)
-    return root / "bc-flow"
+@pytest.fixture
+def flow_run(push_flow_run: Path) -> Path:
+    return push_flow_run
 
 
+@pytest.mark.slow
 def test_a_dsrl_run_trains_and_is_evaluated(flow_run: Path, tmp_path: Path) -> None:
     from robot_rl.cli.learn import EvalConfig, eval_cmd
 
@@ -123,6 +121,7 @@ def test_a_dsrl_run_trains_and_is_evaluated(flow_run: Path, tmp_path: Path) -> N
     eval_cmd(EvalConfig(path=tmp_path / "dsrl", episodes=2, num_envs=2))
 
 
+@pytest.mark.slow
 def test_the_warm_up_draws_the_flow_policys_own_noise(flow_run: Path, tmp_path: Path) -> None:
     cfg = DSRLConfig(policy=flow_run, num_envs=2, noise_scale=2.0, runs_dir=tmp_path,
                      run_name="warm", progress=False, safety="off")

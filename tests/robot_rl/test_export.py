@@ -120,6 +120,7 @@ def test_mismatched_or_broken_artifacts_refuse_to_load(artifact, tmp_path):
         load_policy(tmp_path)
 
 
+@pytest.mark.slow
 def test_load_policy_imports_no_training_code(artifact):
     out, _, _ = artifact
     code = f"""

@@ -55,6 +55,7 @@ def test_the_task_example(tmp_path: Path, restore_registries: None) -> None:
     assert "touch" in list_tasks()
 
 
+@pytest.mark.slow
 def test_the_learner_example_trains_evaluates_and_exports_through_the_cli(
         tmp_path: Path, restore_registries: None, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,7 +15,6 @@ from robot_rl.bc.filtered import FilteredBC, FilteredBCConfig, successful_rollou
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.policies import PolicyConfig
 from robot_rl.sim import make_env
-from tests.robot_rl.flow_runs import tiny_bc_runs
 
 
 class _Expert:
@@ -33,6 +32,7 @@ class _Expert:
         return a[:, None]
 
 
+@pytest.mark.slow
 def test_rollouts_keep_the_successful_episodes_frames():
     env = make_env("push", 4, seed=0, episode_length=120)
     expert = _Expert(env)
@@ -48,13 +48,12 @@ def test_rollouts_keep_the_successful_episodes_frames():
     assert any(torch.equal(first, executed[:120, i]) for i in range(4))
 
 
-@pytest.fixture(scope="module")
-def bc_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("fbc")
-    tiny_bc_runs(root, "push", episode_length=24, horizon=4)
-    return root / "bc-flow"
+@pytest.fixture
+def bc_run(push_flow_run: Path) -> Path:
+    return push_flow_run
 
 
+@pytest.mark.slow
 def test_a_filtered_run_trains_round_by_round_as_a_bc_run(bc_run: Path, tmp_path: Path):
     from robot_rl.bc import load_bc_policy
 

@@ -50,6 +50,7 @@ def _cfg(demos: Path, tmp: Path, method: str, **kw) -> FinetuneConfig:
                           progress=False, sac=sac)
 
 
+@pytest.mark.slow
 def test_rlpd_runs_with_behaviour_cloning_that_fits_the_demos(demos, tmp_path):
     runner = FinetuneRunner(_cfg(demos, tmp_path, "rlpd"))
     first = runner.behaviour_cloning(1)
@@ -60,6 +61,7 @@ def test_rlpd_runs_with_behaviour_cloning_that_fits_the_demos(demos, tmp_path):
     assert history and (tmp_path / "rlpd" / "checkpoints" / "latest.pt").is_file()
 
 
+@pytest.mark.slow
 def test_critic_warmup_trains_the_critics_and_leaves_the_warm_started_actor(demos, tmp_path):
     runner = FinetuneRunner(_cfg(demos, tmp_path, "rlpd", total_steps=2, critic_warmup=30))
     actor = [p.detach().clone() for p in runner.agent.actor.parameters()]
@@ -76,6 +78,7 @@ def test_critic_warmup_trains_the_critics_and_leaves_the_warm_started_actor(demo
     assert runner.agent.updates == 30 + 30 + 2
 
 
+@pytest.mark.slow
 def test_wsrl_pretrains_offline_warms_up_frozen_then_learns_online(demos, tmp_path):
     runner = FinetuneRunner(_cfg(demos, tmp_path, "wsrl", offline_steps=20, warmup_steps=40))
     runner.train()

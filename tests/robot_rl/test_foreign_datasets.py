@@ -286,6 +286,7 @@ def edited(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return src, root / "edited"
 
 
+@pytest.mark.slow
 def test_our_dataset_after_a_lerobot_edit_is_recovered(edited, capsys):
     from robot_rl.cli import main
     from robot_rl.finetune.demos import demo_buffer

@@ -41,6 +41,7 @@ def test_the_adapter_has_the_vectask_surface() -> None:
     np.testing.assert_allclose(env.state.action[0].numpy(), 0.0)  # reset after the episode
 
 
+@pytest.mark.slow
 def test_skrl_sac_trains_on_reach_through_its_isaac_gym_wrapper() -> None:
     """skrl's own preview-4 wrapper, memory and SAC agent, a few hundred updates."""
     from skrl.agents.torch.sac import SAC, SAC_DEFAULT_CONFIG
@@ -150,6 +151,7 @@ def test_runner_trains_on_an_isaac_gym_task(tmp_path: Path) -> None:
     assert (tmp_path / "ig" / "checkpoints" / "latest.pt").is_file()
 
 
+@pytest.mark.slow
 def test_nothing_imports_isaacgym() -> None:
     code = ("import sys; import robot_rl.interop; "
             "assert 'isaacgym' not in sys.modules, 'isaacgym was imported'")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from robot_rl.algos import SAC, SACConfig, SafetyConfig
@@ -9,6 +10,7 @@ from robot_rl.replay import ReplayBuffer
 from robot_rl.sim import make_env
 
 
+@pytest.mark.slow
 def test_sac_learns_a_one_step_task():
     """Reward -||a - s||^2 with one-step episodes: the mean action must approach s."""
     torch.manual_seed(0)

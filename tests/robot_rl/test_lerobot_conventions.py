@@ -37,6 +37,7 @@ def _episode_tables(root: Path) -> list[pa.Table]:
     return [pq.read_table(p) for p in sorted((root / "meta" / "episodes").rglob("*.parquet"))]
 
 
+@pytest.mark.slow
 def test_info_json_fields_and_types(data):
     info = json.loads((data / "meta" / "info.json").read_text())
     for key in ("fps", "total_episodes", "total_frames", "total_tasks", "chunks_size",
@@ -256,6 +257,7 @@ def _lerobot_view(root: Path) -> tuple[int, int]:
     return n_eps, n_frames
 
 
+@pytest.mark.slow
 def test_a_kill_at_each_step_of_a_save_leaves_a_valid_dataset(tmp_path):
     """SIGKILL before each rename of the third episode's save in turn (its frames, video,
     row, stats.json, info.json), and after the save: the dataset is valid for us and for

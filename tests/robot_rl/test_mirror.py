@@ -207,6 +207,7 @@ def test_mirror_half_replaces_about_half_the_transitions_by_their_images() -> No
         mirror_half(batch, s_obs[:2], s_act, g)
 
 
+@pytest.mark.slow
 def test_a_residual_learns_from_mirrored_transitions(tmp_path: Path) -> None:
     from robot_rl.finetune.residual import ResidualConfig, ResidualRunner
     from tests.robot_rl.flow_runs import tiny_bc_runs
@@ -257,6 +258,7 @@ def _assert_learns_half_mirrored(runner: Any) -> None:
     assert torch.equal(learned.reward, plain.reward)
 
 
+@pytest.mark.slow
 def test_sac_and_rlpd_learn_from_mirrored_transitions(tmp_path: Path) -> None:
     """``--mirror`` on SAC from scratch takes its signs from the env, RLPD's equal its
     demonstrations' (the same observation); a task without the symmetry, and DSRL, whose

@@ -190,6 +190,7 @@ def _tiny(tmp_path: Path, **kw: object) -> PixelTrainConfig:
     return cfg
 
 
+@pytest.mark.slow
 def test_train_pixels_trains_resumes_evaluates_and_exports(tmp_path, cli):
     runner = PixelRunner(_tiny(tmp_path), Console(quiet=True))
     runner.train()
@@ -219,6 +220,7 @@ def test_train_pixels_trains_resumes_evaluates_and_exports(tmp_path, cli):
     assert meta["provenance"]["trained_by"] == "train-pixels"
 
 
+@pytest.mark.slow
 def test_fine_tuning_a_student_starts_from_it_and_trains_the_critics_first(tmp_path):
     student_cfg = PixelDistillConfig(task="push", cameras=("front",), size=24, iterations=1,
                                      num_envs=2, rollout_steps=4, grad_steps=2, batch_size=8,

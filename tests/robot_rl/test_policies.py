@@ -15,6 +15,7 @@ from robot_rl.errors import ConfigError
 from robot_rl.policies import (
     ChunkData,
     ChunkExecutor,
+    ChunkPolicy,
     PolicyConfig,
     chunk_indices,
     make_policy,
@@ -56,6 +57,18 @@ def _bimodal(n: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     return obs, (0.8 * sign)[:, None, None].expand(n, 2, 1).clone()
 
 
+def _fit(policy: ChunkPolicy, obs: torch.Tensor, chunks: torch.Tensor, steps: int,
+         batch: int, gen: torch.Generator) -> None:
+    """``steps`` Adam steps (lr 3e-3) of the policy's loss on random batches of the data."""
+    opt = torch.optim.Adam(policy.parameters(), lr=3e-3)
+    for _ in range(steps):
+        rows = torch.randint(obs.shape[0], (batch,), generator=gen)
+        loss = policy.loss(obs[rows, None], chunks[rows])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
 def test_flow_keeps_two_modes_apart_where_the_mlp_averages_them() -> None:
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(0)
@@ -64,13 +77,7 @@ def test_flow_keeps_two_modes_apart_where_the_mlp_averages_them() -> None:
     flow = make_policy(cfg, "flow", 2, 1, obs, chunks[:, 0])
     mlp = make_policy(cfg, "mlp", 2, 1, obs, chunks[:, 0])
     for policy in (flow, mlp):
-        opt = torch.optim.Adam(policy.parameters(), lr=3e-3)
-        for _ in range(200):
-            rows = torch.randint(2048, (128,), generator=gen)
-            loss = policy.loss(obs[rows, None], chunks[rows])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+        _fit(policy, obs, chunks, steps=200, batch=128, gen=gen)
     test_obs = (2 * torch.rand(512, 1, 2, generator=gen) - 1)
     with torch.no_grad():
         a_flow = flow.sample(test_obs, gen)[:, 0, 0]
@@ -80,6 +87,7 @@ def test_flow_keeps_two_modes_apart_where_the_mlp_averages_them() -> None:
     assert float(a_mlp.abs().mean()) < 0.3, "the MLP was expected to average the modes"
 
 
+@pytest.mark.slow
 def test_unet_denoiser_learns() -> None:
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(0)
@@ -94,13 +102,7 @@ def test_unet_denoiser_learns() -> None:
             return float(policy.loss(obs[:256, None], chunks[:256]))
 
     before = held_out_loss()
-    opt = torch.optim.Adam(policy.parameters(), lr=3e-3)
-    for _ in range(60):
-        rows = torch.randint(512, (64,), generator=gen)
-        loss = policy.loss(obs[rows, None], chunks[rows])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    _fit(policy, obs, chunks, steps=60, batch=64, gen=gen)
     assert held_out_loss() < 0.7 * before
     with torch.no_grad():
         assert policy.sample(obs[:3, None], gen).shape == (3, 4, 1)

@@ -35,6 +35,7 @@ def read_back(path: Path) -> dict:
     return store.reader(index="frame").to_arrow_table().to_pydict()
 
 
+@pytest.mark.slow
 def test_every_entity_reads_back_as_the_dataset_has_it(demos: Path, tmp_path: Path) -> None:
     ds = Dataset(demos)
     out = tmp_path / "view.rrd"

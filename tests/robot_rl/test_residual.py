@@ -152,6 +152,7 @@ class _Recorder:
         return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("every", [1, 3])
 def test_a_residual_run_exports_what_it_evaluates(flow_run: Path, tmp_path: Path,
                                                   every: int) -> None:
@@ -199,6 +200,7 @@ def test_a_residual_run_exports_what_it_evaluates(flow_run: Path, tmp_path: Path
         export_path(ExportConfig(run=tmp_path / "res", policy="student"))
 
 
+@pytest.mark.slow
 def test_a_residual_run_acts_step_by_step_as_its_artifact_and_distills(
         flow_run: Path, tmp_path: Path) -> None:
     """``ResidualActing`` on the task's own env is the artifact, call for call (a correction
@@ -330,6 +332,7 @@ def test_the_default_decision_period_follows_the_control_rate(flow_run: Path) ->
     assert ResidualConfig.from_saved(to_dict(cfg)).explore_ramp == 100_000
 
 
+@pytest.mark.slow
 def test_the_critic_warmup_keeps_the_actor_still_then_lets_it_move(flow_run: Path,
                                                                    tmp_path: Path):
     """``critic_warmup`` critic-only steps: the residual's mean stays at zero through them
@@ -356,6 +359,7 @@ def test_the_critic_warmup_keeps_the_actor_still_then_lets_it_move(flow_run: Pat
         ResidualConfig(policy=flow_run, critic_warmup=-1).validate()
 
 
+@pytest.mark.slow
 def test_progressive_exploration_applies_the_residual_ever_more_often(flow_run: Path,
                                                                        tmp_path: Path):
     """``explore_ramp``: no correction at the first decision, the residual chosen in a share
@@ -472,6 +476,7 @@ def test_overtime_is_whole_decisions_on_the_training_env_only(flow_run: Path,
         dataclasses.replace(cfg, overtime=-1.0).validate()
 
 
+@pytest.mark.slow
 def test_executed_action_critics_with_held_corrections_store_each_decisions_first(
         flow_run: Path, tmp_path: Path) -> None:
     """--critic-action executed at the default decision period (5 control steps on the
@@ -494,6 +499,7 @@ def test_executed_action_critics_with_held_corrections_store_each_decisions_firs
     assert isinstance(loaded, ExecutedActionSAC) and loaded.scale == 0.3
 
 
+@pytest.mark.slow
 def test_a_residual_with_demonstrations_learns_from_executed_actions(flow_run: Path,
                                                                      tmp_path: Path) -> None:
     """--critic-action executed --demo-ratio 0.5: the replay holds the executed actions, the

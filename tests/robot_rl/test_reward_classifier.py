@@ -59,6 +59,7 @@ def squares(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_a_frame_is_labelled_by_the_success_of_the_state_it_shows(squares):
     ds = Dataset(squares)
     data = load_success_frames(ds, ("front",), 16, [], [0, 2])
@@ -81,6 +82,7 @@ def test_episodes_are_held_out_whole_and_both_sides_are_non_empty():
         split_episodes([0], 0.2, 0)
 
 
+@pytest.mark.slow
 def test_trains_to_the_signal_saves_and_evaluates(squares, tmp_path, capsys):
     out = tmp_path / "clf.pt"
     cfg = RewardTrainConfig(dataset=squares, size=SIZE, holdout=0.3, validation=0.3,

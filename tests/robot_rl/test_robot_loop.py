@@ -82,6 +82,7 @@ def test_a_swap_changes_the_policy_at_the_next_step_and_the_gate_follows_its_cal
     assert live.has_cost_critic  # safety both: the runtime gates
 
 
+@pytest.mark.slow
 def test_episodes_on_the_arm_go_home_record_interventions_and_reach_the_learner(tmp_path):
     cfg = _cfg(tmp_path)
     live, state = _live(cfg)
@@ -191,6 +192,7 @@ def test_a_start_refused_after_the_move_home_is_tried_again_then_held(tmp_path, 
         assert any(m == "cannot start an episode: no fresh joint states" for m in logs)
 
 
+@pytest.mark.slow
 def test_a_fallen_simulated_arm_is_put_back_when_the_move_home_times_out(tmp_path):
     """reset_fallen_arm: after a move home that ended by its time-out (here every one: a
     time-out of 0 s), the simulated arm is put back at home, so the episode starts there."""
@@ -229,6 +231,7 @@ def test_an_episode_length_must_be_positive(tmp_path):
         writer.close()
 
 
+@pytest.mark.slow
 def test_the_robot_actor_runs_its_episodes_on_a_ros_arm(tmp_path):
     """The robot actor's ROS path: policy_node's subscription and schedule with the live
     policy, against sim_robot_node in its own process over loopback DDS."""

@@ -19,8 +19,9 @@ from robot_rl.checkpoint import (
     CheckpointError,
     kept_checkpoint,
     load_checkpoint,
+    read_curve,
 )
-from robot_rl.runner import Runner, TrainConfig, load_agent, read_curve
+from robot_rl.runner import Runner, TrainConfig, load_agent
 from robot_rl.sim import make_task_config
 
 ROBOT_RL = str(Path(sys.executable).parent / "robot-rl")
@@ -38,6 +39,7 @@ def tiny_config(tmp_path: Path, **overrides: object) -> TrainConfig:
     return TrainConfig(**fields)
 
 
+@pytest.mark.slow
 def test_run_dir_checkpoint_round_trip_and_resume(tmp_path):
     runner = Runner(tiny_config(tmp_path, keep_every=100))
     history = runner.train()
@@ -72,6 +74,7 @@ def test_run_dir_checkpoint_round_trip_and_resume(tmp_path):
         ["step_100.pt", "step_200.pt", "step_300.pt", "step_400.pt"]
 
 
+@pytest.mark.slow
 def test_a_run_stopped_by_its_target_keeps_that_steps_checkpoint(tmp_path):
     """The first evaluation (after one round of 4 envs) reaches a target of 0%: the run
     stops there, and ``keep_every`` 4 has kept that step's checkpoint first."""
@@ -81,6 +84,7 @@ def test_a_run_stopped_by_its_target_keeps_that_steps_checkpoint(tmp_path):
     assert load_checkpoint(tmp_path / "tiny" / kept_checkpoint(4))["env_steps"] == 4
 
 
+@pytest.mark.slow
 def test_corrupt_or_missing_checkpoint_is_one_clear_error(tmp_path):
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint at all")
@@ -98,6 +102,7 @@ def test_corrupt_or_missing_checkpoint_is_one_clear_error(tmp_path):
     assert len(lines) == 1 and "bad.pt" in lines[0] and "error" in lines[0]
 
 
+@pytest.mark.slow
 def test_ctrl_c_leaves_a_resumable_checkpoint(tmp_path):
     cmd = [ROBOT_RL, "train", "--task", "reach", "--num-envs", "4", "--total-steps",
            "100000000", "--env.episode-length", "20", "--eval-every", "1000000000",
@@ -132,10 +137,12 @@ def test_resume_of_a_missing_run_is_refused(tmp_path):
         Runner(TrainConfig(resume=tmp_path / "missing", progress=False))
 
 
+@pytest.mark.slow
 def test_short_training_run_on_the_warp_backend(tmp_path):
     """SAC with the safety critic trains on MuJoCo Warp (Warp's CPU device here; the same
     code runs with --device cuda): transitions reach the buffer in float32, updates run,
     evaluation and the checkpoint work, and the saved config names the backend."""
+    pytest.importorskip("mujoco_warp", reason="the warp backend comes with the gpu extra")
     cfg = tiny_config(tmp_path, backend="warp", total_steps=120, eval_episodes=2)
     runner = Runner(cfg)
     assert runner.env.backend.dtype == torch.float32
@@ -179,6 +186,7 @@ class _ThreadRecordingRunner(Runner):
         return super().learn()
 
 
+@pytest.mark.slow
 def test_learner_threads_and_a_run_that_stops_short_of_its_target(tmp_path, cli):
     from io import StringIO
 
@@ -214,7 +222,7 @@ def test_learner_threads_and_a_run_that_stops_short_of_its_target(tmp_path, cli)
 
 
 def test_the_target_must_hold_for_target_evals_evaluations_in_a_row():
-    from robot_rl.training_loop import StopRules
+    from robot_rl.run_control import StopRules
 
     rules = StopRules(0.95, None, 1e9, target_evals=2)
     got = [rules.target_reached(x) for x in (0.97, 0.90, 0.97, 1.0)]

@@ -115,6 +115,7 @@ def test_replay_reproduces_an_independent_recording_at_the_true_parameters() -> 
         replay.run(values, torch.tensor([2, 9]))
 
 
+@pytest.mark.slow
 def test_replay_on_warps_cpu_device_agrees_with_the_cpu_backend() -> None:
     """The replay through MuJoCo Warp (its CPU device here; CUDA where a GPU is lent): the
     same trajectories within float32 rounding, the same costs at every delay."""
@@ -135,6 +136,7 @@ def test_replay_on_warps_cpu_device_agrees_with_the_cpu_backend() -> None:
                                rtol=1e-3, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_two_parameter_fit_finds_mass_and_gain_within_a_few_percent() -> None:
     t, q = short_excitation(3.0)
     true = truth(link_mass=1.25, actuator_gain=0.8)

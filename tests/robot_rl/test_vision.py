@@ -19,6 +19,7 @@ from robot_rl.vision.encoder import DEPTH_RANGE, SpatialSoftmax, image_input, ra
 from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig
 from robot_rl.vision.student_eval import state_error
 from tests.hardware.conftest import ScriptedRobot
+from tests.robot_rl.flow_runs import tiny_pixel_config
 
 
 def test_random_shift_moves_each_image_by_its_own_offset():
@@ -69,6 +70,7 @@ def test_pixel_policy_shapes_and_gradients(pool):
     assert not ends.acts_on_state and ends(torch.randn(4, 5), imgs).shape == (4, 3)
 
 
+@pytest.mark.slow
 def test_distilling_the_push_expert_into_a_pixel_student_in_two_stages(tmp_path, monkeypatch):
     import robot_rl.distill as distill_mod
     import robot_rl.vision.dagger as dagger_mod
@@ -152,13 +154,9 @@ def test_bad_settings_are_refused(tmp_path):
                        Console(quiet=True))
 
 
+@pytest.mark.slow
 def test_a_pixel_student_exports_with_image_inputs_and_evaluates_through_onnx(tmp_path):
-    cfg = PixelDistillConfig(task="push", cameras=("front", "wrist"), size=24, depth=True,
-                             iterations=1, num_envs=2, rollout_steps=6, grad_steps=2,
-                             batch_size=8, action_steps=2, policy_iterations=0, action_batch=8,
-                             eval_episodes=0,
-                             out=tmp_path / "s.pt", progress=False,
-                             policy=PixelPolicyConfig(features=8, hidden=(16,)))
+    cfg = tiny_pixel_config(tmp_path / "s.pt", rollout_steps=6)
     student, _ = distill_pixels(cfg, Console(quiet=True))
     main(["export", str(tmp_path / "s.pt")])
     art = tmp_path / "s"  # default: the file's name without .pt
@@ -224,6 +222,7 @@ def test_the_resnet18_encoder_loads_torchvision_weights_and_keeps_their_statisti
         ResNetEncoder(3, (24, 24))
 
 
+@pytest.mark.slow
 def test_a_resnet_student_saves_without_its_weights_file_and_exports(tmp_path):
     from robot_rl.vision.resnet import ResNet18Trunk
 

@@ -10,7 +10,7 @@ import torch
 
 from robot_rl.controllers import ShieldConfig
 from robot_rl.sim import make_env
-from robot_rl.sim.tasks.motion import move_ee
+from robot_rl.sim.tasks.expert_motion import move_ee
 from tests.conftest import ARM_TASKS
 
 
@@ -97,6 +97,7 @@ def test_an_episode_succeeds_when_the_test_holds_at_its_last_step() -> None:
     assert info["episode"]["success"].tolist() == [False, True, False]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ARM_TASKS)
 def test_expert_succeeds(task: str) -> None:
     env = make_env(task, 32)

@@ -36,6 +36,7 @@ def test_shapes_and_dtypes(task: str) -> None:
                                .sum(0), cost)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ALL_TASKS)
 def test_no_nan_over_1k_random_steps(task: str) -> None:
     env = make_env(task, 2, dr="strong")

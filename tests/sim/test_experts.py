@@ -33,6 +33,7 @@ def test_push_modes_go_round_opposite_sides_of_the_puck() -> None:
     assert torch.equal(seen_side, torch.where(modes == 0, 1.0, -1.0))
 
 
+@pytest.mark.slow
 def test_lift_modes_grasp_across_different_faces_and_succeed() -> None:
     env = make_env("lift", 8, episode_length=200)
     expert = make_expert(env, "multimodal", seed=0)
@@ -69,6 +70,7 @@ def test_modes_are_redrawn_when_an_env_resets_itself() -> None:
 QUIET = HumanLikeConfig(speed=(1.0, 1.0), jitter_std=0.0, pause_rate=0.0, detour_prob=0.0)
 
 
+@pytest.mark.slow
 def test_human_style_pauses_jitters_and_is_seeded() -> None:
     human = HumanLikeConfig(pause_rate=10.0, detour_prob=1.0)
 
@@ -125,6 +127,7 @@ def test_reach_human_style_uses_the_scripted_expert() -> None:
         env.step(env.expert_action())
 
 
+@pytest.mark.slow
 def test_push_expert_acts_in_end_effector_position_offsets() -> None:
     """In ee-delta (position only) the expert's action is the wanted move over the space's
     scale: it points from the hand to its waypoint, and the scripted push succeeds."""
@@ -155,7 +158,7 @@ def test_experts_refuse_action_spaces_they_cannot_act_in() -> None:
 
 
 def test_the_experts_come_down_slowly_near_the_table() -> None:
-    from robot_rl.sim.tasks.motion import eased_down
+    from robot_rl.sim.tasks.expert_motion import eased_down
 
     z_push = 0.028  # the expert's push height; the slow zone is 3 cm above it, steps 1.2 cm
     ee = torch.tensor([[0.5, 0.0, z_push + 0.10], [0.5, 0.0, z_push + 0.02],
@@ -168,6 +171,7 @@ def test_the_experts_come_down_slowly_near_the_table() -> None:
     assert torch.allclose(err[:, 2], torch.tensor([-0.07, -0.012, -0.005, 0.06]), atol=1e-6)
 
 
+@pytest.mark.slow
 def test_the_scripted_push_expert_leaves_the_shield_idle_with_the_motion_profile() -> None:
     from robot_rl.bench.behaviour import expert_policy, measure
 

@@ -80,6 +80,7 @@ print("closed", flush=True)
 """
 
 
+@pytest.mark.slow
 def test_the_view_opens_follows_the_env_and_changes_when_the_arm_moves(display: str) -> None:
     env = dict(os.environ, DISPLAY=display)
     p = subprocess.Popen([sys.executable, "-c", VIEWER], env=env, stdin=subprocess.PIPE,
@@ -110,6 +111,7 @@ def test_the_view_opens_follows_the_env_and_changes_when_the_arm_moves(display: 
             p.kill()
 
 
+@pytest.mark.slow
 def test_keyboard_recording_in_a_real_terminal_with_the_view(display: str,
                                                              tmp_path: Path) -> None:
     """robot-rl record --teleop keyboard --view in a pty: keys move the arm, Enter saves the

@@ -18,6 +18,7 @@ from robot_rl.sim import make_env  # noqa: E402
 from robot_rl.sim.view import EnvView, ViewConfig  # noqa: E402
 
 
+@pytest.mark.slow
 def test_without_a_display_the_scene_goes_to_rerun(monkeypatch: pytest.MonkeyPatch,
                                                    tmp_path: Path) -> None:
     import rerun.chunk as rc

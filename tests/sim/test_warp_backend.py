@@ -15,12 +15,14 @@ import numpy as np
 import pytest
 import torch
 
-from robot_rl.errors import ConfigError
-from robot_rl.sim import WarpOptions, make_env
-from robot_rl.sim.backends.warp import CapacityError
-from robot_rl.sim.backends.warp_setup import collision_pairs, scene_capacity
-from robot_rl.sim.env import BatchedEnv
-from tests.conftest import ALL_TASKS
+pytest.importorskip("mujoco_warp", reason="the warp backend comes with the gpu extra")
+
+from robot_rl.errors import ConfigError  # noqa: E402
+from robot_rl.sim import WarpOptions, make_env  # noqa: E402
+from robot_rl.sim.backends.warp import CapacityError  # noqa: E402
+from robot_rl.sim.backends.warp_setup import collision_pairs, scene_capacity  # noqa: E402
+from robot_rl.sim.env import BatchedEnv  # noqa: E402
+from tests.conftest import ALL_TASKS  # noqa: E402
 
 # Largest |warp - cpu| allowed after 40 control steps of random actions, from one state.
 # float32 rounding (~1e-7 relative) grows slowly without contacts; the contact-rich tasks
@@ -43,6 +45,7 @@ def copy_state(src: BatchedEnv, dst: BatchedEnv) -> None:
 
 
 # reach_hazard is reach's scene, terms and physics with a hazard added: it stands for reach
+@pytest.mark.slow
 @pytest.mark.parametrize("task", [t for t in ALL_TASKS if t != "reach"])
 def test_warp_matches_cpu_over_40_control_steps(task):
     n, tol = 4, TOLERANCE[task]
@@ -66,6 +69,7 @@ def test_warp_matches_cpu_over_40_control_steps(task):
     assert not uw.any(), "an episode ended: the comparison must not cross a reset"
 
 
+@pytest.mark.slow
 def test_resets_and_randomization_agree_in_distribution():
     n = 256
     envs = {b: make_env("push", n, backend=b, device="cpu", dr="strong", seed=5)
