@@ -9,6 +9,7 @@ first env, control loop or test loads them instead of compiling them for seconds
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import torch
 
@@ -21,12 +22,12 @@ def warm() -> float:
     """Build and step one env of every arm task with each controller family; the seconds it
     took (compiling, or loading from the cache)."""
     start = time.perf_counter()
-    setups: list[dict[str, object]] = [
+    setups: list[dict[str, Any]] = [
         {}, {"action": EEPoseConfig(), "controller": OSCConfig()},
         {"action": EEDeltaConfig(), "controller": DiffIKConfig()}]
     for task in ("reach", "push", "lift"):
         for overrides in setups:
-            env = make_env(task, 2, **overrides)  # type: ignore[arg-type]
+            env = make_env(task, 2, **overrides)
             env.reset(seed=0)
             for _ in range(3):
                 env.step(torch.zeros(env.num_envs, env.act_dim))
