@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from robot_rl.config_io import to_dict
 from robot_rl.errors import RobotRLError
 from robot_rl.fileio import atomic_write
 
@@ -91,8 +92,6 @@ CURVE = "eval.csv"
 
 def write_config(run_dir: Path, config: Any) -> Path:
     """The run's resolved config as ``config.json`` (a dataclass, as ``to_dict`` writes it)."""
-    from robot_rl.config_io import to_dict
-
     path = run_dir / CONFIG
     path.write_text(json.dumps(to_dict(config), indent=2) + "\n")
     return path

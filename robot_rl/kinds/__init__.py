@@ -66,9 +66,7 @@ def register(registration: Registration) -> None:
 
 def kind(name: str) -> Kind:
     """The kind of a checkpoint tag."""
-    if name not in KINDS:
-        raise ConfigError(f"unknown kind of run {name!r}; kinds: {', '.join(KINDS)}")
-    return _load(KINDS[name])
+    return _load(_registration(name))
 
 
 def command_kind(command: str) -> Kind:
@@ -89,13 +87,20 @@ def load_run(path: str | Path) -> Run:
     from robot_rl.kinds.base import Run
 
     run = Run.open(path)
-    kind(run.kind)  # an unknown tag fails here, with the kinds there are
+    _registration(run.kind)  # an unknown tag fails here; the kind's module loads when used
     return run
 
 
 def run_kind(run: Run) -> Kind:
     """The kind that wrote ``run``."""
     return kind(run.kind)
+
+
+def _registration(name: str) -> Registration:
+    """The registration of a checkpoint tag; one clear error naming the kinds there are."""
+    if name not in KINDS:
+        raise ConfigError(f"unknown kind of run {name!r}; kinds: {', '.join(KINDS)}")
+    return KINDS[name]
 
 
 def _load(r: Registration) -> Kind:
