@@ -41,7 +41,7 @@ from rich.console import Console
 from rich.table import Table
 
 from robot_rl.controllers import EEDeltaConfig, OSCConfig
-from robot_rl.distill import DistillConfig, clone_expert
+from robot_rl.distill import DaggerConfig, DistillConfig, clone_expert
 from robot_rl.export import load_policy
 from robot_rl.export.artifact import artifact_meta, export_artifact
 from robot_rl.export.modules import DeployCost
@@ -67,8 +67,9 @@ class Args:
 
 
 def _artifacts(folder: Path) -> tuple[Path, Path]:
-    cfg = DistillConfig(run=Path("-"), iterations=4, grad_steps=300, num_envs=16, dr="off",
-                        progress=False)
+    cfg = DistillConfig(run=Path("-"),
+                        dagger=DaggerConfig(iterations=4, grad_steps=300, num_envs=16, dr="off",
+                                            progress=False))
     osc_student, env = clone_expert("reach", cfg,
                                     action=EEDeltaConfig(gripper=False, rotation=False),
                                     controller=OSCConfig())  # ee_delta's default is diff_ik

@@ -282,8 +282,8 @@ def part_finetune(args: Args, console: Console) -> None:
 
 
 def part_student(args: Args, console: Console) -> None:
-    from robot_rl.distill import DistillConfig
-    from robot_rl.finetune.onestep import distill_chunked
+    from robot_rl.distill import DaggerConfig, DistillConfig
+    from robot_rl.distill.chunked import distill_chunked
     from robot_rl.kinds.base import ExportConfig
     from robot_rl.kinds.export import export_path
 
@@ -291,12 +291,11 @@ def part_student(args: Args, console: Console) -> None:
     style, n = args.finetune_style, args.finetune_demos
     dsrl = res.get(f"finetune/push/{style}/{n}/dsrl")
     run = Path(dsrl["run"] if dsrl else res[f"bc/push/{style}/{n}/bc-flow"]["run"])
-    _, report = distill_chunked(DistillConfig(run=run, hidden=args.student_hidden,
-                                              iterations=args.student_iterations,
-                                              num_envs=16, grad_steps=args.student_grad_steps,
-                                              batch_size=256,
-                                              dr="off", eval_episodes=args.eval_episodes,
-                                              progress=False), Console(file=sys.stderr))
+    dagger = DaggerConfig(iterations=args.student_iterations, num_envs=16,
+                          grad_steps=args.student_grad_steps, batch_size=256, dr="off",
+                          eval_episodes=args.eval_episodes, progress=False)
+    _, report = distill_chunked(DistillConfig(run=run, hidden=args.student_hidden, dagger=dagger),
+                                Console(file=sys.stderr))
     size = f"w{max(args.student_hidden)}x{len(args.student_hidden)}"
     lat = {}
     for which in ("teacher", "student"):

@@ -543,23 +543,19 @@ def _student_teacher(args: Args) -> Path:
 
 
 def row_student(args: Args, console: Console) -> dict[str, Any]:
-    from robot_rl.distill import DistillConfig
-    from robot_rl.finetune.onestep import distill_chunked
+    from robot_rl.distill import DaggerConfig, DistillConfig
+    from robot_rl.distill.chunked import distill_chunked
     from robot_rl.kinds.base import ExportConfig
     from robot_rl.kinds.export import export_path
 
     run = _student_teacher(args)
+    dagger = DaggerConfig(iterations=args.student_iterations, num_envs=args.student_envs,
+                          grad_steps=args.student_grad_steps, batch_size=256,
+                          dr=args.student_dr, eval_episodes=0, seed=args.seed, progress=False)
     student, _ = distill_chunked(DistillConfig(run=run, hidden=args.student_hidden,
                                                chunk_block=args.student_block,
-                                               sees=args.student_sees,
-                                               clock=args.student_clock,
-                                               iterations=args.student_iterations,
-                                               num_envs=args.student_envs,
-                                               grad_steps=args.student_grad_steps,
-                                               batch_size=256, dr=args.student_dr,
-                                               eval_episodes=0,
-                                               seed=args.seed,
-                                               progress=False), Console(file=sys.stderr))
+                                               sees=args.student_sees, clock=args.student_clock,
+                                               dagger=dagger), Console(file=sys.stderr))
     lat = {}
     for which in ("teacher", "student"):
         out = args.out / "artifacts" / args.task / which

@@ -55,11 +55,12 @@ class Args:
 
 
 def clone_artifact(out: Path) -> Path:
-    from robot_rl.distill import DistillConfig, clone_expert
+    from robot_rl.distill import DaggerConfig, DistillConfig, clone_expert
     from robot_rl.export.artifact import artifact_meta, export_artifact
 
-    cfg = DistillConfig(run=Path("-"), iterations=4, grad_steps=300, num_envs=16, dr="off",
-                        progress=False)
+    cfg = DistillConfig(run=Path("-"),
+                        dagger=DaggerConfig(iterations=4, grad_steps=300, num_envs=16, dr="off",
+                                            progress=False))
     student, env = clone_expert("reach", cfg)
     return export_artifact(out, student, artifact_meta(env, student, None,
                                                        {"source": "expert clone (bench)"}))

@@ -158,7 +158,7 @@ def run_sb3(args: Args, console: Console) -> list[dict[str, float]]:
 
 
 def student_figures(run_dir: Path, console: Console, reuse: bool) -> dict[str, Any]:
-    from robot_rl.distill import DistillConfig, distill
+    from robot_rl.distill import DaggerConfig, DistillConfig, distill
     from robot_rl.export import load_policy
     from robot_rl.kinds.base import ExportConfig
     from robot_rl.kinds.export import export_path
@@ -167,7 +167,8 @@ def student_figures(run_dir: Path, console: Console, reuse: bool) -> dict[str, A
         state = torch.load(run_dir / "student.pt", weights_only=False)
         teacher, student = state["teacher_success"], state["student_success"]
     else:
-        _, report = distill(DistillConfig(run=run_dir, progress=False), console)
+        cfg = DistillConfig(run=run_dir, dagger=DaggerConfig(progress=False))
+        _, report = distill(cfg, console)
         assert report.teacher is not None and report.student is not None
         teacher, student = report.teacher.success_rate, report.student.success_rate
         export_path(ExportConfig(run=run_dir))

@@ -57,8 +57,10 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
+from robot_rl.distill.pixel_config import PixelDistillConfig
 from robot_rl.hardware.cameras.sim_camera import SimCameraConfig
-from robot_rl.vision.dagger import PixelDistillConfig
+from robot_rl.sim.randomization import DRPreset
+from robot_rl.sim.visual_dr import VisualPreset
 from robot_rl.vision.pixel_runner import PixelTrainConfig
 from robot_rl.vision.reward_training import RewardTrainConfig
 
@@ -144,14 +146,9 @@ def frames_per_second(args: Args, renderer: str, size: int) -> float:
 
 
 def students(args: Args, console: Console) -> dict[str, dict[str, float]]:
-    from robot_rl.config_io import from_dict
-    from robot_rl.vision.dagger import (
-        PixelDistillConfig,
-        distill_pixels,
-        load_pixel_student,
-        make_teacher,
-    )
-    from robot_rl.vision.student_eval import evaluate_student
+    from robot_rl.distill.pixel_eval import evaluate_student
+    from robot_rl.distill.pixels import distill_pixels, make_teacher
+    from robot_rl.vision.student_file import load_pixel_student
 
     table = Table(title="pixel students vs their state teachers (scripted experts)")
     for col in ("task", "cameras", "size", "teacher success", "action MLP on the true state",
@@ -167,9 +164,8 @@ def students(args: Args, console: Console) -> dict[str, dict[str, float]]:
         path = args.out.parent / f"pixel_student_{task}.pt"
         if args.reuse_students:
             student, saved = load_pixel_student(path)
-            cfg = dataclasses.replace(from_dict(PixelDistillConfig, saved["config"]),
-                                      dr=args.student.dr, visual=args.student.visual,
-                                      eval_episodes=args.student.eval_episodes)
+            cfg = _under(PixelDistillConfig.from_saved(saved["config"]), args.student.dagger.dr,
+                         args.student.inputs.visual, args.student.dagger.eval_episodes)
             teacher, task_cfg = make_teacher(cfg)
             console.print(f"evaluating {path} ({saved.get('seconds', float('nan')):.0f} s of "
                           f"distillation)", highlight=False)
@@ -185,8 +181,7 @@ def students(args: Args, console: Console) -> dict[str, dict[str, float]]:
             t_res, s_res, rmse = r.teacher, r.student, r.estimate_rmse
             mlp = None if r.state_policy is None else r.state_policy.success_rate
             samples, seconds = r.samples, r.seconds
-        nominal = evaluate_student(
-            student, dataclasses.replace(cfg, dr="off", visual="off"), teacher, task_cfg)
+        nominal = evaluate_student(student, _under(cfg, "off", "off"), teacher, task_cfg)
         t_nom, s_nom = nominal.teacher, nominal.student
         ratio = s_res.success_rate / max(t_res.success_rate, 1e-9)
         out[task] = {"teacher": t_res.success_rate, "student": s_res.success_rate,
@@ -196,20 +191,30 @@ def students(args: Args, console: Console) -> dict[str, dict[str, float]]:
                      "estimate_rmse": rmse, "estimate_rmse_nominal": nominal.estimate_rmse}
         if mlp is not None:
             out[task]["action_mlp_true_state"] = mlp
-        table.add_row(task, " ".join(cfg.cameras), f"{cfg.size}", f"{t_res.success_rate:.1%}",
+        table.add_row(task, " ".join(cfg.inputs.cameras), f"{cfg.inputs.size}",
+                      f"{t_res.success_rate:.1%}",
                       "-" if mlp is None else f"{mlp:.1%}", f"{s_res.success_rate:.1%}",
                       f"{ratio:.2f}", f"{t_nom.success_rate:.1%} / {s_nom.success_rate:.1%}",
                       f"{samples:,}", f"{seconds:.0f} s")
         errors.add_row(task, _rms(rmse), _rms(nominal.estimate_rmse))
     console.print(table)
     console.print(errors)
-    console.print(f"success under dynamics randomization {cfg.dr!r} and visual "
-                  f"{cfg.visual!r}, and nominal (both off), on the same episodes for "
+    console.print(f"success under dynamics randomization {cfg.dagger.dr!r} and visual "
+                  f"{cfg.inputs.visual!r}, and nominal (both off), on the same episodes for "
                   f"teacher and student", highlight=False)
     if "push" in out:
         met = out["push"]["ratio"] >= 0.85
         console.print(f"target (push student >= 85% of its teacher): {'met' if met else 'not met'}")
     return out
+
+
+def _under(cfg: PixelDistillConfig, dr: DRPreset, visual: VisualPreset,
+           eval_episodes: int | None = None) -> PixelDistillConfig:
+    """``cfg`` with other dynamics and visual randomization presets (and episodes)."""
+    dagger = dataclasses.replace(cfg.dagger, dr=dr, eval_episodes=cfg.dagger.eval_episodes
+                                 if eval_episodes is None else eval_episodes)
+    return dataclasses.replace(cfg, inputs=dataclasses.replace(cfg.inputs, visual=visual),
+                               dagger=dagger)
 
 
 def _rms(rmse: dict[str, float]) -> str:
@@ -254,13 +259,13 @@ def reward(args: Args, console: Console) -> dict[str, float]:
 def deploy(args: Args, console: Console) -> dict[str, float]:
     import torch
 
+    from robot_rl.distill.pixels import distill_pixels
     from robot_rl.export import load_policy
     from robot_rl.hardware.observation import task_config_from_meta
     from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
     from robot_rl.hardware.sim_robot import SimRobotConfig
     from robot_rl.hardware.sim_robot_process import SimRobotProcess
     from robot_rl.hardware.sim_task import SimTaskEpisodes, run_episodes
-    from robot_rl.vision.dagger import distill_pixels
     from robot_rl.vision.export import export_pixel_student
 
     path = args.deploy_student or args.out.parent / "pixel_student_push.pt"
@@ -341,7 +346,7 @@ def rl(args: Args, console: Console) -> dict[str, float]:
     """Fine-tune the push pixel student with asymmetric SAC; its learning curve."""
     import shutil
 
-    from robot_rl.vision.dagger import distill_pixels
+    from robot_rl.distill.pixels import distill_pixels
     from robot_rl.vision.pixel_runner import PixelRunner
 
     path = args.rl_student or args.out.parent / "pixel_student_push.pt"
@@ -388,8 +393,8 @@ def _compare(runner: Any, student_path: Path, episodes: int, seed: int) -> tuple
     import torch
 
     from robot_rl.evaluate import evaluate
-    from robot_rl.vision.dagger import load_pixel_student
     from robot_rl.vision.pixel_runner import evaluate_pixel_agent, pixel_train_env
+    from robot_rl.vision.student_file import load_pixel_student
 
     student, _ = load_pixel_student(student_path)
     cols = runner.proprio_cols

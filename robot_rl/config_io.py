@@ -42,6 +42,16 @@ def from_dict(cls: type[T], data: dict[str, Any]) -> T:
     return cls(**kwargs)
 
 
+def nest(data: dict[str, Any], key: str, part: type) -> dict[str, Any]:
+    """``data`` with the fields of the dataclass ``part`` moved under ``key``, where they
+    are flat (a config saved before ``part`` was composed into it); else ``data``."""
+    if key in data:
+        return data
+    data = dict(data)
+    data[key] = {f.name: data.pop(f.name) for f in dataclasses.fields(part) if f.name in data}
+    return data
+
+
 def from_value(tp: Any, value: Any) -> Any:
     """A ``to_dict`` value as type ``tp`` (a dataclass, a tagged union of configs, a tuple,
     a path)."""

@@ -48,8 +48,8 @@ def _top_level() -> dict[str, Command]:
     # Imported here so ``robot-rl --help`` does not pay for torch and mujoco.
     from robot_rl.cli import data, deploy, export, learn
     from robot_rl.distill import DistillConfig
+    from robot_rl.distill.pixel_config import PixelDistillConfig
     from robot_rl.kinds import command_kind
-    from robot_rl.vision.dagger import PixelDistillConfig
 
     own = {"eval": Command(learn.EvalConfig, learn.eval_cmd),
            "distill": Command(DistillConfig, learn.distill_cmd),

@@ -55,11 +55,12 @@ def distill_cmd(cfg: Any) -> None:
     console = Console()
     run = load_run(cfg.run)
     report = run_kind(run).distill(run, cfg, console)
-    console.print(_distill_table(f"distilled student: {report.path}", report, f"dr {cfg.dr}"))
+    console.print(_distill_table(f"distilled student: {report.path}", report,
+                                 f"dr {cfg.dagger.dr}"))
 
 
 def distill_pixels_cmd(cfg: Any) -> None:
-    from robot_rl.vision.dagger import distill_pixels
+    from robot_rl.distill.pixels import distill_pixels
 
     console = Console()
     _, report = distill_pixels(cfg, console)
@@ -69,7 +70,7 @@ def distill_pixels_cmd(cfg: Any) -> None:
     rows += [(f"estimate RMS error: {t} (closed loop)", f"{v:.4f}")
              for t, v in report.estimate_rmse.items()]
     console.print(_distill_table(f"pixel student: {report.path}", report,
-                                 f"dr {cfg.dr}, visual {cfg.visual}", rows))
+                                 f"dr {cfg.dagger.dr}, visual {cfg.inputs.visual}", rows))
 
 
 def _distill_table(title: str, report: Any, conditions: str,

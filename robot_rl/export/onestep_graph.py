@@ -1,4 +1,4 @@
-"""A one-step flow policy (a distilled student, ``robot_rl.finetune.onestep``) as few graph
+"""A one-step flow policy (a distilled student, ``robot_rl.distill.chunked``) as few graph
 operations as its arithmetic allows, for the deploy loop's call latency.
 
     graph = noisy_chunk_graph(policy)    # OneStepFlowGraph where it applies, else NoisyChunkGraph

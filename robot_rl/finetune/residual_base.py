@@ -21,7 +21,7 @@ fresh chunk there.
 ``ResidualActing`` is a residual run's whole policy on the task's own env, one control
 step per call: the base's action corrected by the residual, each correction held for
 ``every`` calls from the episode's start, as the exported artifact acts (``Policy``); a
-one-step student (``robot_rl.finetune.onestep``) learns from it.
+one-step student (``robot_rl.distill.chunked``) learns from it.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ class ChunkedKind(Kind):
         if not opts.student:
             return ev
         from robot_rl.bc import evaluate_chunked
-        from robot_rl.finetune.onestep import load_onestep
+        from robot_rl.distill.chunked import load_onestep
 
         onestep, _ = load_onestep(run.dir)
         env = getattr(ev.env, "env", ev.env)  # a dsrl or residual env's own: one action a step
@@ -77,9 +77,9 @@ class ChunkedKind(Kind):
     def student_policy(self, run: Run) -> ChunkedPolicy:
         """The run's one-step student (``robot-rl distill``) as its artifact holds it."""
         from robot_rl.bc import load_bc_policy
+        from robot_rl.distill.chunked import load_onestep
         from robot_rl.export.modules import ChunkGraph
         from robot_rl.export.onestep_graph import noisy_chunk_graph
-        from robot_rl.finetune.onestep import load_onestep
 
         student, record = load_onestep(run.dir)
         _, _, state = load_bc_policy(self.flow_run(run))
@@ -92,7 +92,7 @@ class ChunkedKind(Kind):
         return ChunkedPolicy(module, student, state, provenance)
 
     def distill(self, run: Run, cfg: Any, console: Any) -> Any:
-        from robot_rl.finetune.onestep import distill_chunked
+        from robot_rl.distill.chunked import distill_chunked
 
         return distill_chunked(cfg, console)[1]
 

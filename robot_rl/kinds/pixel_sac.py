@@ -33,7 +33,7 @@ class PixelSACKind(Kind):
             raise ConfigError("--student: a train-pixels run ships its pixel policy; it has "
                               "no distilled student")
         agent, cfg, env, cols = load_pixel_run(run.checkpoint, opts.num_envs, opts.seed)
-        return Evaluation(env, f"{cfg.task} / pixel sac (cameras {', '.join(cfg.cameras)})",
+        return Evaluation(env, f"{cfg.task} / pixel sac (cameras {', '.join(cfg.inputs.cameras)})",
                           lambda n, **kw: evaluate_pixel_agent(agent, env, n, cols,
                                                                gate=opts.gate, **kw))
 
@@ -61,7 +61,7 @@ def is_pixel_file(path: Path) -> bool:
     train-pixels run beside its checkpoints)."""
     import torch
 
-    from robot_rl.vision.dagger import PIXEL_STUDENT_FORMAT
+    from robot_rl.vision.student_file import PIXEL_STUDENT_FORMAT
 
     if not path.is_file():
         return False

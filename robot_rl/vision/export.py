@@ -24,9 +24,10 @@ from torch import nn
 from robot_rl.config_io import from_dict
 from robot_rl.export.artifact import export_artifact, task_meta, with_provenance
 from robot_rl.sim.tasks import TaskConfig
-from robot_rl.vision.dagger import PixelDistillConfig, load_pixel_student, pixel_env
 from robot_rl.vision.encoder import DEPTH_RANGE
+from robot_rl.vision.pixel_inputs import pixel_env
 from robot_rl.vision.student import PixelPolicy
+from robot_rl.vision.student_file import load_pixel_student, student_record
 
 
 class PixelGraph(nn.Module):
@@ -59,9 +60,9 @@ def image_meta(image_shapes: dict[str, tuple[int, int, int]]) -> list[dict[str, 
 def export_pixel_student(path: str | Path, out: str | Path) -> Path:
     """Write the artifact of the pixel student saved at ``path`` (see module docstring)."""
     student, state = load_pixel_student(path)
-    cfg = from_dict(PixelDistillConfig, state["config"])
+    record = student_record(state)
     task_cfg = from_dict(TaskConfig, state["task"])
-    env = pixel_env(cfg, task_cfg, 1, 0)
+    env = pixel_env(record.inputs, task_cfg, 1, 0, record.dr)
     meta = task_meta(env)
     meta["observation"] = {
         "dim": int(state["obs_dim"]),
@@ -74,8 +75,9 @@ def export_pixel_student(path: str | Path, out: str | Path) -> Path:
     assert cams is not None  # pixel_env gives the env its cameras
     meta["cameras"] = [{"name": c, "height": cams.height, "width": cams.width,
                         "depth": cams.depth, "render_mode": cams.mode,
-                        "visual_randomization": cfg.visual} for c in student.cameras]
-    teacher = "scripted expert" if cfg.teacher is None else str(cfg.teacher)
+                        "visual_randomization": record.inputs.visual}
+                       for c in student.cameras]
+    teacher = "scripted expert" if record.teacher is None else record.teacher
     trained_by = state.get("trained_by", "distill-pixels")
     meta = with_provenance(meta, None, {"pixel_student": str(path), "trained_by": trained_by,
                                     "teacher": teacher if trained_by == "distill-pixels"

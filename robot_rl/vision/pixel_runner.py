@@ -28,33 +28,25 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import torch
+import tyro
 from rich.console import Console
 
 from robot_rl.algos import SACConfig
 from robot_rl.checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint
-from robot_rl.config_io import from_dict
+from robot_rl.config_io import nest, to_dict
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate_decisions
 from robot_rl.replay import ReplayBuffer
 from robot_rl.runner import Runner, TrainConfig
-from robot_rl.sim import make_env
-from robot_rl.sim.cameras import CameraConfig
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.vec_env import CRITIC, VecEnv, layout_columns, uniform_actions
-from robot_rl.sim.visual_dr import VISUAL_PRESETS, VisualPreset
-from robot_rl.vision.dagger import (
-    PixelDistillConfig,
-    hidden_terms,
-    load_pixel_student,
-    save_pixel_student,
-    student_columns,
-)
-from robot_rl.vision.encoder import MIN_SIZE
+from robot_rl.vision.pixel_inputs import PixelInputs, hidden_terms, pixel_env, student_columns
 from robot_rl.vision.pixel_sac import PROPRIO, PixelActor, PixelSAC, image_key, replay_extra
 from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig
+from robot_rl.vision.student_file import load_pixel_student, save_pixel_student, student_record
 
 PIXEL_POLICY = "pixel_policy.pt"
 """The run directory's pixel student file (the actor's deterministic policy)."""
@@ -79,17 +71,10 @@ class PixelTrainConfig(TrainConfig):
     student: Path | None = None
     """A pixel student file (robot-rl distill-pixels) to start the actor from; its
     cameras, size, depth, visual preset, dropped terms and networks replace the flags'."""
-    cameras: tuple[str, ...] = ("front", "wrist")
-    """Cameras the actor sees."""
-    size: int = 48
-    """Square image size [px]."""
-    depth: bool = False
-    """The actor also sees depth."""
-    visual: VisualPreset = "default"
-    """Visual randomization preset (``sim.visual_dr``: camera pose and field of view, lights,
-    colours, pixel and depth noise, and frames as old as a 30 fps camera's)."""
-    drop_terms: tuple[str, ...] = ("last_action", "prev_action")
-    """Observation terms the actor does not see (as distill-pixels')."""
+    inputs: Annotated[PixelInputs, tyro.conf.arg(name="")] = dataclasses.field(
+        default_factory=PixelInputs)
+    """What the actor sees (flags without a prefix: ``--cameras``, ``--size``, ...; as
+    distill-pixels')."""
     policy: PixelPolicyConfig = dataclasses.field(default_factory=PixelPolicyConfig)
     """The actor's networks and augmentation (the DrQ shift is ``policy.shift``)."""
     state_weight: float = 1.0
@@ -110,20 +95,16 @@ class PixelTrainConfig(TrainConfig):
 
     def validate(self) -> None:
         super().validate()
-        if self.size < MIN_SIZE:
-            raise ConfigError(f"--size must be >= {MIN_SIZE} px, got {self.size}")
-        if not self.cameras:
-            raise ConfigError("--cameras: give at least one camera")
+        self.inputs.validate()
         if self.state_weight < 0 or self.critic_warmup < 0 or (self.anchor_weight or 0) < 0:
             raise ConfigError("--state-weight, --critic-warmup and --anchor-weight must be "
                               ">= 0")
 
-    def distill_config(self) -> PixelDistillConfig:
-        """The same inputs as a distill-pixels config (what a pixel student file holds)."""
-        return PixelDistillConfig(task=self.task, cameras=self.cameras, size=self.size,
-                                  depth=self.depth, visual=self.visual, dr=self.dr or "default",
-                                  policy=self.policy, drop_terms=self.drop_terms,
-                                  state_weight=self.state_weight, seed=self.seed)
+    @classmethod
+    def from_saved(cls, data: dict[str, Any]) -> PixelTrainConfig:
+        """As ``TrainConfig.from_saved``; runs saved before ``inputs`` was its own config
+        had its fields flat."""
+        return super().from_saved(nest(data, "inputs", PixelInputs))
 
 
 def with_student(cfg: PixelTrainConfig) -> tuple[PixelTrainConfig, PixelPolicy | None]:
@@ -132,14 +113,12 @@ def with_student(cfg: PixelTrainConfig) -> tuple[PixelTrainConfig, PixelPolicy |
     if cfg.student is None:
         return cfg, None
     policy, state = load_pixel_student(cfg.student)
-    scfg = from_dict(PixelDistillConfig, state["config"])
-    if scfg.task != cfg.task:
-        raise ConfigError(f"the student {cfg.student} was trained on {scfg.task!r}, "
-                          f"not {cfg.task!r}: give --task {scfg.task}")
-    return dataclasses.replace(cfg, cameras=scfg.cameras, size=scfg.size, depth=scfg.depth,
-                               visual=scfg.visual, drop_terms=scfg.drop_terms,
-                               policy=scfg.policy,
-                               state_weight=scfg.state_weight if policy.state_dim else 0.0
+    record = student_record(state)
+    if record.task != cfg.task:
+        raise ConfigError(f"the student {cfg.student} was trained on {record.task!r}, "
+                          f"not {cfg.task!r}: give --task {record.task}")
+    return dataclasses.replace(cfg, inputs=record.inputs, policy=record.policy,
+                               state_weight=record.state_weight if policy.state_dim else 0.0
                                ), policy
 
 
@@ -248,8 +227,9 @@ class PixelRunner(Runner):
         path = super().save()
         cfg = self.cfg
         save_pixel_student(self.run_dir / PIXEL_POLICY, self.pixel_agent.policy,
-                           cfg.distill_config(), cfg.env, self.pixel_env, self.state_terms,
-                           trained_by="train-pixels", run=str(self.run_dir),
+                           cfg.inputs, cfg.env, self.pixel_env, self.state_terms,
+                           dr=cfg.dr or "default", state_weight=cfg.state_weight,
+                           config=to_dict(cfg), trained_by="train-pixels", run=str(self.run_dir),
                            teacher=None if cfg.student is None else str(cfg.student),
                            student_success=self.history[-1]["success_rate"]
                            if self.history else None)
@@ -258,10 +238,8 @@ class PixelRunner(Runner):
 
 def pixel_train_env(cfg: PixelTrainConfig, num_envs: int, seed: int) -> BatchedEnv:
     """An env of the config's task with its cameras."""
-    cams = CameraConfig(names=cfg.cameras, height=cfg.size, width=cfg.size, depth=cfg.depth,
-                        visual=VISUAL_PRESETS[cfg.visual])
-    env = make_env(cfg.env, num_envs, backend=cfg.backend, device=cfg.device, seed=seed,
-                   warp=cfg.warp, cameras=cams)
+    env = pixel_env(cfg.inputs, cfg.env, num_envs, seed, backend=cfg.backend,
+                    device=cfg.device, warp=cfg.warp)
     if CRITIC not in env.obs_groups:
         raise ConfigError(f"task {cfg.task!r} has no critic observation group")
     return env
@@ -271,7 +249,7 @@ def pixel_agent(cfg: PixelTrainConfig, env: BatchedEnv, student: PixelPolicy | N
                 ) -> tuple[PixelSAC, torch.Tensor, list[str]]:
     """(the agent, the proprioception columns of the env's observation the actor reads,
     the terms its state head estimates); its actor is ``student`` or a new PixelPolicy."""
-    cols = student_columns(env.obs_layout, cfg.drop_terms)
+    cols = student_columns(env.obs_layout, cfg.inputs.drop_terms)
     state_terms = hidden_terms(env) if cfg.state_weight > 0 else []
     state_cols = torch.tensor(layout_columns(env.critic_layout, state_terms), dtype=torch.long)
     policy = student or PixelPolicy(cfg.policy, env.image_shapes, len(cols), env.act_dim,

@@ -21,7 +21,7 @@ by ``PixelPolicyConfig.act_on``:
   student is then a perception module followed by a state policy: each is a plain supervised
   problem, and the action MLP can be trained on vectors, cheaply and in large batches, with
   the true state (blurred by the estimator's error) while the encoder learns the estimate
-  (``robot_rl.vision.dagger``).
+  (``robot_rl.distill.pixels``).
 - ``features``: proprioception + the cameras' features, end to end (DrQ-style); the state
   head, where there is one, only shapes the encoder through its auxiliary loss.
 """

@@ -14,11 +14,12 @@ from robot_rl.robots import get_robot
 
 @pytest.fixture(scope="session")
 def reach_artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from robot_rl.distill import DistillConfig, clone_expert
+    from robot_rl.distill import DaggerConfig, DistillConfig, clone_expert
     from robot_rl.export.artifact import artifact_meta, export_artifact
 
-    cfg = DistillConfig(run=Path("-"), iterations=4, grad_steps=300, num_envs=16, dr="off",
-                        progress=False)
+    cfg = DistillConfig(run=Path("-"),
+                        dagger=DaggerConfig(iterations=4, grad_steps=300, num_envs=16, dr="off",
+                                            progress=False))
     student, env = clone_expert("reach", cfg)
     out = tmp_path_factory.mktemp("artifacts") / "reach"
     return export_artifact(out, student, artifact_meta(env, student, None,
@@ -65,7 +66,7 @@ def pixel_artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An (untrained) push pixel student seeing front + wrist RGB-D at 24x24, exported."""
     from rich.console import Console
 
-    from robot_rl.vision.dagger import distill_pixels
+    from robot_rl.distill.pixels import distill_pixels
     from robot_rl.vision.export import export_pixel_student
     from tests.robot_rl.flow_runs import tiny_pixel_config
 

@@ -35,11 +35,14 @@ def tiny_pixel_config(out: Path, rollout_steps: int) -> Any:
     """A ``PixelDistillConfig`` of push through two 24-px cameras (front and wrist, with
     depth) that distils in seconds: one DAgger iteration, two gradient steps, no
     evaluation; the student written to ``out``."""
-    from robot_rl.vision.dagger import PixelDistillConfig
+    from robot_rl.distill.dagger import DaggerConfig
+    from robot_rl.distill.pixel_config import PixelDistillConfig
+    from robot_rl.vision.pixel_inputs import PixelInputs
     from robot_rl.vision.student import PixelPolicyConfig
 
-    return PixelDistillConfig(task="push", cameras=("front", "wrist"), size=24, depth=True,
-                              iterations=1, num_envs=2, rollout_steps=rollout_steps,
-                              grad_steps=2, batch_size=8, action_steps=2, policy_iterations=0,
-                              action_batch=8, eval_episodes=0, out=out, progress=False,
-                              policy=PixelPolicyConfig(features=8, hidden=(16,)))
+    return PixelDistillConfig(task="push", action_steps=2, policy_iterations=0, action_batch=8,
+                              out=out, policy=PixelPolicyConfig(features=8, hidden=(16,)),
+                              inputs=PixelInputs(cameras=("front", "wrist"), size=24, depth=True),
+                              dagger=DaggerConfig(iterations=1, num_envs=2,
+                                                  rollout_steps=rollout_steps, grad_steps=2,
+                                                  batch_size=8, eval_episodes=0, progress=False))

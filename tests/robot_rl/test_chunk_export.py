@@ -99,12 +99,13 @@ def test_dsrl_artifact_chooses_its_noise_inside_the_graph(runs: Path, tmp_path: 
 @pytest.mark.slow
 def test_one_step_student_learns_the_flow_map_and_exports(runs: Path) -> None:
     from robot_rl.cli.learn import distill_cmd
-    from robot_rl.distill import DistillConfig
-    from robot_rl.finetune.onestep import load_onestep
+    from robot_rl.distill import DaggerConfig, DistillConfig
+    from robot_rl.distill.chunked import load_onestep
 
-    distill_cmd(DistillConfig(run=runs / "bc-flow", hidden=(32, 32), iterations=2,
-                              rollout_steps=12, num_envs=4, grad_steps=150, batch_size=64,
-                              lr=3e-3, dr="off", eval_episodes=2, progress=False))
+    distill_cmd(DistillConfig(run=runs / "bc-flow", hidden=(32, 32),
+                              dagger=DaggerConfig(iterations=2, rollout_steps=12, num_envs=4,
+                                                  grad_steps=150, batch_size=64, lr=3e-3, dr="off",
+                                                  eval_episodes=2, progress=False)))
     student, record = load_onestep(runs / "bc-flow")
     teacher, _, _ = load_bc_policy(runs / "bc-flow")
     assert student.kind == "flow" and student.cfg.flow_steps == 1
@@ -149,7 +150,7 @@ def test_chunk_latency_times_the_artifact_in_a_process_of_its_own(runs: Path,
 
 def test_a_plain_students_hidden_layers_cost_a_quarter_of_residual_blocks() -> None:
     from robot_rl.distill import DistillConfig
-    from robot_rl.finetune.onestep import student_config
+    from robot_rl.distill.chunked import student_config
     from robot_rl.policies import PolicyConfig, make_policy
 
     teacher = PolicyConfig(horizon=8, execute=4, width=256, blocks=3, flow_steps=10)

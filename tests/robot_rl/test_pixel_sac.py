@@ -12,9 +12,12 @@ import torch
 from rich.console import Console
 
 from robot_rl.algos import SACConfig, SafetyConfig
+from robot_rl.distill.dagger import DaggerConfig
+from robot_rl.distill.pixel_config import PixelDistillConfig
+from robot_rl.distill.pixels import distill_pixels
 from robot_rl.errors import ConfigError
 from robot_rl.replay import ReplayBuffer
-from robot_rl.vision.dagger import PixelDistillConfig, distill_pixels, load_pixel_student
+from robot_rl.vision.pixel_inputs import PixelInputs
 from robot_rl.vision.pixel_runner import PIXEL_POLICY, PixelRunner, PixelTrainConfig
 from robot_rl.vision.pixel_sac import (
     PROPRIO,
@@ -24,6 +27,7 @@ from robot_rl.vision.pixel_sac import (
     replay_extra,
 )
 from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig
+from robot_rl.vision.student_file import load_pixel_student
 
 SHAPES = {"front.rgb": (3, 24, 24), "front.depth": (1, 24, 24)}
 SMALL = PixelPolicyConfig(features=8, encoder_width=8, hidden=(16,), state_hidden=(16,))
@@ -180,7 +184,8 @@ def test_the_gate_scores_pixel_actions_with_the_critic_state():
 
 
 def _tiny(tmp_path: Path, **kw: object) -> PixelTrainConfig:
-    base: dict = dict(task="push", cameras=("front",), size=24, num_envs=2, total_steps=60,
+    base: dict = dict(task="push", inputs=PixelInputs(cameras=("front",), size=24),
+                      num_envs=2, total_steps=60,
                       eval_every=1_000, eval_episodes=2, log_every=20, runs_dir=tmp_path,
                       run_name="pix", progress=False, policy=SMALL, safety="both",
                       sac=SACConfig(batch_size=8, buffer_size=200, learning_starts=20))
@@ -222,18 +227,19 @@ def test_train_pixels_trains_resumes_evaluates_and_exports(tmp_path, cli):
 
 @pytest.mark.slow
 def test_fine_tuning_a_student_starts_from_it_and_trains_the_critics_first(tmp_path):
-    student_cfg = PixelDistillConfig(task="push", cameras=("front",), size=24, iterations=1,
-                                     num_envs=2, rollout_steps=4, grad_steps=2, batch_size=8,
-                                     action_steps=2, policy_iterations=0, action_batch=8,
-                                     eval_episodes=0,
-                                     out=tmp_path / "s.pt", progress=False, policy=SMALL)
+    student_cfg = PixelDistillConfig(task="push", action_steps=2, policy_iterations=0,
+                                     action_batch=8, out=tmp_path / "s.pt", policy=SMALL,
+                                     inputs=PixelInputs(cameras=("front",), size=24),
+                                     dagger=DaggerConfig(iterations=1, num_envs=2, rollout_steps=4,
+                                                         grad_steps=2, batch_size=8,
+                                                         eval_episodes=0, progress=False))
     distill_pixels(student_cfg, Console(quiet=True))
     student, _ = load_pixel_student(tmp_path / "s.pt")
     # flags naming other inputs give way to the student's
-    cfg = _tiny(tmp_path, student=tmp_path / "s.pt", cameras=("front", "wrist"), size=32,
-                critic_warmup=10_000)
+    cfg = _tiny(tmp_path, student=tmp_path / "s.pt",
+                inputs=PixelInputs(cameras=("front", "wrist"), size=32), critic_warmup=10_000)
     runner = PixelRunner(cfg, Console(quiet=True))
-    assert runner.cfg.cameras == ("front",) and runner.cfg.size == 24
+    assert runner.cfg.inputs.cameras == ("front",) and runner.cfg.inputs.size == 24
     critic = _params(runner.agent.critic)
     runner.train()
     assert runner.agent.updates > 0 and _changed(critic, runner.agent.critic)

@@ -207,9 +207,9 @@ def test_a_residual_run_acts_step_by_step_as_its_artifact_and_distills(
     held 3 calls, across episode ends); a one-step student that sees its teacher's clock
     learns it, one action per call, and its artifact counts the clock as it learnt it."""
     from robot_rl.cli.learn import distill_cmd
-    from robot_rl.distill import DistillConfig, distill, teacher_policy
+    from robot_rl.distill import DaggerConfig, DistillConfig, distill, teacher_policy
+    from robot_rl.distill.chunked import load_onestep
     from robot_rl.export.modules import ResidualGraph
-    from robot_rl.finetune.onestep import load_onestep
 
     cfg = ResidualConfig(policy=flow_run, num_envs=2, total_steps=48, eval_every=48,
                          eval_episodes=2, runs_dir=tmp_path, run_name="res", progress=False,
@@ -235,9 +235,10 @@ def test_a_residual_run_acts_step_by_step_as_its_artifact_and_distills(
         art.reset(done.numpy())
     assert moved > 0.0
 
-    distill_cmd(DistillConfig(run=tmp_path / "res", hidden=(64, 64), iterations=3,
-                              num_envs=8, grad_steps=600, batch_size=128, lr=3e-3, dr="off",
-                              eval_episodes=2, progress=False, sees="all"))
+    distill_cmd(DistillConfig(run=tmp_path / "res", hidden=(64, 64), sees="all",
+                              dagger=DaggerConfig(iterations=3, num_envs=8, grad_steps=600,
+                                                  batch_size=128, lr=3e-3, dr="off",
+                                                  eval_episodes=2, progress=False)))
     student, record = load_onestep(tmp_path / "res")
     assert student.kind == "mlp" and (student.horizon, student.cfg.executed) == (1, 1)
     # it sees the last action, which the flow leaves out

@@ -11,13 +11,17 @@ import torch
 from rich.console import Console
 
 from robot_rl.cli import main
+from robot_rl.distill.dagger import DaggerConfig
+from robot_rl.distill.pixel_config import PixelDistillConfig
+from robot_rl.distill.pixel_eval import state_error
+from robot_rl.distill.pixels import distill_pixels
 from robot_rl.errors import ConfigError
 from robot_rl.export import ArtifactError, load_policy
 from robot_rl.hardware.runtime import DeployRuntime
-from robot_rl.vision.dagger import PixelDistillConfig, distill_pixels, load_pixel_student
 from robot_rl.vision.encoder import DEPTH_RANGE, SpatialSoftmax, image_input, random_shift
+from robot_rl.vision.pixel_inputs import PixelInputs
 from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig
-from robot_rl.vision.student_eval import state_error
+from robot_rl.vision.student_file import load_pixel_student
 from tests.hardware.conftest import ScriptedRobot
 from tests.robot_rl.flow_runs import tiny_pixel_config
 
@@ -72,11 +76,10 @@ def test_pixel_policy_shapes_and_gradients(pool):
 
 @pytest.mark.slow
 def test_distilling_the_push_expert_into_a_pixel_student_in_two_stages(tmp_path, monkeypatch):
-    import robot_rl.distill as distill_mod
-    import robot_rl.vision.dagger as dagger_mod
+    import robot_rl.distill.pixels as pixels_mod
 
     trained = {}
-    original, vector_dagger = dagger_mod.train_state_policy, distill_mod.dagger
+    original, vector_dagger = pixels_mod.train_state_policy, pixels_mod.fit_student
 
     def spy(*args, **kwargs):
         student, result = original(*args, **kwargs)
@@ -88,14 +91,15 @@ def test_distilling_the_push_expert_into_a_pixel_student_in_two_stages(tmp_path,
         trained["envs"] = env.num_envs
         return vector_dagger(env, *args, **kwargs)
 
-    monkeypatch.setattr(dagger_mod, "train_state_policy", spy)
-    monkeypatch.setattr(distill_mod, "dagger", dagger_spy)
-    cfg = PixelDistillConfig(task="push", cameras=("front",), size=24, iterations=2,
-                             num_envs=2, rollout_steps=8, grad_steps=3, batch_size=8,
-                             policy_iterations=2, policy_steps=4, policy_envs=3, action_steps=0,
-                             state_noise=0.1, action_batch=8, eval_episodes=2,
-                             out=tmp_path / "s.pt", progress=False,
-                             policy=PixelPolicyConfig(features=8, hidden=(16,)))
+    monkeypatch.setattr(pixels_mod, "train_state_policy", spy)
+    monkeypatch.setattr(pixels_mod, "fit_student", dagger_spy)
+    cfg = PixelDistillConfig(task="push", policy_iterations=2, policy_steps=4, policy_envs=3,
+                             action_steps=0, state_noise=0.1, action_batch=8, out=tmp_path / "s.pt",
+                             policy=PixelPolicyConfig(features=8, hidden=(16,)),
+                             inputs=PixelInputs(cameras=("front",), size=24),
+                             dagger=DaggerConfig(iterations=2, num_envs=2, rollout_steps=8,
+                                                 grad_steps=3, batch_size=8, eval_episodes=2,
+                                                 progress=False))
     student, report = distill_pixels(cfg, Console(quiet=True))
     assert report.samples == 2 * 2 * 8
     assert report.teacher is not None and report.teacher.success_rate > 0.4
@@ -148,9 +152,11 @@ def test_bad_settings_are_refused(tmp_path):
         distill_pixels(PixelDistillConfig(policy_iterations=0, action_steps=0,
                                           out=tmp_path / "z.pt"), Console(quiet=True))
     with pytest.raises(ConfigError, match="size"):
-        distill_pixels(PixelDistillConfig(size=8, out=tmp_path / "x.pt"), Console(quiet=True))
+        distill_pixels(PixelDistillConfig(out=tmp_path / "x.pt", inputs=PixelInputs(size=8)),
+                       Console(quiet=True))
     with pytest.raises(ConfigError, match="unknown camera"):
-        distill_pixels(PixelDistillConfig(cameras=("nope",), out=tmp_path / "y.pt"),
+        distill_pixels(PixelDistillConfig(out=tmp_path / "y.pt",
+                                          inputs=PixelInputs(cameras=("nope",))),
                        Console(quiet=True))
 
 
@@ -227,13 +233,15 @@ def test_a_resnet_student_saves_without_its_weights_file_and_exports(tmp_path):
     from robot_rl.vision.resnet import ResNet18Trunk
 
     torch.save(ResNet18Trunk().state_dict(), tmp_path / "r18.pth")
-    cfg = PixelDistillConfig(task="push", cameras=("front",), size=32, iterations=1,
-                             num_envs=2, rollout_steps=4, grad_steps=2, batch_size=8,
-                             action_steps=2, policy_iterations=0, action_batch=8, eval_episodes=0,
-                             out=tmp_path / "s.pt", progress=False,
+    cfg = PixelDistillConfig(task="push", action_steps=2, policy_iterations=0, action_batch=8,
+                             out=tmp_path / "s.pt",
                              policy=PixelPolicyConfig(encoder="resnet18", features=8,
                                                       hidden=(16,),
-                                                      pretrained=tmp_path / "r18.pth"))
+                                                      pretrained=tmp_path / "r18.pth"),
+                             inputs=PixelInputs(cameras=("front",), size=32),
+                             dagger=DaggerConfig(iterations=1, num_envs=2, rollout_steps=4,
+                                                 grad_steps=2, batch_size=8, eval_episodes=0,
+                                                 progress=False))
     student, _ = distill_pixels(cfg, Console(quiet=True))
     (tmp_path / "r18.pth").unlink()  # the saved student carries its own weights
     loaded, _ = load_pixel_student(tmp_path / "s.pt")

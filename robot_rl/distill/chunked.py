@@ -37,7 +37,6 @@ from typing import Any
 
 import torch
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from robot_rl.bc import bc_task, evaluate_chunked, load_bc_policy
 from robot_rl.checkpoint import (
@@ -48,8 +47,10 @@ from robot_rl.checkpoint import (
     save_atomic,
 )
 from robot_rl.config_io import from_dict
-from robot_rl.distill import DistillConfig, DistillReport
+from robot_rl.distill.dagger import DaggerConfig, dagger, mix
+from robot_rl.distill.state import DistillConfig, DistillReport, teacher_policy
 from robot_rl.errors import ConfigError
+from robot_rl.evaluate import evaluate
 from robot_rl.finetune.residual_base import ResidualActing
 from robot_rl.policies import (
     ChunkExecutor,
@@ -59,7 +60,7 @@ from robot_rl.policies import (
     PolicyConfig,
     make_policy,
 )
-from robot_rl.sim.vec_env import VecEnv
+from robot_rl.sim.vec_env import StepResult, VecEnv
 
 ONESTEP_FILE = "onestep.pt"
 ONESTEP_FORMAT = "robot_rl.onestep"
@@ -111,7 +112,7 @@ def _load_run(ckpt: Path, cfg: DistillConfig) -> _Run:
             return integrate(hist, noise)
 
         def make(num_envs: int, seed: int) -> VecEnv:
-            return bc_env(state, ckpt, use, num_envs, seed, cfg.dr)
+            return bc_env(state, ckpt, use, num_envs, seed, cfg.dagger.dr)
 
         def acting(gen: torch.Generator) -> ChunkExecutor:
             return ChunkExecutor(lambda h: flow.sample(h, gen), flow.horizon,
@@ -120,7 +121,6 @@ def _load_run(ckpt: Path, cfg: DistillConfig) -> _Run:
         used = flow.horizon if bc_cfg.ensemble is not None else flow.cfg.executed
         return _Run(flow, teacher, True, make, acting, used)
     if kind == "dsrl":
-        from robot_rl.distill import teacher_policy
         from robot_rl.finetune.dsrl import noise_env as make_noise_env_of
 
         agent, dsrl_cfg, noise_env = load_dsrl(ckpt, 1, 0)
@@ -134,7 +134,8 @@ def _load_run(ckpt: Path, cfg: DistillConfig) -> _Run:
             return flow_map(hist, noise_env.noise(actor(hist[:, -1])))
 
         def make_noise_env(num_envs: int, seed: int) -> VecEnv:
-            return make_noise_env_of(dsrl_cfg, flow, bc_state, num_envs, seed, cfg.dr).env
+            return make_noise_env_of(dsrl_cfg, flow, bc_state, num_envs, seed,
+                                     cfg.dagger.dr).env
 
         def dsrl_acting(gen: torch.Generator) -> ChunkExecutor:
             def chunk(h: torch.Tensor) -> torch.Tensor:
@@ -151,7 +152,6 @@ def _load_run(ckpt: Path, cfg: DistillConfig) -> _Run:
 def _residual_run(ckpt: Path, cfg: DistillConfig) -> _Run:
     """A residual run as a teacher of one action per control step (module docstring)."""
     from robot_rl.bc import bc_env
-    from robot_rl.distill import teacher_policy
     from robot_rl.export.modules import ResidualGraph
     from robot_rl.finetune.residual import load_residual
 
@@ -162,7 +162,7 @@ def _residual_run(ckpt: Path, cfg: DistillConfig) -> _Run:
 
     def make(num_envs: int, seed: int) -> VecEnv:
         return bc_env(bc_state, res_cfg.policy, "distillation (evaluated in simulation)",
-                      num_envs, seed, cfg.dr)
+                      num_envs, seed, cfg.dagger.dr)
 
     def acting(gen: torch.Generator) -> ResidualActing:
         return ResidualActing(flow, graph)
@@ -191,11 +191,11 @@ def distill_chunked(cfg: DistillConfig, console: Console | None = None
                     ) -> tuple[ChunkPolicy, DistillReport]:
     """Distill a bc-flow, dsrl or residual run into a one-step student (module docstring)."""
     console = console or Console()
-    if cfg.iterations < 1 or cfg.grad_steps < 1 or cfg.num_envs < 1:
-        raise ConfigError("iterations, grad_steps and num_envs must be >= 1")
+    d = cfg.dagger
+    d.validate()
     ckpt = resolve_checkpoint(cfg.run)
     run = _load_run(ckpt, cfg)
-    torch.manual_seed(cfg.seed)
+    torch.manual_seed(d.seed)
     flow = run.flow
     clock = run.stepping.periods if run.stepping is not None else ()  # its state's phase
     student = make_policy(student_config(flow.cfg, cfg, run.stepping is not None, clock),
@@ -205,111 +205,111 @@ def distill_chunked(cfg: DistillConfig, console: Console | None = None
     student.act_norm.load_state_dict(flow.act_norm.state_dict())
     if cfg.sees == "teacher":
         student.obs_seen.copy_(flow.obs_seen)  # the student sees what its teacher sees
-    env = run.make_env(cfg.num_envs, cfg.seed + 20_000)
-    loss, samples = _dagger(env, run, student, cfg, console)
+    student.eval()
+    env = run.make_env(d.num_envs, d.seed + 20_000)
+    losses, samples = dagger(env, _ChunkLearner(run, student, d), d, console,
+                             "distill (one step)")
+    loss = losses["loss"]
     t_res = s_res = None
-    if cfg.eval_episodes > 0:
-        eval_env = run.make_env(min(cfg.eval_episodes, 32), cfg.seed + 30_000)
-        gen = torch.Generator().manual_seed(cfg.seed)
+    if d.eval_episodes > 0:
+        eval_env = run.make_env(min(d.eval_episodes, 32), d.seed + 30_000)
+        gen = torch.Generator().manual_seed(d.seed)
         executor = run.acting(gen)
-        from robot_rl.evaluate import evaluate
-
         with torch.no_grad():
-            t_res = evaluate(lambda o: (executor(o), None), eval_env, cfg.eval_episodes,
-                             seed=cfg.seed, episode_start=executor.reset)
-            s_res = evaluate_chunked(student, eval_env, cfg.eval_episodes, seed=cfg.seed)
+            t_res = evaluate(lambda o: (executor(o), None), eval_env, d.eval_episodes,
+                             seed=d.seed, episode_start=executor.reset)
+            s_res = evaluate_chunked(student, eval_env, d.eval_episodes, seed=d.seed)
     path = run_dir_of(ckpt) / ONESTEP_FILE
     report = DistillReport(t_res, s_res, loss, samples, path)
     save_atomic({"format": ONESTEP_FORMAT, "kind": student.kind,
                  "policy": dataclasses.asdict(student.cfg), "obs_dim": student.obs_dim,
                  "act_dim": student.act_dim, "state_dict": student.state_dict(),
-                 "teacher_run": str(run_dir_of(ckpt)), "dr": cfg.dr, "final_loss": loss,
+                 "teacher_run": str(run_dir_of(ckpt)), "dr": d.dr, "final_loss": loss,
                  "teacher_success": None if t_res is None else t_res.success_rate,
                  "student_success": None if s_res is None else s_res.success_rate}, path)
     return student.eval(), report
 
 
-def _dagger(env: VecEnv, run: _Run, student: ChunkPolicy, cfg: DistillConfig,
-            console: Console) -> tuple[float, int]:
-    """DAgger over chunk decisions (module docstring); returns (final loss, samples)."""
-    flow = run.flow
-    H, A = student.horizon, flow.act_dim  # the teacher's horizon, or 1 for a stepping one
-    opt = torch.optim.Adam(student.parameters(), lr=cfg.lr)
-    steps = cfg.rollout_steps or env.max_episode_length
-    gen = torch.Generator().manual_seed(cfg.seed)
-    hists: list[torch.Tensor] = []
-    noises: list[torch.Tensor] = []
-    labels: list[torch.Tensor] = []
-    clocks: list[torch.Tensor] = []  # a student with a clock: the steps of each decision
-    beta = 1.0
+class _ChunkLearner:
+    """A chunked student's data and fit (``dagger``'s ``Learner``): every chunk decision's
+    observation history, noise, clock and the teacher's chunk (module docstring)."""
 
-    now: list[torch.Tensor] = []  # a stepping teacher's actions (E, A) at this step
+    def __init__(self, run: _Run, student: ChunkPolicy, cfg: DaggerConfig):
+        self.run, self.student, self.cfg = run, student, cfg
+        self.opt = torch.optim.Adam(student.parameters(), lr=cfg.lr)
+        self.gen = torch.Generator().manual_seed(cfg.seed)
+        self.hists: list[torch.Tensor] = []
+        self.noises: list[torch.Tensor] = []
+        self.labels: list[torch.Tensor] = []
+        self.clocks: list[torch.Tensor] = []  # a student with a clock: each decision's steps
+        self.now = torch.zeros(0)  # a stepping teacher's actions (E, A) at this step
+        self.beta = 1.0
+        self.executor = ChunkExecutor(self._chunk, student.horizon, student.cfg.executed,
+                                      run.flow.obs_history, clock=bool(student.cfg.clock))
+        self.executor.reset()
+
+    @property
+    def samples(self) -> int:
+        return sum(h.shape[0] for h in self.hists)
 
     @torch.no_grad()
-    def chunk(hist: torch.Tensor, steps: torch.Tensor | None = None) -> torch.Tensor:
-        noise = torch.randn(hist.shape[0], H, A, generator=gen) if run.noisy else None
-        if run.teacher is not None:
-            label = run.teacher(hist, noise)
+    def _chunk(self, hist: torch.Tensor, steps: torch.Tensor | None = None) -> torch.Tensor:
+        """The executor's chunk of a decision: labelled and kept, the teacher's or the
+        student's (``mix``)."""
+        flow, H, A = self.run.flow, self.student.horizon, self.run.flow.act_dim
+        noise = torch.randn(hist.shape[0], H, A, generator=self.gen) if self.run.noisy \
+            else None
+        if self.run.teacher is not None:
+            label = self.run.teacher(hist, noise)
         else:  # one action per step (H = 1, every env called at every step)
-            assert H == 1 and now[-1].shape[0] == hist.shape[0]
-            label = flow.act_norm(now[-1])[:, None]
-        hists.append(hist.clone())
-        labels.append(label)
+            assert H == 1 and self.now.shape[0] == hist.shape[0]
+            label = flow.act_norm(self.now)[:, None]
+        self.hists.append(hist.clone())
+        self.labels.append(label)
         if noise is not None:
-            noises.append(noise)
+            self.noises.append(noise)
         if steps is not None:
-            clocks.append(steps.clone())
+            self.clocks.append(steps.clone())
         teacher_chunk = flow.clip(flow.act_norm.inverse(label))
-        if beta >= 1.0:
+        if self.beta >= 1.0:
             return teacher_chunk
-        own = student(hist, noise if noise is not None else torch.zeros(hist.shape[0], H, A),
-                      steps)
-        use_teacher = torch.rand(hist.shape[0], 1, 1, generator=gen) < beta
-        return torch.where(use_teacher, teacher_chunk, own)
+        own = self.student(hist, noise if noise is not None else
+                           torch.zeros(hist.shape[0], H, A), steps)
+        return mix(teacher_chunk, own, self.beta, self.gen)
 
-    executor = ChunkExecutor(chunk, H, student.cfg.executed, flow.obs_history,
-                             clock=bool(student.cfg.clock))
-    loss = torch.tensor(float("nan"))
-    columns = (TextColumn("[bold]distill (one step)"), BarColumn(),
-               TextColumn("iteration {task.completed}/{task.total}"),
-               TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn())
-    with Progress(*columns, console=console, disable=not cfg.progress) as progress:
-        bar = progress.add_task("distill", total=cfg.iterations, loss="-")
-        obs = env.reset(seed=cfg.seed)
-        executor.reset()
-        for it in range(cfg.iterations):
-            beta = cfg.beta_decay ** it
-            student.eval()
-            with torch.no_grad():
-                for _ in range(steps):
-                    if run.stepping is not None:
-                        now[:] = [run.stepping(obs)]
-                    obs, _, _, terminated, truncated, _ = env.step(executor(obs))
-                    executor.reset(terminated | truncated)
-                    if run.stepping is not None:
-                        run.stepping.reset(terminated | truncated)
-            all_h, all_y = torch.cat(hists), torch.cat(labels)
-            all_z = torch.cat(noises) if noises else None
-            all_s = torch.cat(clocks) if clocks else None
-            student.train()
-            for _ in range(cfg.grad_steps):
-                idx = torch.randint(0, all_h.shape[0], (cfg.batch_size,), generator=gen)
-                if isinstance(student, FlowPolicy):
-                    assert all_z is not None
-                    pred = student.integrate(all_h[idx], all_z[idx])
-                else:
-                    assert isinstance(student, MLPChunkPolicy)
-                    pred = student.predict(all_h[idx], None if all_s is None else all_s[idx])
-                loss = ((pred - all_y[idx])[:, :run.used] ** 2).mean()
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-            console.print(f"distill iteration {it + 1}/{cfg.iterations}: beta {beta:.2f}, "
-                          f"{all_h.shape[0]:,} decisions, loss {float(loss.detach()):.2e}",
-                          highlight=False)
-            progress.update(bar, advance=1, loss=f"{float(loss.detach()):.2e}")
-    student.eval()
-    return float(loss.detach()), int(all_h.shape[0])
+    def act(self, obs: torch.Tensor, beta: float) -> torch.Tensor:
+        self.beta = beta
+        if self.run.stepping is not None:
+            self.now = self.run.stepping(obs)
+        return self.executor(obs)
+
+    def stepped(self, result: StepResult) -> None:
+        done = result[3] | result[4]
+        self.executor.reset(done)
+        if self.run.stepping is not None:
+            self.run.stepping.reset(done)
+
+    def fit(self) -> dict[str, float]:
+        student = self.student
+        all_h, all_y = torch.cat(self.hists), torch.cat(self.labels)
+        all_z = torch.cat(self.noises) if self.noises else None
+        all_s = torch.cat(self.clocks) if self.clocks else None
+        loss = torch.tensor(float("nan"))
+        student.train()
+        for _ in range(self.cfg.grad_steps):
+            idx = torch.randint(0, all_h.shape[0], (self.cfg.batch_size,), generator=self.gen)
+            if isinstance(student, FlowPolicy):
+                assert all_z is not None
+                pred = student.integrate(all_h[idx], all_z[idx])
+            else:
+                assert isinstance(student, MLPChunkPolicy)
+                pred = student.predict(all_h[idx], None if all_s is None else all_s[idx])
+            loss = ((pred - all_y[idx])[:, :self.run.used] ** 2).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+        student.eval()
+        return {"loss": float(loss.detach())}
 
 
 def load_onestep(run: str | Path) -> tuple[ChunkPolicy, dict[str, Any]]:

@@ -9,23 +9,22 @@ student sees only what the robot has: the cameras' images and the observation te
 measures (``BatchedEnv`` with cameras).
 
 A student that acts on its state estimate (``PixelPolicyConfig.act_on``, the default) is
-trained in two stages. First its action MLP alone, as a state policy (``train_state_policy``,
-``--policy-iterations``): DAgger (``robot_rl.distill.dagger``) in an env without cameras,
-on the proprioception and the true hidden terms (``hidden_terms``: what the cameras stand in
-for) with noise on the latter, and evaluated there. Then the images: as in
-``robot_rl.distill``, iteration 0 rolls out the teacher, iteration i executes the teacher's
-action with probability ``beta_decay ** i`` and the student's otherwise; every visited state
-is labelled with the teacher's action and the hidden terms' true values, the data
-aggregated, and the student fit by mean squared error (``_fit``): its encoder and state head
-on image batches with DrQ's random shift (and, with ``--action-steps``, its action MLP on
-vector batches of the true hidden state blurred by the estimate's current error). A student
-on features (``act_on="features"``) learns end to end in the image stage. The two stages
-split the student's gap to its teacher in two measured parts: the action MLP's on the true
-state, and what the estimate's error costs. Rollouts and the evaluation run under the
-dynamics (``--dr``) and visual (``--visual``) randomization presets, so the student learns
-the looks and dynamics it will meet. The student is saved with its config, image shapes,
-observation layout and estimated terms (``--out``, ``runs/pixel_student.pt`` by default;
-``load_pixel_student`` reads it; ``robot-rl export`` makes it an artifact).
+trained in two stages. First its action MLP alone, as a state policy
+(``train_state_policy``, ``--policy-iterations``): DAgger (``robot_rl.distill.dagger``) in
+an env without cameras, on the proprioception and the true hidden terms (``hidden_terms``:
+what the cameras stand in for) with noise on the latter, and evaluated there. Then the
+images, by the same DAgger loop: every visited state is labelled with the teacher's action
+and the hidden terms' true values, the data aggregated, and the student fit by mean squared
+error (``_fit``): its encoder and state head on image batches with DrQ's random shift (and,
+with ``--action-steps``, its action MLP on vector batches of the true hidden state blurred
+by the estimate's current error). A student on features (``act_on="features"``) learns end
+to end in the image stage. The two stages split the student's gap to its teacher in two
+measured parts: the action MLP's on the true state, and what the estimate's error costs.
+Rollouts and the evaluation run under the dynamics (``--dr``) and visual (``--visual``)
+randomization presets, so the student learns the looks and dynamics it will meet. The
+student is saved with its config, image shapes, observation layout and estimated terms
+(``--out``, ``runs/pixel_student.pt`` by default; ``vision.student_file`` reads it;
+``robot-rl export`` makes it an artifact).
 """
 
 from __future__ import annotations
@@ -39,23 +38,18 @@ import torch
 from rich.console import Console
 from torch import nn
 
-from robot_rl.checkpoint import CheckpointError, save_atomic
-from robot_rl.config_io import from_dict, to_dict
+from robot_rl.config_io import to_dict
+from robot_rl.distill.dagger import dagger, mix
+from robot_rl.distill.pixel_config import PixelDistillConfig, Teacher
+from robot_rl.distill.pixel_eval import evaluate_student, state_error
+from robot_rl.distill.state import fit_student
 from robot_rl.evaluate import EvalResult, evaluate, module_policy
 from robot_rl.sim import make_env
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.vec_env import CRITIC, Layout, StepResult, layout_columns
-from robot_rl.vision.pixel_config import (
-    PixelDistillConfig,
-    Teacher,
-    hidden_terms,
-    pixel_env,
-    student_columns,
-)
+from robot_rl.vision.pixel_inputs import hidden_terms, pixel_env, student_columns
 from robot_rl.vision.student import PixelPolicy
-from robot_rl.vision.student_eval import evaluate_student, state_error
-
-PIXEL_STUDENT_FORMAT = "robot_rl.pixel_student"
+from robot_rl.vision.student_file import save_pixel_student
 
 
 @dataclasses.dataclass
@@ -71,7 +65,7 @@ class PixelDistillReport:
     (what perception's error then costs is the gap to ``student``)."""
     estimate_rmse: dict[str, float] = dataclasses.field(default_factory=dict)
     """The state estimate's error per hidden term in the student's evaluation
-    (``student_eval.StudentEval.estimate_rmse``)."""
+    (``pixel_eval.StudentEval.estimate_rmse``)."""
 
     @property
     def success_ratio(self) -> float:
@@ -87,7 +81,7 @@ def make_teacher(cfg: PixelDistillConfig) -> tuple[Teacher, Any]:
     if cfg.teacher is None:
         return (lambda env: env.expert_action()), make_task_config(cfg.task)
     from robot_rl.checkpoint import resolve_checkpoint
-    from robot_rl.distill import teacher_policy
+    from robot_rl.distill.state import teacher_policy
     from robot_rl.runner import load_agent
 
     agent, train_cfg, _ = load_agent(resolve_checkpoint(cfg.teacher))
@@ -106,85 +100,107 @@ def distill_pixels(cfg: PixelDistillConfig, console: Console | None = None
     """DAgger from the teacher into a pixel student (see module docstring)."""
     console = console or Console()
     cfg.validate()
-    torch.manual_seed(cfg.seed)
+    d, inputs = cfg.dagger, cfg.inputs
+    torch.manual_seed(d.seed)
     t0 = time.perf_counter()
     teacher, task_cfg = make_teacher(cfg)
-    env = pixel_env(cfg, task_cfg, cfg.num_envs, cfg.seed + 20_000)
-    gen = torch.Generator().manual_seed(cfg.seed)
-    steps = cfg.rollout_steps or env.max_episode_length
-    layout = [(n, w) for n, w in env.obs_layout if n not in cfg.drop_terms]
-    cols = student_columns(env.obs_layout, cfg.drop_terms)
+    env = pixel_env(inputs, task_cfg, d.num_envs, d.seed + 20_000, d.dr)
+    layout = [(n, w) for n, w in env.obs_layout if n not in inputs.drop_terms]
     state_terms = hidden_terms(env) if cfg.state_weight > 0 else []
-    hidden = torch.tensor(layout_columns(env.critic_layout, state_terms), dtype=torch.long)
-    proprio: list[torch.Tensor] = []
-    states: list[torch.Tensor] = []
-    images: dict[str, list[torch.Tensor]] = {k: [] for k in env.image_shapes}
-    labels: list[torch.Tensor] = []
-    student: PixelPolicy | None = None
-    opt: torch.optim.Optimizer | None = None
-    loss = float("nan")
-    state_policy: EvalResult | None = None
     console.print(f"distilling {'the scripted expert' if cfg.teacher is None else cfg.teacher}"
                   f" of {task_cfg.name!r} into a pixel student: cameras "
-                  f"{', '.join(cfg.cameras)} at {cfg.size}x{cfg.size}"
-                  f"{' with depth' if cfg.depth else ''}, proprioception "
+                  f"{', '.join(inputs.cameras)} at {inputs.size}x{inputs.size}"
+                  f"{' with depth' if inputs.depth else ''}, proprioception "
                   f"{[n for n, _ in layout]}", highlight=False)
+    student: PixelPolicy | None = None
+    state_policy: EvalResult | None = None
     if cfg.policy_iterations > 0 and cfg.policy.act_on == "state" and state_terms:
         student, state_policy = train_state_policy(cfg, teacher, task_cfg, env.image_shapes,
                                                    layout, state_terms, console)
-        opt = torch.optim.Adam(student.parameters(), lr=cfg.lr)
-    obs = env.reset(seed=cfg.seed)
-    critic = env.group_obs()[CRITIC]  # then each step's, from its info
-    for it in range(cfg.iterations):
-        beta = cfg.beta_decay ** it
-        with torch.no_grad():
-            for _ in range(steps):
-                target = teacher(env)
-                proprio.append(obs[:, cols].cpu())
-                for k, v in env.last_images.items():
-                    images[k].append(v.cpu())
-                labels.append(target.cpu())
-                states.append(critic[:, hidden].cpu())
-                action = target
-                if student is not None and beta < 1.0:
-                    mine = student(obs[:, cols], env.last_images)
-                    use_teacher = torch.rand(env.num_envs, 1, generator=gen) < beta
-                    action = torch.where(use_teacher, target, mine)
-                obs, *_, info = env.step(action)
-                critic = info["obs_groups"][CRITIC]
-        X = torch.cat(proprio)
-        imgs = {k: torch.cat(v) for k, v in images.items()}
-        Y = torch.cat(labels)
-        S = torch.cat(states)
-        unseen = ""  # the estimate's error on this iteration's rollouts, before it fits them
-        if student is not None and student.state_dim and it > 0:
-            new = slice(X.shape[0] - steps * env.num_envs, None)
-            err = state_error(student, X[new], {k: v[new] for k, v in imgs.items()}, S[new])
-            unseen = f" ({float(err.mean()):.3f} on the new rollouts before fitting them)"
-        if student is None:  # normalization from the teacher's own rollouts
-            student = PixelPolicy(cfg.policy, env.image_shapes, len(cols), env.act_dim,
-                                  X.mean(0), X.std(0), len(hidden), S.mean(0), S.std(0))
-            opt = torch.optim.Adam(student.parameters(), lr=cfg.lr)
-        assert opt is not None
-        loss, s_loss = _fit(student, opt, cfg, X, imgs, Y, S, gen)
-        console.print(f"[iteration {it + 1}/{cfg.iterations}, {time.perf_counter() - t0:5.0f} s]"
-                      f"  beta {beta:.2f}  samples {X.shape[0]:,}  loss {loss:.4f}"
-                      + (f"  state loss {s_loss:.3f}{unseen}" if len(hidden) else ""),
-                      highlight=False, markup=False)
+    learner = _PixelLearner(cfg, env, teacher, state_terms, student)
+    losses, samples = dagger(env, learner, d, console, "distill-pixels")
+    student = learner.student
     assert student is not None
-    result = evaluate_student(student, cfg, teacher, task_cfg) if cfg.eval_episodes > 0 \
+    result = evaluate_student(student, cfg, teacher, task_cfg) if d.eval_episodes > 0 \
         else None
     t_res, s_res = (None, None) if result is None else (result.teacher, result.student)
-    report = PixelDistillReport(t_res, s_res, loss, int(X.shape[0]),
+    report = PixelDistillReport(t_res, s_res, losses["loss"], samples,
                                 time.perf_counter() - t0, cfg.out, state_policy,
                                 {} if result is None else result.estimate_rmse)
-    save_pixel_student(cfg.out, student, cfg, task_cfg, env, state_terms, final_loss=loss,
+    save_pixel_student(cfg.out, student, inputs, task_cfg, env, state_terms, dr=d.dr,
+                       state_weight=cfg.state_weight, config=to_dict(cfg),
+                       trained_by="distill-pixels", final_loss=report.final_loss,
                        teacher_success=None if t_res is None else t_res.success_rate,
                        student_success=None if s_res is None else s_res.success_rate,
                        state_policy_success=None if state_policy is None
                        else state_policy.success_rate,
                        samples=report.samples, seconds=report.seconds)
     return student, report
+
+
+class _PixelLearner:
+    """A pixel student's data and fit (``dagger``'s ``Learner``): every visited state's
+    proprioception, images, hidden state (from the ``critic`` group) and the teacher's
+    action. The student is made at the first fit (its normalization from the teacher's
+    own rollouts) unless the state stage made it."""
+
+    def __init__(self, cfg: PixelDistillConfig, env: BatchedEnv, teacher: Teacher,
+                 state_terms: list[str], student: PixelPolicy | None):
+        self.cfg, self.env, self.teacher, self.student = cfg, env, teacher, student
+        self.cols = student_columns(env.obs_layout, cfg.inputs.drop_terms)
+        self.hidden = torch.tensor(layout_columns(env.critic_layout, state_terms),
+                                   dtype=torch.long)
+        self.gen = torch.Generator().manual_seed(cfg.dagger.seed)
+        self.opt = None if student is None else \
+            torch.optim.Adam(student.parameters(), lr=cfg.dagger.lr)
+        self.steps = cfg.dagger.rollout_steps or env.max_episode_length
+        self.critic: torch.Tensor | None = None  # the env's current critic observations
+        self.proprio: list[torch.Tensor] = []
+        self.states: list[torch.Tensor] = []
+        self.images: dict[str, list[torch.Tensor]] = {k: [] for k in env.image_shapes}
+        self.labels: list[torch.Tensor] = []
+
+    @property
+    def samples(self) -> int:
+        return sum(x.shape[0] for x in self.proprio)
+
+    def act(self, obs: torch.Tensor, beta: float) -> torch.Tensor:
+        env = self.env
+        if self.critic is None:  # after the reset; then each step's, from its info
+            self.critic = env.group_obs()[CRITIC]
+        target = self.teacher(env)
+        self.proprio.append(obs[:, self.cols].cpu())
+        for k, v in env.last_images.items():
+            self.images[k].append(v.cpu())
+        self.labels.append(target.cpu())
+        self.states.append(self.critic[:, self.hidden].cpu())
+        if self.student is None or beta >= 1.0:
+            return target
+        return mix(target, self.student(obs[:, self.cols], env.last_images), beta, self.gen)
+
+    def stepped(self, result: StepResult) -> None:
+        self.critic = result[5]["obs_groups"][CRITIC]
+
+    def fit(self) -> dict[str, float]:
+        X = torch.cat(self.proprio)
+        imgs = {k: torch.cat(v) for k, v in self.images.items()}
+        Y = torch.cat(self.labels)
+        S = torch.cat(self.states)
+        student, hidden = self.student, self.hidden
+        unseen: dict[str, float] = {}  # the estimate's error on the new rollouts, unfitted
+        if student is not None and student.state_dim and X.shape[0] > self.steps * \
+                self.env.num_envs:
+            new = slice(X.shape[0] - self.steps * self.env.num_envs, None)
+            err = state_error(student, X[new], {k: v[new] for k, v in imgs.items()}, S[new])
+            unseen = {"state loss before fitting the new rollouts": float(err.mean())}
+        if student is None:  # normalization from the teacher's own rollouts
+            student = self.student = PixelPolicy(
+                self.cfg.policy, self.env.image_shapes, len(self.cols), self.env.act_dim,
+                X.mean(0), X.std(0), len(hidden), S.mean(0), S.std(0))
+        if self.opt is None:
+            self.opt = torch.optim.Adam(student.parameters(), lr=self.cfg.dagger.lr)
+        loss, s_loss = _fit(student, self.opt, self.cfg, X, imgs, Y, S, self.gen)
+        return {"loss": loss, **({"state loss": s_loss, **unseen} if len(hidden) else {})}
 
 
 class _StateView:
@@ -234,12 +250,11 @@ def train_state_policy(cfg: PixelDistillConfig, teacher: Teacher, task_cfg: Any,
     ``state_terms`` (``--policy-iterations``); the normalization comes from one teacher
     episode there. Returns it and the action MLP's success on the true state (with
     ``--eval-episodes``)."""
-    from robot_rl.distill import DistillConfig, dagger
-
+    d = cfg.dagger
     t0 = time.perf_counter()
-    env = _StateView(make_env(task_cfg, cfg.policy_envs, dr=cfg.dr, seed=cfg.seed + 40_000),
+    env = _StateView(make_env(task_cfg, cfg.policy_envs, dr=d.dr, seed=d.seed + 40_000),
                      layout, state_terms)
-    rows = [env.reset(seed=cfg.seed)]
+    rows = [env.reset(seed=d.seed)]
     for _ in range(env.max_episode_length):
         rows.append(env.step(teacher(env.env))[0])
     x, p = torch.cat(rows), len(env.cols)
@@ -248,39 +263,21 @@ def train_state_policy(cfg: PixelDistillConfig, teacher: Teacher, task_cfg: Any,
     console.print(f"training the action MLP on the true {', '.join(state_terms)} "
                   f"(noise {cfg.state_noise}) without cameras: {cfg.policy_iterations} DAgger "
                   f"iterations x {cfg.policy_steps} steps, {cfg.policy_envs} envs", highlight=False)
-    dcfg = DistillConfig(run=Path("."), iterations=cfg.policy_iterations,
-                         rollout_steps=cfg.rollout_steps, num_envs=cfg.policy_envs, dr=cfg.dr,
-                         beta_decay=cfg.beta_decay, grad_steps=cfg.policy_steps,
-                         batch_size=cfg.action_batch, lr=cfg.lr, seed=cfg.seed,
-                         progress=cfg.progress)
+    stage = dataclasses.replace(d, iterations=cfg.policy_iterations, num_envs=cfg.policy_envs,
+                                grad_steps=cfg.policy_steps, batch_size=cfg.action_batch)
     mlp = _ActionMLP(student, cfg.state_noise)
-    loss, _ = dagger(env, lambda _obs: teacher(env.env), mlp, dcfg, console,
-                     params=student.mlp.parameters())
+    loss, _ = fit_student(env, lambda _obs: teacher(env.env), mlp, stage, console,
+                          params=student.mlp.parameters())
     result = None
-    if cfg.eval_episodes > 0:
-        ev = _StateView(make_env(task_cfg, min(cfg.eval_episodes, 16), dr=cfg.dr,
-                                 seed=cfg.seed + 30_000), layout, state_terms)
-        result = evaluate(module_policy(mlp.eval()), ev, cfg.eval_episodes, seed=cfg.seed)
+    if d.eval_episodes > 0:
+        ev = _StateView(make_env(task_cfg, min(d.eval_episodes, 16), dr=d.dr,
+                                 seed=d.seed + 30_000), layout, state_terms)
+        result = evaluate(module_policy(mlp.eval()), ev, d.eval_episodes, seed=d.seed)
     console.print(f"action MLP: loss {loss:.4f}"
                   + ("" if result is None else
                      f", success on the true state {result.success_rate:.1%}")
                   + f" ({time.perf_counter() - t0:.0f} s)", highlight=False)
     return student, result
-
-
-def save_pixel_student(path: Path, student: PixelPolicy, cfg: PixelDistillConfig,
-                       task_cfg: Any, env: BatchedEnv, state_terms: list[str],
-                       **extra: Any) -> None:
-    """Write a pixel student file (what ``load_pixel_student`` reads and ``robot-rl
-    export`` exports): the policy, the config of its cameras and inputs, the task, and
-    ``extra`` entries (e.g. ``student_success``, ``trained_by``)."""
-    layout = [(n, w) for n, w in env.obs_layout if n not in cfg.drop_terms]
-    save_atomic({"format": PIXEL_STUDENT_FORMAT, "config": to_dict(cfg),
-                 "task": to_dict(task_cfg), "image_shapes": env.image_shapes,
-                 "env_obs_layout": env.obs_layout, "obs_layout": layout,
-                 "obs_dim": student.proprio_dim, "act_dim": env.act_dim,
-                 "state_terms": state_terms, "state_dim": student.state_dim,
-                 "state_dict": student.state_dict(), **extra}, path)
 
 
 def _fit(student: PixelPolicy, opt: torch.optim.Optimizer, cfg: PixelDistillConfig,
@@ -295,8 +292,9 @@ def _fit(student: PixelPolicy, opt: torch.optim.Optimizer, cfg: PixelDistillConf
     n = X.shape[0]
     err2 = torch.zeros(S.shape[1])  # squared error of the state estimate, per column
     loss = s_loss = float("nan")
-    for step in range(cfg.grad_steps):
-        idx = torch.randint(0, n, (cfg.batch_size,), generator=gen)
+    grad_steps = cfg.dagger.grad_steps
+    for step in range(grad_steps):
+        idx = torch.randint(0, n, (cfg.dagger.batch_size,), generator=gen)
         batch_imgs = {k: v[idx] for k, v in imgs.items()}
         total = torch.zeros(())
         if student.state_dim:
@@ -304,9 +302,9 @@ def _fit(student: PixelPolicy, opt: torch.optim.Optimizer, cfg: PixelDistillConf
             sq = (est - student.normalize_state(S[idx])) ** 2
             total = total + (1.0 if student.acts_on_state else cfg.state_weight) * sq.mean()
             s_loss = float(sq.mean().detach())
-            if step >= cfg.grad_steps - 50:
-                err2 += sq.detach().mean(0) / min(50, cfg.grad_steps)
-            if student.acts_on_state and step == cfg.grad_steps - 1:  # acting on the estimate
+            if step >= grad_steps - 50:
+                err2 += sq.detach().mean(0) / min(50, grad_steps)
+            if student.acts_on_state and step == grad_steps - 1:  # acting on the estimate
                 with torch.no_grad():
                     act = student.act_on_state(X[idx], est)
                     loss = float(((act - Y[idx]) ** 2).mean())
@@ -330,22 +328,3 @@ def _fit(student: PixelPolicy, opt: torch.optim.Optimizer, cfg: PixelDistillConf
             loss = float(a_loss.detach())
     student.eval()
     return loss, s_loss
-
-
-def load_pixel_student(path: str | Path) -> tuple[PixelPolicy, dict[str, Any]]:
-    """A saved pixel student and its file's contents (config, task, shapes)."""
-    try:
-        state = torch.load(Path(path), map_location="cpu", weights_only=False)
-        if state.get("format") != PIXEL_STUDENT_FORMAT:
-            raise ValueError(f"not a {PIXEL_STUDENT_FORMAT} file")
-        config = state["config"]
-        config["policy"].setdefault("activation", "relu")  # students saved before the choice
-        cfg = from_dict(PixelDistillConfig, config)
-        shapes = {k: tuple(v) for k, v in state["image_shapes"].items()}
-        policy = PixelPolicy(cfg.policy, shapes, state["obs_dim"], state["act_dim"],
-                             state_dim=state.get("state_dim", 0), load_pretrained=False)
-        policy.load_state_dict(state["state_dict"])
-    except Exception as e:
-        raise CheckpointError(f"cannot read pixel student {path}: {type(e).__name__}: {e}"
-                              ) from None
-    return policy.eval(), state

@@ -2,19 +2,17 @@
 
     student, report = distill(DistillConfig(run=Path("runs/reach__sac__0__...")))
 
-Iteration 0 rolls out the teacher; iteration i rolls out a mixture that executes the
-teacher's action with probability ``beta_decay ** i`` and the student's otherwise. Every
-visited state is labelled with the teacher's deterministic action (tanh of its mean), the
-dataset is aggregated, and the student is fit by mean squared error. Rollouts use the
-``dr`` randomization preset, so the student learns on the states it will itself visit on a
-perturbed robot. The result is ``student.pt`` in the run directory: the student's state dict,
-its sizes and the teacher's observation normalization (the student shares it).
+DAgger (``robot_rl.distill.dagger``) labels every visited state with the teacher's
+deterministic action (tanh of its mean) and fits the student by mean squared error on the
+aggregate. Rollouts use the ``dr`` randomization preset, so the student learns on the
+states it will itself visit on a perturbed robot. The result is ``student.pt`` in the run
+directory: the student's state dict, its sizes and the teacher's observation normalization
+(the student shares it).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -22,18 +20,17 @@ from typing import Annotated, Any, Literal
 import torch
 import tyro
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from torch import nn
 
 from robot_rl.checkpoint import CheckpointError, resolve_checkpoint, run_dir_of, save_atomic
+from robot_rl.distill.dagger import DaggerConfig, dagger, mix
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate, module_policy
 from robot_rl.export.modules import ActorMean, DeployPolicy, ObsNorm, student_net
 from robot_rl.run_control import torch_threads
 from robot_rl.runner import load_agent, make_train_env
 from robot_rl.sim.env import BatchedEnv
-from robot_rl.sim.randomization import DRPreset
-from robot_rl.sim.vec_env import RolloutEnv, VecEnv, check_vec_env
+from robot_rl.sim.vec_env import RolloutEnv, StepResult, VecEnv, check_vec_env
 
 STUDENT_FILE = "student.pt"
 STUDENT_FORMAT = "robot_rl.student"
@@ -61,28 +58,10 @@ class DistillConfig:
     the steps since the episode's start mod the flow's executed steps and mod the residual's
     decision period, the phase that no observation carries (docs/diffusion.md). Ignored for
     other teachers, whose students keep their chunking."""
-    iterations: int = 6
-    """DAgger iterations (the first rolls out the teacher)."""
-    rollout_steps: int | None = None
-    """Control steps per iteration and env (default: one episode)."""
-    num_envs: int = 32
-    """Parallel envs of the rollouts."""
-    dr: DRPreset = "default"
-    """Domain randomization of the rollouts and the evaluation."""
-    beta_decay: float = 0.5
-    """Probability of executing the teacher's action in iteration i is beta_decay ** i."""
-    grad_steps: int = 600
-    """Student gradient steps per iteration."""
-    batch_size: int = 512
-    """Samples per gradient step."""
-    lr: float = 1e-3
-    """Adam learning rate of the student."""
-    eval_episodes: int = 64
-    """Episodes to compare student and teacher (0: skip)."""
-    seed: int = 0
-    """Seed of rollouts and the student's initialization."""
-    progress: bool = True
-    """Show the progress bar."""
+    dagger: Annotated[DaggerConfig, tyro.conf.arg(name="")] = dataclasses.field(
+        default_factory=DaggerConfig)
+    """DAgger's schedule, the student's optimizer and the evaluation (flags without a
+    prefix: ``--iterations``, ``--num-envs``, ...)."""
 
 
 @dataclasses.dataclass
@@ -113,91 +92,88 @@ def distill(cfg: DistillConfig, console: Console | None = None, env: VecEnv | No
     """Distill the run's actor into a student; ``env`` / ``eval_env``: roll out and evaluate
     in these (any ``VecEnv``) instead of envs of the run's task with ``cfg.dr``."""
     console = console or Console()
-    if cfg.iterations < 1 or cfg.grad_steps < 1 or cfg.num_envs < 1:
-        raise ConfigError("iterations, grad_steps and num_envs must be >= 1")
+    d = cfg.dagger
+    d.validate()
     if cfg.sees != "teacher":
         raise ConfigError("--sees all is for a chunked teacher's student (bc-flow, dsrl, "
                           "residual runs); an actor's student sees what the actor sees")
     ckpt = resolve_checkpoint(cfg.run)
     agent, train_cfg, _ = load_agent(ckpt)
     with torch_threads(train_cfg.threads):  # the teacher run's CPU threads
-        torch.manual_seed(cfg.seed)
+        torch.manual_seed(d.seed)
         teacher = teacher_policy(agent)
         if env is None:
-            env = make_train_env(train_cfg, cfg.num_envs, cfg.seed + 20_000, dr=cfg.dr)
+            env = make_train_env(train_cfg, d.num_envs, d.seed + 20_000, dr=d.dr)
         check_vec_env(env)
         norm = ObsNorm(teacher.norm.mean, teacher.norm.std, teacher.norm.clip)
         student = DeployPolicy(norm, student_net(env.obs_dim, env.act_dim, cfg.hidden))
-        loss, samples = dagger(env, teacher, student, cfg, console)
+        loss, samples = fit_student(env, teacher, student, d, console)
 
         t_res = s_res = None
-        if cfg.eval_episodes > 0:
+        if d.eval_episodes > 0:
             if eval_env is None:
-                eval_env = make_train_env(train_cfg, min(cfg.eval_episodes, 32),
-                                          cfg.seed + 30_000, dr=cfg.dr)
-            t_res = evaluate(module_policy(teacher), eval_env, cfg.eval_episodes,
-                             seed=cfg.seed)
-            s_res = evaluate(module_policy(student), eval_env, cfg.eval_episodes,
-                             seed=cfg.seed)
+                eval_env = make_train_env(train_cfg, min(d.eval_episodes, 32),
+                                          d.seed + 30_000, dr=d.dr)
+            t_res = evaluate(module_policy(teacher), eval_env, d.eval_episodes, seed=d.seed)
+            s_res = evaluate(module_policy(student), eval_env, d.eval_episodes, seed=d.seed)
         path = run_dir_of(ckpt) / STUDENT_FILE
         report = DistillReport(t_res, s_res, loss, samples, path)
         save_atomic({"format": STUDENT_FORMAT, "hidden": list(cfg.hidden),
                      "obs_dim": env.obs_dim, "act_dim": env.act_dim, "clip": student.norm.clip,
                      "state_dict": student.state_dict(),
-                     "dr": cfg.dr, "final_loss": report.final_loss,
+                     "dr": d.dr, "final_loss": report.final_loss,
                      "teacher_success": None if t_res is None else t_res.success_rate,
                      "student_success": None if s_res is None else s_res.success_rate}, path)
     return student, report
 
 
-def dagger(env: RolloutEnv, teacher: Callable[[torch.Tensor], torch.Tensor],
-           student: nn.Module, cfg: DistillConfig, console: Console,
-           params: Iterable[nn.Parameter] | None = None) -> tuple[float, int]:
+class _StateLearner:
+    """A student of observation -> action rows, labelled by ``teacher`` (``dagger``'s
+    ``Learner``)."""
+
+    def __init__(self, teacher: Callable[[torch.Tensor], torch.Tensor], student: nn.Module,
+                 cfg: DaggerConfig, params: Iterable[nn.Parameter] | None):
+        self.teacher, self.student, self.cfg = teacher, student, cfg
+        self.opt = torch.optim.Adam(student.parameters() if params is None else params,
+                                    lr=cfg.lr)
+        self.gen = torch.Generator().manual_seed(cfg.seed)
+        self.obs: list[torch.Tensor] = []
+        self.actions: list[torch.Tensor] = []
+
+    @property
+    def samples(self) -> int:
+        return sum(o.shape[0] for o in self.obs)
+
+    def act(self, obs: torch.Tensor, beta: float) -> torch.Tensor:
+        label = self.teacher(obs)
+        self.obs.append(obs)
+        self.actions.append(label)
+        return label if beta >= 1.0 else mix(label, self.student(obs), beta, self.gen)
+
+    def stepped(self, result: StepResult) -> None:
+        pass
+
+    def fit(self) -> dict[str, float]:
+        x, y = torch.cat(self.obs), torch.cat(self.actions)
+        loss = torch.tensor(float("nan"))
+        for _ in range(self.cfg.grad_steps):
+            idx = torch.randint(0, x.shape[0], (self.cfg.batch_size,), generator=self.gen)
+            loss = ((self.student(x[idx]) - y[idx]) ** 2).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+        return {"loss": float(loss.detach())}
+
+
+def fit_student(env: RolloutEnv, teacher: Callable[[torch.Tensor], torch.Tensor],
+                student: nn.Module, cfg: DaggerConfig, console: Console,
+                params: Iterable[nn.Parameter] | None = None) -> tuple[float, int]:
     """Fit ``student`` (obs -> action) to ``teacher`` (obs -> action labels, called at the
-    env's current state) with DAgger (see module docstring), training ``params`` (default:
-    all of the student's); returns (final loss, samples). Where the console is not a
-    terminal (a log file, CI), each iteration prints a line."""
-    opt = torch.optim.Adam(student.parameters() if params is None else params, lr=cfg.lr)
-    t0 = time.perf_counter()
-    steps = cfg.rollout_steps or env.max_episode_length
-    gen = torch.Generator().manual_seed(cfg.seed)
-    data_obs: list[torch.Tensor] = []
-    data_act: list[torch.Tensor] = []
-    loss = torch.tensor(float("nan"))
-    columns = (TextColumn("[bold]distill"), BarColumn(),
-               TextColumn("iteration {task.completed}/{task.total}"),
-               TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn())
-    with Progress(*columns, console=console, disable=not cfg.progress) as progress:
-        bar = progress.add_task("distill", total=cfg.iterations, loss="-")
-        obs = env.reset(seed=cfg.seed)
-        for it in range(cfg.iterations):
-            beta = cfg.beta_decay ** it
-            with torch.no_grad():
-                for _ in range(steps):
-                    a_teacher = teacher(obs)
-                    data_obs.append(obs)
-                    data_act.append(a_teacher)
-                    if beta < 1.0:
-                        use_teacher = torch.rand(env.num_envs, 1, generator=gen) < beta
-                        action = torch.where(use_teacher, a_teacher, student(obs))
-                    else:
-                        action = a_teacher
-                    obs = env.step(action)[0]
-            all_obs, all_act = torch.cat(data_obs), torch.cat(data_act)
-            with torch.enable_grad():
-                for _ in range(cfg.grad_steps):
-                    idx = torch.randint(0, all_obs.shape[0], (cfg.batch_size,), generator=gen)
-                    loss = ((student(all_obs[idx]) - all_act[idx]) ** 2).mean()
-                    opt.zero_grad()
-                    loss.backward()
-                    opt.step()
-            progress.update(bar, advance=1, loss=f"{float(loss.detach()):.2e}")
-            if cfg.progress and not console.is_terminal:
-                console.print(f"[distill iteration {it + 1}/{cfg.iterations}, "
-                              f"{time.perf_counter() - t0:.0f} s]  beta {beta:.2f}  "
-                              f"loss {float(loss.detach()):.2e}", highlight=False, markup=False)
+    env's current state) with DAgger, training ``params`` (default: all of the student's);
+    returns (final loss, samples)."""
+    losses, samples = dagger(env, _StateLearner(teacher, student, cfg, params), cfg, console)
     student.eval()
-    return float(loss.detach()), int(sum(o.shape[0] for o in data_obs))
+    return losses["loss"], samples
 
 
 def clone_expert(task: str, cfg: DistillConfig, console: Console | None = None,
@@ -208,15 +184,16 @@ def clone_expert(task: str, cfg: DistillConfig, console: Console | None = None,
     Returns the student and an env of the task (for export)."""
     from robot_rl.sim import make_env
 
-    torch.manual_seed(cfg.seed)
-    env = make_env(task, cfg.num_envs, seed=cfg.seed, dr=cfg.dr, **overrides)
-    obs = [env.reset(seed=cfg.seed)]
+    d = cfg.dagger
+    torch.manual_seed(d.seed)
+    env = make_env(task, d.num_envs, seed=d.seed, dr=d.dr, **overrides)
+    obs = [env.reset(seed=d.seed)]
     for _ in range(env.cfg.episode_length):  # one expert episode for the normalization
         obs.append(env.step(env.expert_action())[0])
     x = torch.cat(obs)
     norm = ObsNorm(x.mean(0), x.std(0).clamp_min(1e-2), 10.0)
     student = DeployPolicy(norm, student_net(env.obs_dim, env.act_dim, cfg.hidden))
-    dagger(env, lambda _: env.expert_action(), student, cfg, console or Console())
+    fit_student(env, lambda _: env.expert_action(), student, d, console or Console())
     return student, env
 
 

@@ -13,15 +13,10 @@ from typing import Any
 
 import torch
 
+from robot_rl.distill.pixel_config import PixelDistillConfig, Teacher
 from robot_rl.evaluate import EvalResult, evaluate
 from robot_rl.sim.vec_env import CRITIC, layout_columns
-from robot_rl.vision.pixel_config import (
-    PixelDistillConfig,
-    Teacher,
-    hidden_terms,
-    pixel_env,
-    student_columns,
-)
+from robot_rl.vision.pixel_inputs import hidden_terms, pixel_env, student_columns
 from robot_rl.vision.student import PixelPolicy
 
 
@@ -39,12 +34,13 @@ class StudentEval:
 
 def evaluate_student(student: PixelPolicy, cfg: PixelDistillConfig, teacher: Teacher,
                      task_cfg: Any) -> StudentEval:
-    """The teacher's and the student's success on the same ``cfg.eval_episodes`` episodes,
+    """The teacher's and the student's success on the same ``--eval-episodes`` episodes,
     under ``cfg``'s dynamics (``dr``) and visual (``visual``) randomization (pass a config
     with other presets to evaluate a student under them, e.g. ``"off"``: nominal), and the
     error of the student's state estimate along its own rollouts."""
-    ev = pixel_env(cfg, task_cfg, min(cfg.eval_episodes, 16), cfg.seed + 30_000)
-    cols = student_columns(ev.obs_layout, cfg.drop_terms)
+    d = cfg.dagger
+    ev = pixel_env(cfg.inputs, task_cfg, min(d.eval_episodes, 16), d.seed + 30_000, d.dr)
+    cols = student_columns(ev.obs_layout, cfg.inputs.drop_terms)
     terms = hidden_terms(ev) if student.state_dim else []
     hidden = torch.tensor(layout_columns(ev.critic_layout, terms), dtype=torch.long)
     sq = torch.zeros(len(hidden))
@@ -64,8 +60,8 @@ def evaluate_student(student: PixelPolicy, cfg: PixelDistillConfig, teacher: Tea
         calls += obs.shape[0]
         return torch.tanh(student.mlp(feats)), None
 
-    t_res = evaluate(lambda _o: (teacher(ev), None), ev, cfg.eval_episodes, seed=cfg.seed)
-    s_res = evaluate(act, ev, cfg.eval_episodes, seed=cfg.seed)
+    t_res = evaluate(lambda _o: (teacher(ev), None), ev, d.eval_episodes, seed=d.seed)
+    s_res = evaluate(act, ev, d.eval_episodes, seed=d.seed)
     rmse, start = {}, 0
     widths = dict(ev.critic_layout)
     for t in terms:

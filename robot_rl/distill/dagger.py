@@ -1,0 +1,129 @@
+"""DAgger, the one loop of every distillation (state, pixel and chunked students).
+
+    losses, samples = dagger(env, learner, cfg.dagger, console)
+
+Iteration 0 rolls out the teacher; iteration i executes, per env and step, the teacher's
+action with probability ``beta_decay ** i`` and the student's otherwise (``mix``). Every
+visited state is labelled with the teacher's action, the data aggregated, and the student
+fit to the whole aggregate after each iteration (Ross et al., 2011). What is labelled, kept
+and fit is the ``Learner``'s: a state student keeps (observation, action) rows, a pixel
+student images, proprioception and the hidden state, a chunked student observation
+histories, noises and chunks. The loop owns the schedule, the rollouts, the progress bar in
+a terminal and one line per iteration in a log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Protocol
+
+import torch
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from robot_rl.errors import ConfigError
+from robot_rl.sim.randomization import DRPreset
+from robot_rl.sim.vec_env import RolloutEnv, StepResult
+
+
+@dataclasses.dataclass(kw_only=True)
+class DaggerConfig:
+    """DAgger's schedule, the student's optimizer and the comparison with the teacher:
+    what every distillation shares."""
+
+    iterations: int = 6
+    """DAgger iterations (the first rolls out the teacher)."""
+    rollout_steps: int | None = None
+    """Control steps per iteration and env (default: one episode)."""
+    num_envs: int = 32
+    """Parallel envs of the rollouts."""
+    dr: DRPreset = "default"
+    """Domain randomization of the rollouts and the evaluation."""
+    beta_decay: float = 0.5
+    """Probability of executing the teacher's action in iteration i is beta_decay ** i."""
+    grad_steps: int = 600
+    """Student gradient steps per iteration."""
+    batch_size: int = 512
+    """Samples per gradient step."""
+    lr: float = 1e-3
+    """Adam learning rate of the student."""
+    eval_episodes: int = 64
+    """Episodes to compare student and teacher (0: skip)."""
+    seed: int = 0
+    """Seed of rollouts and the student's initialization."""
+    progress: bool = True
+    """Show the progress bar (a log gets one line per iteration either way)."""
+
+    def validate(self) -> None:
+        if min(self.iterations, self.grad_steps, self.num_envs, self.batch_size) < 1:
+            raise ConfigError("--iterations, --grad-steps, --num-envs and --batch-size must "
+                              "be >= 1")
+        if not 0.0 <= self.beta_decay <= 1.0:
+            raise ConfigError(f"--beta-decay must be in [0, 1], got {self.beta_decay}")
+        if self.eval_episodes < 0:
+            raise ConfigError(f"--eval-episodes must be >= 0, got {self.eval_episodes}")
+
+
+class Learner(Protocol):
+    """A student, its teacher and its data, as ``dagger`` drives them."""
+
+    def act(self, obs: torch.Tensor, beta: float) -> torch.Tensor:
+        """Label the env's current state with the teacher, keep it, and return the action
+        to execute (the teacher's with probability ``beta``, else the student's)."""
+        ...
+
+    def stepped(self, result: StepResult) -> None:
+        """After each env step: its episode ends and info (the next labels' state)."""
+        ...
+
+    def fit(self) -> dict[str, float]:
+        """Fit the student to the aggregate; the iteration's losses, ``"loss"`` first."""
+        ...
+
+    @property
+    def samples(self) -> int:
+        """Labelled samples kept so far."""
+        ...
+
+
+def mix(teacher: torch.Tensor, student: torch.Tensor, beta: float,
+        gen: torch.Generator) -> torch.Tensor:
+    """Per env (the first dimension), the teacher's action with probability ``beta``, else
+    the student's."""
+    shape = (teacher.shape[0],) + (1,) * (teacher.dim() - 1)
+    use_teacher = torch.rand(shape, generator=gen) < beta
+    return torch.where(use_teacher, teacher, student)
+
+
+def dagger(env: RolloutEnv, learner: Learner, cfg: DaggerConfig, console: Console,
+           label: str = "distill") -> tuple[dict[str, float], int]:
+    """Run DAgger (module docstring) in ``env``; returns the last iteration's losses and
+    the samples kept."""
+    steps = cfg.rollout_steps or env.max_episode_length
+    t0 = time.perf_counter()
+    losses: dict[str, float] = {"loss": float("nan")}
+    columns = (TextColumn(f"[bold]{label}"), BarColumn(),
+               TextColumn("iteration {task.completed}/{task.total}"),
+               TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn())
+    bar_shown = cfg.progress and console.is_terminal
+    with Progress(*columns, console=console, disable=not bar_shown) as progress:
+        bar = progress.add_task(label, total=cfg.iterations, loss="-")
+        obs = env.reset(seed=cfg.seed)
+        for it in range(cfg.iterations):
+            beta = cfg.beta_decay ** it
+            with torch.no_grad():
+                for _ in range(steps):
+                    result = env.step(learner.act(obs, beta))
+                    learner.stepped(result)
+                    obs = result[0]
+            with torch.enable_grad():
+                losses = learner.fit()
+            progress.update(bar, advance=1, loss=f"{losses['loss']:.2e}")
+            if not console.is_terminal:
+                console.print(f"[{label} iteration {it + 1}/{cfg.iterations}, "
+                              f"{time.perf_counter() - t0:.0f} s]  beta {beta:.2f}  samples "
+                              f"{learner.samples:,}  "
+                              + "  ".join(f"{k} {v:.3e}" for k, v in losses.items()),
+                              highlight=False, markup=False, soft_wrap=True)
+    return losses, learner.samples
