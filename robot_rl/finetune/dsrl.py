@@ -25,7 +25,6 @@ inside a chunk holds still for the chunk's remaining steps.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -39,51 +38,34 @@ from robot_rl.bc import bc_env, bc_task_config, load_bc_policy
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate_agent
-from robot_rl.finetune.macro_step import MacroStep
+from robot_rl.finetune.macro_step import MacroStep, MacroStepEnv
 from robot_rl.policies import ChunkPolicy, ObsHistory
 from robot_rl.runner import Runner, TrainConfig, load_agent
 from robot_rl.sim import TaskConfig, make_task_config
 from robot_rl.sim.randomization import DRPreset
-from robot_rl.sim.vec_env import StepResult, VecEnv, check_vec_env
+from robot_rl.sim.vec_env import StepResult, VecEnv
 
 NoiseSteps = Literal["executed", "horizon"]
 """Which chunk steps' noise a DSRL action sets: the executed ones or the whole horizon."""
 
 
-class NoiseActionEnv:
+class NoiseActionEnv(MacroStepEnv):
     """A ``VecEnv`` whose actions are a flow policy's noise (see module docstring)."""
 
     def __init__(self, env: VecEnv, policy: ChunkPolicy, noise_scale: float = 1.5,
                  noise: NoiseSteps = "executed"):
-        check_vec_env(env)
         if policy.kind != "flow":
             raise ConfigError(f"DSRL steers a flow policy's noise; got a {policy.kind!r} policy")
-        if (policy.obs_dim, policy.act_dim) != (env.obs_dim, env.act_dim):
-            raise ConfigError(f"the policy (obs {policy.obs_dim}, act {policy.act_dim}) does "
-                              f"not fit the env (obs {env.obs_dim}, act {env.act_dim})")
+        super().__init__(env, policy, policy.cfg.executed)
         if noise_scale <= 0:
             raise ConfigError(f"noise_scale must be > 0, got {noise_scale}")
-        self.env = env
-        self.policy = policy.eval().requires_grad_(False)
         self.noise_scale = noise_scale
         self.horizon, self.execute = policy.horizon, policy.cfg.executed
         self.noise_steps = self.execute if noise == "executed" else self.horizon
         """Chunk steps whose noise an action sets (the rest of the chunk's noise is 0)."""
-        self.num_envs = env.num_envs
         self.obs_dim = env.obs_dim
         self.act_dim = self.noise_steps * policy.act_dim
-        self.device = env.device
-        self.max_episode_length = math.ceil(env.max_episode_length / self.execute)
         self._hist = ObsHistory(policy.obs_history)
-
-    @property
-    def steps_per_step(self) -> int:
-        """Control steps of the wrapped env per step (the runner counts env steps by it)."""
-        return self.execute
-
-    @property
-    def control_dt(self) -> float:
-        return self.env.control_dt * self.execute
 
     @property
     def obs_groups(self) -> Mapping[str, int]:

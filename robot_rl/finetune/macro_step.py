@@ -17,11 +17,42 @@ and the observation after it. An env whose episode ends inside the macro step ho
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 
-from robot_rl.sim.vec_env import StepResult
+from robot_rl.errors import ConfigError
+from robot_rl.policies import ChunkPolicy
+from robot_rl.sim.vec_env import StepResult, VecEnv, check_vec_env
+
+
+class MacroStepEnv:
+    """What a wrapper ``VecEnv`` on a frozen flow ``policy`` shares, whose one step is
+    ``steps`` control steps of ``env`` (DSRL's ``NoiseActionEnv``, the ``ResidualEnv``):
+    the frozen policy fitting the env, the env count and device, its episode length and
+    control period in macro steps."""
+
+    def __init__(self, env: VecEnv, policy: ChunkPolicy, steps: int):
+        check_vec_env(env)
+        if (policy.obs_dim, policy.act_dim) != (env.obs_dim, env.act_dim):
+            raise ConfigError(f"the policy (obs {policy.obs_dim}, act {policy.act_dim}) does "
+                              f"not fit the env (obs {env.obs_dim}, act {env.act_dim})")
+        self.env = env
+        self.policy = policy.eval().requires_grad_(False)
+        self.num_envs = env.num_envs
+        self.device = env.device
+        self.macro = steps
+        self.max_episode_length = math.ceil(env.max_episode_length / steps)
+
+    @property
+    def steps_per_step(self) -> int:
+        """Control steps of the wrapped env per step (the runner counts env steps by it)."""
+        return self.macro
+
+    @property
+    def control_dt(self) -> float:
+        return self.env.control_dt * self.macro
 
 
 class MacroStep:

@@ -33,7 +33,6 @@ residual only in a growing share of the envs, so the first replay is mostly the 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -49,7 +48,7 @@ from robot_rl.data.mirror import dataset_mirror_signs
 from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate_agent
-from robot_rl.finetune.macro_step import MacroStep
+from robot_rl.finetune.macro_step import MacroStep, MacroStepEnv
 from robot_rl.finetune.residual_base import (
     ExecutedActionSAC,
     base_executor,
@@ -62,7 +61,7 @@ from robot_rl.replay import Batch, ReplayBuffer
 from robot_rl.runner import Runner, TrainConfig, load_agent, make_agent
 from robot_rl.sim import TaskConfig, make_task_config
 from robot_rl.sim.randomization import DRPreset
-from robot_rl.sim.vec_env import POLICY, StepResult, VecEnv, check_vec_env
+from robot_rl.sim.vec_env import POLICY, StepResult, VecEnv
 
 EXECUTED = "executed_action"
 """``ResidualEnv.step``'s info key: the actions (E, A) executed, base plus residual; with
@@ -72,41 +71,24 @@ EXECUTED_STEPS = "executed_actions"
 control step (an env whose episode ended holds still at the rest)."""
 
 
-class ResidualEnv:
+class ResidualEnv(MacroStepEnv):
     """A ``VecEnv`` whose actions are residuals on a flow policy's actions (module
     docstring)."""
 
     def __init__(self, env: VecEnv, policy: ChunkPolicy, scale: float = 0.1, every: int = 1):
-        check_vec_env(env)
-        if (policy.obs_dim, policy.act_dim) != (env.obs_dim, env.act_dim):
-            raise ConfigError(f"the policy (obs {policy.obs_dim}, act {policy.act_dim}) does "
-                              f"not fit the env (obs {env.obs_dim}, act {env.act_dim})")
+        super().__init__(env, policy, max(every, 1))
         if not 0.0 < scale <= 2.0:
             raise ConfigError(f"the residual scale must be in (0, 2], got {scale}")
         if every < 1:
             raise ConfigError(f"the residual's every must be >= 1 control step, got {every}")
-        self.env = env
-        self.policy = policy.eval().requires_grad_(False)
         self.scale = scale
-        self.num_envs = env.num_envs
         self.base_dim = env.act_dim
         self.obs_dim = env.obs_dim + env.act_dim
         self.act_dim = env.act_dim
-        self.device = env.device
         self.every = every
-        self.max_episode_length = math.ceil(env.max_episode_length / every)
         self.executor = base_executor(policy)
         self.base: torch.Tensor | None = None
         """(E, A) the flow's action for the current observation."""
-
-    @property
-    def steps_per_step(self) -> int:
-        """Control steps of the wrapped env per step (the runner counts env steps by it)."""
-        return self.every
-
-    @property
-    def control_dt(self) -> float:
-        return self.env.control_dt * self.every
 
     @property
     def obs_groups(self) -> Mapping[str, int]:

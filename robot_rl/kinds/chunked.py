@@ -5,10 +5,14 @@ evaluation and export, and the artifact of a chunked policy."""
 from __future__ import annotations
 
 import abc
+import importlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from robot_rl.kinds.base import EvalOptions, Evaluation, ExportConfig, Exported, Kind, Run
+from robot_rl.kinds.command import Command
+from robot_rl.kinds.training import train_runner
 
 
 class ChunkedPolicy:
@@ -97,22 +101,60 @@ class ChunkedKind(Kind):
         return distill_chunked(cfg, console)[1]
 
 
+Artifact = Callable[[Any, Any, Any, Any, Any, dict[str, Any], dict[str, Any]], ChunkedPolicy]
+"""(the agent's deterministic actor, the run's config, its env, the flow, the flow's bc
+config, its bc checkpoint, the provenance so far) -> the run's chunked policy."""
+
+
 class FlowFinetuneKind(ChunkedKind):
     """A kind whose SAC agent fine-tunes a bc run's flow (dsrl, residual): its config names
     the flow's run (``policy``), and its decision is the agent's, ungated unless asked (its
-    artifact has no gate)."""
+    artifact has no gate). It is made of its name (its command's too), its learner's module
+    and what in it is the config, the runner and the loader, and how its artifact is
+    built."""
 
-    @abc.abstractmethod
+    def __init__(self, name: str, module: str, names: tuple[str, str, str], relation: str,
+                 artifact: Artifact):
+        self.name = name
+        self.module = module
+        """The learner's module (``robot_rl.finetune.dsrl``)."""
+        self.config_name, self.runner_name, self.loader_name = names
+        """The loader: ``(checkpoint, num_envs, seed, dr=) -> (agent, config, env)``."""
+        self.relation = relation
+        """How the run relates to its flow, for tables (``over``: ``dsrl over runs/...``)."""
+        self.artifact = artifact
+
+    def _learner(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self.module), attr)
+
+    def commands(self) -> dict[str, Command]:
+        return {self.name: Command(self.config_type(), self.train)}
+
     def config_type(self) -> Any:
         """The config class of its runs (``from_saved``)."""
+        return self._learner(self.config_name)
 
-    @abc.abstractmethod
     def load(self, run: Run, num_envs: int, seed: int, dr: Any = None) -> tuple[Any, Any, Any]:
         """The run's agent, config and an env of ``num_envs`` on which it acts."""
+        return self._learner(self.loader_name)(run.checkpoint, num_envs, seed, dr=dr)
 
-    @abc.abstractmethod
     def describe(self, cfg: Any) -> str:
         """What the run is, for tables (``dsrl over runs/...``)."""
+        return f"{self.name} {self.relation} {cfg.policy}"
+
+    def train(self, cfg: Any) -> None:
+        """Its command: the runner trains (``kinds.training.train_runner``)."""
+        train_runner(cfg, self._learner(self.runner_name),
+                     lambda r: f"{r.cfg.task} / {self.name}")
+
+    def chunked_policy(self, run: Run) -> ChunkedPolicy:
+        from robot_rl.bc import load_bc_policy
+        from robot_rl.distill import teacher_policy
+
+        agent, cfg, env = self.load(run, 1, 0)
+        policy, bc_cfg, state = load_bc_policy(cfg.policy)
+        provenance = {"run": str(run.dir), "policy": self.name, "flow_policy": str(cfg.policy)}
+        return self.artifact(teacher_policy(agent), cfg, env, policy, bc_cfg, state, provenance)
 
     def flow_run(self, run: Run) -> Path:
         return Path(self.config_type().from_saved(run.state["config"]).policy)
