@@ -12,32 +12,22 @@ round of collection and learning:
             if session.tick():      # multiplier, log, evaluate, stop rules, checkpoint
                 break
 
-On leaving, the session evaluates once more unless the last evaluation was at this step,
-writes the checkpoint, closes TensorBoard and prints why it stopped. Ctrl-C is a request read
-by ``check_interrupt`` (between two rounds): the checkpoint is written, then the interrupt
-goes on.
+The frame (the writer, Ctrl-C read by ``check_interrupt`` between two rounds, the bar, the
+stop rules, the last evaluation and checkpoint on leaving) is ``run_loop.RunLoop``'s, which
+behaviour cloning shares.
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Protocol
 
 import torch
-from rich.progress import (
-    BarColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import TextColumn
 
-from robot_rl.checkpoint import CHECKPOINT
 from robot_rl.evaluate import EvalResult
-from robot_rl.run_control import StopRules, saving_on_interrupt, summary_writer
+from robot_rl.run_loop import RunLoop
 
 
 class SessionHost(Protocol):
@@ -136,70 +126,34 @@ class TrainWindow:
         return out
 
 
-class TrainSession:
-    """Logging, evaluation, stop rules, checkpoints, the Lagrange multiplier's steps and the
-    progress bar of ``runner``'s training (see the module docstring)."""
+class TrainSession(RunLoop):
+    """``RunLoop`` with the books of an off-policy run (see the module docstring): training
+    windows logged every ``log_every`` env steps, the Lagrange multiplier's steps,
+    evaluations every ``eval_every``, checkpoints kept every ``keep_every``."""
 
     def __init__(self, runner: SessionHost):
-        self.runner = runner
         cfg = runner.cfg
+        columns = (TextColumn("{task.fields[sps]:>6,.0f} sps"),
+                   TextColumn("success {task.fields[success]}"),
+                   TextColumn("cost {task.fields[cost]}"))
+        super().__init__(runner, f"{cfg.task} {cfg.algo}", cfg.total_steps, unit="env steps",
+                         count="env_steps", columns=columns,
+                         fields={"sps": 0.0, "success": "-", "cost": "-"},
+                         target_evals=cfg.target_evals, stop_reason="total_steps reached",
+                         resume_command="robot-rl train")
+        self.runner = runner
         self.window = TrainWindow()
-        self.rules = StopRules(cfg.target_success, cfg.time_budget, cfg.checkpoint_every,
-                               cfg.target_evals)
-        self.stop_reason = "total_steps reached"
         self.evaluated = False
         """Whether the last ``tick`` evaluated (an env shared with evaluation needs a reset)."""
         self._next_log = runner.env_steps + cfg.log_every
         self._next_keep = _next_multiple(runner.env_steps, cfg.keep_every)
-        self._start = time.perf_counter() - runner.elapsed
-        columns = (TextColumn("[bold]{task.description}"), BarColumn(),
-                   TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"),
-                   TextColumn("{task.fields[sps]:>6,.0f} sps"),
-                   TextColumn("success {task.fields[success]}"),
-                   TextColumn("cost {task.fields[cost]}"),
-                   TimeElapsedColumn(), TimeRemainingColumn())
-        self.progress = Progress(*columns, console=runner.console, disable=not cfg.progress)
-        self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> TrainSession:
-        r = self.runner
-        r.writer = summary_writer(r.run_dir / "tb")
-        self._stop = self._stack.enter_context(saving_on_interrupt(r.save, r.console))
-        self._stack.enter_context(self.progress)
-        self._bar = self.progress.add_task(f"{r.cfg.task} {r.cfg.algo}",
-                                           total=r.cfg.total_steps, completed=r.env_steps,
-                                           sps=0.0, success="-", cost="-")
+        super().__enter__()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self._stack.__exit__(exc_type, exc, tb)
-        r = self.runner
-        if exc_type is not None:
-            r.writer.close()
-            return
-        if not r.history or r.history[-1]["env_steps"] != r.env_steps:
-            r.evaluate_now()
-        r.save()
-        r.writer.close()
-        last = r.history[-1]
-        r.console.print(f"stopped: {self.stop_reason}. {r.env_steps:,} env steps in "
-                        f"{r.elapsed:.0f} s; last eval success {last['success_rate']:.0%},"
-                        f" episode cost {last['episode_cost']:.2f}; training cost "
-                        f"{r.train_cost:,.0f}. Checkpoint: {r.run_dir / CHECKPOINT}",
-                        soft_wrap=True)
-        if (short := self.rules.short_of_target(last["success_rate"])) is not None:
-            more = "" if r.cfg.time_budget is None else \
-                f" --time-budget {2 * r.cfg.time_budget:g}"
-            r.console.print(f"[bold red]{short}[/]: the policy is not yet as good as asked. "
-                            f"Train on from here with:")
-            r.console.print(f"  robot-rl train --resume {r.run_dir}{more} --target-success "
-                            f"{r.cfg.target_success:g}", soft_wrap=True, highlight=False)
-
-    def check_interrupt(self) -> None:
-        """Raise KeyboardInterrupt if Ctrl-C was pressed (the checkpoint is then written)."""
-        if self._stop.requested:
-            raise KeyboardInterrupt
+    def summary(self, last: dict[str, float] | None) -> str:
+        return super().summary(last) + f"; training cost {self.runner.train_cost:,.0f}"
 
     def add_steps(self, n: int, sums: dict[str, float], rejected: float, cost: float) -> None:
         """``n`` collected transitions: per-term sums, gate rejections, total cost."""
@@ -219,16 +173,16 @@ class TrainSession:
         """After a round: log, evaluate, keep (``keep_every``), apply the stop rules,
         checkpoint. True: stop."""
         r, cfg = self.runner, self.runner.cfg
-        r.elapsed = time.perf_counter() - self._start
+        self.clock()
         self.evaluated = False
         if cfg.safety in ("lagrangian", "both"):
             r.agent.lagrange.step()
         if r.env_steps >= self._next_log:
             self._next_log += cfg.log_every
             r.log_metrics(self.window.flush(r.elapsed))
-            self.progress.update(self._bar, sps=self.window.sps,
-                                 success=self.window.success_text, cost=self.window.cost_text)
-        self.progress.update(self._bar, completed=r.env_steps)
+            self.show(sps=self.window.sps, success=self.window.success_text,
+                      cost=self.window.cost_text)
+        self.show()
         result = None
         if r.env_steps >= r.next_eval:
             result = r.evaluate_now()
@@ -236,15 +190,7 @@ class TrainSession:
         if cfg.keep_every and r.env_steps >= self._next_keep:  # kept before any stop
             self._next_keep = _next_multiple(r.env_steps, cfg.keep_every)
             r.keep()
-        if result is not None and (reason := self.rules.target_reached(result.success_rate)):
-            self.stop_reason = reason
-            return True
-        if reason := self.rules.out_of_time(r.elapsed):
-            self.stop_reason = reason
-            return True
-        if self.rules.checkpoint_due():
-            r.save()
-        return False
+        return self.stop_at(result)
 
 
 def _next_multiple(steps: int, every: int) -> int:

@@ -45,7 +45,7 @@ from typing import Any
 
 import torch
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import TextColumn
 
 from robot_rl.bc.config import BCConfig
 from robot_rl.bc.demos import action_error, chunk_data, load_demos
@@ -64,7 +64,7 @@ from robot_rl.data.recover import feature_names
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate
 from robot_rl.policies import ChunkExecutor, ChunkPolicy, make_policy
-from robot_rl.run_control import StopRules, saving_on_interrupt, summary_writer
+from robot_rl.run_loop import RunLoop
 from robot_rl.sim import TaskConfig, make_env, make_task_config
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.randomization import DRPreset
@@ -191,7 +191,11 @@ class BCRunner:
             self.run_dir = Path(cfg.resume)  # type: ignore[arg-type]
             self._restore(state)
         write_config(self.run_dir, cfg)
-        self._writer: Any = None
+        self.writer: Any = None
+        self._losses: list[float] = []
+        """The losses since the last log line."""
+        self._loss = float("nan")
+        """The mean loss of the last log line."""
 
     def _lr_factor(self, step: int) -> float:
         """Cosine decay from 1 to 0.1 over the run's steps."""
@@ -209,7 +213,6 @@ class BCRunner:
         """Train until --steps, the time budget or the target success; returns the
         evaluation history (also in eval.csv)."""
         cfg = self.cfg
-        self._writer = summary_writer(self.run_dir / "tb")
         n_params = sum(p.numel() for p in self.policy.parameters())
         self.console.print(
             f"run dir: {self.run_dir}\n{cfg.algo}: {n_params:,} parameters, chunk "
@@ -222,60 +225,35 @@ class BCRunner:
                else "")
             + (f"; {len(self.demos.heldout_episodes)} episode(s) held out"
                if self.heldout is not None else ""))
-        start = time.perf_counter() - self.elapsed
-        rules = StopRules(cfg.target_success, cfg.time_budget, cfg.checkpoint_every)
         t_log, steps_log = time.perf_counter(), self.grad_steps
-        losses: list[float] = []
-        loss = float("nan")
-        stop_reason = f"{cfg.steps:,} steps done"
-        progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                            TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"),
-                            TextColumn("loss {task.fields[loss]:.4f}"),
-                            TextColumn("success {task.fields[success]}"),
-                            TimeElapsedColumn(), TimeRemainingColumn(),
-                            console=self.console, disable=not cfg.progress)
-        with saving_on_interrupt(self.save, self.console) as stop, progress:
-            bar = progress.add_task(cfg.algo, total=cfg.steps, completed=self.grad_steps,
-                                    loss=float("nan"), success="-")
+        self._losses, self._loss = [], float("nan")
+        columns = (TextColumn("loss {task.fields[loss]:.4f}"),
+                   TextColumn("success {task.fields[success]}"))
+        with RunLoop(self, cfg.algo, cfg.steps, unit="gradient steps", count="grad_steps",
+                     columns=columns, fields={"loss": float("nan"), "success": "-"},
+                     stop_reason=f"{cfg.steps:,} steps done") as loop:
             while self.grad_steps < cfg.steps:
-                if stop.requested:
-                    raise KeyboardInterrupt
-                losses.append(self._update())
+                loop.check_interrupt()
+                self._losses.append(self._update())
                 self.grad_steps += 1
-                self.elapsed = time.perf_counter() - start
+                loop.clock()
                 if self.grad_steps % cfg.log_every == 0:
                     now = time.perf_counter()
-                    loss = sum(losses) / len(losses)
-                    self._log({"losses/bc": loss,
-                               "charts/lr": float(self.sched.get_last_lr()[0]),
-                               "perf/grad_steps_per_s":
-                                   (self.grad_steps - steps_log) / max(now - t_log, 1e-9)})
-                    t_log, steps_log, losses = now, self.grad_steps, []
-                    progress.update(bar, loss=loss)
-                progress.update(bar, completed=self.grad_steps)
+                    self._loss = sum(self._losses) / len(self._losses)
+                    self.log_metrics({"losses/bc": self._loss,
+                                      "charts/lr": float(self.sched.get_last_lr()[0]),
+                                      "perf/grad_steps_per_s":
+                                          (self.grad_steps - steps_log) / max(now - t_log, 1e-9)})
+                    t_log, steps_log, self._losses = now, self.grad_steps, []
+                    loop.show(loss=self._loss)
+                loop.show()
+                result = None
                 if self.grad_steps % cfg.eval_every == 0 or self.grad_steps == cfg.steps:
-                    result = self._evaluate(loss)
+                    result = self._evaluate(self._loss)
                     if result is not None:
-                        progress.update(bar, success=f"{result.success_rate:.0%}")
-                        if reason := rules.target_reached(result.success_rate):
-                            stop_reason = reason
-                            break
-                if reason := rules.out_of_time(self.elapsed):
-                    stop_reason = reason
+                        loop.show(success=f"{result.success_rate:.0%}")
+                if loop.stop_at(result):
                     break
-                if rules.checkpoint_due():
-                    self.save()
-        if not self.history or self.history[-1]["grad_steps"] != self.grad_steps:
-            self._evaluate(sum(losses) / len(losses) if losses else loss)
-        self.save()
-        self._writer.close()
-        last = self.history[-1] if self.history else None
-        summary = f"; last eval success {last['success_rate']:.0%}, episode cost " \
-                  f"{last['episode_cost']:.2f}" if last and not math.isnan(
-                      last["success_rate"]) else ""
-        self.console.print(f"stopped: {stop_reason}. {self.grad_steps:,} gradient steps in "
-                           f"{self.elapsed:.0f} s{summary}. Checkpoint: "
-                           f"{self.run_dir / CHECKPOINT}")
         return self.history
 
     def _update(self) -> float:
@@ -297,6 +275,12 @@ class BCRunner:
 
     # -- evaluation and logging --------------------------------------------------------------
 
+    def evaluate_now(self) -> EvalResult | None:
+        """The evaluation at the end of training: with the mean loss since the last log line
+        (``RunLoop`` calls it where the last evaluation is older)."""
+        return self._evaluate(sum(self._losses) / len(self._losses) if self._losses
+                              else self._loss)
+
     def _evaluate(self, loss: float) -> EvalResult | None:
         cfg = self.cfg
         record = {"grad_steps": float(self.grad_steps), "seconds": self.elapsed,
@@ -309,7 +293,7 @@ class BCRunner:
             rmse, rel = action_error(self.acting, self.heldout, self.mean_action, cfg.seed)
             self.policy.train()
             record.update({"action_rmse": rmse, "action_rmse_rel": rel})
-            self._log({"eval/action_rmse": rmse, "eval/action_rmse_rel": rel})
+            self.log_metrics({"eval/action_rmse": rmse, "eval/action_rmse_rel": rel})
             held = f"  held-out action RMSE {rmse:.4g} ({rel:.2f} of the mean's)"
         if cfg.eval_episodes > 0 and self.eval_env is not None:
             t0 = time.perf_counter()
@@ -320,7 +304,7 @@ class BCRunner:
                            "return": result.return_mean, "episode_cost": result.cost_mean})
             metrics = result.metrics("eval")
             metrics["perf/eval_seconds"] = time.perf_counter() - t0
-            self._log(metrics)
+            self.log_metrics(metrics)
         self.history.append(record)
         write_curve(self.run_dir, self.history, EVAL_FIELDS)
         shown = "" if result is None else (
@@ -330,10 +314,10 @@ class BCRunner:
                            f"  loss {loss:.4f}{shown}{held}", highlight=False)
         return result
 
-    def _log(self, metrics: dict[str, float]) -> None:
-        if self._writer is not None:
+    def log_metrics(self, metrics: dict[str, float]) -> None:
+        if self.writer is not None:
             for key, value in metrics.items():
-                self._writer.add_scalar(key, value, self.grad_steps)
+                self.writer.add_scalar(key, value, self.grad_steps)
 
     # -- checkpoints -------------------------------------------------------------------------
 
