@@ -46,6 +46,7 @@ from robot_rl.algos import SAC
 from robot_rl.controllers import JointDeltaConfig
 from robot_rl.controllers.arm_model import ArmModel
 from robot_rl.dist.env_runner import EnvRunner, runner_seed
+from robot_rl.dist.learner import PoolCollector
 from robot_rl.dist.robot_learner import (
     RobotFinetuneConfig,
     RobotFinetuneRunner,
@@ -307,7 +308,8 @@ def main() -> None:
         runner = _Rehearsal(cfg, eval_env=held_out_env(cfg.env, 32, args.sim, seed=2),
                             gate=args.gate)
         t0 = time.perf_counter()
-        history = runner.train_distributed(_ReplicaPool(cfg, args.sim))
+        history = runner.train(PoolCollector(runner, _ReplicaPool(cfg, args.sim),
+                                             hooks=runner))
         wall = time.perf_counter() - t0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

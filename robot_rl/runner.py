@@ -6,7 +6,8 @@
                                      # eval_env= is given); the config's task fields then
                                      # only name the run
 
-The loop (per vector step of ``num_envs`` envs):
+The loop (per vector step of ``num_envs`` envs; ``robot_rl.collect``: the same loop on
+Ray's env-runners or the robot, with another collector):
 
     step = agent.act(obs)                                   # gated by the safety critic
     obs', r, c, terminated, truncated, info = env.step(step.action, hold=step.hold)
@@ -44,6 +45,7 @@ from robot_rl.checkpoint import (
     write_config,
     write_curve,
 )
+from robot_rl.collect import Collector, LocalCollector
 from robot_rl.config_io import from_dict, to_dict
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate_agent
@@ -56,7 +58,7 @@ from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.mirror import env_mirror_signs
 from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.vec_env import VecEnv, check_vec_env, uniform_actions
-from robot_rl.train_session import TrainSession, rejected_count, step_sums
+from robot_rl.train_session import TrainSession
 
 _C = TypeVar("_C", bound="TrainConfig")
 
@@ -316,41 +318,32 @@ class Runner:
 
     # -- the loop ----------------------------------------------------------------------------
 
-    def train(self) -> list[dict[str, float]]:
-        """Train until total_steps, the time budget or the target success; returns the
+    def train(self, collector: Collector | None = None) -> list[dict[str, float]]:
+        """Train until total_steps, the time budget or the target success on what
+        ``collector`` brings (default: this runner's env; ``robot_rl.collect``); returns the
         evaluation history (also in eval.csv)."""
-        cfg, env = self.cfg, self.env
+        cfg = self.cfg
         self.before_training()
-        shared_eval = self.eval_env is self.env
-        per_step = env.num_envs * int(getattr(env, "steps_per_step", 1))  # control steps
-        with torch_threads(cfg.threads), \
-                TrainSession(self) as session:
-            self.console.print(f"run dir: {self.run_dir}\n{env}\nsafety: {cfg.safety}  "
-                               f"device: {cfg.device}  updates/step: "
-                               f"{cfg.sac.updates_per_step}")
-            obs = self.reset_env(cfg.seed + self.env_steps)
+        collector = collector or LocalCollector(self)
+        with torch_threads(cfg.threads), TrainSession(self) as session:
+            collector.begin(session)
             while self.env_steps < cfg.total_steps:
-                session.check_interrupt()  # Ctrl-C, handled here, between two steps
-                action, hold, rejected = self.decide(obs)
-                next_obs, reward, cost, terminated, truncated, info = env.step(action, hold)
-                self.store(obs, action, reward, cost, terminated, truncated, info,
-                           None if hold is None else ~hold)
-                obs = next_obs
-                self.env_steps += per_step
-                session.add_steps(int(cost.shape[0]), step_sums(info), rejected_count(rejected),
-                                  float(cost.sum()))
-                if "episode" in info:
-                    ep, done = info["episode"], info["episode"]["done"]
-                    session.add_episodes(ep["return"][done].tolist(), ep["cost"][done].tolist(),
-                                         ep["success"][done].float().tolist())
-                if self.ready_to_learn():
-                    for _ in range(cfg.sac.updates_per_step):
-                        session.add_losses(self.learn())
+                session.check_interrupt()  # Ctrl-C, handled here, between two rounds
+                got = collector.collect()
+                if got is None:
+                    continue
+                self.env_steps += got.env_steps
+                session.add_steps(got.transitions, got.sums, got.rejected, got.cost)
+                if got.episodes is not None:
+                    session.add_episodes(*got.episodes)
+                updates = collector.updates(got, self.ready_to_learn())
+                for _ in range(updates):
+                    session.add_losses(self.learn())
+                collector.learned(got, updates, session)
                 if session.tick():
                     break
-                if session.evaluated and shared_eval:  # training episodes were cut: afresh
-                    self.cut_chains(obs)
-                    obs = self.reset_env(cfg.seed + self.env_steps)
+                collector.ticked(session)
+        collector.end()
         return self.history
 
     # -- what subclasses (offline-to-online fine-tuning, pixels) change -----------------------

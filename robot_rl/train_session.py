@@ -31,8 +31,8 @@ from robot_rl.run_loop import RunLoop
 
 
 class SessionHost(Protocol):
-    """What a ``TrainSession`` keeps the books of: a ``Runner``, or the distributed
-    learner (``robot_rl.dist``)."""
+    """What a ``TrainSession`` keeps the books of: a ``Runner`` (whatever its collector:
+    its own env, Ray's env-runners, the robot)."""
 
     cfg: Any
     """A ``TrainConfig`` (stop rules, logging, evaluation, progress bar)."""

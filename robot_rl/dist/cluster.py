@@ -26,14 +26,14 @@ import ray
 from rich.console import Console
 
 from robot_rl.checkpoint import CHECKPOINT, default_run_name, load_checkpoint
-from robot_rl.dist.learner import DistributedTraining, make_learner
+from robot_rl.dist.learner import PoolCollector, make_learner
+from robot_rl.dist.placement import where
 from robot_rl.dist.ray_pool import (
     RayPool,
     RobotPool,
     start_env_runners,
     start_robot_actor,
 )
-from robot_rl.dist.placement import where
 from robot_rl.dist.robot_learner import RobotFinetuneConfig, RobotFinetuneRunner, resolve_init
 from robot_rl.runner import Runner, TrainConfig
 
@@ -72,19 +72,18 @@ class LearnerActor:
         if isinstance(cfg, RobotFinetuneConfig):
             self.learner = RobotFinetuneRunner(cfg, console)
         else:
-            learner = make_learner(cfg, console)
-            assert isinstance(learner, Runner)
-            self.learner = learner
+            self.learner = make_learner(cfg, console)
 
     def train(self, handles: list[Any]) -> list[dict[str, float]]:
         """Train with the actors of ``handles`` (env-runners, or the one robot actor)."""
-        assert isinstance(self.learner, DistributedTraining)
-        log = self.learner.console.print
+        learner = self.learner
+        log = learner.console.print
+        robot = learner if isinstance(learner, RobotFinetuneRunner) else None
         pool: RayPool | RobotPool = (
-            RobotPool(handles[0], log=log) if isinstance(self.learner, RobotFinetuneRunner)
-            else RayPool(handles, self.learner.cfg.dist.max_runner_failures, log=log))
+            RobotPool(handles[0], log=log) if robot is not None
+            else RayPool(handles, learner.cfg.dist.max_runner_failures, log=log))
         try:
-            return self.learner.train_distributed(pool)
+            return learner.train(PoolCollector(learner, pool, hooks=robot))
         finally:
             pool.cancel()
 

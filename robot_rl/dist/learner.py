@@ -1,9 +1,10 @@
 """The learner: the SAC runner (or the fine-tuning runner) fed by env-runners.
 
-    learner = make_learner(cfg)                  # a DistRunner or DistFinetuneRunner
-    history = learner.train_distributed(pool)    # pool: the env-runners (ray_pool.RayPool)
+    learner = make_learner(cfg)                         # a Runner or FinetuneRunner
+    history = learner.train(PoolCollector(learner, pool))   # pool: ray_pool.RayPool
 
-The loop, per rollout received from whichever env-runner finished first:
+The runner's one loop (``robot_rl.collect``), with rollouts for rounds: per rollout received
+from whichever env-runner finished first:
 
     store the rollout's transitions; count its env steps and episodes
     gradient updates owed: rollout transitions x updates_per_step / num_envs  (the UTD ratio
@@ -29,14 +30,14 @@ from typing import Protocol
 import torch
 from rich.console import Console
 
-from robot_rl.algos import SAC
+from robot_rl.collect import Collected
 from robot_rl.dist.rollout import Rollout
 from robot_rl.dist.weights import acting_state
+from robot_rl.errors import ConfigError
 from robot_rl.finetune import FinetuneConfig, FinetuneRunner
 from robot_rl.finetune.demos import add_transitions
 from robot_rl.runner import Runner, TrainConfig
 from robot_rl.train_session import TrainSession
-from robot_rl.run_control import torch_threads
 
 
 class RunnerPool(Protocol):
@@ -54,91 +55,104 @@ class RunnerPool(Protocol):
         """The first rollout to arrive (blocking)."""
 
 
-class DistributedTraining:
-    """The learner's loop over rollouts (see the module docstring); mixed into a ``Runner``."""
-
-    n_step_ok = False  # rollouts arrive as one-step transitions
-    cfg: TrainConfig
-    agent: SAC
-    console: Console
-    env_steps: int
-    history: list[dict[str, float]]
-
-    def train_distributed(self, pool: RunnerPool) -> list[dict[str, float]]:
-        """Train on the rollouts of ``pool``'s env-runners until total_steps, the time budget
-        or the target success; returns the evaluation history (also in eval.csv)."""
-        assert isinstance(self, Runner)
-        cfg = self.cfg
-        self.before_training()
-        utd = cfg.sac.updates_per_step / cfg.num_envs
-        owed, version = 0.0, 0
-        stats = LoopStats(env_runners=pool.size)
-        pool.publish(acting_state(self.agent), version)
-        with torch_threads(cfg.threads), \
-                TrainSession(self) as session:
-            self.console.print(f"run dir: {self.run_dir}\nlearner on {cfg.device}; "
-                               f"{pool.size} env-runners x {cfg.num_envs} envs of "
-                               f"{cfg.task}, rollouts of {cfg.dist.collect_steps} steps; "
-                               f"safety: {cfg.safety}; update-to-data ratio {utd:g}")
-            for i in range(pool.size):
-                pool.submit(i, cfg.dist.collect_steps, self._uniform())
-            while self.env_steps < cfg.total_steps:
-                session.check_interrupt()
-                t0 = time.perf_counter()
-                ro = pool.next()
-                waited = time.perf_counter() - t0
-                if not self.accepts(ro):
-                    pool.submit(ro.runner, cfg.dist.collect_steps, self._uniform())
-                    continue
-                self.store_rollout(ro)
-                self.env_steps += ro.env_steps
-                session.add_steps(ro.steps, ro.sums, ro.rejected, float(ro.cost.sum()))
-                session.add_episodes(ro.episode_return, ro.episode_cost, ro.episode_success)
-                t1 = time.perf_counter()
-                n_updates = 0
-                if self.ready_to_learn():
-                    owed += ro.steps * utd
-                    while owed >= 1.0:
-                        session.add_losses(self.learn())
-                        owed -= 1.0
-                        n_updates += 1
-                if n_updates:
-                    version += 1
-                    pool.publish(acting_state(self.agent), version)
-                pool.submit(ro.runner, cfg.dist.collect_steps, self._uniform())
-                learn_s = time.perf_counter() - t1
-                session.add_losses({
-                    "dist/wait_seconds": waited, "dist/learn_seconds": learn_s,
-                    "dist/collect_seconds": ro.seconds,
-                    "dist/weight_lag": float(version - ro.version) if ro.version >= 0 else 0.0,
-                    "dist/updates_per_second": n_updates / max(learn_s, 1e-9)})
-                stats.add(ro, waited, learn_s, n_updates)
-                if session.tick():
-                    break
-        stats.write(self.run_dir / DIST_STATS, self.console)
-        return self.history
+class RolloutHooks(Protocol):
+    """What a learner of rollouts may add to the pool's defaults (the robot learner: skip
+    episodes it already has, keep the person's interventions)."""
 
     def accepts(self, ro: Rollout) -> bool:
-        """Whether to learn from ``ro`` (a restarted robot learner skips what it has)."""
-        return True
+        """Whether to learn from ``ro``."""
+        ...
 
-    def store_rollout(self, ro: Rollout) -> None:
-        """Add a rollout's transitions to the replay buffer and fold its observations into
-        the normalizer."""
-        assert isinstance(self, Runner)
+    def stored(self, ro: Rollout, tr: dict[str, torch.Tensor]) -> None:
+        """After ``ro``'s transitions ``tr`` went into the replay buffer."""
+        ...
+
+
+def store_transitions(runner: Runner, tr: dict[str, torch.Tensor]) -> None:
+    """Add transitions (``finetune.demos`` keys: obs, action, reward, cost, next_obs,
+    terminated) to the runner's replay buffer and their observations to its normalizer."""
+    add_transitions(runner.buffer, tr)
+    runner.agent.observe(tr["obs"])
+
+
+class PoolCollector:
+    """The rollouts of a pool of env-runners (or the robot actor) as a ``Runner``'s
+    collector (see the module docstring)."""
+
+    def __init__(self, runner: Runner, pool: RunnerPool, hooks: RolloutHooks | None = None):
+        cfg = runner.cfg
+        if cfg.sac.n_step > 1:
+            raise ConfigError(f"--sac.n-step {cfg.sac.n_step}: rollouts arrive as one-step "
+                              f"transitions; leave it at 1 with --ray")
+        self.runner, self.pool, self.hooks = runner, pool, hooks
+        self.utd = cfg.sac.updates_per_step / cfg.num_envs
+        self.owed, self.version = 0.0, 0
+        self.stats = LoopStats(env_runners=pool.size)
+        self._waited = self._t1 = 0.0
+        self._ro: Rollout | None = None
+
+    def begin(self, session: TrainSession) -> None:
+        r, cfg, pool = self.runner, self.runner.cfg, self.pool
+        pool.publish(acting_state(r.agent), self.version)
+        r.console.print(f"run dir: {r.run_dir}\nlearner on {cfg.device}; {pool.size} "
+                        f"env-runners x {cfg.num_envs} envs of {cfg.task}, rollouts of "
+                        f"{cfg.dist.collect_steps} steps; safety: {cfg.safety}; update-to-data "
+                        f"ratio {self.utd:g}")
+        for i in range(pool.size):
+            pool.submit(i, cfg.dist.collect_steps, self._uniform())
+
+    def collect(self) -> Collected | None:
+        t0 = time.perf_counter()
+        ro = self.pool.next()
+        self._waited = time.perf_counter() - t0
+        if self.hooks is not None and not self.hooks.accepts(ro):
+            self.pool.submit(ro.runner, self.runner.cfg.dist.collect_steps, self._uniform())
+            return None
         if len(ro):
-            self.store_transitions(ro.tensors(self.cfg.device))
+            tr = ro.tensors(self.runner.cfg.device)
+            store_transitions(self.runner, tr)
+            if self.hooks is not None:
+                self.hooks.stored(ro, tr)
+        elif self.hooks is not None:
+            self.hooks.stored(ro, {})
+        self._ro = ro
+        return Collected(ro.steps, ro.env_steps, ro.sums, ro.rejected, float(ro.cost.sum()),
+                         (ro.episode_return, ro.episode_cost, ro.episode_success))
 
-    def store_transitions(self, tr: dict[str, torch.Tensor]) -> None:
-        """Add transitions (``finetune.demos`` keys: obs, action, reward, cost, next_obs,
-        terminated) to the replay buffer and their observations to the normalizer."""
-        assert isinstance(self, Runner)
-        add_transitions(self.buffer, tr)
-        self.agent.observe(tr["obs"])
+    def updates(self, got: Collected, ready: bool) -> int:
+        self._t1 = time.perf_counter()
+        n = 0
+        if ready:
+            self.owed += got.transitions * self.utd
+            while self.owed >= 1.0:
+                self.owed -= 1.0
+                n += 1
+        return n
+
+    def learned(self, got: Collected, updates: int, session: TrainSession) -> None:
+        r, ro = self.runner, self._ro
+        assert ro is not None
+        if updates:
+            self.version += 1
+            self.pool.publish(acting_state(r.agent), self.version)
+        self.pool.submit(ro.runner, r.cfg.dist.collect_steps, self._uniform())
+        learn_s = time.perf_counter() - self._t1
+        session.add_losses({
+            "dist/wait_seconds": self._waited, "dist/learn_seconds": learn_s,
+            "dist/collect_seconds": ro.seconds,
+            "dist/weight_lag": float(self.version - ro.version) if ro.version >= 0 else 0.0,
+            "dist/updates_per_second": updates / max(learn_s, 1e-9)})
+        self.stats.add(ro, self._waited, learn_s, updates)
+
+    def ticked(self, session: TrainSession) -> None:
+        pass
+
+    def end(self) -> None:
+        self.stats.write(self.runner.run_dir / DIST_STATS, self.runner.console)
 
     def _uniform(self) -> bool:
-        assert isinstance(self, Runner)
-        return self.env_steps < self.cfg.sac.learning_starts and self.warmup_is_uniform()
+        r = self.runner
+        return r.env_steps < r.cfg.sac.learning_starts and r.warmup_is_uniform()
 
 
 DIST_STATS = "dist_stats.json"
@@ -191,19 +205,15 @@ class LoopStats:
                       f"{s['learn_seconds']:.0f} s", highlight=False)
 
 
-class DistRunner(DistributedTraining, Runner):
-    """The SAC runner learning from env-runners' rollouts."""
-
-
-class DistFinetuneRunner(DistributedTraining, FinetuneRunner):  # type: ignore[misc]
-    """The fine-tuning runner (RLPD / WSRL with demonstrations) learning from rollouts."""
-
-
-def make_learner(cfg: TrainConfig, console: Console | None = None) -> DistributedTraining:
-    """The learner of ``cfg``: fine-tuning for a FinetuneConfig, else SAC."""
+def make_learner(cfg: TrainConfig, console: Console | None = None) -> Runner:
+    """The learner of ``cfg``: fine-tuning for a FinetuneConfig, else SAC (its ``train``
+    takes a ``PoolCollector``)."""
+    if cfg.sac.n_step > 1:
+        raise ConfigError(f"--sac.n-step {cfg.sac.n_step}: rollouts arrive as one-step "
+                          f"transitions; leave it at 1 with --ray")
     if isinstance(cfg, FinetuneConfig):
-        return DistFinetuneRunner(cfg, console)
+        return FinetuneRunner(cfg, console)
     if type(cfg) is not TrainConfig:
         raise TypeError(f"training on Ray takes robot-rl train and finetune configs, not "
                         f"{type(cfg).__name__}")
-    return DistRunner(dataclasses.replace(cfg), console)
+    return Runner(dataclasses.replace(cfg), console)

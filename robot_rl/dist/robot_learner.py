@@ -31,7 +31,7 @@ from rich.console import Console
 from robot_rl.algos import SAC, SACConfig
 from robot_rl.checkpoint import CHECKPOINT, REPLAY, CheckpointError, load_checkpoint
 from robot_rl.data.reader import Dataset
-from robot_rl.dist.learner import DistributedTraining
+from robot_rl.dist.learner import store_transitions
 from robot_rl.dist.robot_actor import RobotSetup
 from robot_rl.dist.rollout import Rollout
 from robot_rl.errors import ConfigError
@@ -170,10 +170,12 @@ class AnchoredSAC(SAC):
         return a, logp, bc if aux is None else aux + bc
 
 
-class RobotFinetuneRunner(DistributedTraining, Runner):
-    """The learner of robot episodes (module docstring)."""
+class RobotFinetuneRunner(Runner):
+    """The learner of robot episodes (module docstring); it trains on a ``PoolCollector``
+    of the robot actor, with itself as the pool's ``RolloutHooks``."""
 
     cfg: RobotFinetuneConfig
+    n_step_ok = False  # the robot's rollouts arrive as one-step transitions
 
     def __init__(self, cfg: RobotFinetuneConfig, console: Console | None = None,
                  eval_env: VecEnv | None = None):
@@ -262,7 +264,7 @@ class RobotFinetuneRunner(DistributedTraining, Runner):
         if not new:
             return
         tr = transitions(ds, self.cfg.device, new)
-        self.store_transitions(tr)
+        store_transitions(self, tr)
         self._add_interventions(tr, tr["intervention"])
         self.env_steps += int(tr["obs"].shape[0])
         self.robot_episodes = ds.num_episodes
@@ -274,10 +276,8 @@ class RobotFinetuneRunner(DistributedTraining, Runner):
         # an episode the dataset already gave this learner (after a restart) is skipped
         return ro.episode_index < 0 or ro.episode_index >= self.robot_episodes
 
-    def store_rollout(self, ro: Rollout) -> None:
-        super().store_rollout(ro)
+    def stored(self, ro: Rollout, tr: dict[str, torch.Tensor]) -> None:
         if ro.intervention is not None and len(ro):
-            tr = ro.tensors(self.cfg.device)
             self._add_interventions(tr, torch.from_numpy(ro.intervention).to(self.cfg.device))
         if ro.episode_index >= 0:
             self.robot_episodes = ro.episode_index + 1

@@ -12,7 +12,7 @@ The state distillation's names are importable from here; the others from their m
 (they load the learners they distil).
 """
 
-from robot_rl.distill.dagger import DaggerConfig, dagger
+from robot_rl.distill.dagger import DaggerConfig
 from robot_rl.distill.state import (
     DistillConfig,
     DistillReport,
@@ -23,5 +23,5 @@ from robot_rl.distill.state import (
     teacher_policy,
 )
 
-__all__ = ["DaggerConfig", "DistillConfig", "DistillReport", "clone_expert", "dagger",
-           "distill", "fit_student", "load_student", "teacher_policy"]
+__all__ = ["DaggerConfig", "DistillConfig", "DistillReport", "clone_expert", "distill",
+           "fit_student", "load_student", "teacher_policy"]

@@ -9,7 +9,8 @@ fit to the whole aggregate after each iteration (Ross et al., 2011). What is lab
 and fit is the ``Learner``'s: a state student keeps (observation, action) rows, a pixel
 student images, proprioception and the hidden state, a chunked student observation
 histories, noises and chunks. The loop owns the schedule, the rollouts, the progress bar in
-a terminal and one line per iteration in a log.
+a terminal and one line per iteration in a log (or without the bar): beta, samples and the
+learner's losses.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ class DaggerConfig:
     seed: int = 0
     """Seed of rollouts and the student's initialization."""
     progress: bool = True
-    """Show the progress bar (a log gets one line per iteration either way)."""
+    """Show the progress bar in a terminal (elsewhere, or without it: one line per
+    iteration)."""
 
     def validate(self) -> None:
         if min(self.iterations, self.grad_steps, self.num_envs, self.batch_size) < 1:
@@ -69,8 +71,9 @@ class Learner(Protocol):
     """A student, its teacher and its data, as ``dagger`` drives them."""
 
     def act(self, obs: torch.Tensor, beta: float) -> torch.Tensor:
-        """Label the env's current state with the teacher, keep it, and return the action
-        to execute (the teacher's with probability ``beta``, else the student's)."""
+        """The action to execute at the env's current state (the teacher's with probability
+        ``beta``, else the student's), the state labelled with the teacher's and kept where
+        the student decides there (a chunked student: where a chunk starts)."""
         ...
 
     def stepped(self, result: StepResult) -> None:
@@ -105,10 +108,10 @@ def dagger(env: RolloutEnv, learner: Learner, cfg: DaggerConfig, console: Consol
     losses: dict[str, float] = {"loss": float("nan")}
     columns = (TextColumn(f"[bold]{label}"), BarColumn(),
                TextColumn("iteration {task.completed}/{task.total}"),
-               TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn())
+               TextColumn("{task.fields[losses]}"), TimeElapsedColumn())
     bar_shown = cfg.progress and console.is_terminal
     with Progress(*columns, console=console, disable=not bar_shown) as progress:
-        bar = progress.add_task(label, total=cfg.iterations, loss="-")
+        bar = progress.add_task(label, total=cfg.iterations, losses="loss -")
         obs = env.reset(seed=cfg.seed)
         for it in range(cfg.iterations):
             beta = cfg.beta_decay ** it
@@ -119,11 +122,11 @@ def dagger(env: RolloutEnv, learner: Learner, cfg: DaggerConfig, console: Consol
                     obs = result[0]
             with torch.enable_grad():
                 losses = learner.fit()
-            progress.update(bar, advance=1, loss=f"{losses['loss']:.2e}")
-            if not console.is_terminal:
+            shown = "  ".join(f"{k} {v:.3e}" for k, v in losses.items())
+            progress.update(bar, advance=1, losses=shown)
+            if not bar_shown:
                 console.print(f"[{label} iteration {it + 1}/{cfg.iterations}, "
                               f"{time.perf_counter() - t0:.0f} s]  beta {beta:.2f}  samples "
-                              f"{learner.samples:,}  "
-                              + "  ".join(f"{k} {v:.3e}" for k, v in losses.items()),
-                              highlight=False, markup=False, soft_wrap=True)
+                              f"{learner.samples:,}  {shown}", highlight=False, markup=False,
+                              soft_wrap=True)
     return losses, learner.samples

@@ -108,7 +108,7 @@ class PixelDistillConfig:
     def from_saved(cls, data: dict[str, Any]) -> PixelDistillConfig:
         """The config a pixel student file holds (files written before ``inputs`` and
         ``dagger`` were their own configs had their fields flat)."""
-        data = nest(nest(data, "inputs", PixelInputs), "dagger", DaggerConfig)
+        data = dict(nest(nest(data, "inputs", PixelInputs), "dagger", DaggerConfig))
         data["policy"] = {"activation": "relu", **data.get("policy", {})}  # before the choice
         return from_dict(cls, data)
 

@@ -90,7 +90,7 @@ def teacher_policy(agent: Any) -> DeployPolicy:
 def distill(cfg: DistillConfig, console: Console | None = None, env: VecEnv | None = None,
             eval_env: VecEnv | None = None) -> tuple[DeployPolicy, DistillReport]:
     """Distill the run's actor into a student; ``env`` / ``eval_env``: roll out and evaluate
-    in these (any ``VecEnv``) instead of envs of the run's task with ``cfg.dr``."""
+    in these (any ``VecEnv``) instead of envs of the run's task with ``cfg.dagger.dr``."""
     console = console or Console()
     d = cfg.dagger
     d.validate()

@@ -6,7 +6,7 @@
     dsrl.py     DSRL: SAC over a flow policy's noise (NoiseActionEnv, DSRLConfig, DSRLRunner)
     residual.py a bounded residual on a flow policy (ResidualEnv, ResidualConfig, ...)
     residual_base.py  the flow as its base: acting, along demonstrations, executed-action critics
-    onestep.py  one-step students of flow and DSRL runs
+    macro_step.py  one step of a wrapper env made of several control steps (MacroStepEnv)
 """
 
 from __future__ import annotations

@@ -56,9 +56,9 @@ class NoiseActionEnv(MacroStepEnv):
                  noise: NoiseSteps = "executed"):
         if policy.kind != "flow":
             raise ConfigError(f"DSRL steers a flow policy's noise; got a {policy.kind!r} policy")
-        super().__init__(env, policy, policy.cfg.executed)
         if noise_scale <= 0:
             raise ConfigError(f"noise_scale must be > 0, got {noise_scale}")
+        super().__init__(env, policy, policy.cfg.executed)
         self.noise_scale = noise_scale
         self.horizon, self.execute = policy.horizon, policy.cfg.executed
         self.noise_steps = self.execute if noise == "executed" else self.horizon

@@ -76,11 +76,11 @@ class ResidualEnv(MacroStepEnv):
     docstring)."""
 
     def __init__(self, env: VecEnv, policy: ChunkPolicy, scale: float = 0.1, every: int = 1):
-        super().__init__(env, policy, max(every, 1))
         if not 0.0 < scale <= 2.0:
             raise ConfigError(f"the residual scale must be in (0, 2], got {scale}")
         if every < 1:
             raise ConfigError(f"the residual's every must be >= 1 control step, got {every}")
+        super().__init__(env, policy, every)
         self.scale = scale
         self.base_dim = env.act_dim
         self.obs_dim = env.obs_dim + env.act_dim

@@ -16,7 +16,7 @@ import torch
 from robot_rl.algos import SAC, SACConfig, SafetyConfig
 from robot_rl.checkpoint import CHECKPOINT, REPLAY, load_checkpoint
 from robot_rl.dist.env_runner import EnvRunner
-from robot_rl.dist.learner import DistRunner
+from robot_rl.dist.learner import PoolCollector, make_learner
 from robot_rl.dist.rollout import Rollout
 from robot_rl.dist.weights import acting_state, load_acting_state
 from robot_rl.errors import ConfigError
@@ -111,9 +111,9 @@ class _LocalPool:
 @pytest.mark.slow
 def test_learner_keeps_the_update_to_data_ratio_and_publishes_after_updates(tmp_path):
     cfg = _cfg(tmp_path, total_steps=256)
-    learner = DistRunner(cfg)
+    learner = make_learner(cfg)
     pool = _LocalPool(cfg, 2)
-    history = learner.train_distributed(pool)
+    history = learner.train(PoolCollector(learner, pool))
     # 2 updates per vector step of 4 envs (UTD 0.5) for every rollout (4 steps x 4 envs)
     # from the one that brings the count to learning_starts = 64 on
     assert learner.env_steps == 256 and len(learner.buffer) == 256

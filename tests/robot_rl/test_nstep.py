@@ -122,7 +122,7 @@ def test_sac_bootstraps_with_each_transitions_own_discount():
 
 
 def test_runner_stores_n_step_transitions_and_refuses_where_it_cannot(tmp_path):
-    from robot_rl.dist.learner import DistRunner
+    from robot_rl.dist.learner import make_learner
     from robot_rl.finetune.runner import FinetuneRunner
     from robot_rl.runner import Runner
     from robot_rl.vision.pixel_runner import PixelRunner
@@ -145,4 +145,6 @@ def test_runner_stores_n_step_transitions_and_refuses_where_it_cannot(tmp_path):
 
     with pytest.raises(ConfigError, match="n-step"):
         OneStep(tiny_config(tmp_path, run_name="one", sac=SACConfig(**small, n_step=2)))
-    assert not (FinetuneRunner.n_step_ok or PixelRunner.n_step_ok or DistRunner.n_step_ok)
+    assert not (FinetuneRunner.n_step_ok or PixelRunner.n_step_ok)
+    with pytest.raises(ConfigError, match="n-step 2: rollouts arrive as one-step"):
+        make_learner(tiny_config(tmp_path, run_name="ray", sac=SACConfig(**small, n_step=2)))
