@@ -1,4 +1,6 @@
-"""ROS 2 nodes around the deploy runtime (real rclpy; the ``ros`` extra).
+"""What the ROS 2 nodes (``robot_rl.nodes``) share around the deploy runtime: topic
+conversions, images, parameters, spinning, ``RosRobot``, the launcher (real rclpy; the
+``ros`` extra).
 
     robot-rl-policy-node --ros-args --params-file launch/config/arm7.yaml -p artifact:=DIR
     robot-rl-sim-robot-node --ros-args --params-file launch/config/arm7.yaml

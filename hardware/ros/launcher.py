@@ -38,8 +38,8 @@ def default_params_file() -> Path:
 
 def node_command(module: str, params_file: Path, overrides: dict[str, object]) -> list[str]:
     """The command line of one node, as launch_ros builds it; ``module`` is a node module of
-    this package (``policy_node``) or a dotted path (``robot_rl.recording.teleop_node``)."""
-    path = module if "." in module else f"robot_rl.hardware.ros.{module}"
+    ``robot_rl.nodes`` (``policy_node``) or a dotted path."""
+    path = module if "." in module else f"robot_rl.nodes.{module}"
     cmd = [sys.executable, "-m", path, "--ros-args",
            "--params-file", str(params_file)]
     for k, v in overrides.items():

@@ -175,7 +175,7 @@ def _record_ros(cfg: SysidRecordConfig, console: Console) -> None:
         procs.append(("sim_robot_node", subprocess.Popen(
             node_command("sim_robot_node", params, sim_node_overrides(cfg.sim)), env=env)))
     procs.append(("sysid_node", subprocess.Popen(
-        node_command("robot_rl.sysid.node", params, overrides), env=env)))
+        node_command("sysid_node", params, overrides), env=env)))
     code = run_nodes(procs, None, params, console)
     if code:
         raise SystemExit(code)

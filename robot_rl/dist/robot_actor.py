@@ -129,7 +129,7 @@ class RobotActor:
         try:
             node = None
             if setup.robot == "ros":
-                from robot_rl.dist.ros_node import start_finetune_node
+                from robot_rl.nodes.finetune_node import start_finetune_node
                 from robot_rl.hardware.ros.launcher import default_params_file
 
                 node, self._spin = start_finetune_node(

@@ -5,7 +5,7 @@ teleoperation devices, the deploy runtime), and joins them:
 
     record.py          ``robot-rl record``: teleoperation, experts or a policy in simulation
     robot_recorder.py  recording on a robot through the deploy runtime (HIL interventions)
-    teleop_node.py     the same as a ROS 2 node (``robot-rl-teleop-node``)
+    (the same as a ROS 2 node: ``robot_rl.nodes.teleop_node``, ``robot-rl-teleop-node``)
     arm_import.py      a real arm's joint states and commands as episodes of a task
     rosbag_import.py   rosbag2 / MCAP recordings of an arm into datasets
     lerobot_import.py  LeRobot datasets of an arm into datasets

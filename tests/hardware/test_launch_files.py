@@ -71,10 +71,10 @@ def test_ament_package_files():
 
 def test_params_file_keys_are_node_parameters():
     pytest.importorskip("rclpy", reason="the nodes' parameter classes come with the ros extra")
-    from robot_rl.hardware.ros.policy_node import PolicyNodeParams
-    from robot_rl.hardware.ros.sim_robot_node import SimRobotNodeParams
-    from robot_rl.recording.teleop_node import TeleopNodeParams
-    from robot_rl.sysid.node import SysidNodeParams
+    from robot_rl.nodes.policy_node import PolicyNodeParams
+    from robot_rl.nodes.sim_robot_node import SimRobotNodeParams
+    from robot_rl.nodes.sysid_node import SysidNodeParams
+    from robot_rl.nodes.teleop_node import TeleopNodeParams
 
     PARAM_CLASSES = {"policy_node": PolicyNodeParams, "sim_robot_node": SimRobotNodeParams,
                      "teleop_node": TeleopNodeParams, "sysid_node": SysidNodeParams}

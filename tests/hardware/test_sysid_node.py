@@ -89,7 +89,7 @@ def test_record_through_ros_and_fit(tmp_path: Path) -> None:
 def test_stop_holds_the_arm_and_saves_nothing(tmp_path: Path) -> None:
     domain = _domain_id()
     sim = _start("sim_robot_node", {}, domain)
-    node = _start("robot_rl.sysid.node", {"out": tmp_path / "rec", "duration": 10.0}, domain)
+    node = _start("robot_rl.nodes.sysid_node", {"out": tmp_path / "rec", "duration": 10.0}, domain)
     obs = Observer(domain)
     try:
         deadline = time.monotonic() + 60

@@ -62,7 +62,7 @@ def test_keys_in_the_terminal_record_an_episode_on_the_ros_arm(tmp_path: Path):
     sim = Node("sim_robot_node", {}, domain)
     # a loaded 2-core host can starve /joint_states for 15 ms: a 100 ms watchdog here (a
     # trip drops the episode, see test_robot_recorder), and Enter, not the length, ends it
-    node = Node("robot_rl.recording.teleop_node",
+    node = Node("robot_rl.nodes.teleop_node",
                 {"task": "reach", "device": "keyboard", "out": out, "episodes": 1,
                  "watchdog_periods": 20, "episode_length": 1000}, domain, stdin=True)
     try:

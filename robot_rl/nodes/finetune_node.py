@@ -27,7 +27,7 @@ require_rclpy()
 import rclpy  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 
-from robot_rl.hardware.ros.policy_node import PolicyNode  # noqa: E402
+from robot_rl.nodes.policy_node import PolicyNode  # noqa: E402
 
 
 class FinetuneNode(PolicyNode):

@@ -29,8 +29,8 @@ from robot_rl.hardware.ros import require_rclpy
 require_rclpy()
 
 from robot_rl.errors import RobotRLError  # noqa: E402
-from robot_rl.hardware.ros.policy_node import PolicyNode, PolicyNodeParams  # noqa: E402
 from robot_rl.hardware.ros.spin import spin_node  # noqa: E402
+from robot_rl.nodes.policy_node import PolicyNode, PolicyNodeParams  # noqa: E402
 
 DEVICES = ("keyboard", "spacemouse", "gamepad")
 

@@ -41,10 +41,10 @@ from robot_rl.errors import RobotRLError  # noqa: E402
 from robot_rl.hardware.robot import HardLimits, RobotError  # noqa: E402
 from robot_rl.hardware.ros.convert import JointStateParser, sample_time  # noqa: E402
 from robot_rl.hardware.ros.params import declare  # noqa: E402
-from robot_rl.hardware.ros.policy_node import STATE_QOS  # noqa: E402
 from robot_rl.hardware.ros.ros_robot import RosRobot  # noqa: E402
 from robot_rl.hardware.ros.spin import SENSOR_QOS, spin_node  # noqa: E402
 from robot_rl.hardware.timing import Throttle  # noqa: E402
+from robot_rl.nodes.policy_node import STATE_QOS  # noqa: E402
 from robot_rl.robots import get_robot  # noqa: E402
 from robot_rl.sysid.excitation import ExcitationConfig  # noqa: E402
 from robot_rl.sysid.record import RecordConfig, record_steady  # noqa: E402
