@@ -13,7 +13,7 @@ stamp and the time it arrived. The arm holds where it is at the end, and on any 
 
 Position interface only: the excitation is a position trajectory, and the replay models the
 arm's position servo. Send times and reading stamps must be on one clock (the simulated
-arms stamp with ``time.monotonic``, as this loop does; ``sysid.node`` maps a JointState's
+arms stamp with ``time.monotonic``, as this loop does; ``nodes.sysid_node`` maps a JointState's
 header stamp onto it).
 """
 
