@@ -226,7 +226,6 @@ class BCRunner:
             + (f"; {len(self.demos.heldout_episodes)} episode(s) held out"
                if self.heldout is not None else ""))
         t_log, steps_log = time.perf_counter(), self.grad_steps
-        self._losses, self._loss = [], float("nan")
         columns = (TextColumn("loss {task.fields[loss]:.4f}"),
                    TextColumn("success {task.fields[success]}"))
         with RunLoop(self, cfg.algo, cfg.steps, unit="gradient steps", count="grad_steps",

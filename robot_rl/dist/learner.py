@@ -68,6 +68,13 @@ class RolloutHooks(Protocol):
         ...
 
 
+def refuse_n_step(cfg: TrainConfig) -> None:
+    """ConfigError for ``--sac.n-step`` > 1: rollouts arrive as one-step transitions."""
+    if cfg.sac.n_step > 1:
+        raise ConfigError(f"--sac.n-step {cfg.sac.n_step}: rollouts arrive as one-step "
+                          f"transitions; leave it at 1 with --ray")
+
+
 def store_transitions(runner: Runner, tr: dict[str, torch.Tensor]) -> None:
     """Add transitions (``finetune.demos`` keys: obs, action, reward, cost, next_obs,
     terminated) to the runner's replay buffer and their observations to its normalizer."""
@@ -81,9 +88,7 @@ class PoolCollector:
 
     def __init__(self, runner: Runner, pool: RunnerPool, hooks: RolloutHooks | None = None):
         cfg = runner.cfg
-        if cfg.sac.n_step > 1:
-            raise ConfigError(f"--sac.n-step {cfg.sac.n_step}: rollouts arrive as one-step "
-                              f"transitions; leave it at 1 with --ray")
+        refuse_n_step(cfg)
         self.runner, self.pool, self.hooks = runner, pool, hooks
         self.utd = cfg.sac.updates_per_step / cfg.num_envs
         self.owed, self.version = 0.0, 0
@@ -207,10 +212,8 @@ class LoopStats:
 
 def make_learner(cfg: TrainConfig, console: Console | None = None) -> Runner:
     """The learner of ``cfg``: fine-tuning for a FinetuneConfig, else SAC (its ``train``
-    takes a ``PoolCollector``)."""
-    if cfg.sac.n_step > 1:
-        raise ConfigError(f"--sac.n-step {cfg.sac.n_step}: rollouts arrive as one-step "
-                          f"transitions; leave it at 1 with --ray")
+    takes a ``PoolCollector``); refused before a run directory is made."""
+    refuse_n_step(cfg)
     if isinstance(cfg, FinetuneConfig):
         return FinetuneRunner(cfg, console)
     if type(cfg) is not TrainConfig:

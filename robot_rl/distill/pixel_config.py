@@ -17,7 +17,7 @@ from robot_rl.distill.dagger import DaggerConfig
 from robot_rl.errors import ConfigError
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.vision.pixel_inputs import PixelInputs
-from robot_rl.vision.student import PixelPolicyConfig
+from robot_rl.vision.student import PixelPolicyConfig, saved_policy
 
 
 def _pixel_dagger() -> DaggerConfig:
@@ -109,7 +109,7 @@ class PixelDistillConfig:
         """The config a pixel student file holds (files written before ``inputs`` and
         ``dagger`` were their own configs had their fields flat)."""
         data = dict(nest(nest(data, "inputs", PixelInputs), "dagger", DaggerConfig))
-        data["policy"] = {"activation": "relu", **data.get("policy", {})}  # before the choice
+        data["policy"] = saved_policy(data.get("policy", {}))
         return from_dict(cls, data)
 
 

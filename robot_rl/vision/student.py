@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -78,6 +78,7 @@ class PixelPolicyConfig:
     state policy, uses ELU (docs/vision-history.md)."""
     shift: int = 4
     """DrQ random-shift padding [px] while training (0: none)."""
+
     encoder: Literal["conv", "resnet18"] = "conv"
     """Each camera's encoder: the small conv net trained from scratch, or a ResNet-18 trunk
     (``robot_rl.vision.resnet``: torchvision's weight files load; ~35x the conv net's cost
@@ -90,6 +91,12 @@ class PixelPolicyConfig:
 def cameras_of(image_shapes: dict[str, tuple[int, int, int]]) -> list[str]:
     """The camera names of an env's image keys, in order."""
     return list(dict.fromkeys(k.rsplit(".", 1)[0] for k in image_shapes))
+
+
+def saved_policy(data: dict[str, Any]) -> dict[str, Any]:
+    """A saved ``PixelPolicyConfig`` as it reads today: students saved before the activation
+    was a choice used ReLU."""
+    return {"activation": "relu", **data}
 
 
 class PixelPolicy(nn.Module):

@@ -19,11 +19,11 @@ from typing import Any
 import torch
 
 from robot_rl.checkpoint import CheckpointError, save_atomic
-from robot_rl.config_io import from_dict, to_dict
+from robot_rl.config_io import from_dict, nest, to_dict
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.randomization import DRPreset
 from robot_rl.vision.pixel_inputs import PixelInputs
-from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig
+from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig, saved_policy
 
 PIXEL_STUDENT_FORMAT = "robot_rl.pixel_student"
 
@@ -63,11 +63,8 @@ def student_record(state: dict[str, Any]) -> StudentRecord:
     """The record of a loaded pixel student file (files written before ``inputs`` had its
     fields, and the policy's, flat in ``config``)."""
     config = state["config"]
-    inputs = state.get("inputs") or {f.name: config[f.name]
-                                     for f in dataclasses.fields(PixelInputs)
-                                     if f.name in config}
-    policy = dict(state.get("policy") or config["policy"])
-    policy.setdefault("activation", "relu")  # students saved before the choice
+    inputs = state.get("inputs") or nest(config, "inputs", PixelInputs)["inputs"]
+    policy = saved_policy(state.get("policy") or config["policy"])
     dr = state.get("dr") or config.get("dr") or config.get("dagger", {}).get("dr", "default")
     teacher = config.get("teacher")
     return StudentRecord(task=str(state["task"]["name"]), inputs=from_dict(PixelInputs, inputs),
