@@ -58,7 +58,7 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
-from robot_rl.dist.learner import DIST_STATS
+from robot_rl.cluster.collector import DIST_STATS
 from robot_rl.hardware.home_move import HomeMoveConfig
 from robot_rl.hardware.sim_robot import SimRobotConfig
 from robot_rl.ray_options import RayOptions
@@ -156,12 +156,12 @@ def one_process(tmp: Path, args: Args, learn: bool) -> dict[str, float]:
 
 
 def on_ray(tmp: Path, args: Args, n: int, learn: bool, where: str) -> dict[str, float]:
-    from robot_rl.dist.cluster import train_on_ray
+    from robot_rl.cluster.driver import train_on_ray
 
     # a fresh run directory per row (one that holds a checkpoint would be resumed)
     name = f"ray{n}_{learn}_{where.replace(' ', '_')}"
     cfg = _cfg(tmp, name, args, learn, ray="auto", env_runners=n)
-    _, run_dir = train_on_ray(cfg, Console(quiet=True))
+    _, run_dir = train_on_ray(cfg, console=Console(quiet=True))
     return json.loads((run_dir / DIST_STATS).read_text())
 
 
@@ -257,7 +257,7 @@ def reach(args: Args, console: Console) -> list[dict[str, Any]]:
                 runner = Runner(cfg)
                 history = runner.train()
             else:
-                from robot_rl.dist.cluster import train_on_ray
+                from robot_rl.cluster.driver import train_on_ray
 
                 history, _ = train_on_ray(dataclasses.replace(cfg, ray="local",
                                                               env_runners=n))
@@ -289,10 +289,11 @@ def _robot_run(args: Args, tmp: Path, name: str, sim: SimRobotConfig, learn: boo
     (``learn=False``: the init policy, one block, no updates)."""
     import ray
 
-    from robot_rl.dist.cluster import RayTraining
-    from robot_rl.dist.robot_actor import RobotSetup
-    from robot_rl.dist.robot_learner import RobotFinetuneConfig, robot_sac
-    from robot_rl.dist.robot_loop import OnlineLoopConfig
+    from robot_rl.cluster.driver import RayTraining
+    from robot_rl.finetune.robot.actor import RobotSetup
+    from robot_rl.finetune.robot.learner import RobotFinetuneConfig, RobotFinetuneRunner, robot_sac
+    from robot_rl.finetune.robot.loop import OnlineLoopConfig
+    from robot_rl.finetune.robot.pool import ROBOT
     from robot_rl.hardware.runtime import DeployConfig
 
     assert args.init is not None
@@ -310,7 +311,7 @@ def _robot_run(args: Args, tmp: Path, name: str, sim: SimRobotConfig, learn: boo
                          reset_fallen_arm=True),
         dist=RayOptions(runner_cpus=1.0, learner_cpus=1.0))
     marks = [0.0] + ([m * 60 for m in _marks(args)] if learn else [])
-    training = RayTraining(cfg, Console(quiet=True)).start()
+    training = RayTraining(cfg, RobotFinetuneRunner, ROBOT, Console(quiet=True)).start()
     robot = training.runners[0]
     blocks: list[dict[str, Any]] = []
     try:
@@ -456,11 +457,12 @@ def faults(args: Args, console: Console) -> list[dict[str, Any]]:
     import ray
 
     from robot_rl.checkpoint import CHECKPOINT, REPLAY, load_checkpoint
+    from robot_rl.cluster.driver import RayTraining
     from robot_rl.data.reader import Dataset
-    from robot_rl.dist.cluster import RayTraining
-    from robot_rl.dist.robot_actor import RobotSetup
-    from robot_rl.dist.robot_learner import RobotFinetuneConfig
-    from robot_rl.dist.robot_loop import OnlineLoopConfig
+    from robot_rl.finetune.robot.actor import RobotSetup
+    from robot_rl.finetune.robot.learner import RobotFinetuneConfig, RobotFinetuneRunner
+    from robot_rl.finetune.robot.loop import OnlineLoopConfig
+    from robot_rl.finetune.robot.pool import ROBOT
     from robot_rl.hardware.runtime import DeployConfig
 
     tmp = Path(tempfile.mkdtemp(prefix="online_faults_"))
@@ -472,7 +474,7 @@ def faults(args: Args, console: Console) -> list[dict[str, Any]]:
         cfg = dataclasses.replace(_cfg(tmp, "sim", args, learn=True), ray="auto",
                                   env_runners=2, time_budget=60.0, checkpoint_every=5.0,
                                   save_replay=True)
-        tr = RayTraining(cfg, Console(quiet=True)).start()
+        tr = RayTraining(cfg, console=Console(quiet=True)).start()
         ckpt = tr.run_dir / CHECKPOINT
         try:
             runner_pid = ray.get(tr.runners[0].where.remote())[1]
@@ -509,7 +511,7 @@ def faults(args: Args, console: Console) -> list[dict[str, Any]]:
                              loop=OnlineLoopConfig(restart_after_hold=1.0, home=args.home),
                              reset_fallen_arm=True),
             dist=RayOptions(runner_cpus=1.0, learner_cpus=1.0))
-        tr = RayTraining(rcfg, Console(quiet=True)).start()
+        tr = RayTraining(rcfg, RobotFinetuneRunner, ROBOT, Console(quiet=True)).start()
         ckpt = tr.run_dir / CHECKPOINT
         try:
             learner_pid = ray.get(tr.learner.where.remote())[1]
@@ -523,12 +525,12 @@ def faults(args: Args, console: Console) -> list[dict[str, Any]]:
             tr.run()
             thread.join(timeout=5)
             new_learner = ray.get(tr.learner.where.remote())[1]
-            summary = tr.robot_summary()
+            summary = ROBOT.summary(tr.runners)
         finally:
             tr.stop()
         state = _load(ckpt) or {"env_steps": -1, "robot_episodes": 0}
         replay = torch.load(tr.run_dir / REPLAY, weights_only=False)
-        ds = Dataset(tr.robot_dataset)  # type: ignore[arg-type]
+        ds = Dataset(ROBOT.dataset(tr.cfg))
         lengths = [int(r["length"]) for r in ds.episodes]
         rows.append({"run": "robot", "killed": "learner",
                      "restarted": new_learner != learner_pid,

@@ -43,18 +43,18 @@ from rich.console import Console
 from rich.table import Table
 
 from robot_rl.algos import SAC
+from robot_rl.cluster.collector import PoolCollector
+from robot_rl.cluster.env_runner import EnvRunner, runner_seed
+from robot_rl.cluster.rollout import Rollout
 from robot_rl.controllers import JointDeltaConfig
 from robot_rl.controllers.arm_model import ArmModel
-from robot_rl.dist.env_runner import EnvRunner, runner_seed
-from robot_rl.dist.learner import PoolCollector
-from robot_rl.dist.robot_learner import (
+from robot_rl.evaluate import EvalResult, evaluate
+from robot_rl.finetune.robot.learner import (
     RobotFinetuneConfig,
     RobotFinetuneRunner,
     resolve_init,
     robot_sac,
 )
-from robot_rl.dist.rollout import Rollout
-from robot_rl.evaluate import EvalResult, evaluate
 from robot_rl.hardware.sim_robot import SimRobotConfig, build_model
 from robot_rl.robots import get_robot
 from robot_rl.runner import TrainConfig, load_agent
@@ -189,6 +189,9 @@ class _ReplicaPool:
     def next(self) -> Rollout:
         steps, uniform = self.pending.pop(0)
         return self.runner.collect(steps, uniform)
+
+    def cancel(self) -> None:
+        self.pending.clear()
 
 
 def zero_shot(args: Args, agent: SAC, cfg: TrainConfig) -> dict[int, float]:

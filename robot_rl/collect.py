@@ -4,7 +4,7 @@ HIL-SERL on the robot); what differs between training in one process, on Ray's
 env-runners and from the robot is the collector it is given:
 
     runner.train()                              # LocalCollector: the runner's own VecEnv
-    runner.train(PoolCollector(runner, pool))   # robot_rl.dist: rollouts of env-runners or
+    runner.train(PoolCollector(runner, pool))   # robot_rl.cluster: rollouts of env-runners or
                                                 # the robot actor
 The loop, per round:
 
@@ -42,6 +42,8 @@ class Collected:
     """Their summed constraint cost."""
     episodes: tuple[list[float], list[float], list[float]] | None = None
     """The episodes that ended: (returns, costs, successes); None: none reported."""
+    source: Any = None
+    """What the collector collected it from (a pool's rollout), for its own ``learned``."""
 
 
 class Collector(Protocol):

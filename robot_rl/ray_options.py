@@ -1,6 +1,6 @@
 """Options of training on Ray (``robot-rl train --ray auto --env-runners 4``): how many
 env-runner actors collect, how big their batches are, and what each actor asks of the
-cluster. Read by ``robot_rl.dist``; a field of ``TrainConfig`` so a run's config.json keeps
+cluster. Read by ``robot_rl.cluster``; a field of ``TrainConfig`` so a run's config.json keeps
 them."""
 
 from __future__ import annotations

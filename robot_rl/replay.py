@@ -97,6 +97,14 @@ class ReplayBuffer:
         self.pos = (self.pos + n) % self.capacity
         self.size = min(self.size + n, self.capacity)
 
+    def add_transitions(self, tr: dict[str, torch.Tensor]) -> int:
+        """Store the transitions of a dict (keys obs, action, reward, cost, next_obs,
+        terminated, and every extra tensor of the buffer; N rows each); returns N."""
+        if len(tr["obs"]):
+            self.add(tr["obs"], tr["action"], tr["reward"], tr["cost"], tr["next_obs"],
+                     tr["terminated"], extra={k: tr[k] for k in self.extra})
+        return int(tr["obs"].shape[0])
+
     def sample(self, batch_size: int, generator: torch.Generator | None = None) -> Batch:
         """``batch_size`` transitions drawn uniformly with replacement."""
         if self.size == 0:

@@ -1,5 +1,5 @@
 """The frame of every training run's loop, whatever it counts (env steps of the SAC runner and
-the distributed learner, gradient steps of behaviour cloning):
+the distributed learner, gradient steps of behaviour cloning, rounds of filtered BC):
 
     with RunLoop(host, "push bc-flow", total=cfg.steps, unit="gradient steps",
                  count="grad_steps") as loop:
@@ -40,6 +40,7 @@ from rich.progress import (
 
 from robot_rl.checkpoint import CHECKPOINT
 from robot_rl.evaluate import EvalResult
+from robot_rl.run_config import RunConfig
 from robot_rl.run_control import StopRules, saving_on_interrupt, summary_writer
 
 
@@ -47,8 +48,11 @@ class LoopHost(Protocol):
     """What a ``RunLoop`` frames: a runner with a config, a run directory, an evaluation
     history and a checkpoint."""
 
-    cfg: Any
-    """Its ``target_success``, ``time_budget``, ``checkpoint_every`` and ``progress``."""
+    @property
+    def cfg(self) -> RunConfig:
+        """Its ``target_success``, ``time_budget``, ``checkpoint_every`` and ``progress``."""
+        ...
+
     console: Any
     run_dir: Path
     elapsed: float

@@ -52,6 +52,7 @@ from robot_rl.evaluate import EvalResult, evaluate_agent
 from robot_rl.nstep import COST_DISCOUNT, DISCOUNT, NStepTransitions, NStepWriter
 from robot_rl.ray_options import RayOptions
 from robot_rl.replay import Batch, ExtraSpec, ReplayBuffer, mirror_half
+from robot_rl.run_config import RunConfig
 from robot_rl.run_control import torch_threads
 from robot_rl.sim import TaskConfig, WarpOptions, dr_preset, make_env, make_task_config
 from robot_rl.sim.env import BatchedEnv
@@ -72,7 +73,7 @@ EVAL_FIELDS = ("env_steps", "seconds", "success_rate", "return", "episode_cost",
 
 
 @dataclasses.dataclass(kw_only=True)
-class TrainConfig:
+class TrainConfig(RunConfig):
     """Train a policy with SAC and a safety critic in batched simulation.
 
     Example: robot-rl train --task reach --safety gate --time-budget 300
@@ -89,10 +90,6 @@ class TrainConfig:
     """Parallel training envs."""
     total_steps: int = 2_000_000
     """Env transitions to collect (all envs together)."""
-    time_budget: float | None = None
-    """Stop after this many seconds of training (wall clock, summed over resumes)."""
-    target_success: float | None = None
-    """Stop once an evaluation reaches this success rate (see target_evals)."""
     target_evals: int = 1
     """Evaluations in a row that must reach target_success before training stops. With 2 or
     more, one lucky evaluation of a policy short of the target does not end training: 31 of
@@ -119,23 +116,11 @@ class TrainConfig:
     """Episodes per evaluation."""
     log_every: int = 2_000
     """Log training scalars every this many env transitions."""
-    checkpoint_every: float = 120.0
-    """Seconds between checkpoints."""
     keep_every: int = 0
     """Also keep the policy of every this many env steps, as checkpoints/step_<env steps>.pt
     beside latest.pt (no replay buffer; ``robot-rl eval`` takes the file): 0 keeps none."""
     save_replay: bool = True
     """Save the replay buffer with checkpoints (exact resumption; larger files)."""
-    runs_dir: Path = Path("runs")
-    """Parent folder of run directories."""
-    run_name: str | None = None
-    """Run directory name (default {task}__{algo}__{seed}__{time})."""
-    resume: Path | None = None
-    """Continue the run in this directory from its last checkpoint; its saved config is used,
-    except total_steps, time_budget, target_success, target_evals and threads, taken from
-    this command line."""
-    progress: bool = True
-    """Show the progress bar."""
     ray: str | None = None
     """Collect with env-runner actors on Ray and learn in a learner actor: auto (join the
     running cluster, or start Ray here), local (always start one here), or a cluster's
@@ -192,14 +177,13 @@ class TrainConfig:
         return from_dict(cls, data)
 
     def validate(self) -> None:
+        self.validate_run()
         if self.num_envs < 1 or self.total_steps < 1:
             raise ConfigError("num_envs and total_steps must be >= 1")
         if self.eval_episodes < 1 or self.eval_every < 1 or self.log_every < 1 or \
                 self.target_evals < 1:
             raise ConfigError("eval_episodes, eval_every, log_every and target_evals must be "
                               ">= 1")
-        if self.time_budget is not None and self.time_budget <= 0:
-            raise ConfigError(f"time_budget must be > 0 seconds, got {self.time_budget}")
         if self.keep_every < 0:
             raise ConfigError(f"keep_every must be >= 0 env steps, got {self.keep_every}")
         if self.threads is not None and self.threads < 1:

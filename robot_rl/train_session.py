@@ -1,5 +1,5 @@
 """The bookkeeping of one off-policy training run, whoever collects the data: the SAC runner
-steps its own env, the distributed learner (``robot_rl.dist``) receives rollouts from
+steps its own env, the distributed learner (``robot_rl.cluster``) receives rollouts from
 env-runner actors. Both feed a ``TrainSession`` the same counts and call ``tick`` once per
 round of collection and learning:
 

@@ -9,13 +9,14 @@ from typing import Literal
 
 from robot_rl.errors import ConfigError
 from robot_rl.policies import PolicyConfig
+from robot_rl.run_config import RunConfig
 from robot_rl.sim.randomization import DRPreset
 
 BCAlgo = Literal["bc-flow", "bc-mlp"]
 
 
 @dataclasses.dataclass(kw_only=True)
-class BCConfig:
+class BCConfig(RunConfig):
     """Behaviour cloning of a chunked policy (flow matching, or the MLP baseline) from a
     dataset, evaluated in simulation as it learns.
 
@@ -61,10 +62,6 @@ class BCConfig:
     """Decay of the exponential moving average of the weights that act (0: no EMA)."""
     grad_clip: float = 1.0
     """Gradient norm clip."""
-    time_budget: float | None = None
-    """Stop after this many seconds of training (wall clock, summed over resumes)."""
-    target_success: float | None = None
-    """Stop once an evaluation reaches this success rate."""
     eval_every: int = 2_000
     """Evaluate in simulation every this many gradient steps (and at the end)."""
     eval_episodes: int = 32
@@ -78,23 +75,13 @@ class BCConfig:
     """Domain randomization of the evaluation env (default: the dataset's)."""
     log_every: int = 500
     """Log the loss every this many gradient steps."""
-    checkpoint_every: float = 120.0
-    """Seconds between checkpoints."""
     seed: int = 0
     """Seed of the networks, batches, noise and evaluation episodes."""
     device: str = "cpu"
     """Torch device of training and evaluation."""
-    runs_dir: Path = Path("runs")
-    """Parent folder of run directories."""
-    run_name: str | None = None
-    """Run directory name (default {task}__{algo}__{seed}__{time})."""
-    resume: Path | None = None
-    """Continue the run in this directory from its checkpoint (its saved config is used,
-    except steps, time_budget and target_success, taken from this command line)."""
-    progress: bool = True
-    """Show the progress bar (the log lines are printed either way)."""
 
     def validate(self) -> None:
+        self.validate_run()
         self.policy.validate()
         if self.steps < 1 or self.batch_size < 1 or self.lr <= 0:
             raise ConfigError("--steps and --batch-size must be >= 1 and --lr > 0")
@@ -108,8 +95,6 @@ class BCConfig:
             raise ConfigError(f"--holdout must be in [0, 1), got {self.holdout}")
         if self.max_episodes is not None and self.max_episodes < 1:
             raise ConfigError(f"--max-episodes must be >= 1, got {self.max_episodes}")
-        if self.time_budget is not None and self.time_budget <= 0:
-            raise ConfigError(f"--time-budget must be > 0 seconds, got {self.time_budget}")
 
     @property
     def kind(self) -> Literal["flow", "mlp"]:

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import torch
 import tyro
 from rich.console import Console
+from rich.progress import TextColumn
 
 from robot_rl.bc.runner import (
     BCRunner,
@@ -35,7 +35,10 @@ from robot_rl.bc.runner import (
 from robot_rl.checkpoint import default_run_name, write_curve
 from robot_rl.config_io import to_dict
 from robot_rl.errors import ConfigError
+from robot_rl.evaluate import EvalResult
 from robot_rl.policies import ChunkData, ChunkPolicy
+from robot_rl.run_config import RunConfig
+from robot_rl.run_loop import RunLoop
 from robot_rl.sim.vec_env import VecEnv
 
 FIELDS = ("env_steps", "seconds", "success_rate", "return", "episode_cost",
@@ -43,7 +46,7 @@ FIELDS = ("env_steps", "seconds", "success_rate", "return", "episode_cost",
 
 
 @dataclasses.dataclass(kw_only=True)
-class FilteredBCConfig:
+class FilteredBCConfig(RunConfig):
     """Re-train a BC policy on its own successful rollouts, round after round.
 
     Example: robot-rl bc-filtered runs/push__bc-flow__0__20261123-101500 --rounds 10
@@ -63,18 +66,19 @@ class FilteredBCConfig:
     """Parallel envs of the rollouts."""
     total_steps: int | None = None
     """Stop once this many env steps were rolled out (default: the rounds decide)."""
-    time_budget: float | None = None
-    """Stop after this many seconds."""
     eval_episodes: int = 64
     """Evaluation episodes after each round (as the exported policy acts)."""
     seed: int = 0
     """Seed of the rollouts, batches and evaluation episodes."""
-    runs_dir: Path = Path("runs")
-    """Parent folder of run directories."""
-    run_name: str | None = None
-    """Run directory name (default {task}__bc-filtered__{seed}__{time})."""
+    resume: tyro.conf.Suppress[Path | None] = None
+    """Not taken: a filtered run starts from its BC run (the episodes it kept are not in its
+    checkpoint)."""
 
     def validate(self) -> None:
+        self.validate_run()
+        if self.resume is not None:
+            raise ConfigError("bc-filtered does not resume a run: start it again from the BC "
+                              "run")
         if min(self.rounds, self.rollouts, self.steps, self.num_envs, self.eval_episodes) < 1:
             raise ConfigError("--rounds, --rollouts, --steps, --num-envs and --eval-episodes "
                               "must be >= 1")
@@ -139,14 +143,16 @@ def successful_rollouts(policy: ChunkPolicy, env: VecEnv, episodes: int, seed: i
 
 
 class FilteredBC:
-    """The rounds (see module docstring) on a ``BCRunner`` of the starting run's config."""
+    """The rounds (see module docstring) on a ``BCRunner`` of the starting run's config, in
+    a ``RunLoop`` that counts rounds (the time budget, the target, checkpoints, Ctrl-C,
+    TensorBoard)."""
 
     def __init__(self, cfg: FilteredBCConfig, console: Console | None = None):
         cfg.validate()
         self.cfg, self.console = cfg, console or Console()
         start, bc_cfg, state = load_bc_policy(cfg.policy)
-        task = state.get("task") or "data"
-        name = cfg.run_name or default_run_name(task, "bc-filtered", cfg.seed)
+        self.task = state.get("task") or "data"
+        name = cfg.run_name or default_run_name(self.task, "bc-filtered", cfg.seed)
         run_cfg = dataclasses.replace(bc_cfg, steps=cfg.rounds * cfg.steps, lr=cfg.lr,
                                       seed=cfg.seed, runs_dir=cfg.runs_dir, run_name=name,
                                       resume=None, eval_episodes=0, progress=False,
@@ -169,6 +175,11 @@ class FilteredBC:
         self.env, self.eval_env = env, eval_env
         self.gen = torch.Generator(device=bc_cfg.device).manual_seed(cfg.seed)
         self.history: list[dict[str, float]] = []
+        self.round = self.env_steps = 0
+        self.cost = 0.0
+        self.kept: list[Rollouts] = []
+        self.elapsed = 0.0
+        self.writer: Any = None
 
     def _data(self, kept: list[Rollouts]) -> ChunkData:
         """The demonstrations' frames and every kept episode's, as chunk samples."""
@@ -189,46 +200,68 @@ class FilteredBC:
         cfg, runner = self.cfg, self.runner
         self._demo_episodes = torch.as_tensor(
             runner.demos.train["episode_index"]).long()
-        t0 = time.perf_counter()
-        env_steps, cost, kept = 0, 0.0, []
-        self._evaluate(0, env_steps, cost, 0, t0)
-        for rnd in range(1, cfg.rounds + 1):
-            ro = successful_rollouts(runner.acting.eval(), self.env, cfg.rollouts,
-                                     cfg.seed + 1000 * rnd, self.gen)
-            env_steps += ro.env_steps
-            cost += ro.cost
-            if ro.successes:
-                kept.append(ro)
-                runner.data = self._data(kept)
-            runner.policy.train()
-            for _ in range(cfg.steps):
-                runner._update()
-                runner.grad_steps += 1
-            self.console.print(f"round {rnd}: {ro.successes}/{ro.episodes} rollouts "
-                               f"succeeded ({sum(r.successes for r in kept)} kept in all, "
-                               f"{len(runner.data):,} frames)", highlight=False)
-            self._evaluate(rnd, env_steps, cost, sum(r.successes for r in kept), t0)
-            runner.save()
-            if cfg.total_steps is not None and env_steps >= cfg.total_steps:
-                break
-            if cfg.time_budget is not None and time.perf_counter() - t0 >= cfg.time_budget:
-                break
+        columns = (TextColumn("success {task.fields[success]}"),
+                   TextColumn("kept {task.fields[kept]}"))
+        with RunLoop(self, f"{self.task} bc-filtered", cfg.rounds, unit="rounds",
+                     count="round", columns=columns, fields={"success": "-", "kept": 0},
+                     stop_reason=f"{cfg.rounds:,} rounds done") as loop:
+            if not self.history:
+                self.evaluate_now()
+            while self.round < cfg.rounds:
+                loop.check_interrupt()
+                ro = successful_rollouts(runner.acting.eval(), self.env, cfg.rollouts,
+                                         cfg.seed + 1000 * (self.round + 1), self.gen)
+                self.env_steps += ro.env_steps
+                self.cost += ro.cost
+                if ro.successes:
+                    self.kept.append(ro)
+                    runner.data = self._data(self.kept)
+                runner.policy.train()
+                for _ in range(cfg.steps):
+                    loop.check_interrupt()
+                    runner._update()
+                    runner.grad_steps += 1
+                self.round += 1
+                loop.clock()
+                kept = sum(r.successes for r in self.kept)
+                self.console.print(f"round {self.round}: {ro.successes}/{ro.episodes} "
+                                   f"rollouts succeeded ({kept} kept in all, "
+                                   f"{len(runner.data):,} frames)", highlight=False)
+                result = self.evaluate_now()
+                loop.show(success=f"{result.success_rate:.0%}", kept=kept)
+                if cfg.total_steps is not None and self.env_steps >= cfg.total_steps:
+                    loop.stop_reason = f"{self.env_steps:,} env steps rolled out"
+                    break
+                if loop.stop_at(result):
+                    break
         return self.history
 
-    def _evaluate(self, rnd: int, env_steps: int, cost: float, kept: int, t0: float) -> None:
+    def evaluate_now(self) -> EvalResult:
+        """Evaluate the acting policy as the exported one decides; a row of eval.csv."""
         cfg = self.cfg
-        assert self.eval_env is not None
         res = evaluate_chunked(self.runner.acting.eval(), self.eval_env, cfg.eval_episodes,
                                seed=cfg.seed + 10_000)
-        row = {"env_steps": float(env_steps), "seconds": time.perf_counter() - t0,
+        kept = sum(r.successes for r in self.kept)
+        row = {"env_steps": float(self.env_steps), "seconds": self.elapsed,
                "success_rate": res.success_rate, "return": res.return_mean,
-               "episode_cost": res.cost_mean, "train_cumulative_cost": cost,
-               "round": float(rnd), "kept_episodes": float(kept)}
+               "episode_cost": res.cost_mean, "train_cumulative_cost": self.cost,
+               "round": float(self.round), "kept_episodes": float(kept)}
         self.history.append(row)
         write_curve(self.run_dir, self.history, FIELDS)
-        self.console.print(f"[{env_steps:>9,} env steps, {row['seconds']:6.0f} s] round {rnd}"
-                           f"  success {res.success_rate:5.1%}  return {res.return_mean:7.2f}"
-                           f"  cost {res.cost_mean:.2f}", highlight=False)
+        if self.writer is not None:
+            for key, value in {**res.metrics("eval"), "charts/round": float(self.round),
+                               "charts/kept_episodes": float(kept),
+                               "charts/train_cumulative_cost": self.cost}.items():
+                self.writer.add_scalar(key, value, self.env_steps)
+        self.console.print(f"[{self.env_steps:>9,} env steps, {self.elapsed:6.0f} s] round "
+                           f"{self.round}  success {res.success_rate:5.1%}  return "
+                           f"{res.return_mean:7.2f}  cost {res.cost_mean:.2f}",
+                           highlight=False)
+        return res
+
+    def save(self) -> Path:
+        """The BC run's checkpoint (``checkpoints/latest.pt`` of kind ``bc``)."""
+        return self.runner.save()
 
 
 def filtered_bc(cfg: FilteredBCConfig, console: Console | None = None) -> Path:

@@ -62,10 +62,7 @@ def add_transitions(buffer: ReplayBuffer, tr: Transitions, root: Path | str = ""
         raise DatasetError(f"{root} holds observations of {tr['obs'].shape[1]} and actions "
                            f"of {tr['action'].shape[1]} values; the buffer takes "
                            f"{buffer.obs.shape[1]} and {buffer.action.shape[1]}")
-    if len(tr["obs"]):
-        buffer.add(tr["obs"], tr["action"], tr["reward"], tr["cost"], tr["next_obs"],
-                   tr["terminated"], extra={k: tr[k] for k in buffer.extra})
-    return int(tr["obs"].shape[0])
+    return buffer.add_transitions(tr)
 
 
 def fill_buffer(buffer: ReplayBuffer, ds: Dataset) -> int:

@@ -145,7 +145,7 @@ class FlowFinetuneKind(ChunkedKind):
     def train(self, cfg: Any) -> None:
         """Its command: the runner trains (``kinds.training.train_runner``)."""
         train_runner(cfg, self._learner(self.runner_name),
-                     lambda r: f"{r.cfg.task} / {self.name}")
+                     lambda c: f"{c.task} / {self.name}")
 
     def chunked_policy(self, run: Run) -> ChunkedPolicy:
         from robot_rl.bc import load_bc_policy

@@ -49,7 +49,7 @@ def train(cfg: Any) -> None:
     """``robot-rl train-pixels``."""
     from robot_rl.vision.pixel_runner import PIXEL_POLICY, PixelRunner
 
-    runner = train_runner(cfg, PixelRunner, lambda r: f"{r.cfg.task} / pixel sac" +
+    runner = train_runner(cfg, PixelRunner, lambda c: f"{c.task} / pixel sac" +
                           (" from a student" if cfg.student else ""))
     if runner is not None:
         Console().print(f"pixel policy (export it with robot-rl export {runner.run_dir}): "

@@ -20,8 +20,8 @@ class SACKind(Kind):
     name = "sac"
 
     def commands(self) -> dict[str, Command]:
-        from robot_rl.dist.robot_learner import RobotFinetuneConfig
         from robot_rl.finetune import FinetuneConfig
+        from robot_rl.finetune.robot.learner import RobotFinetuneConfig
         from robot_rl.runner import TrainConfig
 
         return {"train": Command(TrainConfig, train),
@@ -87,29 +87,31 @@ def train(cfg: Any) -> None:
     """``robot-rl train``: SAC and its safety critic."""
     from robot_rl.runner import Runner
 
-    train_runner(cfg, Runner, lambda r: f"{r.cfg.task} / safety {r.cfg.safety}")
+    train_runner(cfg, Runner, lambda c: f"{c.task} / safety {c.safety}")
 
 
 def finetune(cfg: Any) -> None:
     """``robot-rl finetune``: RLPD or WSRL from demonstrations."""
     from robot_rl.finetune import FinetuneRunner
 
-    train_runner(cfg, FinetuneRunner, lambda r: f"{r.cfg.task} / {r.cfg.method}")
+    train_runner(cfg, FinetuneRunner, lambda c: f"{c.task} / {c.method}")
 
 
 def finetune_robot(cfg: Any) -> None:
     """``robot-rl finetune-robot``: the learner and the robot actor on Ray; prints the
     robot's episodes as they come, then the loop's timing."""
     try:
-        from robot_rl.dist.cluster import RayTraining
+        from robot_rl.cluster.driver import RayTraining
+        from robot_rl.finetune.robot.pool import ROBOT
     except ImportError as e:
         raise ConfigError(f"finetune-robot needs Ray: pip install -e '.[dist]' ({e})") from None
+    from robot_rl.finetune.robot.learner import RobotFinetuneRunner
     from robot_rl.hardware.summary import print_summary
 
-    training = RayTraining(cfg)
+    training = RayTraining(cfg, RobotFinetuneRunner, ROBOT)
     try:
         training.start().run()
-        summary = training.robot_summary()
+        summary = ROBOT.summary(training.runners)
     finally:
         training.stop()
     console = Console()
@@ -118,7 +120,7 @@ def finetune_robot(cfg: Any) -> None:
         console.print(f"robot episodes {summary['robot_episodes']}, intervention steps "
                       f"{sum(summary['interventions'])}, weight swaps {summary['swaps']} "
                       f"(policy v{summary['policy_version']})")
-    console.print(f"run: {training.run_dir}; robot dataset: {training.robot_dataset}")
+    console.print(f"run: {training.run_dir}; robot dataset: {ROBOT.dataset(training.cfg)}")
 
 
 KIND = SACKind()

@@ -13,15 +13,16 @@ from robot_rl.errors import ConfigError
 
 
 def train_runner(cfg: Any, make: Callable[[Any], Any], label: Callable[[Any], str]) -> Any:
-    """Train ``make(cfg)`` (a ``Runner``: ``train() -> history``, ``run_dir``, ``cfg``) and
-    draw its learning curve as ``label(runner)``; with ``--ray``, on Ray instead. Returns the
-    runner (None on Ray)."""
+    """Train ``make(cfg)`` (a ``Runner`` class, or a function of the config that builds one:
+    ``train() -> history``, ``run_dir``, ``cfg``) and draw its learning curve as
+    ``label(cfg)``; with ``--ray``, the same runner class as a learner actor on Ray instead.
+    Returns the runner (None on Ray)."""
     if getattr(cfg, "ray", None) is not None:
-        train_on_ray(cfg)
+        train_on_ray(cfg, make, label)
         return None
     runner = make(cfg)
     history = runner.train()
-    plot_curve(runner.run_dir, label(runner), history)
+    plot_curve(runner.run_dir, label(runner.cfg), history)
     return runner
 
 
@@ -34,9 +35,9 @@ def plot_curve(run_dir: Path, label: str, history: list[dict[str, float]]) -> Pa
     return png
 
 
-def train_on_ray(cfg: Any) -> None:
-    """``robot-rl train --ray ...`` / ``robot-rl finetune --ray ...``: a learner actor and
-    env-runner actors on Ray."""
+def train_on_ray(cfg: Any, runner: Any, label: Callable[[Any], str]) -> None:
+    """``robot-rl train --ray ...`` / ``robot-rl finetune --ray ...``: a learner actor (a
+    ``runner``) and env-runner actors on Ray."""
     from robot_rl.finetune import FinetuneConfig
     from robot_rl.runner import TrainConfig
 
@@ -44,10 +45,8 @@ def train_on_ray(cfg: Any) -> None:
         raise ConfigError("--ray trains robot-rl train and robot-rl finetune runs (state-based "
                           "SAC, RLPD, WSRL); dsrl and train-pixels run in one process")
     try:
-        from robot_rl.dist.cluster import train_on_ray as on_ray
+        from robot_rl.cluster.driver import train_on_ray as on_ray
     except ImportError as e:
         raise ConfigError(f"--ray needs Ray: pip install -e '.[dist]' ({e})") from None
-    history, run_dir = on_ray(cfg)
-    label = f"{cfg.task} / " + (cfg.method if isinstance(cfg, FinetuneConfig) else
-                                f"safety {cfg.safety}") + f", {cfg.env_runners} env-runners"
-    plot_curve(run_dir, label, history)
+    history, run_dir = on_ray(cfg, runner)
+    plot_curve(run_dir, f"{label(cfg)}, {cfg.env_runners} env-runners", history)

@@ -94,3 +94,28 @@ def test_kept_episodes_join_the_demonstrations(bc_run: Path, tmp_path: Path):
     # a kept episode's chunks stay inside it: the last frame of the first one repeats
     obs, chunk, mask = data.rows(torch.tensor([n_demo + 3]))
     assert mask[0].tolist() == [True, False, False, False]
+
+
+def test_a_filtered_run_stops_on_its_time_budget_in_the_shared_loop(bc_run: Path,
+                                                                    tmp_path: Path):
+    # the loop is every run's (RunLoop): the budget is read after each round's evaluation,
+    # the checkpoint is written on leaving, TensorBoard is written, the stop line printed
+    out = Console(file=None, record=True, width=200)
+    fb = FilteredBC(FilteredBCConfig(policy=bc_run, rounds=3, rollouts=1, steps=1,
+                                     num_envs=2, eval_episodes=1, time_budget=1e-6,
+                                     runs_dir=tmp_path, run_name="budget", progress=False),
+                    console=out)
+    history = fb.train()
+    assert [h["round"] for h in history] == [0, 1]
+    assert load_checkpoint(tmp_path / "budget")["grad_steps"] == 1
+    assert any((tmp_path / "budget" / "tb").iterdir())
+    assert "stopped: time budget" in out.export_text()
+
+
+def test_a_filtered_run_refuses_resume_and_a_bad_target(bc_run: Path, tmp_path: Path):
+    from robot_rl.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="does not resume"):
+        FilteredBCConfig(policy=bc_run, resume=tmp_path).validate()
+    with pytest.raises(ConfigError, match="--target-success must be in"):
+        FilteredBCConfig(policy=bc_run, target_success=1.5).validate()

@@ -122,7 +122,7 @@ def test_sac_bootstraps_with_each_transitions_own_discount():
 
 
 def test_runner_stores_n_step_transitions_and_refuses_where_it_cannot(tmp_path):
-    from robot_rl.dist.learner import make_learner
+    from robot_rl.cluster.collector import make_learner
     from robot_rl.finetune.runner import FinetuneRunner
     from robot_rl.runner import Runner
     from robot_rl.vision.pixel_runner import PixelRunner

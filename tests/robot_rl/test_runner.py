@@ -160,7 +160,7 @@ def test_a_robot_fine_tuning_run_loads_as_its_base_config(tmp_path):
     finetune-robot run's own fields (init, robot, ...) are dropped, its agent loads."""
     from robot_rl.checkpoint import FORMAT_VERSION
     from robot_rl.config_io import to_dict
-    from robot_rl.dist.robot_learner import RobotFinetuneConfig
+    from robot_rl.finetune.robot.learner import RobotFinetuneConfig
     from robot_rl.runner import make_agent
 
     cfg = RobotFinetuneConfig(init=tmp_path / "sim_run", runs_dir=tmp_path,

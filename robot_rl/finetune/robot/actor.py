@@ -14,7 +14,7 @@ episode not yet handed out. Episodes queue while the learner is busy or gone; th
 dataset anyway. Without a call for ``learner_timeout`` seconds, the arm keeps acting with the
 weights it has (``on_learner_loss="act"``) or holds until the learner is back (``"hold"``).
 
-``ray_pool.RobotPool`` wraps a Ray handle of it for the learner; nothing here imports Ray.
+``pool.RobotPool`` wraps a Ray handle of it for the learner; nothing here imports Ray.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
+from robot_rl.cluster.rollout import Rollout
 from robot_rl.data.writer import DatasetWriter
-from robot_rl.dist.live_policy import LivePolicy
-from robot_rl.dist.robot_loop import OnlineLoopConfig, OnlineRobotLoop, RobotEpisode
-from robot_rl.dist.rollout import Rollout
 from robot_rl.errors import ConfigError
 from robot_rl.export.artifact import task_meta
+from robot_rl.finetune.robot.live_policy import LivePolicy
+from robot_rl.finetune.robot.loop import OnlineLoopConfig, OnlineRobotLoop, RobotEpisode
 from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
 from robot_rl.hardware.sim_robot import SimRobotConfig
 from robot_rl.hardware.teleop.base import Teleoperator
@@ -129,8 +129,8 @@ class RobotActor:
         try:
             node = None
             if setup.robot == "ros":
-                from robot_rl.nodes.finetune_node import start_finetune_node
                 from robot_rl.hardware.ros.launcher import default_params_file
+                from robot_rl.nodes.finetune_node import start_finetune_node
 
                 node, self._spin = start_finetune_node(
                     policy, setup.ros_params_file or default_params_file(),
@@ -232,7 +232,7 @@ class RobotActor:
 
     def where(self) -> tuple[str, int]:
         """(Ray node id, process id) of the robot actor (inside a Ray actor)."""
-        from robot_rl.dist.placement import where
+        from robot_rl.cluster.placement import where
 
         return where()
 
@@ -313,7 +313,7 @@ def make_device(name: str, actor: RobotActor) -> Teleoperator:
     if name == "none":
         return ScriptedTeleop(lambda _k: TeleopCommand(np.zeros(6), None, frozenset()))
     if name == "corrector":
-        from robot_rl.dist.corrector import GoalCorrector
+        from robot_rl.finetune.robot.corrector import GoalCorrector
 
         return GoalCorrector(actor.runtime, actor.robot)
     from robot_rl.recording.record import open_teleop

@@ -1,6 +1,6 @@
-"""The learner: the SAC runner (or the fine-tuning runner) fed by env-runners.
+"""The learner: the SAC runner (or a subclass: the fine-tuning runner) fed by env-runners.
 
-    learner = make_learner(cfg)                         # a Runner or FinetuneRunner
+    learner = make_learner(cfg, runner=FinetuneRunner)   # default: Runner
     history = learner.train(PoolCollector(learner, pool))   # pool: ray_pool.RayPool
 
 The runner's one loop (``robot_rl.collect``), with rollouts for rounds: per rollout received
@@ -30,12 +30,10 @@ from typing import Protocol
 import torch
 from rich.console import Console
 
+from robot_rl.cluster.rollout import Rollout
+from robot_rl.cluster.weights import acting_state
 from robot_rl.collect import Collected
-from robot_rl.dist.rollout import Rollout
-from robot_rl.dist.weights import acting_state
 from robot_rl.errors import ConfigError
-from robot_rl.finetune import FinetuneConfig, FinetuneRunner
-from robot_rl.finetune.demos import add_transitions
 from robot_rl.runner import Runner, TrainConfig
 from robot_rl.train_session import TrainSession
 
@@ -54,6 +52,9 @@ class RunnerPool(Protocol):
     def next(self) -> Rollout:
         """The first rollout to arrive (blocking)."""
 
+    def cancel(self) -> None:
+        """Forget the rollouts still being collected (at the end of a run)."""
+
 
 class RolloutHooks(Protocol):
     """What a learner of rollouts may add to the pool's defaults (the robot learner: skip
@@ -64,7 +65,8 @@ class RolloutHooks(Protocol):
         ...
 
     def stored(self, ro: Rollout, tr: dict[str, torch.Tensor]) -> None:
-        """After ``ro``'s transitions ``tr`` went into the replay buffer."""
+        """After ``ro``'s transitions ``tr`` went into the replay buffer ({} for an empty
+        rollout, which still ends an episode)."""
         ...
 
 
@@ -76,9 +78,9 @@ def refuse_n_step(cfg: TrainConfig) -> None:
 
 
 def store_transitions(runner: Runner, tr: dict[str, torch.Tensor]) -> None:
-    """Add transitions (``finetune.demos`` keys: obs, action, reward, cost, next_obs,
-    terminated) to the runner's replay buffer and their observations to its normalizer."""
-    add_transitions(runner.buffer, tr)
+    """Add transitions (keys obs, action, reward, cost, next_obs, terminated) to the
+    runner's replay buffer and their observations to its normalizer."""
+    runner.buffer.add_transitions(tr)
     runner.agent.observe(tr["obs"])
 
 
@@ -94,7 +96,6 @@ class PoolCollector:
         self.owed, self.version = 0.0, 0
         self.stats = LoopStats(env_runners=pool.size)
         self._waited = self._t1 = 0.0
-        self._ro: Rollout | None = None
 
     def begin(self, session: TrainSession) -> None:
         r, cfg, pool = self.runner, self.runner.cfg, self.pool
@@ -113,16 +114,13 @@ class PoolCollector:
         if self.hooks is not None and not self.hooks.accepts(ro):
             self.pool.submit(ro.runner, self.runner.cfg.dist.collect_steps, self._uniform())
             return None
-        if len(ro):
-            tr = ro.tensors(self.runner.cfg.device)
+        tr = ro.tensors(self.runner.cfg.device) if len(ro) else {}
+        if tr:
             store_transitions(self.runner, tr)
-            if self.hooks is not None:
-                self.hooks.stored(ro, tr)
-        elif self.hooks is not None:
-            self.hooks.stored(ro, {})
-        self._ro = ro
+        if self.hooks is not None:  # also for an empty rollout: a robot episode is counted
+            self.hooks.stored(ro, tr)
         return Collected(ro.steps, ro.env_steps, ro.sums, ro.rejected, float(ro.cost.sum()),
-                         (ro.episode_return, ro.episode_cost, ro.episode_success))
+                         (ro.episode_return, ro.episode_cost, ro.episode_success), source=ro)
 
     def updates(self, got: Collected, ready: bool) -> int:
         self._t1 = time.perf_counter()
@@ -135,8 +133,7 @@ class PoolCollector:
         return n
 
     def learned(self, got: Collected, updates: int, session: TrainSession) -> None:
-        r, ro = self.runner, self._ro
-        assert ro is not None
+        r, ro = self.runner, got.source
         if updates:
             self.version += 1
             self.pool.publish(acting_state(r.agent), self.version)
@@ -210,13 +207,10 @@ class LoopStats:
                       f"{s['learn_seconds']:.0f} s", highlight=False)
 
 
-def make_learner(cfg: TrainConfig, console: Console | None = None) -> Runner:
-    """The learner of ``cfg``: fine-tuning for a FinetuneConfig, else SAC (its ``train``
-    takes a ``PoolCollector``); refused before a run directory is made."""
+def make_learner(cfg: TrainConfig, console: Console | None = None,
+                 runner: type[Runner] = Runner) -> Runner:
+    """The learner of ``cfg``: a ``runner`` (``Runner``, or a subclass such as
+    ``FinetuneRunner``) whose ``train`` takes a ``PoolCollector``; refused before a run
+    directory is made."""
     refuse_n_step(cfg)
-    if isinstance(cfg, FinetuneConfig):
-        return FinetuneRunner(cfg, console)
-    if type(cfg) is not TrainConfig:
-        raise TypeError(f"training on Ray takes robot-rl train and finetune configs, not "
-                        f"{type(cfg).__name__}")
-    return Runner(dataclasses.replace(cfg), console)
+    return runner(dataclasses.replace(cfg), console)

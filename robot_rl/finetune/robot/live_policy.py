@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from robot_rl.algos import SAC
-from robot_rl.dist.weights import load_acting_state
+from robot_rl.cluster.weights import load_acting_state
 from robot_rl.runner import TrainConfig, make_agent
 
 

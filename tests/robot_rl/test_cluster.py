@@ -15,10 +15,10 @@ import torch
 
 from robot_rl.algos import SAC, SACConfig, SafetyConfig
 from robot_rl.checkpoint import CHECKPOINT, REPLAY, load_checkpoint
-from robot_rl.dist.env_runner import EnvRunner
-from robot_rl.dist.learner import PoolCollector, make_learner
-from robot_rl.dist.rollout import Rollout
-from robot_rl.dist.weights import acting_state, load_acting_state
+from robot_rl.cluster.collector import PoolCollector, make_learner
+from robot_rl.cluster.env_runner import EnvRunner
+from robot_rl.cluster.rollout import Rollout
+from robot_rl.cluster.weights import acting_state, load_acting_state
 from robot_rl.errors import ConfigError
 from robot_rl.ray_options import RayOptions
 from robot_rl.runner import TrainConfig, make_agent
@@ -107,6 +107,9 @@ class _LocalPool:
         index, steps, uniform = self.queue.pop(0)
         return self.runners[index].collect(steps, uniform)
 
+    def cancel(self) -> None:
+        self.queue.clear()
+
 
 @pytest.mark.slow
 def test_learner_keeps_the_update_to_data_ratio_and_publishes_after_updates(tmp_path):
@@ -143,7 +146,7 @@ def test_training_on_two_nodes_survives_a_killed_runner_and_a_killed_learner(ray
                                                                             tmp_path):
     import ray
 
-    from robot_rl.dist.cluster import RayTraining
+    from robot_rl.cluster.driver import RayTraining
 
     cfg = _cfg(tmp_path, ray="auto", total_steps=10**9, time_budget=6.0,
                checkpoint_every=0.5)
@@ -195,9 +198,9 @@ def _init_run(tmp_path: Path) -> Path:
 
 
 def _robot_cfg(tmp_path: Path, **overrides: object):
-    from robot_rl.dist.robot_actor import RobotSetup
-    from robot_rl.dist.robot_learner import RobotFinetuneConfig, resolve_init
-    from robot_rl.dist.robot_loop import OnlineLoopConfig
+    from robot_rl.finetune.robot.actor import RobotSetup
+    from robot_rl.finetune.robot.learner import RobotFinetuneConfig, resolve_init
+    from robot_rl.finetune.robot.loop import OnlineLoopConfig
     from robot_rl.hardware.runtime import DeployConfig
 
     fields: dict = dict(
@@ -237,7 +240,7 @@ def _write_episodes(root: Path, n: int, length: int, first: float = 0.0,
 
 @pytest.mark.slow
 def test_a_restarted_robot_learner_takes_what_its_checkpoint_missed_from_the_dataset(tmp_path):
-    from robot_rl.dist.robot_learner import RobotFinetuneRunner
+    from robot_rl.finetune.robot.learner import RobotFinetuneRunner
 
     cfg = _robot_cfg(tmp_path)
     assert cfg.robot.dataset == tmp_path / "robot" / "robot_data"
@@ -264,7 +267,7 @@ def test_a_restarted_robot_learner_takes_what_its_checkpoint_missed_from_the_dat
     assert len(resumed.interventions) == 6  # rebuilt from the dataset
     assert resumed.env_steps == 44
     # the robot hands over episodes 3 and 4 again (its queue): skipped; episode 5 is new
-    from robot_rl.dist.rollout import Rollout
+    from robot_rl.cluster.rollout import Rollout
 
     def ro(index: int) -> Rollout:
         D, A = learner.env.obs_dim, learner.env.act_dim
@@ -298,17 +301,19 @@ def test_a_restarted_robot_learner_takes_what_its_checkpoint_missed_from_the_dat
 def test_fine_tuning_on_the_simulated_arm_over_ray(ray_cluster, tmp_path):
     import ray
 
+    from robot_rl.cluster.driver import RayTraining
     from robot_rl.data.reader import Dataset
-    from robot_rl.dist.cluster import RayTraining
+    from robot_rl.finetune.robot.learner import RobotFinetuneRunner
+    from robot_rl.finetune.robot.pool import ROBOT
 
     cfg = _robot_cfg(tmp_path, ray="auto", time_budget=6.0)
-    training = RayTraining(cfg).start()
+    training = RayTraining(cfg, RobotFinetuneRunner, ROBOT).start()
     try:
         robot_node, _ = ray.get(training.runners[0].where.remote())
         nodes = {n["NodeID"]: n for n in ray.nodes()}
         assert nodes[robot_node]["Resources"].get("robot") == 1.0  # on the robot's machine
         history = training.run()
-        summary = training.robot_summary()
+        summary = ROBOT.summary(training.runners)
     finally:
         training.stop()
     assert history and summary["robot_episodes"] >= 2 and summary["swaps"] >= 1

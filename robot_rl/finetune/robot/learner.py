@@ -5,7 +5,7 @@
 The learner starts from a policy trained in simulation (``--init``: its networks, normalizer,
 optimizers and temperature, and its task config: observation, action space, controller,
 shield) and learns from the robot's episodes as the robot actor commits them
-(``robot_actor.py``), at ``updates_per_step`` gradient steps per robot transition; there are
+(``actor.py``), at ``updates_per_step`` gradient steps per robot transition; there are
 no uniform random actions on a robot, and updates begin after ``learning_starts`` robot
 transitions (WSRL's warm-up: the critics first see what the pre-trained policy does), and the
 actor only after ``actor_warmup`` transitions: until then the critics alone adapt to the
@@ -30,12 +30,12 @@ from rich.console import Console
 
 from robot_rl.algos import SAC, SACConfig
 from robot_rl.checkpoint import CHECKPOINT, REPLAY, CheckpointError, load_checkpoint
+from robot_rl.cluster.collector import store_transitions
+from robot_rl.cluster.rollout import Rollout
 from robot_rl.data.reader import Dataset
-from robot_rl.dist.learner import store_transitions
-from robot_rl.dist.robot_actor import RobotSetup
-from robot_rl.dist.rollout import Rollout
 from robot_rl.errors import ConfigError
 from robot_rl.finetune.demos import transitions
+from robot_rl.finetune.robot.actor import RobotSetup
 from robot_rl.finetune.runner import concat_batches
 from robot_rl.nets import TanhGaussianActor, tanh_gaussian_log_prob
 from robot_rl.replay import Batch, ReplayBuffer

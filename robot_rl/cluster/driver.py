@@ -1,6 +1,12 @@
-"""Start or join Ray, place the learner and the env-runners, run the training.
+"""Start or join Ray, place the learner and its actors, run the training.
 
     history, run_dir = train_on_ray(cfg)     # cfg.ray: auto, local or a cluster address
+    training = RayTraining(cfg, FinetuneRunner, ENV_RUNNERS).start()   # the same, in steps
+
+Who collects is a ``Fleet``: the env-runners of ``train --ray`` and ``finetune --ray``
+(``ray_pool.ENV_RUNNERS``) or the robot actor of ``finetune-robot``
+(``finetune.robot.pool.ROBOT``); the learner is the runner class the caller names. Nothing
+here knows either kind of actor or learner.
 
 The driver (this process: ``robot-rl train --ray ...``) starts the env-runner actors and the
 learner actor, then waits for the learner. The runners belong to the driver, so they outlive
@@ -20,22 +26,50 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import ray
 from rich.console import Console
 
 from robot_rl.checkpoint import CHECKPOINT, default_run_name, load_checkpoint
-from robot_rl.dist.learner import PoolCollector, make_learner
-from robot_rl.dist.placement import where
-from robot_rl.dist.ray_pool import (
-    RayPool,
-    RobotPool,
-    start_env_runners,
-    start_robot_actor,
-)
-from robot_rl.dist.robot_learner import RobotFinetuneConfig, RobotFinetuneRunner, resolve_init
+from robot_rl.cluster.collector import PoolCollector, RolloutHooks, RunnerPool, make_learner
+from robot_rl.cluster.placement import where
+from robot_rl.cluster.ray_pool import ENV_RUNNERS
 from robot_rl.runner import Runner, TrainConfig
+
+
+class Fleet(Protocol):
+    """Who collects for the learner: env-runner actors (``ray_pool.ENV_RUNNERS``) or the
+    robot actor (``finetune.robot.pool.ROBOT``)."""
+
+    def actors(self, cfg: Any) -> int:
+        """How many actors."""
+        ...
+
+    def actor_cpus(self, cfg: Any) -> float:
+        """The CPUs each actor reserves."""
+        ...
+
+    def describe(self, cfg: Any) -> str:
+        """The actors in words (``4 env-runners``)."""
+        ...
+
+    def prepare(self, cfg: Any) -> Any:
+        """``cfg`` completed before the actors start (its run name is resolved)."""
+        ...
+
+    def start(self, cfg: Any) -> list[Any]:
+        """The actors' Ray handles."""
+        ...
+
+    def pool(self, handles: list[Any], learner: Any, log: Any
+             ) -> tuple[RunnerPool, RolloutHooks | None]:
+        """The learner's ``RunnerPool`` over ``handles`` and its ``RolloutHooks`` (or None)."""
+        ...
+
+    def close(self, handles: list[Any], log: Any) -> None:
+        """Before the actors are killed at the end of a run."""
+        ...
 
 
 def init_ray(address: str, num_cpus: int | None = None) -> None:
@@ -58,32 +92,26 @@ def init_ray(address: str, num_cpus: int | None = None) -> None:
 
 
 class LearnerActor:
-    """The Ray actor of the learner. Its config names a fixed run directory; when that holds
-    a checkpoint (a restart after the learner died, or a resumed run) it resumes from it."""
+    """The Ray actor of the learner: a ``runner`` (``Runner`` or a subclass) fed by the actors
+    of ``fleet``. Its config names a fixed run directory; when that holds a checkpoint (a
+    restart after the learner died, or a resumed run) it resumes from it."""
 
-    def __init__(self, cfg: TrainConfig):
+    def __init__(self, cfg: TrainConfig, runner: type[Runner], fleet: Fleet):
         run_dir = Path(cfg.runs_dir) / str(cfg.run_name)
         if cfg.resume is None and (run_dir / CHECKPOINT).is_file():
             cfg = dataclasses.replace(cfg, resume=run_dir)
         # no progress bar in an actor: its output goes to the driver's log line by line
         cfg = dataclasses.replace(cfg, progress=False)
         console = Console(force_terminal=False, width=120)
-        self.learner: Runner
-        if isinstance(cfg, RobotFinetuneConfig):
-            self.learner = RobotFinetuneRunner(cfg, console)
-        else:
-            self.learner = make_learner(cfg, console)
+        self.learner = make_learner(cfg, console, runner)
+        self.fleet = fleet
 
     def train(self, handles: list[Any]) -> list[dict[str, float]]:
         """Train with the actors of ``handles`` (env-runners, or the one robot actor)."""
         learner = self.learner
-        log = learner.console.print
-        robot = learner if isinstance(learner, RobotFinetuneRunner) else None
-        pool: RayPool | RobotPool = (
-            RobotPool(handles[0], log=log) if robot is not None
-            else RayPool(handles, learner.cfg.dist.max_runner_failures, log=log))
+        pool, hooks = self.fleet.pool(handles, learner, learner.console.print)
         try:
-            return learner.train(PoolCollector(learner, pool, hooks=robot))
+            return learner.train(PoolCollector(learner, pool, hooks=hooks))
         finally:
             pool.cancel()
 
@@ -97,7 +125,7 @@ def run_name(cfg: TrainConfig) -> str:
     return cfg.run_name or default_run_name(cfg.task, f"{cfg.algo}-ray", cfg.seed)
 
 
-def start_learner(cfg: TrainConfig) -> Any:
+def start_learner(cfg: TrainConfig, runner: type[Runner], fleet: Fleet) -> Any:
     """The learner actor of ``cfg`` (its run_name resolved), restarted by Ray when it dies."""
     opts = cfg.dist
     gpus = opts.learner_gpus if opts.learner_gpus is not None else \
@@ -105,19 +133,20 @@ def start_learner(cfg: TrainConfig) -> Any:
     actor = ray.remote(LearnerActor).options(
         num_cpus=opts.learner_cpus, num_gpus=gpus, max_restarts=opts.learner_restarts,
         max_task_retries=opts.learner_restarts)
-    return actor.remote(cfg)
+    return actor.remote(cfg, runner, fleet)
 
 
 class RayTraining:
     """A training run on Ray: ``start`` places the actors, ``run`` waits for the learner.
 
-        training = RayTraining(cfg).start()
+        training = RayTraining(cfg).start()       # runner: Runner, fleet: the env-runners
         history = training.run()          # training.runners / training.learner: the actors
     """
 
-    def __init__(self, cfg: TrainConfig, console: Console | None = None):
+    def __init__(self, cfg: TrainConfig, runner: type[Runner] = Runner,
+                 fleet: Fleet = ENV_RUNNERS, console: Console | None = None):
         self.console = console or Console()
-        self.robot = False
+        self.runner, self.fleet = runner, fleet
         assert cfg.ray is not None
         cfg.validate()
         if cfg.resume is not None:  # the learner resumes from the named run directory
@@ -128,19 +157,15 @@ class RayTraining:
                 threads=cfg.threads, ray=cfg.ray,
                 env_runners=cfg.env_runners, dist=cfg.dist, runs_dir=Path(cfg.resume).parent,
                 run_name=Path(cfg.resume).name, resume=None)
-        cfg = dataclasses.replace(cfg, run_name=run_name(cfg))
-        if isinstance(cfg, RobotFinetuneConfig):
-            cfg = resolve_init(cfg)
-        self.cfg = cfg
+        self.cfg = fleet.prepare(dataclasses.replace(cfg, run_name=run_name(cfg)))
         self.run_dir = Path(self.cfg.runs_dir) / str(self.cfg.run_name)
         self.runners: list[Any] = []
         self.learner: Any = None
 
     def start(self) -> RayTraining:
-        cfg = self.cfg
-        robot = isinstance(cfg, RobotFinetuneConfig)
-        actors = 1 if robot else cfg.env_runners
-        need = int(actors * cfg.dist.actor_cpus(robot) + cfg.dist.learner_cpus + 0.999)
+        cfg, fleet = self.cfg, self.fleet
+        actors = fleet.actors(cfg)
+        need = int(actors * fleet.actor_cpus(cfg) + cfg.dist.learner_cpus + 0.999)
         cores = os.cpu_count() or 1
         assert cfg.ray is not None
         init_ray(cfg.ray, num_cpus=max(cores, need))
@@ -151,11 +176,10 @@ class RayTraining:
                                f"some wait for room (see --dist.runner-cpus)")
         self.console.print(f"ray: {resources.get('CPU', 0):g} CPUs, "
                            f"{resources.get('GPU', 0):g} GPUs on {len(ray.nodes())} node(s); "
-                           f"starting {'the robot actor' if robot else f'{actors} env-runners'} "
-                           f"and the learner (run dir {self.run_dir})")
-        self.robot = robot
-        self.runners = [start_robot_actor(cfg)] if self.robot else start_env_runners(cfg)
-        self.learner = start_learner(cfg)
+                           f"starting {fleet.describe(cfg)} and the learner (run dir "
+                           f"{self.run_dir})")
+        self.runners = fleet.start(cfg)
+        self.learner = start_learner(cfg, self.runner, fleet)
         return self
 
     def run(self) -> list[dict[str, float]]:
@@ -163,38 +187,24 @@ class RayTraining:
         history: list[dict[str, float]] = ray.get(self.learner.train.remote(self.runners))
         return history
 
-    @property
-    def robot_dataset(self) -> Path | None:
-        """The robot's dataset (robot runs)."""
-        return Path(self.cfg.robot.dataset) if isinstance(self.cfg, RobotFinetuneConfig) \
-            else None
-
-    def robot_summary(self) -> dict[str, Any]:
-        """The robot actor's loop timing, swaps, episodes and interventions."""
-        assert self.robot, "not a robot run"
-        summary: dict[str, Any] = ray.get(self.runners[0].summary.remote(), timeout=20.0)
-        return summary
-
     def stop(self) -> None:
         """Stop the learner, then the actors (the robot's loop holds the arm and closes its
         dataset before its actor goes: the learner, gone first, no longer asks it for
         episodes, so a closed robot is not taken for a dead one)."""
         if self.learner is not None:
             ray.kill(self.learner)
-        if self.robot and self.runners:
-            try:
-                ray.get(self.runners[0].close.remote(), timeout=20.0)
-            except Exception as e:  # noqa: BLE001 - a dead actor has nothing to close
-                self.console.print(f"the robot actor did not close cleanly: {e}")
+        if self.runners:
+            self.fleet.close(self.runners, self.console.print)
         for h in self.runners:
             ray.kill(h)
 
 
-def train_on_ray(cfg: TrainConfig, console: Console | None = None
-                 ) -> tuple[list[dict[str, float]], Path]:
-    """Train ``cfg`` with a learner actor and ``cfg.env_runners`` env-runner actors (see the
-    module docstring); returns the evaluation history and the run directory."""
-    training = RayTraining(cfg, console)
+def train_on_ray(cfg: TrainConfig, runner: type[Runner] = Runner,
+                 console: Console | None = None) -> tuple[list[dict[str, float]], Path]:
+    """Train ``cfg`` with a learner actor (a ``runner``) and ``cfg.env_runners`` env-runner
+    actors (see the module docstring); returns the evaluation history and the run
+    directory."""
+    training = RayTraining(cfg, runner, ENV_RUNNERS, console)
     try:
         history = training.start().run()
     finally:

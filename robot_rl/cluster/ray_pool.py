@@ -22,9 +22,9 @@ import ray
 import torch
 from ray.exceptions import RayActorError
 
-from robot_rl.dist.env_runner import EnvRunner
-from robot_rl.dist.placement import where
-from robot_rl.dist.rollout import Rollout
+from robot_rl.cluster.env_runner import EnvRunner
+from robot_rl.cluster.placement import where
+from robot_rl.cluster.rollout import Rollout
 from robot_rl.runner import TrainConfig
 
 
@@ -57,7 +57,7 @@ def start_env_runners(cfg: TrainConfig) -> list[Any]:
 
 
 class RayPool:
-    """The learner's view of the env-runner actors (``learner.RunnerPool``)."""
+    """The learner's view of the env-runner actors (``collector.RunnerPool``)."""
 
     def __init__(self, handles: list[Any], max_failures: int = 10, log: Any = print):
         self.handles, self.size = handles, len(handles)
@@ -98,64 +98,30 @@ class RayPool:
         self._pending.clear()
 
 
-def start_robot_actor(cfg: Any) -> Any:
-    """The robot actor of a ``RobotFinetuneConfig``: a threaded actor (the control loop on
-    one thread, the learner's calls on others), on the node with the ``robot_resource``
-    custom resource where one is named (``ray start --resources='{"robot": 1}'`` on the
-    robot's machine), restarted by Ray if it dies (the dataset is appended to)."""
-    from robot_rl.dist.robot_actor import RobotActor
+class EnvRunners:
+    """The fleet of ``robot-rl train --ray`` and ``finetune --ray`` (``driver.Fleet``):
+    ``cfg.env_runners`` env-runner actors, driven through a ``RayPool``."""
 
-    opts = cfg.dist
-    cpus = opts.actor_cpus(robot=True)
-    resources = {opts.robot_resource: 1.0} if opts.robot_resource else None
-    actor = ray.remote(RobotActor).options(num_cpus=cpus, max_concurrency=4, max_restarts=-1,
-                                           max_task_retries=0, resources=resources)
-    return actor.remote(cfg, cfg.robot)
+    def actors(self, cfg: TrainConfig) -> int:
+        return cfg.env_runners
+
+    def actor_cpus(self, cfg: TrainConfig) -> float:
+        return cfg.dist.actor_cpus()
+
+    def describe(self, cfg: TrainConfig) -> str:
+        return f"{cfg.env_runners} env-runners"
+
+    def prepare(self, cfg: TrainConfig) -> TrainConfig:
+        return cfg
+
+    def start(self, cfg: TrainConfig) -> list[Any]:
+        return start_env_runners(cfg)
+
+    def pool(self, handles: list[Any], learner: Any, log: Any) -> tuple[RayPool, None]:
+        return RayPool(handles, learner.cfg.dist.max_runner_failures, log=log), None
+
+    def close(self, handles: list[Any], log: Any) -> None:
+        pass
 
 
-class RobotPool:
-    """The learner's view of the robot actor (``learner.RunnerPool`` of size 1): each
-    ``next`` is the robot's next committed episode; new weights ride along with the request
-    (Ray resolves them on the robot's node) only when the robot lacks them."""
-
-    size = 1
-
-    def __init__(self, handle: Any, wait: float = 5.0, log: Any = print):
-        self.handle, self.wait, self._log = handle, wait, log
-        self._state: ray.ObjectRef | None = None
-        self._version, self._sent, self._sending = -1, -1, -1
-        self._ref: ray.ObjectRef | None = None
-        self.failures = 0
-
-    def publish(self, state: dict, version: int) -> None:
-        self._state, self._version = ray.put(state), version
-
-    def submit(self, index: int, steps: int, uniform: bool) -> None:
-        send = self._state if self._version > self._sent else None
-        self._sending = self._version if send is not None else self._sent
-        self._ref = self.handle.next_episode.remote(self._version, send, self.wait)
-
-    def next(self) -> Rollout:
-        while True:
-            assert self._ref is not None, "no episode was asked for"
-            try:
-                ro = ray.get(self._ref)
-            except RayActorError as e:
-                self.failures += 1
-                self._log(f"the robot actor died ({type(e).__name__}); Ray restarts it "
-                          f"({self.failures} deaths so far)")
-                self._sent = -1  # a restarted actor has no weights
-                self.submit(0, 0, False)
-                continue
-            self._sent = self._sending
-            if ro is None:  # no episode committed within the wait: ask again
-                self.submit(0, 0, False)
-                continue
-            return ro
-
-    def cancel(self) -> None:
-        self._ref = None
-
-    def summary(self) -> dict:
-        """The robot's loop timing, swaps and episodes."""
-        return ray.get(self.handle.summary.remote())
+ENV_RUNNERS = EnvRunners()

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 
 from robot_rl.algos import SAC
-from robot_rl.dist.rollout import Rollout
-from robot_rl.dist.weights import load_acting_state
+from robot_rl.cluster.rollout import Rollout
+from robot_rl.cluster.weights import load_acting_state
 from robot_rl.errors import ConfigError
 from robot_rl.runner import TrainConfig, make_agent
 from robot_rl.sim import make_env
