@@ -1,4 +1,5 @@
-"""Offline-to-online fine-tuning from demonstrations (RLPD, WSRL) with the safety critic.
+"""Offline-to-online fine-tuning from demonstrations (RLPD, WSRL) with the safety critic, in
+simulation and on the robot.
 
     runner.py   FinetuneConfig and FinetuneRunner (the SAC runner with demonstrations)
     calql.py    Cal-QL, WSRL's offline regularizer
@@ -7,6 +8,8 @@
     residual.py a bounded residual on a flow policy (ResidualEnv, ResidualConfig, ...)
     residual_base.py  the flow as its base: acting, along demonstrations, executed-action critics
     macro_step.py  one step of a wrapper env made of several control steps (MacroStepEnv)
+    robot/      fine-tuning on the robot (HIL-SERL): the robot actor, its online loop and
+                learner, on robot_rl.cluster's driver
 """
 
 from __future__ import annotations
