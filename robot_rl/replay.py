@@ -100,6 +100,11 @@ class ReplayBuffer:
     def add_transitions(self, tr: dict[str, torch.Tensor]) -> int:
         """Store the transitions of a dict (keys obs, action, reward, cost, next_obs,
         terminated, and every extra tensor of the buffer; N rows each); returns N."""
+        obs_dim, act_dim = tr["obs"].shape[1], tr["action"].shape[1]
+        if obs_dim != self.obs.shape[1] or act_dim != self.action.shape[1]:
+            raise ConfigError(f"transitions of {obs_dim} observation and {act_dim} action "
+                              f"values; the replay buffer takes {self.obs.shape[1]} and "
+                              f"{self.action.shape[1]}")
         if len(tr["obs"]):
             self.add(tr["obs"], tr["action"], tr["reward"], tr["cost"], tr["next_obs"],
                      tr["terminated"], extra={k: tr[k] for k in self.extra})

@@ -87,7 +87,8 @@ class RunLoop:
         self._start = time.perf_counter() - host.elapsed
         self._label, self._total, self._fields = label, total, fields or {}
         self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                                 TextColumn("{task.completed:,.0f}/{task.total:,.0f} steps"),
+                                 TextColumn("{task.completed:,.0f}/{task.total:,.0f} "
+                                            + unit.split()[-1]),
                                  *columns, TimeElapsedColumn(), TimeRemainingColumn(),
                                  console=host.console, disable=not cfg.progress)
         self._stack = contextlib.ExitStack()

@@ -240,6 +240,11 @@ class Runner:
     """What the checkpoint holds (``robot-rl eval`` and ``export`` read it)."""
     n_step_ok = True
     """Whether this runner stores n-step transitions (``--sac.n-step`` > 1)."""
+    config_type: type[TrainConfig] = TrainConfig
+    """The config it trains (a learner actor on Ray refuses any other)."""
+    collects = "env"
+    """Where its transitions come from on Ray: ``env`` (env-runners) or ``robot`` (the robot
+    actor); the fleet it is placed with must match."""
 
     def __init__(self, cfg: TrainConfig, console: Console | None = None,
                  env: VecEnv | None = None, eval_env: VecEnv | None = None):

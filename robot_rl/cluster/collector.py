@@ -207,10 +207,19 @@ class LoopStats:
                       f"{s['learn_seconds']:.0f} s", highlight=False)
 
 
+def check_learner(cfg: TrainConfig, runner: type[Runner]) -> None:
+    """TypeError unless ``runner`` trains ``cfg``'s type (its ``config_type``); ConfigError
+    for what rollouts cannot give (``refuse_n_step``)."""
+    if type(cfg) is not runner.config_type:
+        raise TypeError(f"{runner.__name__} trains {runner.config_type.__name__}, not "
+                        f"{type(cfg).__name__}")
+    refuse_n_step(cfg)
+
+
 def make_learner(cfg: TrainConfig, console: Console | None = None,
                  runner: type[Runner] = Runner) -> Runner:
     """The learner of ``cfg``: a ``runner`` (``Runner``, or a subclass such as
-    ``FinetuneRunner``) whose ``train`` takes a ``PoolCollector``; refused before a run
-    directory is made."""
-    refuse_n_step(cfg)
+    ``FinetuneRunner``) whose ``train`` takes a ``PoolCollector``; refused
+    (``check_learner``) before a run directory is made."""
+    check_learner(cfg, runner)
     return runner(dataclasses.replace(cfg), console)

@@ -32,7 +32,13 @@ import ray
 from rich.console import Console
 
 from robot_rl.checkpoint import CHECKPOINT, default_run_name, load_checkpoint
-from robot_rl.cluster.collector import PoolCollector, RolloutHooks, RunnerPool, make_learner
+from robot_rl.cluster.collector import (
+    PoolCollector,
+    RolloutHooks,
+    RunnerPool,
+    check_learner,
+    make_learner,
+)
 from robot_rl.cluster.placement import where
 from robot_rl.cluster.ray_pool import ENV_RUNNERS
 from robot_rl.runner import Runner, TrainConfig
@@ -41,6 +47,9 @@ from robot_rl.runner import Runner, TrainConfig
 class Fleet(Protocol):
     """Who collects for the learner: env-runner actors (``ray_pool.ENV_RUNNERS``) or the
     robot actor (``finetune.robot.pool.ROBOT``)."""
+
+    collects: str
+    """What its actors give: ``env`` or ``robot`` (a runner's ``collects`` must match)."""
 
     def actors(self, cfg: Any) -> int:
         """How many actors."""
@@ -148,6 +157,10 @@ class RayTraining:
         self.console = console or Console()
         self.runner, self.fleet = runner, fleet
         assert cfg.ray is not None
+        check_learner(cfg, runner)
+        if runner.collects != fleet.collects:
+            raise TypeError(f"{runner.__name__} learns from the {runner.collects}, "
+                            f"{type(fleet).__name__} collects from the {fleet.collects}")
         cfg.validate()
         if cfg.resume is not None:  # the learner resumes from the named run directory
             saved = type(cfg).from_saved(load_checkpoint(cfg.resume)["config"])

@@ -102,6 +102,8 @@ class EnvRunners:
     """The fleet of ``robot-rl train --ray`` and ``finetune --ray`` (``driver.Fleet``):
     ``cfg.env_runners`` env-runner actors, driven through a ``RayPool``."""
 
+    collects = "env"
+
     def actors(self, cfg: TrainConfig) -> int:
         return cfg.env_runners
 

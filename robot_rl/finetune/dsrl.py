@@ -174,6 +174,7 @@ class DSRLRunner(Runner):
     dataset was recorded (randomization, episode length)."""
 
     kind = "dsrl"
+    config_type = DSRLConfig
     cfg: DSRLConfig
 
     def __init__(self, cfg: DSRLConfig, console: Console | None = None):

@@ -281,6 +281,7 @@ class ResidualRunner(Runner):
     recorded (randomization, episode length)."""
 
     kind = "residual"
+    config_type = ResidualConfig
     cfg: ResidualConfig
 
     def __init__(self, cfg: ResidualConfig, console: Console | None = None):

@@ -135,6 +135,7 @@ class FinetuneRunner(Runner):
 
     cfg: FinetuneConfig
     n_step_ok = False  # its demonstration batches are one-step transitions
+    config_type = FinetuneConfig
 
     def __init__(self, cfg: FinetuneConfig, console: Console | None = None,
                  env: VecEnv | None = None, eval_env: VecEnv | None = None):

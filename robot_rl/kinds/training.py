@@ -12,11 +12,10 @@ from rich.console import Console
 from robot_rl.errors import ConfigError
 
 
-def train_runner(cfg: Any, make: Callable[[Any], Any], label: Callable[[Any], str]) -> Any:
-    """Train ``make(cfg)`` (a ``Runner`` class, or a function of the config that builds one:
-    ``train() -> history``, ``run_dir``, ``cfg``) and draw its learning curve as
-    ``label(cfg)``; with ``--ray``, the same runner class as a learner actor on Ray instead.
-    Returns the runner (None on Ray)."""
+def train_runner(cfg: Any, make: type[Any], label: Callable[[Any], str]) -> Any:
+    """Train ``make(cfg)`` (a ``Runner`` class: ``train() -> history``, ``run_dir``, ``cfg``)
+    and draw its learning curve as ``label(cfg)``; with ``--ray``, the same class as a
+    learner actor on Ray instead. Returns the runner (None on Ray)."""
     if getattr(cfg, "ray", None) is not None:
         train_on_ray(cfg, make, label)
         return None
@@ -35,7 +34,7 @@ def plot_curve(run_dir: Path, label: str, history: list[dict[str, float]]) -> Pa
     return png
 
 
-def train_on_ray(cfg: Any, runner: Any, label: Callable[[Any], str]) -> None:
+def train_on_ray(cfg: Any, runner: type[Any], label: Callable[[Any], str]) -> None:
     """``robot-rl train --ray ...`` / ``robot-rl finetune --ray ...``: a learner actor (a
     ``runner``) and env-runner actors on Ray."""
     from robot_rl.finetune import FinetuneConfig

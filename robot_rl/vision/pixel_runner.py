@@ -127,6 +127,7 @@ class PixelRunner(Runner):
 
     kind = "pixel_sac"
     n_step_ok = False  # its buffer keeps images and proprioception beside the critic's state
+    config_type = PixelTrainConfig
 
     def __init__(self, cfg: PixelTrainConfig, console: Console | None = None):
         self._student: PixelPolicy | None = None

@@ -326,3 +326,33 @@ def test_fine_tuning_on_the_simulated_arm_over_ray(ray_cluster, tmp_path):
     replay = torch.load(training.run_dir / REPLAY, weights_only=False)
     assert int(replay["size"]) == state["env_steps"] == sum(lengths[:state["robot_episodes"]])
     assert all(r["robot_rl/source"] == "policy+corrector" for r in ds.episodes)
+
+
+@pytest.mark.slow  # imports Ray
+def test_a_learner_is_refused_a_config_or_a_fleet_it_cannot_train_on(tmp_path):
+    from robot_rl.cluster.driver import RayTraining
+    from robot_rl.finetune import FinetuneRunner
+    from robot_rl.finetune.robot.pool import ROBOT
+    from robot_rl.runner import Runner
+
+    cfg = _cfg(tmp_path)
+    with pytest.raises(TypeError, match="FinetuneRunner trains FinetuneConfig, not "
+                                        "TrainConfig"):
+        make_learner(cfg, runner=FinetuneRunner)
+    # refused before Ray starts or a run directory is made
+    with pytest.raises(TypeError, match="learns from the env"):
+        RayTraining(dataclasses.replace(cfg, ray="local"), Runner, ROBOT)
+    assert not (tmp_path / "dist").exists()
+
+
+def test_transitions_of_another_width_are_refused_by_the_replay_buffer():
+    from robot_rl.replay import ReplayBuffer
+
+    buf = ReplayBuffer(8, obs_dim=3, act_dim=2)
+    tr = {"obs": torch.zeros(4, 5), "action": torch.zeros(4, 2), "reward": torch.zeros(4),
+          "cost": torch.zeros(4), "next_obs": torch.zeros(4, 5), "terminated": torch.zeros(4)}
+    with pytest.raises(ConfigError, match="5 observation and 2 action values; the replay "
+                                          "buffer takes 3 and 2"):
+        buf.add_transitions(tr)
+    assert buf.add_transitions({**tr, "obs": torch.zeros(4, 3),
+                                "next_obs": torch.zeros(4, 3)}) == 4 and len(buf) == 4

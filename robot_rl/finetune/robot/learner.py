@@ -176,6 +176,8 @@ class RobotFinetuneRunner(Runner):
 
     cfg: RobotFinetuneConfig
     n_step_ok = False  # the robot's rollouts arrive as one-step transitions
+    config_type = RobotFinetuneConfig
+    collects = "robot"
 
     def __init__(self, cfg: RobotFinetuneConfig, console: Console | None = None,
                  eval_env: VecEnv | None = None):

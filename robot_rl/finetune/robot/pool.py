@@ -89,6 +89,8 @@ class RobotPool:
 class RobotFleet:
     """The robot actor as the learner's fleet (``cluster.driver.Fleet``)."""
 
+    collects = "robot"
+
     def actors(self, cfg: RobotFinetuneConfig) -> int:
         return 1
 
