@@ -134,6 +134,42 @@ class VecEnv(Protocol):
         ...
 
 
+class EpisodeBooks:
+    """An adapter's running episode statistics, as ``info["episode"]`` (module docstring):
+    per env the return, cost and length so far, and whether any step succeeded.
+
+        books = EpisodeBooks(E, device)
+        info["episode"] = books.step(reward, cost, success, done)   # None: none finished
+    """
+
+    def __init__(self, num_envs: int, device: torch.device | str = "cpu"):
+        self.ret = torch.zeros(num_envs, device=device)
+        self.cost = torch.zeros(num_envs, device=device)
+        self.length = torch.zeros(num_envs, dtype=torch.long, device=device)
+        self.success = torch.zeros(num_envs, dtype=torch.bool, device=device)
+
+    def reset(self) -> None:
+        """Every env starts an episode."""
+        for buf in (self.ret, self.cost, self.length, self.success):
+            buf.zero_()
+
+    def step(self, reward: torch.Tensor, cost: torch.Tensor, success: torch.Tensor,
+             done: torch.Tensor) -> dict[str, torch.Tensor] | None:
+        """Count one step of every env; where any env finished, its episode's statistics
+        (``info["episode"]``, for the envs flagged in ``done``), whose books then restart."""
+        self.ret += reward
+        self.cost += cost
+        self.length += 1
+        self.success |= success
+        if not bool(done.any()):
+            return None
+        ep = {"return": self.ret.clone(), "cost": self.cost.clone(),
+              "length": self.length.clone(), "success": self.success.clone(), "done": done}
+        for buf in (self.ret, self.cost, self.length, self.success):
+            buf.masked_fill_(done, 0)
+        return ep
+
+
 def uniform_actions(env: VecEnv, gen: torch.Generator) -> torch.Tensor:
     """(E, A) uniform random actions in [-1, 1] on the env's device, from ``gen`` (a CPU
     generator)."""

@@ -181,6 +181,11 @@ class FilteredBC:
         self.elapsed = 0.0
         self.writer: Any = None
 
+    @property
+    def kept_episodes(self) -> int:
+        """Successful episodes kept so far, over every round."""
+        return sum(r.successes for r in self.kept)
+
     def _data(self, kept: list[Rollouts]) -> ChunkData:
         """The demonstrations' frames and every kept episode's, as chunk samples."""
         d = self.demos
@@ -223,7 +228,7 @@ class FilteredBC:
                     runner.grad_steps += 1
                 self.round += 1
                 loop.clock()
-                kept = sum(r.successes for r in self.kept)
+                kept = self.kept_episodes
                 self.console.print(f"round {self.round}: {ro.successes}/{ro.episodes} "
                                    f"rollouts succeeded ({kept} kept in all, "
                                    f"{len(runner.data):,} frames)", highlight=False)
@@ -241,7 +246,7 @@ class FilteredBC:
         cfg = self.cfg
         res = evaluate_chunked(self.runner.acting.eval(), self.eval_env, cfg.eval_episodes,
                                seed=cfg.seed + 10_000)
-        kept = sum(r.successes for r in self.kept)
+        kept = self.kept_episodes
         row = {"env_steps": float(self.env_steps), "seconds": self.elapsed,
                "success_rate": res.success_rate, "return": res.return_mean,
                "episode_cost": res.cost_mean, "train_cumulative_cost": self.cost,

@@ -37,7 +37,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
 
 from robot_rl.errors import ConfigError
-from robot_rl.sim.vec_env import POLICY, StepResult
+from robot_rl.sim.vec_env import POLICY, EpisodeBooks, StepResult
 
 EnvSource = str | Callable[[], gymnasium.Env] | VectorEnv
 """A registered id, a factory of single envs, or a vector env."""
@@ -101,11 +101,7 @@ class GymVecEnv:
             raise ConfigError(f"{name} has no TimeLimit (spec.max_episode_steps): give "
                               f"max_episode_length")
         self.max_episode_length = int(limit)
-        E = self.num_envs
-        self._ep_return = torch.zeros(E)
-        self._ep_cost = torch.zeros(E)
-        self._ep_length = torch.zeros(E, dtype=torch.long)
-        self._ep_success = torch.zeros(E, dtype=torch.bool)
+        self._books = EpisodeBooks(self.num_envs, self.device)
 
     def _name(self) -> str:
         spec = self.venv.metadata.get("spec") or getattr(self.venv, "spec", None)
@@ -146,8 +142,7 @@ class GymVecEnv:
 
     def reset(self, seed: int | None = None) -> torch.Tensor:
         """Reset every env (env i seeded ``seed + i``)."""
-        for buf in (self._ep_return, self._ep_cost, self._ep_length, self._ep_success):
-            buf.zero_()
+        self._books.reset()
         obs, _ = self.venv.reset(seed=seed)
         return self._obs(obs)
 
@@ -167,30 +162,21 @@ class GymVecEnv:
         success = np.zeros(self.num_envs, dtype=bool)
         for key in ("success", "is_success"):
             success |= _per_env(infos, key, done, self.num_envs, False).astype(bool)
-        final = self._obs(obs).clone()
-        if done.any():
-            for i in np.flatnonzero(done):
-                final[i] = torch.as_tensor(np.asarray(infos["final_obs"][i], np.float32)
-                                           .reshape(-1), device=self.device)
-        r = torch.as_tensor(np.asarray(reward, np.float32))
-        c = torch.as_tensor(cost)
-        s = torch.as_tensor(success)
-        d = torch.as_tensor(done)
-        self._ep_return += r
-        self._ep_cost += c
-        self._ep_length += 1
-        self._ep_success |= s
         dev = self.device
-        info: dict[str, Any] = {"final_obs": final, "success": s.to(dev)}
-        if done.any():
-            info["episode"] = {"return": self._ep_return.clone().to(dev),
-                               "cost": self._ep_cost.clone().to(dev),
-                               "length": self._ep_length.clone().to(dev),
-                               "success": self._ep_success.clone().to(dev), "done": d.to(dev)}
-            for buf in (self._ep_return, self._ep_cost, self._ep_length, self._ep_success):
-                buf.masked_fill_(d, 0)
-        return (self._obs(obs), r.to(dev), c.to(dev), torch.as_tensor(terminated).to(dev),
-                torch.as_tensor(truncated).to(dev), info)
+        next_obs = self._obs(obs)
+        final = next_obs.clone()
+        for i in np.flatnonzero(done):
+            final[i] = torch.as_tensor(np.asarray(infos["final_obs"][i], np.float32)
+                                       .reshape(-1), device=dev)
+        r = torch.as_tensor(np.asarray(reward, np.float32), device=dev)
+        c = torch.as_tensor(cost, device=dev)
+        s = torch.as_tensor(success, device=dev)
+        info: dict[str, Any] = {"final_obs": final, "success": s}
+        if (episode := self._books.step(r, c, s, torch.as_tensor(done, device=dev))) \
+                is not None:
+            info["episode"] = episode
+        return (next_obs, r, c, torch.as_tensor(terminated, device=dev),
+                torch.as_tensor(truncated, device=dev), info)
 
     def close(self) -> None:
         self.venv.close()

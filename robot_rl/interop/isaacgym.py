@@ -38,7 +38,14 @@ import numpy as np
 import torch
 
 from robot_rl.errors import ConfigError
-from robot_rl.sim.vec_env import CRITIC, POLICY, StepResult, VecEnv, check_vec_env
+from robot_rl.sim.vec_env import (
+    CRITIC,
+    POLICY,
+    EpisodeBooks,
+    StepResult,
+    VecEnv,
+    check_vec_env,
+)
 
 if TYPE_CHECKING:
     from isaacgym import gymapi
@@ -178,11 +185,7 @@ class IsaacGymVecEnv:
         self.device = torch.device(getattr(task, "rl_device", "cpu"))
         self._states = int(getattr(task, "num_states", 0) or 0)
         self._dt = float(getattr(task, "dt", 0.0))
-        E = self.num_envs
-        self._ep_return = torch.zeros(E, device=self.device)
-        self._ep_cost = torch.zeros(E, device=self.device)
-        self._ep_length = torch.zeros(E, dtype=torch.long, device=self.device)
-        self._ep_success = torch.zeros(E, dtype=torch.bool, device=self.device)
+        self._books = EpisodeBooks(self.num_envs, self.device)
 
     @property
     def control_dt(self) -> float:
@@ -205,8 +208,7 @@ class IsaacGymVecEnv:
         ``seed`` reseeds that."""
         if seed is not None:
             torch.manual_seed(seed)
-        for buf in (self._ep_return, self._ep_cost, self._ep_length, self._ep_success):
-            buf.zero_()
+        self._books.reset()
         return self.task.reset()["obs"].to(self.device)
 
     def step(self, action: torch.Tensor, hold: torch.Tensor | None = None) -> StepResult:
@@ -227,19 +229,11 @@ class IsaacGymVecEnv:
         cost = torch.as_tensor(extras.get("cost", zeros), device=self.device,
                                dtype=torch.float32).reshape(-1)
         success = torch.as_tensor(extras.get("success", zeros), device=self.device).bool()
-        self._ep_return += reward
-        self._ep_cost += cost
-        self._ep_length += 1
-        self._ep_success |= success
         info: dict[str, Any] = {"final_obs": obs, "success": success}
         if self._states:
             info["obs_groups"] = info["final_obs_groups"] = {CRITIC: obs_dict["states"]}
-        if bool(done.any()):
-            info["episode"] = {"return": self._ep_return.clone(), "cost": self._ep_cost.clone(),
-                               "length": self._ep_length.clone(),
-                               "success": self._ep_success.clone(), "done": done}
-            for buf in (self._ep_return, self._ep_cost, self._ep_length, self._ep_success):
-                buf.masked_fill_(done, 0)
+        if (episode := self._books.step(reward, cost, success, done)) is not None:
+            info["episode"] = episode
         return obs, reward, cost, terminated, truncated, info
 
     def __repr__(self) -> str:
