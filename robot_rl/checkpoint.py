@@ -73,7 +73,9 @@ def checkpoint_kind(path: str | Path) -> str:
 
 
 def default_run_name(task: str, method: str, seed: int) -> str:
-    """A new run directory's name: ``{task}__{method}__{seed}__{time}``."""
+    """A new run directory's name: ``{task}__{method}__{seed}__{time}`` (a gymnasium id's
+    ``/`` and ``:`` become ``-``)."""
+    task = task.replace("/", "-").replace(":", "-")
     return f"{task}__{method}__{seed}__{time.strftime('%Y%m%d-%H%M%S')}"
 
 

@@ -68,6 +68,10 @@ def _default_env() -> TaskConfig:
     return make_task_config("reach")
 
 
+GYM_DISCOUNT = 0.99
+"""The discount of a ``--gym`` run without --sac.gamma (SB3's, RLPD's and gymnasium's
+benchmarks' own; a gymnasium env declares no horizon to derive one from)."""
+
 EVAL_FIELDS = ("env_steps", "seconds", "success_rate", "return", "episode_cost",
                "train_cumulative_cost", "lambda")
 
@@ -81,6 +85,12 @@ class TrainConfig(RunConfig):
 
     task: str = "reach"
     """Task name (robot-rl sim info lists them); ``--env`` defaults to its config."""
+    gym: str | None = None
+    """Train on this gymnasium env id instead of a task (``--gym Pusher-v5``;
+    ``module:Env-v0`` imports its package first), through ``robot_rl.interop.GymVecEnv``:
+    cost from info['cost'], success from info['success'] / info['is_success']. Its
+    discount is 0.99 unless --sac.gamma is given; the run is named after the id; --task,
+    --env.*, --dr, --mirror, --backend warp and --ray do not apply."""
     algo: Literal["sac"] = "sac"
     """Learning algorithm."""
     safety: SafetyMode = "both"
@@ -149,6 +159,8 @@ class TrainConfig(RunConfig):
     """Safety-critic hyper-parameters (its mode is --safety)."""
 
     def __post_init__(self) -> None:
+        if self.gym is not None and self.sac.gamma is None:
+            self.sac = dataclasses.replace(self.sac, gamma=GYM_DISCOUNT)
         # ``env`` follows ``task`` unless it was set for that task (the CLI's two-phase parse
         # gives the task's config as the default); ``dr`` replaces its ranges.
         if self.env.name != self.task:
@@ -162,6 +174,11 @@ class TrainConfig(RunConfig):
                 raise ConfigError(f"--dr {self.dr} replaces the randomization ranges; give "
                                   f"either --dr or --env.dr.* flags")
             self.env = dataclasses.replace(self.env, dr=preset)
+
+    @property
+    def env_name(self) -> str:
+        """What the run trains on: the gymnasium id (``--gym``) or the task."""
+        return self.gym or self.task
 
     @classmethod
     def from_saved(cls: type[_C], data: dict[str, Any]) -> _C:
@@ -191,12 +208,36 @@ class TrainConfig(RunConfig):
                               f"{self.threads}")
         if self.ray is not None:
             self.dist.validate(self.env_runners)
+        if self.gym is not None:
+            self._validate_gym()
+
+    def _validate_gym(self) -> None:
+        """What ``--gym`` leaves out: the task's own config and what needs our simulation."""
+        if type(self) is not TrainConfig:
+            raise ConfigError(f"--gym trains robot-rl train runs; {type(self).__name__} "
+                              f"learns on our tasks")
+        given = [flag for flag, on in (
+            ("--env.*", self.env != make_task_config(self.task)), ("--dr", self.dr is not None),
+            ("--mirror", self.mirror), ("--backend warp", self.backend != "cpu"),
+            ("--ray", self.ray is not None)) if on]
+        if given:
+            verb, them = ("is", "it") if len(given) == 1 else ("are", "them")
+            raise ConfigError(f"--gym {self.gym}: {', '.join(given)} {verb} for our simulated "
+                              f"tasks, not for a gymnasium env; leave {them} out")
 
 
 def make_train_env(cfg: TrainConfig, num_envs: int, seed: int,
-                   dr: DRPreset | None = None) -> BatchedEnv:
+                   dr: DRPreset | None = None) -> VecEnv:
     """A BatchedEnv of the config's task config (``dr``: a preset replacing its ranges); the
-    cpu backend's physics runs on ``cfg.threads`` C threads."""
+    cpu backend's physics runs on ``cfg.threads`` C threads. With ``--gym``, a
+    ``GymVecEnv`` of that id (``dr`` refused: a gymnasium env has no presets)."""
+    if cfg.gym is not None:
+        from robot_rl.interop.gymnasium_env import GymVecEnv
+
+        if dr is not None:
+            raise ConfigError(f"--dr {dr}: {cfg.gym} is a gymnasium env, whose randomization "
+                              f"(if any) is its own")
+        return GymVecEnv(cfg.gym, num_envs, device=cfg.device)
     nthread = None if cfg.threads is None else min(cfg.threads, num_envs)
     return make_env(cfg.env, num_envs, backend=cfg.backend, device=cfg.device, dr=dr,
                     seed=seed, nthread=nthread, warp=cfg.warp)
@@ -298,7 +339,7 @@ class Runner:
         self.history: list[dict[str, float]] = []
         self.next_eval = 0
         if resume_state is None:
-            self.run_dir = create_run_dir(cfg.runs_dir, cfg.run_name, cfg.task, cfg.algo,
+            self.run_dir = create_run_dir(cfg.runs_dir, cfg.run_name, cfg.env_name, cfg.algo,
                                           cfg.seed)
         else:
             self._restore(resume_state)

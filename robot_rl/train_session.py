@@ -136,7 +136,7 @@ class TrainSession(RunLoop):
         columns = (TextColumn("{task.fields[sps]:>6,.0f} sps"),
                    TextColumn("success {task.fields[success]}"),
                    TextColumn("cost {task.fields[cost]}"))
-        super().__init__(runner, f"{cfg.task} {cfg.algo}", cfg.total_steps, unit="env steps",
+        super().__init__(runner, f"{cfg.env_name} {cfg.algo}", cfg.total_steps, unit="env steps",
                          count="env_steps", columns=columns,
                          fields={"sps": 0.0, "success": "-", "cost": "-"},
                          target_evals=cfg.target_evals, stop_reason="total_steps reached",

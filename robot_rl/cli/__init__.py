@@ -18,6 +18,8 @@
     robot-rl dsrl RUN                                   fine-tune a flow policy: SAC on its noise
     robot-rl residual RUN                               fine-tune a flow policy: a residual
     robot-rl sim info                                   robots, tasks, model sizes
+    robot-rl robot import ARM.urdf --name A --tip-link T  a URDF as one of our arms
+    robot-rl robot urdf arm7 --out arm7.urdf            one of our arms as a URDF
     robot-rl sim rollout --task push --policy expert --video out.mp4
     robot-rl bench sim                                  simulation throughput table
     robot-rl bench controllers                          controller and shield cost tables
@@ -80,11 +82,13 @@ def top_level() -> tuple[str, ...]:
 
 
 def _commands() -> dict[str, dict[str, Command]]:
-    from robot_rl.cli import bench, camera, data, reward, sim, sysid
+    from robot_rl.cli import bench, camera, data, reward, robot, sim, sysid
 
     return {
         "sim": {"info": Command(sim.SimInfoConfig, sim.info),
                 "rollout": Command(sim.SimRolloutConfig, sim.rollout)},
+        "robot": {"import": Command(robot.RobotImportConfig, robot.import_cmd),
+                  "urdf": Command(robot.RobotUrdfConfig, robot.urdf_cmd)},
         "bench": {"sim": Command(bench.BenchSimConfig, bench.run),
                   "controllers": Command(bench.BenchControllersConfig, bench.run_controllers)},
         "camera": {"list": Command(camera.CameraListConfig, camera.list_cmd),
@@ -103,6 +107,7 @@ def _commands() -> dict[str, dict[str, Command]]:
 
 
 GROUPS = {"sim": "simulation: inspect robots and tasks, run policies, record videos",
+          "robot": "arms: import one from its URDF, write one of ours as a URDF",
           "bench": "benchmarks that print side-by-side tables",
           "camera": "RealSense cameras: list them, probe a stream or a recording",
           "data": "datasets of episodes: summarise, view in Rerun, validate, replay in "
@@ -115,6 +120,8 @@ GROUPS = {"sim": "simulation: inspect robots and tasks, run policies, record vid
 GROUP_SUMMARIES = {
     "sim info": "Show the robots, the tasks (sizes, rates, terms) and versions",
     "sim rollout": "Run a policy in the batched simulation; success, return, safety cost",
+    "robot import": "Import an arm from its URDF (a file or /robot_description) as --env.robot",
+    "robot urdf": "Write one of our arms as a URDF (robot_state_publisher, RViz, MoveIt)",
     "bench sim": "Simulation throughput: ours vs EnvPool vs gymnasium vs the physical limit",
     "bench controllers": "Controller and shield latency (one sample) and overhead (batched)",
     "camera list": "List the connected RealSense cameras (name, serial, firmware, USB)",

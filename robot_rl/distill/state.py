@@ -99,6 +99,9 @@ def distill(cfg: DistillConfig, console: Console | None = None, env: VecEnv | No
                           "residual runs); an actor's student sees what the actor sees")
     ckpt = resolve_checkpoint(cfg.run)
     agent, train_cfg, _ = load_agent(ckpt)
+    if train_cfg.gym is not None:
+        raise ConfigError(f"{ckpt} trained on the gymnasium env {train_cfg.gym}; a student "
+                          f"is distilled for deploy on one of our tasks")
     with torch_threads(train_cfg.threads):  # the teacher run's CPU threads
         torch.manual_seed(d.seed)
         teacher = teacher_policy(agent)

@@ -134,6 +134,9 @@ class DSRLConfig(TrainConfig):
     Example: robot-rl dsrl runs/push__bc-flow__0__20261123-101500 --time-budget 1800
     """
 
+    gym: tyro.conf.Suppress[str | None] = None
+    """Not here: --gym trains robot-rl train runs."""
+
     policy: Annotated[Path, tyro.conf.Positional]
     """The flow policy's run directory (robot-rl bc --algo bc-flow) or checkpoint."""
     # the task and its config come from the flow policy's run (its dataset's task)

@@ -173,6 +173,9 @@ class ResidualConfig(TrainConfig):
     Example: robot-rl residual runs/push__bc-flow__0__20261123-101500 --time-budget 1800
     """
 
+    gym: tyro.conf.Suppress[str | None] = None
+    """Not here: --gym trains robot-rl train runs."""
+
     policy: Annotated[Path, tyro.conf.Positional]
     """The flow policy's run directory (robot-rl bc --algo bc-flow, bc-filtered) or
     checkpoint."""

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Literal
 
 import torch
+import tyro
 from rich.console import Console
 
 from robot_rl.algos import SACConfig
@@ -84,6 +85,9 @@ class FinetuneConfig(TrainConfig):
 
     Example: robot-rl finetune --demos data/push --task push --method rlpd
     """
+
+    gym: tyro.conf.Suppress[str | None] = None
+    """Not here: --gym trains robot-rl train runs."""
 
     demos: Path
     """Dataset of demonstrations (robot-rl record); it must match the task's actions."""

@@ -75,9 +75,11 @@ class GymVecEnv:
     def __init__(self, source: EnvSource, num_envs: int = 1, device: str | torch.device = "cpu",
                  max_episode_length: int | None = None, **kwargs: Any):
         self.venv = make_vector_env(source, num_envs, **kwargs)
+        self.name = source if isinstance(source, str) else self._name()
+        """The env's id (or its class's name), for messages."""
         obs_space, act_space = self.venv.single_observation_space, \
             self.venv.single_action_space
-        name = self._name()
+        name = self.name
         if not isinstance(obs_space, spaces.Box):
             raise ConfigError(f"{name} observes a {type(obs_space).__name__} space; our "
                               f"learners take a Box (gymnasium.wrappers.FlattenObservation "
@@ -125,7 +127,7 @@ class GymVecEnv:
         envs = getattr(self.venv, "envs", None)
         dt = getattr(envs[0].unwrapped, "dt", None) if envs else None
         if dt is None:
-            raise ConfigError(f"{self._name()} gives no dt (seconds per step): set the SAC "
+            raise ConfigError(f"{self.name} gives no dt (seconds per step): set the SAC "
                               f"discount (--sac.gamma) rather than deriving it from the rate")
         return float(dt)
 
@@ -182,7 +184,7 @@ class GymVecEnv:
         self.venv.close()
 
     def __repr__(self) -> str:
-        return f"GymVecEnv({self._name()}, num_envs={self.num_envs})"
+        return f"GymVecEnv({self.name}, num_envs={self.num_envs})"
 
 
 def _per_env(infos: dict[str, Any], key: str, done: np.ndarray, n: int,

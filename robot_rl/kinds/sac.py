@@ -38,12 +38,12 @@ class SACKind(Kind):
             from robot_rl.distill import load_student
 
             policy = module_policy(load_student(run.dir))
-            return Evaluation(env, f"{cfg.task} / student",
+            return Evaluation(env, f"{cfg.env_name} / student",
                               lambda n, **kw: evaluate(policy, env, n, **kw))
         if opts.gate is not None and opts.gate != agent.safety_cfg.gate:
             agent.safety_cfg = dataclasses.replace(agent.safety_cfg,
                                                    mode="gate" if opts.gate else "off")
-        return Evaluation(env, f"{cfg.task} / actor",
+        return Evaluation(env, f"{cfg.env_name} / actor",
                           lambda n, **kw: evaluate_agent(agent, env, n, **kw))
 
     def export(self, run: Run, cfg: ExportConfig) -> Exported:
@@ -51,12 +51,19 @@ class SACKind(Kind):
         from robot_rl.export.artifact import artifact_meta, export_artifact
         from robot_rl.export.modules import DeployCost, ObsNorm
         from robot_rl.runner import load_agent, make_train_env
+        from robot_rl.sim.env import BatchedEnv
 
         agent, train_cfg, state = load_agent(run.checkpoint)
+        if train_cfg.gym is not None:
+            raise ConfigError(f"{run.dir} trained on the gymnasium env {train_cfg.gym}: an "
+                              f"artifact describes a robot's observations and actions for "
+                              f"deploy, which a gymnasium env does not declare; its policy "
+                              f"is in {run.checkpoint} (robot_rl.runner.load_agent)")
         teacher = teacher_policy(agent)
         which = cfg.policy or "student"
         policy = load_student(run.dir) if which == "student" else teacher
         env = make_train_env(train_cfg, 1, 0)
+        assert isinstance(env, BatchedEnv)  # a task's (--gym runs were refused above)
         safety = cost = None
         if agent.cost_critic is not None:
             sc = agent.safety_cfg
@@ -87,7 +94,7 @@ def train(cfg: Any) -> None:
     """``robot-rl train``: SAC and its safety critic."""
     from robot_rl.runner import Runner
 
-    train_runner(cfg, Runner, lambda c: f"{c.task} / safety {c.safety}")
+    train_runner(cfg, Runner, lambda c: f"{c.env_name} / safety {c.safety}")
 
 
 def finetune(cfg: Any) -> None:

@@ -1,6 +1,8 @@
 """Robot descriptions and their registry.
 
-``get_robot(name)`` returns a RobotSpec; ``register_robot(name, factory)`` adds a user's arm.
+``get_robot(name)`` returns a RobotSpec: a registered one (``register_robot(name, factory)``
+adds a user's arm), else one ``robot-rl robot import`` wrote into the imported-robots folder
+(``NAME.json``), else the spec file a path names.
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from collections.abc import Callable
 
 from robot_rl.errors import ConfigError, unknown_name
 from robot_rl.robots.builtin import arm7, pusher
-from robot_rl.robots.spec import GripperSpec, RobotSpec, compile_spec, load_mjcf
+from robot_rl.robots.mjcf import compile_spec, load_mjcf
+from robot_rl.robots.spec import GripperSpec, RobotSpec
+from robot_rl.robots.urdf import imported_dir
 
 _ROBOTS: dict[str, Callable[[], RobotSpec]] = {"arm7": arm7, "pusher": pusher}
 
@@ -22,14 +26,23 @@ def register_robot(name: str, factory: Callable[[], RobotSpec], overwrite: bool 
 
 
 def get_robot(name: str) -> RobotSpec:
-    """The RobotSpec registered under ``name``."""
-    if name not in _ROBOTS:
-        raise unknown_name("robot", name, list(_ROBOTS))
-    return _ROBOTS[name]()
+    """The RobotSpec registered under ``name``, imported as ``name``, or saved at the path
+    ``name`` (a ``.json`` file)."""
+    if name in _ROBOTS:
+        return _ROBOTS[name]()
+    imported = imported_dir() / f"{name}.json"
+    if imported.is_file():
+        return RobotSpec.load(imported)
+    if name.endswith(".json"):
+        return RobotSpec.load(name)
+    raise unknown_name("robot", name, list_robots())
 
 
 def list_robots() -> list[str]:
-    return sorted(_ROBOTS)
+    """The registered arms and the imported ones."""
+    folder = imported_dir()
+    imported = [p.stem for p in folder.glob("*.json")] if folder.is_dir() else []
+    return sorted({*_ROBOTS, *imported})
 
 
 __all__ = [
@@ -37,6 +50,7 @@ __all__ = [
     "RobotSpec",
     "compile_spec",
     "get_robot",
+    "imported_dir",
     "list_robots",
     "load_mjcf",
     "register_robot",

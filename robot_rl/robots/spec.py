@@ -15,13 +15,19 @@ per joint; controllers re-express them as needed (see ``robot_rl.controllers``).
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
 
 from robot_rl.errors import ConfigError, ModelError
+from robot_rl.robots.mjcf import compile_spec, load_mjcf
+
+SPEC_FORMAT = "robot_rl.robot/1"
+"""The ``format`` of a saved RobotSpec (``RobotSpec.save``)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -145,6 +151,88 @@ class RobotSpec:
             if act.trntype[0] != mujoco.mjtTrn.mjTRN_JOINT or act.trnid[0] != model.joint(jname).id:
                 raise ModelError(f"{self.mjcf}: actuator {aname!r} must drive joint {jname!r}")
 
+    def save(self, path: str | Path) -> Path:
+        """Write the spec as JSON (``robot-rl robot import`` writes NAME.json beside
+        NAME.xml); the MJCF's path is stored relative to the JSON's folder when inside it."""
+        path = Path(path)
+        data = dataclasses.asdict(self)
+        mjcf, folder = self.mjcf.resolve(), path.parent.resolve()
+        data["mjcf"] = str(mjcf.relative_to(folder) if mjcf.is_relative_to(folder) else mjcf)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"format": SPEC_FORMAT, **data}, indent=2) + "\n")
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> RobotSpec:
+        """A spec ``save`` wrote; a missing or malformed file raises ConfigError naming it."""
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"robot spec not found: {path}") from None
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{path}: not a robot spec ({e})") from None
+        if not isinstance(data, dict) or data.pop("format", None) != SPEC_FORMAT:
+            raise ConfigError(f"{path}: not a robot spec (no \"format\": \"{SPEC_FORMAT}\")")
+        gripper = data.pop("gripper", None)
+        try:
+            fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
+                                      for k, v in data.items()}
+            if gripper is not None:
+                parts: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
+                                         for k, v in gripper.items()}
+                gripper = GripperSpec(**parts)
+            fields["mjcf"] = path.parent / fields["mjcf"]
+            return cls(**fields, gripper=gripper)
+        except (TypeError, KeyError) as e:
+            raise ConfigError(f"{path}: not a robot spec ({e})") from None
+
+    @classmethod
+    def from_urdf(
+        cls,
+        source: str | Path,
+        *,
+        name: str,
+        tip_link: str,
+        home: Sequence[float] | None = None,
+        kp: Sequence[float] | None = None,
+        kd: Sequence[float] | None = None,
+        out: str | Path | None = None,
+        **options: Any,
+    ) -> RobotSpec:
+        """Build a spec from a URDF file or ``robot_description`` string through MuJoCo's
+        URDF compiler (``robot_rl.robots.urdf.urdf_to_mjcf``: what it reads, its ``options``,
+        what it refuses); its MJCF is written to ``out`` (default: NAME.xml in the
+        imported-robots folder). Limits come from each joint's ``<limit>``; ``home``
+        defaults to the middle of each joint's range, the gains as in ``from_mjcf``."""
+        from robot_rl.robots.urdf import imported_dir, urdf_to_mjcf
+
+        arm = urdf_to_mjcf(source, name=name, tip_link=tip_link,
+                           out=Path(out) if out is not None else imported_dir() / f"{name}.xml",
+                           **options)
+        q_min = tuple(j.limit("lower") for j in arm.joints)
+        q_max = tuple(j.limit("upper") for j in arm.joints)
+        tau = tuple(j.limit("effort") for j in arm.joints)
+        kp_t = tuple(kp) if kp is not None else tuple(t / 0.2 for t in tau)
+        gripper = None
+        if arm.gripper:
+            first = arm.gripper[0]
+            gripper = GripperSpec(actuator=arm.gripper_actuator,
+                                  joints=tuple(j.name for j in arm.gripper),
+                                  pads=tuple(j.child for j in arm.gripper),
+                                  open_ctrl=first.limit("upper"), closed_ctrl=first.limit("lower"))
+        names = tuple(j.name for j in arm.joints)
+        robot = cls(
+            name=name, mjcf=arm.mjcf, root_body=arm.root_body, joint_names=names,
+            actuator_names=names, ee_site=arm.ee_site,
+            home=tuple(home) if home is not None else tuple(
+                (a + b) / 2 for a, b in zip(q_min, q_max, strict=True)),
+            q_min=q_min, q_max=q_max, qd_max=tuple(j.limit("velocity") for j in arm.joints),
+            tau_max=tau, kp=kp_t, kd=tuple(kd) if kd is not None else tuple(k / 10 for k in kp_t),
+            gripper=gripper)
+        robot.validate(arm.model)
+        return robot
+
     @classmethod
     def from_mjcf(
         cls,
@@ -196,29 +284,6 @@ class RobotSpec:
             kp=kp_t, kd=kd_t, gripper=gripper,
         )
 
-
-
-def load_mjcf(path: str | Path) -> mujoco.MjSpec:
-    """Parse an MJCF file; a missing or malformed file raises ModelError naming it."""
-    path = Path(path)
-    if not path.is_file():
-        raise ModelError(f"MJCF file not found: {path}")
-    try:
-        return mujoco.MjSpec.from_file(str(path))
-    except ValueError as e:
-        raise ModelError(f"{path}: {_one_line(e)}") from None
-
-
-def compile_spec(spec: mujoco.MjSpec, source: str | Path) -> mujoco.MjModel:
-    """Compile an MjSpec; MuJoCo's compiler errors raise ModelError naming the source."""
-    try:
-        return spec.compile()
-    except ValueError as e:
-        raise ModelError(f"{source}: {_one_line(e)}") from None
-
-
-def _one_line(err: Exception) -> str:
-    return " ".join(line.strip() for line in str(err).splitlines() if line.strip())
 
 
 def _require(model: mujoco.MjModel, obj: mujoco.mjtObj, name: str, path: Path) -> int:

@@ -64,6 +64,9 @@ class PixelTrainConfig(TrainConfig):
     Example: robot-rl train-pixels --student runs/pixel_student.pt --time-budget 1800
     """
 
+    gym: tyro.conf.Suppress[str | None] = None
+    """Not here: --gym trains robot-rl train runs."""
+
     task: str = "push"
     """Task (with --student: the student's)."""
     algo: Literal["pixel_sac"] = "pixel_sac"  # type: ignore[assignment]

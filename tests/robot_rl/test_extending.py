@@ -1,5 +1,5 @@
 """docs/extending.md runs as written: its task, its learner kind (trained, evaluated and
-exported through the command line) and its robot.
+exported through the command line), its robots (an MJCF and a URDF) and its gymnasium env.
 
 Each ``<!-- example: NAME -->`` block of the page is run here; a block marked ``(file F)``
 is written to the module file F that the next block imports."""
@@ -45,7 +45,7 @@ def restore_registries() -> Iterator[None]:
 
 def test_the_page_has_its_examples() -> None:
     assert list(_examples()) == ["task", "learner (file linear_bc.py)", "learner (run)",
-                                 "robot"]
+                                 "robot", "robot from urdf", "env"]
 
 
 def test_the_task_example(tmp_path: Path, restore_registries: None) -> None:
@@ -90,6 +90,14 @@ def test_the_robot_example(tmp_path: Path, restore_registries: None) -> None:
     from robot_rl.robots import list_robots
 
     assert "three_link" in list_robots()
+
+
+def test_the_urdf_example(tmp_path: Path, restore_registries: None) -> None:
+    _run(_examples()["robot from urdf"], tmp_path)  # asserts the limits and the lift
+
+
+def test_the_env_example(tmp_path: Path) -> None:
+    _run(_examples()["env"], tmp_path)  # asserts the adapter, discount, run name and steps
 
 
 def test_a_kind_that_does_not_define_its_commands_is_refused(restore_registries: None) -> None:

@@ -114,3 +114,38 @@ def test_sac_and_its_safety_critic_train_on_a_gymnasium_env(tmp_path: Path):
         obs = runner.agent.normalize(torch.tensor([[-0.9], [0.5]]))
         q = critic.q(obs, torch.tensor([[-1.0], [1.0]])).mean(0)
     assert q[0] > q[1]
+
+
+gymnasium.register("robot_rl_test/Line-v0", entry_point=_line)
+
+
+def test_robot_rl_train_gym_trains_evaluates_and_refuses_what_it_cannot_do(tmp_path: Path, cli):
+    """``robot-rl train --gym ID``: a run named after the id with gymnasium's discount, its
+    policy evaluated by ``robot-rl eval``; export and the task's flags refused in one line."""
+    import json
+
+    small = ["--sac.actor-hidden", "32", "32", "--sac.critic-hidden", "32", "32",
+             "--safety-critic.hidden", "32", "32", "--sac.batch-size", "32",
+             "--sac.learning-starts", "40"]
+    r = cli("train", "--gym", "robot_rl_test/Line-v0", "--num-envs", "2", "--total-steps",
+            "120", "--eval-every", "60", "--eval-episodes", "2", "--runs-dir", str(tmp_path),
+            "--no-progress", *small)
+    assert r.returncode == 0, r.stderr
+    (run,) = tmp_path.iterdir()
+    assert run.name.startswith("robot_rl_test-Line-v0__sac__0__")
+    saved = json.loads((run / "config.json").read_text())
+    assert saved["gym"] == "robot_rl_test/Line-v0" and saved["sac"]["gamma"] == 0.99
+    assert len((run / "eval.csv").read_text().splitlines()) == 1 + 3  # steps 2, 62, 120
+
+    r = cli("eval", str(run), "--episodes", "4")
+    assert r.returncode == 0, r.stderr
+    assert "robot_rl_test/Line-v0 / actor" in r.stdout
+
+    r = cli("export", str(run))
+    assert r.returncode != 0 and "gymnasium env robot_rl_test/Line-v0" in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    for flags in (["--dr", "off"], ["--mirror"], ["--env.episode-length", "50"]):
+        r = cli("train", "--gym", "robot_rl_test/Line-v0", *flags)
+        assert r.returncode != 0 and "not for a gymnasium env" in r.stderr, (flags, r.stderr)
+    r = cli("finetune", "--gym", "robot_rl_test/Line-v0", "--demos", str(tmp_path))
+    assert r.returncode != 0 and "--gym" in r.stderr

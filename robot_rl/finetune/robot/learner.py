@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import tyro
 from rich.console import Console
 
 from robot_rl.algos import SAC, SACConfig
@@ -55,6 +56,9 @@ class RobotFinetuneConfig(TrainConfig):
 
     Example: robot-rl finetune-robot --init runs/reach__sac__0 --robot.teleop spacemouse
     """
+
+    gym: tyro.conf.Suppress[str | None] = None
+    """Not here: --gym trains robot-rl train runs."""
 
     init: Path
     """The sim-trained run (robot-rl train) or checkpoint the policy starts from; its task
