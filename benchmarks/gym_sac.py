@@ -33,6 +33,7 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
+from robot_rl.bench.markdown import table_markdown
 from robot_rl.evaluate import EvalResult, evaluate, evaluate_agent
 from robot_rl.interop.gymnasium_env import GymVecEnv
 from robot_rl.runner import Runner, TrainConfig
@@ -163,11 +164,7 @@ def main(args: Args) -> None:
                           f"steps/s); along the way: {along}")
             (args.out / "curves.json").write_text(json.dumps(curves, indent=1))
     console.print(table)
-    lines = ["| " + " | ".join(str(c.header) for c in table.columns) + " |",
-             "|" + "---|" * len(table.columns)]
-    rows = zip(*(c._cells for c in table.columns), strict=True)
-    lines += ["| " + " | ".join(str(x) for x in r) + " |" for r in rows]
-    (args.out / "table.md").write_text("\n".join(lines) + "\n")
+    (args.out / "table.md").write_text(table_markdown(table))
     console.print(f"table: {args.out / 'table.md'}; curves: {args.out / 'curves.json'}")
 
 

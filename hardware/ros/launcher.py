@@ -27,12 +27,22 @@ if TYPE_CHECKING:
     from robot_rl.hardware.sim_robot import SimRobotConfig
 
 
-def default_params_file() -> Path:
-    """The built-in arm's parameters YAML (installed with the package)."""
+def config_dir() -> Path:
+    """``launch/config``: the nodes' parameter files, one per arm (installed with the
+    package)."""
     # launch/ is installed as robot_rl/launch, beside robot_rl/hardware (also in a checkout)
-    path = Path(__file__).resolve().parents[2] / "launch" / "config" / "arm7.yaml"
+    return Path(__file__).resolve().parents[2] / "launch" / "config"
+
+
+def default_params_file(robot: str = "arm7") -> Path:
+    """The parameters YAML of arm ``robot`` (``launch/config/<robot>.yaml``): its joint
+    names, controller topics and rates."""
+    path = config_dir() / f"{robot}.yaml"
     if not path.is_file():
-        raise ConfigError(f"the default parameters file {path} is missing from the install")
+        have = sorted(p.stem for p in config_dir().glob("*.yaml"))
+        raise ConfigError(f"no parameters file for robot {robot!r} ({path}; there are: "
+                          f"{', '.join(have)}): copy one, set its joint names and controller "
+                          f"topics, and give it with --ros-params-file")
     return path
 
 
@@ -62,11 +72,11 @@ def stop_node(p: subprocess.Popen, timeout: float = 10.0) -> bool:
         return False
 
 
-def node_setup(params_file: Path | None,
-               domain_id: int | None) -> tuple[Path, dict[str, str]]:
-    """The parameters file the nodes get (the built-in arm's by default; it must exist) and
-    their environment (``ROS_DOMAIN_ID`` where given)."""
-    params = params_file or default_params_file()
+def node_setup(params_file: Path | None, domain_id: int | None,
+               robot: str = "arm7") -> tuple[Path, dict[str, str]]:
+    """The parameters file the nodes get (``robot``'s by default; it must exist) and their
+    environment (``ROS_DOMAIN_ID`` where given)."""
+    params = params_file or default_params_file(robot)
     if not params.is_file():
         raise ConfigError(f"parameters file {params} does not exist")
     env = dict(os.environ)
@@ -97,13 +107,13 @@ def launch_nodes(artifact: Path, *, with_sim: bool, duration: float | None,
     require_rclpy()
     if not (artifact / "policy.json").is_file():
         raise ConfigError(f"no policy.json in {artifact} (is it an exported artifact?)")
-    params, env = node_setup(params_file, domain_id)
+    meta = json.loads((artifact / "policy.json").read_text())
+    params, env = node_setup(params_file, domain_id, meta["robot"]["name"])
     overrides: dict[str, object] = {"artifact": artifact.resolve(), "autostart": with_sim}
     if rate_hz is not None:
         overrides["rate_hz"] = float(rate_hz)
     procs: list[tuple[str, subprocess.Popen]] = []
     if with_sim:
-        meta = json.loads((artifact / "policy.json").read_text())
         procs.append(("sim_robot_node", subprocess.Popen(
             node_command("sim_robot_node", params, sim_camera_overrides(meta)), env=env)))
     procs.append(("policy_node", subprocess.Popen(

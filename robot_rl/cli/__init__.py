@@ -259,6 +259,13 @@ def _task_default(config: type, args: list[str]) -> Any:
                 picked[name] = a.split("=", 1)[1]
     required = {name: tyro.MISSING for name, f in fields.items() if f.init and
                 f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    # an arm named with --env.robot lays the task out for its reach (RobotSpec.task_layout)
+    robot = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "--env.robot"),
+                 next((a.split("=", 1)[1] for a in args if a.startswith("--env.robot=")), None))
+    if robot is not None:
+        from robot_rl.sim import make_task_config
+
+        required["env"] = make_task_config(picked["task"], robot=robot)
     make: Any = config
     return make(**picked, **required)
 

@@ -107,6 +107,8 @@ class DataImportConfig:
     Examples:
       robot-rl data import run1/ run2/ --task reach --goal 0.5 -0.15 0.3 --out data/real
       robot-rl data import ~/lerobot/my_arm --task reach --goal 0.5 -0.15 0.3 --out data/my_arm
+      robot-rl data import ~/lerobot/so101 --task reach --robot so5 --angle-unit normalized \
+          --goal 0.22 0.05 0.12 --out data/so101
     """
 
     sources: Annotated[tuple[Path, ...], tyro.conf.Positional]
@@ -126,8 +128,12 @@ class DataImportConfig:
     velocities where present)."""
     action_key: str = "action"
     """LeRobot datasets: the feature holding joint position targets."""
-    angle_unit: Literal["rad", "deg"] = "rad"
-    """LeRobot datasets: the unit of their joint angles."""
+    robot: str | None = None
+    """The arm that was logged (robot-rl sim info lists them; default: the task's own,
+    arm7); so5 takes LeRobot's SO-101 joint names as they are."""
+    angle_unit: Literal["rad", "deg", "normalized"] = "rad"
+    """LeRobot datasets: the unit of their joint angles: rad, deg (its motors' use_degrees)
+    or normalized (-100 .. 100 across each joint's range: LeRobot's default for SO-101)."""
     resume: bool = False
     """Append to the dataset in --out."""
 
@@ -144,11 +150,11 @@ def import_cmd(cfg: DataImportConfig) -> None:
     n, resume = 0, cfg.resume
     if bags:
         n += import_bags(bags, cfg.out, cfg.task, cfg.goal, cfg.joint_states, cfg.commands,
-                         resume)
+                         resume, cfg.robot)
         resume = True
     if datasets:
         n += import_lerobot(datasets, cfg.out, cfg.task, cfg.goal, cfg.state_key,
-                            cfg.action_key, cfg.angle_unit, resume)
+                            cfg.action_key, cfg.angle_unit, resume, cfg.robot)
     ds = Dataset(cfg.out)
     Console().print(f"imported {n} episode(s) from {len(bags)} bag(s) and {len(datasets)} "
                     f"dataset(s): {cfg.out} has {ds.num_episodes} episodes, "

@@ -118,7 +118,7 @@ def _run_sim(cfg: DeployCommandConfig, policy: Any, console: Console) -> dict[st
     from robot_rl.hardware.sim_robot_process import SimRobotProcess
     from robot_rl.hardware.sim_task import SimTaskEpisodes, run_episodes
 
-    sim = cfg.sim
+    sim = cfg.sim = sim_arm(cfg.sim, policy.meta)
     task_cfg = task_config_from_meta(policy.meta)
     sees = task_cfg.cameras if policy.images else None
     scene = task_cfg if sees is not None or cfg.episodes is not None else None
@@ -176,6 +176,18 @@ def _run_sim(cfg: DeployCommandConfig, policy: Any, console: Console) -> dict[st
         summary["episodes"] = [dataclasses.asdict(r) for r in results]
         summary["episode_success_rate"] = sum(r.success for r in results) / len(results)
         return summary
+
+
+def sim_arm(sim: SimRobotConfig, meta: dict[str, Any]) -> SimRobotConfig:
+    """The simulated arm's config for an artifact: its own arm (``--sim.robot`` left at its
+    default follows the artifact; another arm is refused)."""
+    arm = meta["robot"]["name"]
+    if sim.robot == arm:
+        return sim
+    if sim.robot != SimRobotConfig().robot:
+        raise ConfigError(f"--sim.robot {sim.robot}: the policy was trained on {arm}, whose "
+                          f"joints it commands")
+    return dataclasses.replace(sim, robot=arm)
 
 
 def _view_arm(cfg: DeployCommandConfig, runtime: Any, task_cfg: Any) -> Any:

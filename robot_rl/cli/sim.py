@@ -39,6 +39,8 @@ class SimRolloutConfig:
 
     task: str = "push"
     """Task name (robot-rl sim info lists them)."""
+    robot: str | None = None
+    """The arm (robot-rl sim info lists them; default: the task's own, arm7)."""
     policy: Literal["expert", "random", "zero"] = "expert"
     """expert: the task's scripted policy; random: uniform actions; zero: hold still."""
     expert_style: ExpertStyle = "scripted"
@@ -133,6 +135,8 @@ def rollout(cfg: SimRolloutConfig) -> None:
     overrides: dict[str, Any] = {} if cfg.shield else {"shield": ShieldConfig(enabled=False)}
     if cfg.action is not None:
         overrides["action"] = _action_config(cfg.action, cfg.task)
+    if cfg.robot is not None:
+        overrides["robot"] = cfg.robot
     env = make_env(cfg.task, cfg.num_envs, dr=cfg.dr, seed=cfg.seed, **overrides)
     if cfg.policy == "expert" and env.task.expert is None:
         raise ConfigError(f"task {cfg.task!r} has no scripted expert; use --policy random")

@@ -126,7 +126,7 @@ class SimRobotNode(Node):
         self.pub = self.create_publisher(JointState, p.joint_states_topic, SENSOR_QOS)
         scene = None
         if p.task:
-            scene = dataclasses.replace(make_task_config(p.task), robot=p.robot)
+            scene = make_task_config(p.task, robot=p.robot)
         elif p.cameras:
             raise RobotRLError("cameras need a task's scene to see (the task parameter)")
         self.robot = SimRobot(cfg, on_sample=self._publish, sample_every=every, scene=scene)

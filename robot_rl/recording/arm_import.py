@@ -46,13 +46,15 @@ Sources = Callable[[Sequence[str]], Iterator[tuple[str, ArmStreams]]]
 
 
 def import_streams(out: Path, task: str, sources: Sources, goal: Sequence[float] | None = None,
-                   resume: bool = False) -> int:
-    """Write each episode ``sources`` yields into the dataset at ``out``; returns how many."""
+                   resume: bool = False, robot: str | None = None) -> int:
+    """Write each episode ``sources`` yields into the dataset at ``out``; returns how many.
+    ``robot``: the arm that was logged (default: the task's own, arm7)."""
     from robot_rl.hardware.observation import TaskObserver
     from robot_rl.recording.record import dataset_spec
     from robot_rl.sim import make_task_config
 
-    observer = TaskObserver(make_task_config(task))
+    observer = TaskObserver(make_task_config(task, **({} if robot is None else
+                                                      {"robot": robot})))
     env = observer.env
     space = env.cfg.action
     if space.type != "joint_delta" or env.pipeline.action_space.has_gripper:
@@ -61,7 +63,8 @@ def import_streams(out: Path, task: str, sources: Sources, goal: Sequence[float]
     if goal is not None:
         observer.set_goal(goal)
     scale = float(space.scale)
-    spec = dataset_spec(env)  # no cameras, no env making: the episodes are not replayable
+    # no cameras; of the env's making only its arm: the episodes are not replayable
+    spec = dataset_spec(env, making={"robot": env.cfg.robot} if robot is not None else None)
     dt = env.control_dt
     added = 0
     with DatasetWriter(out, spec, resume=resume) as writer:

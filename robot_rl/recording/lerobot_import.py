@@ -8,7 +8,11 @@ joint position targets from the action feature (``--action-key``, default action
 the task robot's joints is found by name in the feature's names, as ``j`` or as LeRobot
 names motors, ``j.pos``; velocities from ``j.vel`` where the state has them, else
 differentiated over the frames' times. LeRobot's arms often log degrees
-(``--angle-unit deg``). The frames' times are ``frame_index / fps`` (how LeRobot stamps
+(``--angle-unit deg``, its motors' ``use_degrees``) or its normalized range
+(``--angle-unit normalized``: -100 .. 100 across each joint's calibrated range, which is taken
+to be the arm's joint range; LeRobot's default for SO-100/SO-101 arm joints). A gripper column
+(``gripper.pos``, 0 .. 100) is not a joint of the arm: import writes tasks whose actions are
+the arm's joints (reach), so it is left out. The frames' times are ``frame_index / fps`` (how LeRobot stamps
 them), and ``arm_import`` samples them at the task's control rate.
 """
 
@@ -25,8 +29,11 @@ from robot_rl.data.format import DatasetError
 from robot_rl.data.reader import Dataset
 from robot_rl.data.recover import feature_names
 from robot_rl.recording.arm_import import ArmStreams, Sources, import_streams
+from robot_rl.robots import get_robot
 
-AngleUnit = Literal["rad", "deg"]
+AngleUnit = Literal["rad", "deg", "normalized"]
+"""How a LeRobot dataset gives joint angles: radians, degrees, or LeRobot's -100 .. 100
+across each joint's range."""
 
 
 def is_dataset(path: Path) -> bool:
@@ -48,9 +55,11 @@ def joint_columns(names: Sequence[str], joints: Sequence[str], suffixes: tuple[s
 
 
 def read_lerobot(root: Path, state_key: str = "observation.state", action_key: str = "action",
-                 angle_unit: AngleUnit = "rad") -> Sources:
+                 angle_unit: AngleUnit = "rad",
+                 ranges: tuple[Sequence[float], Sequence[float]] | None = None) -> Sources:
     """The episodes of the LeRobot dataset at ``root`` as arm streams (see module
-    docstring); DatasetError naming what is missing."""
+    docstring); DatasetError naming what is missing. ``ranges``: (q_min, q_max) of the
+    joints the sources are asked for, which ``normalized`` angles span."""
     ds = Dataset(root)
     feats = ds.features
     for key in (state_key, action_key):
@@ -59,7 +68,17 @@ def read_lerobot(root: Path, state_key: str = "observation.state", action_key: s
     if not ds.fps > 0:
         raise DatasetError(f"{root}: info.json has no positive fps")
     state_names, action_names = feature_names(feats, state_key), feature_names(feats, action_key)
+    if angle_unit == "normalized" and ranges is None:
+        raise DatasetError("normalized angles need the arm's joint ranges")
     unit = math.pi / 180.0 if angle_unit == "deg" else 1.0
+
+    def angles(values: np.ndarray, rate: bool = False) -> np.ndarray:
+        """(T, n) angles (``rate``: angular velocities) of the dataset's unit in radians."""
+        if angle_unit != "normalized":
+            return values * unit
+        assert ranges is not None
+        lo, hi = (np.asarray(r, np.float64) for r in ranges)
+        return values * (hi - lo) / 200.0 if rate else lo + (values + 100.0) / 200.0 * (hi - lo)
 
     def sources(joints: Sequence[str]) -> Iterator[tuple[str, ArmStreams]]:
         pos = joint_columns(state_names, joints, ("", ".pos", "_pos"))
@@ -77,9 +96,10 @@ def read_lerobot(root: Path, state_key: str = "observation.state", action_key: s
             if len(t) < 2:
                 continue
             state = f[state_key].astype(np.float64)
-            q = state[:, pos] * unit
-            qd = state[:, vel] * unit if vel is not None else np.gradient(q, t, axis=0)
-            target = f[action_key].astype(np.float64)[:, cmd] * unit
+            q = angles(state[:, pos])
+            qd = angles(state[:, vel], rate=True) if vel is not None else \
+                np.gradient(q, t, axis=0)
+            target = angles(f[action_key].astype(np.float64)[:, cmd])
             yield f"lerobot:{Path(root).name}/{i}", ArmStreams(t, q, qd, t, target)
 
     return sources
@@ -88,12 +108,18 @@ def read_lerobot(root: Path, state_key: str = "observation.state", action_key: s
 def import_lerobot(roots: Sequence[Path], out: Path, task: str,
                    goal: Sequence[float] | None = None, state_key: str = "observation.state",
                    action_key: str = "action", angle_unit: AngleUnit = "rad",
-                   resume: bool = False) -> int:
-    """Import every episode of each LeRobot dataset into ``out``; returns the episodes added."""
-    readers = [read_lerobot(Path(r), state_key, action_key, angle_unit) for r in roots]
+                   resume: bool = False, robot: str | None = None) -> int:
+    """Import every episode of each LeRobot dataset into ``out`` as ``task`` on ``robot``
+    (default: the task's own arm); returns the episodes added."""
+    from robot_rl.sim import make_task_config
+
+    spec = get_robot(make_task_config(task, **({} if robot is None else {"robot": robot}))
+                     .robot)
+    readers = [read_lerobot(Path(r), state_key, action_key, angle_unit,
+                            (spec.q_min, spec.q_max)) for r in roots]
 
     def sources(joints: Sequence[str]) -> Iterator[tuple[str, ArmStreams]]:
         for read in readers:
             yield from read(joints)
 
-    return import_streams(out, task, sources, goal, resume)
+    return import_streams(out, task, sources, goal, resume, robot)

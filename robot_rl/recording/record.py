@@ -75,9 +75,12 @@ def named_action(task: str, name: ActionName, box: bool = False) -> ActionConfig
 
 
 def making_overrides(making: dict[str, Any]) -> dict[str, Any]:
-    """The task-config overrides of a dataset's env making (its episode length, control rate
-    as a decimation, action space and motion profile; absent ones are the task's own)."""
+    """The task-config overrides of a dataset's env making (its arm, episode length, control
+    rate as a decimation, action space and motion profile; absent ones are the task's
+    own)."""
     overrides: dict[str, Any] = {}
+    if making.get("robot") is not None:
+        overrides["robot"] = str(making["robot"])
     if making.get("episode_length") is not None:
         overrides["episode_length"] = int(making["episode_length"])
     if making.get("decimation") is not None:

@@ -77,10 +77,11 @@ def read_bag(path: Path, joint_names: Sequence[str], joint_states: str = "/joint
 def import_bags(bags: Sequence[Path], out: Path, task: str, goal: Sequence[float] | None = None,
                 joint_states: str = "/joint_states",
                 commands: str = "/forward_position_controller/commands",
-                resume: bool = False) -> int:
-    """Import each bag as an episode of the dataset at ``out``; returns the episodes added."""
+                resume: bool = False, robot: str | None = None) -> int:
+    """Import each bag as an episode of the dataset at ``out`` (``robot``: the arm that was
+    logged; default: the task's own); returns the episodes added."""
     def sources(joint_names: Sequence[str]) -> Iterator[tuple[str, ArmStreams]]:
         for bag in bags:
             yield f"rosbag:{Path(bag).name}", read_bag(bag, joint_names, joint_states, commands)
 
-    return import_streams(out, task, sources, goal, resume)
+    return import_streams(out, task, sources, goal, resume, robot)

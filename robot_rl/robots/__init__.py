@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from robot_rl.errors import ConfigError, unknown_name
-from robot_rl.robots.builtin import arm7, pusher
+from robot_rl.robots.builtin import arm7, pusher, so5, ur6
 from robot_rl.robots.mjcf import compile_spec, load_mjcf
 from robot_rl.robots.spec import GripperSpec, RobotSpec
 from robot_rl.robots.urdf import imported_dir
 
-_ROBOTS: dict[str, Callable[[], RobotSpec]] = {"arm7": arm7, "pusher": pusher}
+_ROBOTS: dict[str, Callable[[], RobotSpec]] = {"arm7": arm7, "pusher": pusher, "so5": so5,
+                                             "ur6": ur6}
 
 
 def register_robot(name: str, factory: Callable[[], RobotSpec], overwrite: bool = False) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +81,13 @@ class RobotSpec:
     """Default joint damping for the joint PD law [Nm s/rad]."""
     gripper: GripperSpec | None = None
     """The gripper, if the arm has one."""
+    task_layout: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict,
+                                                                    hash=False)
+    """Task config fields this arm needs in place of the tasks' defaults (which are laid out
+    for arm7's 0.85 m of reach), by task name: ``{"reach": {"target_lo": (...), ...}}``; a
+    nested config's fields as a mapping (``{"safety": {"workspace_lo": (...)}}``). Applied
+    where a task's config is made for the arm (``make_task_config(task, robot=NAME)``,
+    ``--env.robot NAME``)."""
     mirror: tuple[float, ...] | None = None
     """The arm's mirror symmetry, if it has one: the sign (+1 or -1) of each joint's offset
     from ``home`` in the arm's mirror image about its base's x-z plane (y -> -y): the
@@ -176,12 +183,9 @@ class RobotSpec:
             raise ConfigError(f"{path}: not a robot spec (no \"format\": \"{SPEC_FORMAT}\")")
         gripper = data.pop("gripper", None)
         try:
-            fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
-                                      for k, v in data.items()}
+            fields: dict[str, Any] = {k: _tuples(v) for k, v in data.items()}
             if gripper is not None:
-                parts: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
-                                         for k, v in gripper.items()}
-                gripper = GripperSpec(**parts)
+                gripper = GripperSpec(**_tuples(gripper))
             fields["mjcf"] = path.parent / fields["mjcf"]
             return cls(**fields, gripper=gripper)
         except (TypeError, KeyError) as e:
@@ -284,6 +288,15 @@ class RobotSpec:
             kp=kp_t, kd=kd_t, gripper=gripper,
         )
 
+
+
+def _tuples(value: Any) -> Any:
+    """JSON's lists as tuples, at every depth (the spec's per-joint fields and layouts)."""
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _tuples(v) for k, v in value.items()}
+    return value
 
 
 def _require(model: mujoco.MjModel, obj: mujoco.mjtObj, name: str, path: Path) -> int:

@@ -8,6 +8,7 @@ checks).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from robot_rl.errors import ConfigError, unknown_name
@@ -36,8 +37,29 @@ def list_tasks() -> list[str]:
 
 
 def make_task_config(name: str, **overrides: Any) -> TaskConfig:
-    """A fresh copy of a task's default config, with top-level fields overridden."""
-    return replace_config(get_task(name).make_config(), **overrides)
+    """A fresh copy of a task's default config, with top-level fields overridden; with
+    ``robot=NAME``, laid out for that arm first (its ``RobotSpec.task_layout`` for this
+    task: where targets and objects go for its reach)."""
+    cfg = get_task(name).make_config()
+    if overrides.get("robot") is not None:
+        from robot_rl.robots import get_robot
+
+        robot = get_robot(overrides["robot"])
+        cfg = apply_layout(cfg, robot.task_layout.get(name, {}), f"robot {robot.name!r}")
+    return replace_config(cfg, **overrides)
+
+
+def apply_layout(cfg: Any, layout: Mapping[str, Any], source: str) -> Any:
+    """A copy of config ``cfg`` with ``layout``'s fields replaced (a nested config's from a
+    mapping of its own fields); unknown names raise ConfigError naming ``source``."""
+    fields = {f.name for f in dataclasses.fields(cfg)}
+    if bad := sorted(set(layout) - fields):
+        raise ConfigError(f"{source}'s layout of task {getattr(cfg, 'name', '?')!r} names "
+                          f"no config field(s) {bad}")
+    changes = {k: apply_layout(getattr(cfg, k), v, source)
+               if dataclasses.is_dataclass(getattr(cfg, k)) and isinstance(v, Mapping) else v
+               for k, v in layout.items()}
+    return dataclasses.replace(cfg, **changes)
 
 
 def replace_config(cfg: TaskConfig, **overrides: Any) -> TaskConfig:

@@ -253,6 +253,8 @@ class TaskDef:
     """(lo, hi) world-frame box of the end-effector site for the end-effector action spaces'
     target box (``EEDeltaConfig.box_lo/hi``; ``robot-rl record --target-box``): where the
     task's work is, with the hand at rest above the table; None: the task has none."""
+    needs_gripper: bool = False
+    """Whether the task grasps (lift): an arm without a gripper is refused."""
     mirror: dict[str, Mirror] | None = None
     """The task's mirror symmetry about the robot base's x-z plane, if its scene, reset
     distribution, rewards and success are symmetric under y -> -y: each observation term's

@@ -27,6 +27,11 @@ floor layer, which keeps every part of the arm above the table by its stopping d
 to act (coming down at 0.13-0.40 m/s, 3-8 cm above the table, the push expert set it off)."""
 
 
+LIMIT_ZONE = 0.1
+"""How close to a joint limit [rad] a scripted expert stops driving that joint outward: the
+shield's joint-limit layer acts inside its margin, before the limit itself."""
+
+
 def eased_down(target: torch.Tensor, ee: torch.Tensor, lowest: float | torch.Tensor
                ) -> torch.Tensor:
     """The offset (E, 3) from the hand ``ee`` (E, 3) to ``target`` (E, 3), coming down fast to
@@ -76,7 +81,24 @@ def move_ee(state: SimState, pos_err: torch.Tensor, action: ActionConfig,
     err = torch.cat([gain * clamp_norm(pos_err, max_move / gain),
                      gain * orientation_error(rot, rot_des)], dim=1)
     posture = 0.2 * (state.limits.home - state.joint_pos)
-    dq = dls_joint_delta(state.ee_jacobian(), err, posture_err=posture)
+    jac = state.ee_jacobian()
+    dq = dls_joint_delta(jac, err, posture_err=posture)
+    # A joint at its limit that the step drives further out stays where it is, and the
+    # others take over its share (solved again without it): the home orientation may be
+    # out of a short arm's reach there (so5 pointing straight down above 8 cm), and its
+    # position is then reached with the orientation it can have.
+    q, lim = state.joint_pos, state.limits
+    blocked = ((q <= lim.q_min + LIMIT_ZONE) & (dq < 0)) | \
+        ((q >= lim.q_max - LIMIT_ZONE) & (dq > 0))
+    if bool(blocked.any()):
+        free = (~blocked).to(jac.dtype)
+        # position first: the orientation weighs a tenth of it in the solve without the
+        # blocked joints
+        rows = torch.ones(6, dtype=jac.dtype, device=jac.device)
+        rows[3:] = 0.1
+        dq_free = dls_joint_delta(jac * free[:, None, :] * rows[:, None], err * rows,
+                                  posture_err=posture * free) * free
+        dq = torch.where(blocked.any(dim=1, keepdim=True), dq_free, dq)
     response, caps = _pd_response(state, action.scale)
     return (shrink_to_caps(dq / response, caps) / action.scale).float()
 

@@ -208,6 +208,7 @@ def _grasp_and_lift(state: SimState, cfg: LiftConfig, turn: torch.Tensor | float
 
 TASK = TaskDef(
     name="lift",
+    needs_gripper=True,
     description="grasp a cube and lift it",
     make_config=make_config,
     build_scene=build_scene,

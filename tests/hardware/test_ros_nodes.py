@@ -31,6 +31,7 @@ from rclpy.qos import (  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from robot_rl.controllers.arm_model import ArmModel  # noqa: E402
 from robot_rl.hardware.ros.launcher import (  # noqa: E402
@@ -54,7 +55,9 @@ def _domain_id() -> int:
 class Observer:
     """An rclpy node of the test, spun in a thread, recording what the stack publishes."""
 
-    def __init__(self, domain: int):
+    def __init__(self, domain: int, command_topic: str = CMD, trajectory: bool = False):
+        """``trajectory``: the commands are JointTrajectory messages (a one-point trajectory
+        per tick; their positions are recorded), not Float64MultiArray."""
         self.ctx = rclpy.Context()
         rclpy.init(context=self.ctx, domain_id=domain)
         self.node = rclpy.create_node("tester", context=self.ctx)
@@ -67,8 +70,13 @@ class Observer:
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.node.create_subscription(JointState, "/joint_states", self._rec(self.joint_states),
                                       best)
-        self.node.create_subscription(Float64MultiArray, CMD,
-                                      self._rec(self.commands, lambda m: list(m.data)), 50)
+        if trajectory:
+            self.node.create_subscription(
+                JointTrajectory, command_topic,
+                self._rec(self.commands, lambda m: list(m.points[0].positions)), 50)
+        else:
+            self.node.create_subscription(Float64MultiArray, command_topic,
+                                          self._rec(self.commands, lambda m: list(m.data)), 50)
         self.node.create_subscription(String, "/policy_node/state",
                                       self._rec(self.states, lambda m: m.data), latched)
         self.js_pub = self.node.create_publisher(JointState, "/joint_states", best)

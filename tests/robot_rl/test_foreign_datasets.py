@@ -77,57 +77,72 @@ def _av1_video(path: Path, frames: list[np.ndarray]) -> None:
             c.mux(packet)
 
 
-@pytest.fixture(scope="module")
-def so_arm(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A LeRobot dataset of a 7-joint arm (motor names ``jointN.pos``, degrees) as LeRobot's
-    writer lays it out: all episodes in one data file, vectors as list<float>, every
-    episode's camera frames back to back in one AV1 video."""
-    root = tmp_path_factory.mktemp("lerobot") / "so_arm"
+def _write_lerobot(root: Path, names: list[str], states: list[np.ndarray],
+                   actions: list[np.ndarray], robot_type: str, camera: bool = False) -> Path:
+    """A LeRobot dataset as LeRobot's writer lays it out: all episodes in one data file,
+    vectors as list<float>, with ``camera`` every episode's frames back to back in one AV1
+    video (episode e's frame t a flat grey ``_grey(e, t)``)."""
     (root / "meta" / "episodes" / "chunk-000").mkdir(parents=True)
     (root / "data" / "chunk-000").mkdir(parents=True)
-    names = [f"{j}.pos" for j in JOINTS]
     features = {"observation.state": _vec(names), "action": _vec(names)}
     for key, dtype in (("timestamp", "float32"), ("frame_index", "int64"),
                        ("episode_index", "int64"), ("index", "int64"), ("task_index", "int64")):
         features[key] = {"dtype": dtype, "shape": [1], "names": None}
-    rng = np.random.default_rng(0)
     cols: dict[str, list] = {k: [] for k in features}
     rows, video = [], []
-    for e in range(EPISODES):  # every episode sweeps the same range, from its own phases
-        t = np.arange(LENGTH) / FPS
-        q = 30.0 * np.sin(2 * np.pi * 1.5 * t[:, None] + rng.uniform(0, 2 * np.pi, 7))
+    for e, (q, a) in enumerate(zip(states, actions, strict=True)):
+        n = len(q)
         start = len(cols["index"])
         cols["observation.state"] += q.astype(np.float32).tolist()
-        cols["action"] += (q + _lead(q)).astype(np.float32).tolist()
-        cols["timestamp"] += t.astype(np.float32).tolist()
-        cols["frame_index"] += list(range(LENGTH))
-        cols["episode_index"] += [e] * LENGTH
-        cols["index"] += list(range(start, start + LENGTH))
-        cols["task_index"] += [0] * LENGTH
-        rows.append({"episode_index": e, "tasks": ["move the arm"], "length": LENGTH,
-                     "data/chunk_index": 0, "data/file_index": 0, "dataset_from_index": start,
-                     "dataset_to_index": start + LENGTH, "meta/episodes/chunk_index": 0,
-                     "meta/episodes/file_index": 0, f"videos/{CAM}/chunk_index": 0,
-                     f"videos/{CAM}/file_index": 0, f"videos/{CAM}/from_timestamp": start / FPS,
-                     f"videos/{CAM}/to_timestamp": (start + LENGTH) / FPS})
-        video += [np.full((48, 64, 3), _grey(e, k), np.uint8) for k in range(LENGTH)]
+        cols["action"] += a.astype(np.float32).tolist()
+        cols["timestamp"] += (np.arange(n) / FPS).astype(np.float32).tolist()
+        cols["frame_index"] += list(range(n))
+        cols["episode_index"] += [e] * n
+        cols["index"] += list(range(start, start + n))
+        cols["task_index"] += [0] * n
+        row = {"episode_index": e, "tasks": ["move the arm"], "length": n,
+               "data/chunk_index": 0, "data/file_index": 0, "dataset_from_index": start,
+               "dataset_to_index": start + n, "meta/episodes/chunk_index": 0,
+               "meta/episodes/file_index": 0}
+        if camera:
+            row.update({f"videos/{CAM}/chunk_index": 0, f"videos/{CAM}/file_index": 0,
+                        f"videos/{CAM}/from_timestamp": start / FPS,
+                        f"videos/{CAM}/to_timestamp": (start + n) / FPS})
+            video += [np.full((48, 64, 3), _grey(e, k), np.uint8) for k in range(n)]
+        rows.append(row)
     table = pa.table({k: pa.array(v, pa.list_(pa.float32()) if features[k]["shape"] != [1]
                                   else pa.from_numpy_dtype(np.dtype(features[k]["dtype"])))
                       for k, v in cols.items()})
     pq.write_table(table, root / "data" / "chunk-000" / "file-000.parquet")
-    _av1_video(root / "videos" / CAM / "chunk-000" / "file-000.mp4", video)
-    features[CAM] = {"dtype": "video", "shape": [48, 64, 3],
-                     "names": ["height", "width", "channels"],
-                     "info": {"video.height": 48, "video.width": 64, "video.codec": "av1",
-                              "video.pix_fmt": "yuv420p", "video.is_depth_map": False,
-                              "video.fps": FPS, "video.channels": 3, "has_audio": False}}
+    if camera:
+        _av1_video(root / "videos" / CAM / "chunk-000" / "file-000.mp4", video)
+        features[CAM] = {"dtype": "video", "shape": [48, 64, 3],
+                         "names": ["height", "width", "channels"],
+                         "info": {"video.height": 48, "video.width": 64, "video.codec": "av1",
+                                  "video.pix_fmt": "yuv420p", "video.is_depth_map": False,
+                                  "video.fps": FPS, "video.channels": 3, "has_audio": False}}
     pq.write_table(pa.Table.from_pylist(rows),
                    root / "meta" / "episodes" / "chunk-000" / "file-000.parquet")
     _write_tasks(root, "move the arm")
     (root / "meta" / "stats.json").write_text("{}")
-    info = _lerobot_info(features, EPISODES, EPISODES * LENGTH, "so_arm7")
+    frames = sum(len(q) for q in states)
+    info = _lerobot_info(features, len(states), frames, robot_type)
     (root / "meta" / "info.json").write_text(json.dumps(info, indent=2))
     return root
+
+
+@pytest.fixture(scope="module")
+def so_arm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A LeRobot dataset of a 7-joint arm (motor names ``jointN.pos``, degrees) with a
+    camera."""
+    rng = np.random.default_rng(0)
+    t = np.arange(LENGTH) / FPS
+    # every episode sweeps the same range, from its own phases
+    states = [30.0 * np.sin(2 * np.pi * 1.5 * t[:, None] + rng.uniform(0, 2 * np.pi, 7))
+              for _ in range(EPISODES)]
+    return _write_lerobot(tmp_path_factory.mktemp("lerobot") / "so_arm",
+                          [f"{j}.pos" for j in JOINTS], states, [q + _lead(q) for q in states],
+                          "so_arm7", camera=True)
 
 
 def test_a_lerobot_dataset_of_another_arm_is_read_and_validated(so_arm, capsys):
@@ -195,6 +210,51 @@ def test_import_maps_a_lerobot_dataset_onto_a_task(so_arm, tmp_path):
         import_lerobot([so_arm], tmp_path / "y", "reach", state_key="timestamp")
     with pytest.raises(DatasetError, match="no feature 'observation.joints'"):
         import_lerobot([so_arm], tmp_path / "z", "reach", state_key="observation.joints")
+
+
+SO101 = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll")
+
+
+@pytest.mark.parametrize("unit", ["deg", "normalized"])
+def test_lerobot_so101_data_lands_on_the_so5_arm_and_bc_trains_on_it(unit, tmp_path, cli):
+    """An SO-101 dataset as LeRobot records one (``shoulder_pan.pos`` ... ``gripper.pos``, in
+    degrees or its -100 .. 100 range across each joint's range) imported onto reach on so5:
+    the joint angles in radians, then ``robot-rl bc`` on it."""
+    from robot_rl.robots import get_robot
+
+    arm = get_robot("so5")
+    lo, hi = np.asarray(arm.q_min), np.asarray(arm.q_max)
+    rng = np.random.default_rng(1)
+    t = np.arange(LENGTH) / FPS
+    rad = [np.asarray(arm.home) + 0.3 * np.sin(2 * np.pi * t[:, None] + rng.uniform(0, 6, 5))
+           for _ in range(4)]
+
+    def logged(q: np.ndarray) -> np.ndarray:
+        arm_cols = np.rad2deg(q) if unit == "deg" else (q - lo) / (hi - lo) * 200.0 - 100.0
+        gripper = np.full((len(q), 1), 40.0)  # LeRobot's 0 .. 100
+        return np.concatenate([arm_cols, gripper], axis=1)
+
+    lead = 0.05
+    root = _write_lerobot(tmp_path / "so101", [f"{j}.pos" for j in (*SO101, "gripper")],
+                          [logged(q) for q in rad], [logged(q + lead) for q in rad], "so101")
+    out = tmp_path / "so5_reach"
+    r = cli("data", "import", str(root), "--task", "reach", "--robot", "so5", "--angle-unit",
+            unit, "--goal", "0.22", "0.05", "0.12", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    ds = Dataset(out)
+    assert ds.num_episodes == 4 and ds.spec is not None and ds.spec.robot_type == "so5"
+    assert ds.spec.joint_names == SO101
+    f = ds.episode(1)
+    assert np.allclose(f["observation.joint_pos"], rad[1][:-1], atol=1e-5)
+    scale = 0.1  # reach's joint_delta scale: the 0.05 rad lead is half an action
+    assert np.allclose(f["action"], lead / scale, atol=1e-4)
+    r = cli("bc", "--demos", str(out), "--algo", "bc-mlp", "--steps", "60", "--eval-every",
+            "60", "--eval-episodes", "2", "--runs-dir", str(tmp_path / "runs"), "--run-name",
+            "bc", "--no-progress", "--policy.width", "32", "--policy.blocks", "1")
+    assert r.returncode == 0, r.stderr
+    # evaluated in simulation on the arm the data is of: reach laid out for so5
+    rows = list(csv.DictReader(open(tmp_path / "runs" / "bc" / "eval.csv")))
+    assert rows and "success_rate" in rows[-1]
 
 
 def test_bc_learns_a_foreign_dataset_by_held_out_action_error(so_arm, tmp_path, capsys):
