@@ -6,9 +6,10 @@ and so5, push on ur6 and lift on so5; then each policy evaluated under randomiza
     python benchmarks/arms.py --reuse                          # evaluate finished runs again
 
 Each run is ``robot-rl train --task TASK --env.robot ARM`` with make demo's flags (its
-128-unit networks, two gradient steps per 16 env steps, the motion profile and reach's
+128-unit networks, two gradient steps per 16 env steps, the motion profile, on reach its
 joint-speed penalty, two evaluations in a row at 97% to stop, ``--budget`` seconds), one
-after another. The table's success is the deterministic actor behind the gate over
+after another; push and lift keep their own reward weights. ``results.json`` keeps every
+run's row across invocations. The table's success is the deterministic actor behind the gate over
 ``--episodes`` episodes with ``--dr`` randomization (the demo's check: ``robot-rl eval
 RUN/export --dr default``), with the shield layers' interventions per episode.
 """
@@ -55,7 +56,8 @@ def train(task: str, arm: str, args: Args) -> float:
     cmd = [sys.executable, "-m", "robot_rl.cli", "train", "--task", task, "--env.robot", arm,
            "--seed", str(args.seed), "--total-steps", "400000", "--time-budget",
            str(args.budget), "--target-success", "0.97", "--target-evals", "2",
-           "--eval-episodes", "64", "--eval-every", "10000", *demo_flags(), *demo_env_flags(),
+           "--eval-episodes", "64", "--eval-every", "10000", *demo_flags(),
+           *(demo_env_flags() if task == "reach" else ["--env.motion.enabled"]),
            "--runs-dir", str(args.out), "--run-name", f"{task}_{arm}", "--no-progress"]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True)
@@ -83,7 +85,8 @@ def main(args: Args) -> None:
     for col in ("task", "arm", "env steps", "train s", "stop", "last train eval",
                 f"success (dr {args.dr})", "episode cost", "shield steps / episode"):
         table.add_column(col)
-    rows = []
+    saved = args.out / "results.json"
+    rows = json.loads(saved.read_text()) if saved.is_file() else []
     for pair in args.runs:
         task, arm = pair.split(":")
         run = args.out / f"{task}_{arm}"
@@ -99,13 +102,13 @@ def main(args: Args) -> None:
         row = {"task": task, "arm": arm, "env_steps": int(float(last["env_steps"])),
                "train_s": float(last["seconds"]), "wall_s": wall, "stop": stop,
                "last_train_eval": float(last["success_rate"]), **got}
-        rows.append(row)
+        rows = [r for r in rows if (r["task"], r["arm"]) != (task, arm)] + [row]
         table.add_row(task, arm, f"{row['env_steps']:,}", f"{row['train_s']:.0f}", stop,
                       f"{row['last_train_eval']:.1%}", f"{got['success']:.1%}",
                       f"{got['cost']:.2f}", f"{got['shield']:.1f}")
         console.print(f"  {task} on {arm}: {got['success']:.1%} success over "
                       f"{args.episodes} episodes (dr {args.dr})")
-        (args.out / "results.json").write_text(json.dumps(rows, indent=1))
+        saved.write_text(json.dumps(rows, indent=1))
     console.print(table)
     (args.out / "table.md").write_text(table_markdown(table))
     console.print(f"table: {args.out / 'table.md'}")

@@ -217,6 +217,7 @@ class TrainConfig(RunConfig):
             raise ConfigError(f"--gym trains robot-rl train runs; {type(self).__name__} "
                               f"learns on our tasks")
         given = [flag for flag, on in (
+            ("--task", self.task != TrainConfig.task),
             ("--env.*", self.env != make_task_config(self.task)), ("--dr", self.dr is not None),
             ("--mirror", self.mirror), ("--backend warp", self.backend != "cpu"),
             ("--ray", self.ray is not None)) if on]
@@ -314,10 +315,11 @@ class Runner:
                 check_vec_env(eval_env)
         self.env: VecEnv = env if env is not None else self.make_env(cfg.num_envs, cfg.seed)
         self.eval_env: VecEnv | None = eval_env if eval_env is not None else env
-        # the discount from the task's horizon in seconds at this env's step (config.json
-        # records the value)
-        self.cfg = cfg = dataclasses.replace(cfg, sac=cfg.sac.with_gamma(
-            self.env.control_dt, cfg.env.discount_horizon))
+        # a discount left unset comes from the task's horizon in seconds at this env's step
+        # (config.json records the value)
+        if cfg.sac.gamma is None:
+            self.cfg = cfg = dataclasses.replace(cfg, sac=cfg.sac.with_gamma(
+                self.env.control_dt, cfg.env.discount_horizon))
         self._action_gen = torch.Generator().manual_seed(cfg.seed)
         """Draws the warm-up's actions before learning starts (uniform here; a subclass's
         ``warmup_action`` may draw its own from it); kept in the checkpoint."""

@@ -38,7 +38,7 @@ from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.pipeline import ActionPipeline, ControlStep, make_action_pipeline
 from robot_rl.controllers.servo import CommandInterface
 from robot_rl.errors import ConfigError
-from robot_rl.robots import RobotSpec, compile_spec, get_robot, list_robots
+from robot_rl.robots import RobotSpec, compile_spec, get_robot, registered_robots
 from robot_rl.sim.backends import make_backend
 from robot_rl.sim.backends.warp import WarpOptions
 from robot_rl.sim.cameras import SimCameras
@@ -69,7 +69,7 @@ class BatchedEnv:
                               f"terms of {cfg.name!r}: {sorted(self.task.rewards)}")
         self.robot: RobotSpec = get_robot(cfg.robot)
         if self.task.needs_gripper and self.robot.gripper is None:
-            with_one = [n for n in list_robots() if get_robot(n).gripper is not None]
+            with_one = [n for n in registered_robots() if get_robot(n).gripper is not None]
             raise ConfigError(f"task {cfg.name!r} grasps, and robot {cfg.robot!r} has no "
                               f"gripper; arms with one: {', '.join(with_one)}")
         self.num_envs = num_envs

@@ -265,7 +265,7 @@ def _task_default(config: type, args: list[str]) -> Any:
     if robot is not None:
         from robot_rl.sim import make_task_config
 
-        required["env"] = make_task_config(picked["task"], robot=robot)
+        required["env"] = make_task_config(str(picked["task"]), robot=robot)
     make: Any = config
     return make(**picked, **required)
 

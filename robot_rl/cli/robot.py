@@ -7,7 +7,7 @@ import dataclasses
 import time
 import warnings
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import tyro
 from rich.console import Console
@@ -43,6 +43,9 @@ class RobotImportConfig:
     gripper_joints: tuple[str, ...] = ()
     """Joints of the gripper, driven together by one position actuator (the first named
     is actuated; the others follow it)."""
+    gripper_open: Literal["upper", "lower"] = "upper"
+    """The limit of the first gripper joint at which the gripper is open (parallel fingers
+    sliding apart: upper; a Robotiq 2F's knuckle: lower)."""
     search_path: tuple[Path, ...] = ()
     """Folders to find package://PKG/... meshes in (as DIR/PKG/...), after the ament index."""
     home: tuple[float, ...] | None = None
@@ -96,12 +99,15 @@ def read_topic(topic: str, wait: float) -> str:
 
 
 def import_cmd(cfg: RobotImportConfig) -> None:
-    from robot_rl.robots import imported_dir
+    from robot_rl.robots import imported_dir, registered_robots
     from robot_rl.robots.spec import RobotSpec
     from robot_rl.robots.urdf import UrdfWarning
 
     if (cfg.urdf is None) == (cfg.topic is None):
         raise ConfigError("give a URDF file or --topic (one of them)")
+    if cfg.name in registered_robots():
+        raise ConfigError(f"--name {cfg.name} is a built-in arm's name; give the import "
+                          f"another")
     source: str | Path = read_topic(cfg.topic, cfg.wait) if cfg.topic is not None \
         else cfg.urdf  # type: ignore[assignment]
     folder = cfg.out or imported_dir()
@@ -110,7 +116,8 @@ def import_cmd(cfg: RobotImportConfig) -> None:
         warnings.simplefilter("always", UrdfWarning)
         spec = RobotSpec.from_urdf(source, name=cfg.name, tip_link=cfg.tip_link,
                            base_link=cfg.base_link, ee_offset=cfg.ee_offset,
-                           gripper_joints=cfg.gripper_joints, search_paths=cfg.search_path,
+                           gripper_joints=cfg.gripper_joints, gripper_open=cfg.gripper_open,
+                           search_paths=cfg.search_path,
                            home=cfg.home, out=folder / f"{cfg.name}.xml")
     for w in caught:
         console.print(f"warning: {w.message}", markup=False, highlight=False, soft_wrap=True)

@@ -166,7 +166,7 @@ def _record_ros(cfg: SysidRecordConfig, console: Console) -> None:
     if cfg.robot == "ros" and cfg.sim != SimRobotConfig():
         raise ConfigError("--sim.* configures the simulated arm; --robot ros records the arm "
                           "behind the topics")
-    params, env = node_setup(cfg.ros_params_file, cfg.domain_id)
+    params, env = node_setup(cfg.ros_params_file, cfg.domain_id, cfg.sim.robot)
     overrides: dict[str, object] = {
         "out": cfg.out.resolve(), "autostart": True,
         **{("rate_hz" if k == "rate" else k): getattr(ex, k) for k in NODE_EXCITATION}}

@@ -45,7 +45,8 @@ def task_meta(env: BatchedEnv) -> dict[str, Any]:
     cfg, robot = env.cfg, env.robot
     return {
         "format": FORMAT, "version": VERSION,
-        "robot": {"name": robot.name, "joint_names": list(robot.joint_names),
+        # the arm as the task config names it: a registered name, or a saved spec's path
+        "robot": {"name": cfg.robot, "joint_names": list(robot.joint_names),
                   "ee_site": robot.ee_site,
                   "gripper": robot.gripper is not None and env.pipeline.action_space.has_gripper},
         "task": cfg.name,

@@ -127,8 +127,7 @@ class GymVecEnv:
         envs = getattr(self.venv, "envs", None)
         dt = getattr(envs[0].unwrapped, "dt", None) if envs else None
         if dt is None:
-            raise ConfigError(f"{self.name} gives no dt (seconds per step): set the SAC "
-                              f"discount (--sac.gamma) rather than deriving it from the rate")
+            raise ConfigError(f"{self.name} gives no dt (seconds per step)")
         return float(dt)
 
     @property

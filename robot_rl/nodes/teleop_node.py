@@ -42,6 +42,8 @@ class TeleopNodeParams(PolicyNodeParams):
     task: str = "reach"
     """Task whose observation, action space and rewards the dataset uses (the artifact's,
     when one is given)."""
+    robot: str = ""
+    """The arm, without an artifact (its parameters file's; empty: the task's own, arm7)."""
     device: str = "keyboard"
     """keyboard (this terminal), spacemouse or gamepad."""
     out: str = "data/demos"
@@ -101,7 +103,7 @@ class TeleopNode(PolicyNode):
             return policy
         from robot_rl.recording.robot_recorder import NoPolicy
 
-        return NoPolicy(p.task)
+        return NoPolicy(p.task, p.robot or None)
 
     @staticmethod
     def _open_device(kind: str) -> Any:

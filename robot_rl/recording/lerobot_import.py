@@ -8,11 +8,12 @@ joint position targets from the action feature (``--action-key``, default action
 the task robot's joints is found by name in the feature's names, as ``j`` or as LeRobot
 names motors, ``j.pos``; velocities from ``j.vel`` where the state has them, else
 differentiated over the frames' times. LeRobot's arms often log degrees
-(``--angle-unit deg``, its motors' ``use_degrees``) or its normalized range
-(``--angle-unit normalized``: -100 .. 100 across each joint's calibrated range, which is taken
-to be the arm's joint range; LeRobot's default for SO-100/SO-101 arm joints). A gripper column
-(``gripper.pos``, 0 .. 100) is not a joint of the arm: import writes tasks whose actions are
-the arm's joints (reach), so it is left out. The frames' times are ``frame_index / fps`` (how LeRobot stamps
+(``--angle-unit deg``, its motors' ``use_degrees``; 0 is taken to be the joint's 0) or its
+normalized range (``--angle-unit normalized``: -100 .. 100 across each joint's calibrated
+range, LeRobot's default for SO-100/SO-101 arm joints, taken to be the arm's joint range:
+-100 its lower limit, 0 the middle, 100 its upper limit). A gripper column (``gripper.pos``,
+0 .. 100) is not a joint of the arm: import writes tasks whose actions are the arm's joints
+(reach), so it is left out. The frames' times are ``frame_index / fps`` (how LeRobot stamps
 them), and ``arm_import`` samples them at the task's control rate.
 """
 

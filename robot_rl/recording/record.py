@@ -101,6 +101,8 @@ class RecordConfig:
 
     task: str = "push"
     """Task name (robot-rl sim info lists them)."""
+    robot: str | None = None
+    """The arm (robot-rl sim info lists them; default: the task's own, arm7)."""
     teleop: TeleopKind = "keyboard"
     """Who acts: a device (keyboard in this terminal, spacemouse, gamepad) or the task's
     scripted expert (no person needed)."""
@@ -226,11 +228,12 @@ def dataset_spec(env: BatchedEnv, cameras: tuple[tuple[str, int, int], ...] = ()
 def make_recording_env(task: str, dr: str = "off", episode_length: int | None = None,
                        seed: int = 0, action: ActionConfig | None = None,
                        motion: bool | None = None, control_hz: float | None = None,
-                       ramp: bool = False) -> BatchedEnv:
+                       ramp: bool = False, robot: str | None = None) -> BatchedEnv:
     """One env of ``task`` as a dataset records it (``action``: None for the task's own;
     ``motion``: the motion profile on or off, None for the task's own; ``control_hz``: the
-    control rate, None for the task's own; ``ramp``: ramped joint commands)."""
-    overrides = making_overrides({"episode_length": episode_length})
+    control rate, None for the task's own; ``ramp``: ramped joint commands; ``robot``: the
+    arm, None for the task's own)."""
+    overrides = making_overrides({"episode_length": episode_length, "robot": robot})
     if control_hz is not None:
         overrides["decimation"] = decimation_for(control_hz,
                                                  make_task_config(task).physics_dt)
@@ -291,10 +294,11 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
         pacing.steps(control_dt, cfg.episode_length)
     env = make_recording_env(cfg.task, cfg.dr, steps, cfg.seed,
                              named_action(cfg.task, cfg.action, cfg.target_box), cfg.motion,
-                             cfg.control_hz, cfg.ramp)
+                             cfg.control_hz, cfg.ramp, cfg.robot)
     h, w = cfg.camera_size
     spec = dataset_spec(env, tuple((c, h, w) for c in cfg.cameras),
-                        {"dr": cfg.dr, "episode_length": env.cfg.episode_length,
+                        {"dr": cfg.dr, "robot": env.cfg.robot,
+                         "episode_length": env.cfg.episode_length,
                          "decimation": env.cfg.decimation,
                          "action": to_dict(env.cfg.action),
                          "motion": to_dict(env.cfg.motion),

@@ -55,11 +55,13 @@ class NoPolicy:
     images: list = []  # it sees no cameras
     cameras: list[str] = []
 
-    def __init__(self, task: str):
+    def __init__(self, task: str, robot: str | None = None):
+        """``robot``: the arm (default: the task's own, arm7)."""
         from robot_rl.export.artifact import task_meta
         from robot_rl.sim import make_env
 
-        env = make_env(task, 1, dr="off")
+        overrides: dict[str, Any] = {} if not robot else {"robot": robot}
+        env = make_env(task, 1, dr="off", **overrides)
         self.meta = task_meta(env)
         self.obs_dim, self.act_dim = env.obs_dim, env.act_dim
         self.path = f"task {task!r} (no policy: teleoperation)"

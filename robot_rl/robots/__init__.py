@@ -39,6 +39,11 @@ def get_robot(name: str) -> RobotSpec:
     raise unknown_name("robot", name, list_robots())
 
 
+def registered_robots() -> list[str]:
+    """The built-in arms and those ``register_robot`` added, without the imported ones."""
+    return sorted(_ROBOTS)
+
+
 def list_robots() -> list[str]:
     """The registered arms and the imported ones."""
     folder = imported_dir()
@@ -55,4 +60,5 @@ __all__ = [
     "list_robots",
     "load_mjcf",
     "register_robot",
+    "registered_robots",
 ]

@@ -18,7 +18,7 @@ import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import mujoco
 import numpy as np
@@ -172,7 +172,7 @@ class RobotSpec:
     @classmethod
     def load(cls, path: str | Path) -> RobotSpec:
         """A spec ``save`` wrote; a missing or malformed file raises ConfigError naming it."""
-        path = Path(path)
+        path = Path(path).resolve()
         try:
             data = json.loads(path.read_text())
         except FileNotFoundError:
@@ -202,13 +202,16 @@ class RobotSpec:
         kp: Sequence[float] | None = None,
         kd: Sequence[float] | None = None,
         out: str | Path | None = None,
+        gripper_open: Literal["upper", "lower"] = "upper",
         **options: Any,
     ) -> RobotSpec:
         """Build a spec from a URDF file or ``robot_description`` string through MuJoCo's
         URDF compiler (``robot_rl.robots.urdf.urdf_to_mjcf``: what it reads, its ``options``,
         what it refuses); its MJCF is written to ``out`` (default: NAME.xml in the
         imported-robots folder). Limits come from each joint's ``<limit>``; ``home``
-        defaults to the middle of each joint's range, the gains as in ``from_mjcf``."""
+        defaults to the middle of each joint's range, the gains as in ``from_mjcf``; the
+        gripper opens at its first joint's ``gripper_open`` limit (a parallel gripper's
+        fingers: upper; a Robotiq 2F's knuckle: lower)."""
         from robot_rl.robots.urdf import imported_dir, urdf_to_mjcf
 
         arm = urdf_to_mjcf(source, name=name, tip_link=tip_link,
@@ -217,22 +220,23 @@ class RobotSpec:
         q_min = tuple(j.limit("lower") for j in arm.joints)
         q_max = tuple(j.limit("upper") for j in arm.joints)
         tau = tuple(j.limit("effort") for j in arm.joints)
-        kp_t = tuple(kp) if kp is not None else tuple(t / 0.2 for t in tau)
+        kp_t, kd_t = default_gains(tau, kp, kd)
         gripper = None
         if arm.gripper:
             first = arm.gripper[0]
+            ends = (first.limit("upper"), first.limit("lower"))
+            opened, closed = ends if gripper_open == "upper" else ends[::-1]
             gripper = GripperSpec(actuator=arm.gripper_actuator,
                                   joints=tuple(j.name for j in arm.gripper),
                                   pads=tuple(j.child for j in arm.gripper),
-                                  open_ctrl=first.limit("upper"), closed_ctrl=first.limit("lower"))
+                                  open_ctrl=opened, closed_ctrl=closed)
         names = tuple(j.name for j in arm.joints)
         robot = cls(
             name=name, mjcf=arm.mjcf, root_body=arm.root_body, joint_names=names,
             actuator_names=names, ee_site=arm.ee_site,
-            home=tuple(home) if home is not None else tuple(
-                (a + b) / 2 for a, b in zip(q_min, q_max, strict=True)),
+            home=tuple(home) if home is not None else mid_range(q_min, q_max),
             q_min=q_min, q_max=q_max, qd_max=tuple(j.limit("velocity") for j in arm.joints),
-            tau_max=tau, kp=kp_t, kd=tuple(kd) if kd is not None else tuple(k / 10 for k in kp_t),
+            tau_max=tau, kp=kp_t, kd=kd_t,
             gripper=gripper)
         robot.validate(arm.model)
         return robot
@@ -274,10 +278,8 @@ class RobotSpec:
             q_max.append(float(model.jnt_range[jid, 1]))
             tau.append(_torque_limit(model, jid, aname, path))
         tau_t = tuple(tau)
-        kp_t = tuple(kp) if kp is not None else tuple(t / 0.2 for t in tau_t)
-        kd_t = tuple(kd) if kd is not None else tuple(k / 10.0 for k in kp_t)
-        mid = tuple((a + b) / 2 for a, b in zip(q_min, q_max, strict=True))
-        home_t = tuple(home) if home is not None else mid
+        kp_t, kd_t = default_gains(tau_t, kp, kd)
+        home_t = tuple(home) if home is not None else mid_range(q_min, q_max)
         root = spec_probe.worldbody.first_body()
         if root is None:
             raise ModelError(f"{path}: the MJCF has no body under <worldbody>")
@@ -288,6 +290,19 @@ class RobotSpec:
             kp=kp_t, kd=kd_t, gripper=gripper,
         )
 
+
+
+def default_gains(tau_max: Sequence[float], kp: Sequence[float] | None,
+                  kd: Sequence[float] | None) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(kp, kd) as given, else a stiffness that settles in ~0.1 s at each joint's torque limit
+    (kp = tau_max / 0.2 rad) and kd = kp / 10."""
+    kp_t = tuple(kp) if kp is not None else tuple(t / 0.2 for t in tau_max)
+    return kp_t, tuple(kd) if kd is not None else tuple(k / 10.0 for k in kp_t)
+
+
+def mid_range(q_min: Sequence[float], q_max: Sequence[float]) -> tuple[float, ...]:
+    """The middle of each joint's range (a home pose where none is given)."""
+    return tuple((a + b) / 2 for a, b in zip(q_min, q_max, strict=True))
 
 
 def _tuples(value: Any) -> Any:

@@ -219,10 +219,12 @@ def record_excitation(robot: Robot, cfg: RecordConfig | None = None,
 
 
 def _spec_of(robot: Robot) -> RobotSpec:
-    """The registered robot whose joints ``robot`` has (the built-in arm's, by default)."""
-    from robot_rl.robots import list_robots
+    """The registered robot whose joints ``robot`` has (the built-in arm's, by default): the
+    registered ones before those ``robot-rl robot import`` wrote."""
+    from robot_rl.robots import list_robots, registered_robots
 
-    for name in list_robots():
+    registered = registered_robots()
+    for name in registered + [n for n in list_robots() if n not in registered]:
         spec = get_robot(name)
         if tuple(spec.joint_names) == tuple(robot.joint_names):
             return spec

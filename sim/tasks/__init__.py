@@ -45,6 +45,10 @@ def make_task_config(name: str, **overrides: Any) -> TaskConfig:
         from robot_rl.robots import get_robot
 
         robot = get_robot(overrides["robot"])
+        if robot.task_layout and name not in robot.task_layout:
+            raise ConfigError(f"robot {robot.name!r} lays out {', '.join(robot.task_layout)} "
+                              f"for its reach; task {name!r} has no layout for it (add one to "
+                              f"its RobotSpec.task_layout)")
         cfg = apply_layout(cfg, robot.task_layout.get(name, {}), f"robot {robot.name!r}")
     return replace_config(cfg, **overrides)
 

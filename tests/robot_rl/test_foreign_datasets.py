@@ -235,8 +235,10 @@ def test_lerobot_so101_data_lands_on_the_so5_arm_and_bc_trains_on_it(unit, tmp_p
         return np.concatenate([arm_cols, gripper], axis=1)
 
     lead = 0.05
+    states = [logged(q) for q in rad]
+    states[0][0, :5] = 50.0  # 50 deg = 0.8727 rad; normalized 50: 3/4 of the way up the range
     root = _write_lerobot(tmp_path / "so101", [f"{j}.pos" for j in (*SO101, "gripper")],
-                          [logged(q) for q in rad], [logged(q + lead) for q in rad], "so101")
+                          states, [logged(q + lead) for q in rad], "so101")
     out = tmp_path / "so5_reach"
     r = cli("data", "import", str(root), "--task", "reach", "--robot", "so5", "--angle-unit",
             unit, "--goal", "0.22", "0.05", "0.12", "--out", str(out))
@@ -244,6 +246,10 @@ def test_lerobot_so101_data_lands_on_the_so5_arm_and_bc_trains_on_it(unit, tmp_p
     ds = Dataset(out)
     assert ds.num_episodes == 4 and ds.spec is not None and ds.spec.robot_type == "so5"
     assert ds.spec.joint_names == SO101
+    first = ds.episode(0)["observation.joint_pos"][0]
+    # shoulder_pan's range is +-1.91986 rad, wrist_roll's -2.74385 .. 2.84121
+    want = [0.87266] * 5 if unit == "deg" else [0.95993, 0.87267, 0.845, 0.82903, 1.44495]
+    assert np.allclose(first, want, atol=1e-4), first
     f = ds.episode(1)
     assert np.allclose(f["observation.joint_pos"], rad[1][:-1], atol=1e-5)
     scale = 0.1  # reach's joint_delta scale: the 0.05 rad lead is half an action

@@ -116,12 +116,20 @@ def test_sac_and_its_safety_critic_train_on_a_gymnasium_env(tmp_path: Path):
     assert q[0] > q[1]
 
 
-gymnasium.register("robot_rl_test/Line-v0", entry_point=_line)
+class LineWithoutDt(Line):
+    """``Line`` as most gymnasium envs are: no ``dt`` (MuJoCo's envs have one)."""
+
+    dt = None  # type: ignore[assignment]
+
+
+gymnasium.register("robot_rl_test/Line-v0",
+                   entry_point=lambda: gymnasium.wrappers.TimeLimit(LineWithoutDt(), 20))
 
 
 def test_robot_rl_train_gym_trains_evaluates_and_refuses_what_it_cannot_do(tmp_path: Path, cli):
-    """``robot-rl train --gym ID``: a run named after the id with gymnasium's discount, its
-    policy evaluated by ``robot-rl eval``; export and the task's flags refused in one line."""
+    """``robot-rl train --gym ID``: a run named after the id with gymnasium's discount (the
+    env gives no dt to derive one from), its policy evaluated by ``robot-rl eval``; export and
+    the task's flags refused in one line."""
     import json
 
     small = ["--sac.actor-hidden", "32", "32", "--sac.critic-hidden", "32", "32",
@@ -144,7 +152,8 @@ def test_robot_rl_train_gym_trains_evaluates_and_refuses_what_it_cannot_do(tmp_p
     r = cli("export", str(run))
     assert r.returncode != 0 and "gymnasium env robot_rl_test/Line-v0" in r.stderr
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
-    for flags in (["--dr", "off"], ["--mirror"], ["--env.episode-length", "50"]):
+    for flags in (["--dr", "off"], ["--mirror"], ["--env.episode-length", "50"],
+                  ["--task", "push"]):
         r = cli("train", "--gym", "robot_rl_test/Line-v0", *flags)
         assert r.returncode != 0 and "not for a gymnasium env" in r.stderr, (flags, r.stderr)
     r = cli("finetune", "--gym", "robot_rl_test/Line-v0", "--demos", str(tmp_path))

@@ -14,7 +14,7 @@ import torch
 from robot_rl.errors import ConfigError
 from robot_rl.hardware.sim_robot import SimRobotConfig, build_model
 from robot_rl.recording.arm_import import ArmStreams
-from robot_rl.robots import get_robot
+from robot_rl.robots import RobotSpec, get_robot
 from robot_rl.sim.identified import IdentifiedDynamics
 from robot_rl.sysid.excitation import ExcitationConfig, excitation
 from robot_rl.sysid.fit import FitConfig, fit, identified
@@ -25,22 +25,23 @@ DT = 0.002
 
 
 def record(params: IdentifiedDynamics | None, t_cmd: np.ndarray, q_cmd: np.ndarray,
-           delay: int, sample_every: int = 2, noise: float = 0.0, seed: int = 0
-           ) -> ArmStreams:
+           delay: int, sample_every: int = 2, noise: float = 0.0, seed: int = 0,
+           robot: RobotSpec = ROBOT) -> ArmStreams:
     """The arm (``params`` applied) driven by the commands, one MjData stepped by hand, with
     the simulated arm's conventions: a command sent at c acts from the first physics step
     starting at or after c + delay * dt; a reading stamped s is the state after the step
     that starts at s, with that step's actuator force as its effort."""
-    m = build_model(SimRobotConfig(physics_dt=DT), ROBOT)
+    m = build_model(SimRobotConfig(physics_dt=DT, robot=robot.name), robot)
     if params is not None:
-        params.apply(m, ROBOT)
+        params.apply(m, robot)
     d = mujoco.MjData(m)
-    qa = [int(m.joint(j).qposadr[0]) for j in ROBOT.joint_names]
-    va = [int(m.joint(j).dofadr[0]) for j in ROBOT.joint_names]
-    act = [int(m.actuator(a).id) for a in ROBOT.actuator_names]
+    qa = [int(m.joint(j).qposadr[0]) for j in robot.joint_names]
+    va = [int(m.joint(j).dofadr[0]) for j in robot.joint_names]
+    act = [int(m.actuator(a).id) for a in robot.actuator_names]
     d.qpos[qa] = q_cmd[0]
     d.ctrl[act] = q_cmd[0]
-    d.ctrl[m.actuator(ROBOT.gripper.actuator).id] = ROBOT.gripper.closed_ctrl
+    if robot.gripper is not None:
+        d.ctrl[m.actuator(robot.gripper.actuator).id] = robot.gripper.closed_ctrl
     mujoco.mj_forward(m, d)
     rng = np.random.default_rng(seed)
     steps = int(round(t_cmd[-1] / DT)) + 1
@@ -59,14 +60,15 @@ def record(params: IdentifiedDynamics | None, t_cmd: np.ndarray, q_cmd: np.ndarr
                       cmd=q_cmd, effort=np.array(eff))
 
 
-def short_excitation(duration: float = 3.0) -> tuple[np.ndarray, np.ndarray]:
-    return excitation(ROBOT, ExcitationConfig(duration=duration, ramp=0.5, band=(0.5, 2.5),
+def short_excitation(duration: float = 3.0, robot: RobotSpec = ROBOT
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    return excitation(robot, ExcitationConfig(duration=duration, ramp=0.5, band=(0.5, 2.5),
                                               step_size=0.0))
 
 
-def truth(**values: float) -> IdentifiedDynamics:
-    n = ROBOT.num_joints
-    return IdentifiedDynamics(robot="arm7", joint_names=tuple(ROBOT.joint_names),
+def truth(robot: RobotSpec = ROBOT, **values: float) -> IdentifiedDynamics:
+    n = robot.num_joints
+    return IdentifiedDynamics(robot=robot.name, joint_names=tuple(robot.joint_names),
                               values={p: (v,) * n for p, v in values.items()})
 
 
@@ -92,12 +94,14 @@ def test_excitation_within_limits_and_at_rest_at_both_ends() -> None:
         excitation(ROBOT, ExcitationConfig(duration=1.0, ramp=1.0))
 
 
-def test_replay_reproduces_an_independent_recording_at_the_true_parameters() -> None:
-    t, q = short_excitation()
-    true = truth(link_mass=1.3, actuator_gain=0.8)
-    rec = record(true, t, q, delay=2)
-    replay = Replay(rec, ROBOT, ReplayConfig(segment=1.0, max_delay=4))
-    n = ROBOT.num_joints
+@pytest.mark.parametrize("name", ["arm7", "ur6", "so5"])
+def test_replay_reproduces_an_independent_recording_at_the_true_parameters(name: str) -> None:
+    robot = get_robot(name)  # every built-in arm: 7, 6 and 5 joints
+    t, q = short_excitation(robot=robot)
+    true = truth(robot, link_mass=1.3, actuator_gain=0.8)
+    rec = record(true, t, q, delay=2, robot=robot)
+    replay = Replay(rec, robot, ReplayConfig(segment=1.0, max_delay=4))
+    n = robot.num_joints
     values = {"link_mass": torch.tensor([[1.3] * n, [1.0] * n]),
               "actuator_gain": torch.tensor([[0.8] * n, [1.0] * n])}
     tr = replay.run(values, torch.tensor([2, 2]))

@@ -175,6 +175,8 @@ def test_robot_import_and_urdf_commands(tmp_path: Path, monkeypatch: pytest.Monk
     r = cli("robot", "import", str(tmp_path / "arm7.urdf"), "--name", "x", "--tip-link", "hand2")
     assert r.returncode == 2 and "no link named 'hand2'" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+    r = cli("robot", "import", str(tmp_path / "arm7.urdf"), "--name", "ur6", "--tip-link", "ee")
+    assert r.returncode == 2 and "is a built-in arm's name" in r.stderr
 
 
 def test_robot_import_reads_the_running_systems_robot_description(

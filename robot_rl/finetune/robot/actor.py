@@ -133,7 +133,8 @@ class RobotActor:
                 from robot_rl.nodes.finetune_node import start_finetune_node
 
                 node, self._spin = start_finetune_node(
-                    policy, setup.ros_params_file or default_params_file(),
+                    policy, setup.ros_params_file or default_params_file(
+                        self.meta["robot"]["name"]),
                     dict(setup.ros_overrides), setup.ros_domain_id)
                 self.runtime = node.runtime
             else:
