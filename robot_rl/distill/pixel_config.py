@@ -41,6 +41,8 @@ class PixelDistillConfig:
 
     task: str = "push"
     """Task (with --teacher: taken from the run)."""
+    robot: str | None = None
+    """The arm (default: the task's own, arm7; with --teacher: taken from the run)."""
     teacher: Path | None = None
     """Run directory of a trained state policy (default: the task's scripted expert)."""
     inputs: Annotated[PixelInputs, tyro.conf.arg(name="")] = dataclasses.field(

@@ -43,6 +43,7 @@ from robot_rl.distill.dagger import dagger, mix
 from robot_rl.distill.pixel_config import PixelDistillConfig, Teacher
 from robot_rl.distill.pixel_eval import evaluate_student, state_error
 from robot_rl.distill.state import fit_student
+from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate, module_policy
 from robot_rl.sim import make_env
 from robot_rl.sim.env import BatchedEnv
@@ -79,12 +80,16 @@ def make_teacher(cfg: PixelDistillConfig) -> tuple[Teacher, Any]:
     from robot_rl.sim import make_task_config
 
     if cfg.teacher is None:
-        return (lambda env: env.expert_action()), make_task_config(cfg.task)
+        arm: dict[str, Any] = {} if cfg.robot is None else {"robot": cfg.robot}
+        return (lambda env: env.expert_action()), make_task_config(cfg.task, **arm)
     from robot_rl.checkpoint import resolve_checkpoint
     from robot_rl.distill.state import teacher_policy
     from robot_rl.runner import load_agent
 
     agent, train_cfg, _ = load_agent(resolve_checkpoint(cfg.teacher))
+    if cfg.robot is not None and cfg.robot != train_cfg.env.robot:
+        raise ConfigError(f"--robot {cfg.robot}: the teacher {cfg.teacher} was trained on "
+                          f"{train_cfg.env.robot}")
     net = teacher_policy(agent)
     width = int(net.norm.mean.shape[0])
 

@@ -43,6 +43,7 @@ from robot_rl.data.format import DEFAULT_KEYFRAME_INTERVAL, DatasetSpec, camera_
 from robot_rl.data.writer import DatasetWriter
 from robot_rl.errors import ConfigError
 from robot_rl.recording.pacing import Pacing, SuccessEnds
+from robot_rl.robots import get_robot
 from robot_rl.sim import get_task, make_env, make_task_config
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.experts import Expert, ExpertStyle, make_expert
@@ -53,18 +54,23 @@ TeleopKind = Literal["keyboard", "spacemouse", "gamepad", "expert"]
 ActionName = Literal["task", "joint-delta", "ee-delta", "ee-position"]
 
 
-def named_action(task: str, name: ActionName, box: bool = False) -> ActionConfig | None:
+def named_action(task: str, name: ActionName, box: bool = False,
+                 robot: str | None = None) -> ActionConfig | None:
     """The action space ``name`` of ``task`` with the task's gripper choice (None: the
     task's own): joint-delta, ee-delta (end-effector position and rotation offsets) or
     ee-position (position offsets; the hand keeps its home orientation). ``box``: the
-    end-effector spaces clip their targets into the task's box (``TaskDef.ee_box``;
-    ConfigError for another space or a task without one)."""
+    end-effector spaces clip their targets into the task's box (``TaskDef.ee_box``, laid
+    out for arm7's reach: refused on an arm that lays the task out for its own; ConfigError
+    for another space or a task without one)."""
     corners: dict[str, Any] = {}
     if box:
         ee_box = get_task(task).ee_box
         if not name.startswith("ee-") or ee_box is None:
             raise ConfigError(f"a target box is for the end-effector action spaces of a task "
                               f"with one (push); got action {name!r} of task {task!r}")
+        if robot is not None and get_robot(robot).task_layout:
+            raise ConfigError(f"--target-box is {task}'s box for arm7's reach; robot "
+                              f"{robot!r} lays the task out for its own: record without it")
         corners = {"box_lo": ee_box[0], "box_hi": ee_box[1]}
     if name == "task":
         return None
@@ -293,7 +299,8 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
     steps = cfg.episode_length if pacing is None else \
         pacing.steps(control_dt, cfg.episode_length)
     env = make_recording_env(cfg.task, cfg.dr, steps, cfg.seed,
-                             named_action(cfg.task, cfg.action, cfg.target_box), cfg.motion,
+                             named_action(cfg.task, cfg.action, cfg.target_box, cfg.robot),
+                             cfg.motion,
                              cfg.control_hz, cfg.ramp, cfg.robot)
     h, w = cfg.camera_size
     spec = dataset_spec(env, tuple((c, h, w) for c in cfg.cameras),

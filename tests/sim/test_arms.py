@@ -149,3 +149,16 @@ def test_a_recording_on_another_arm_replays_on_that_arm(tmp_path) -> None:
     assert ds.spec is not None and ds.spec.robot_type == "so5" and ds.spec.env["robot"] == "so5"
     r = replay_episode(ds, 0)
     assert r.max_obs_error < 1e-6 and r.max_joint_error < 1e-6  # float32 in the dataset
+
+
+def test_pixel_distillation_and_recording_take_the_arm() -> None:
+    from robot_rl.distill.pixel_config import PixelDistillConfig
+    from robot_rl.distill.pixels import make_teacher
+    from robot_rl.recording.record import named_action
+
+    _, task_cfg = make_teacher(PixelDistillConfig(task="push", robot="so5"))
+    assert task_cfg.robot == "so5" and task_cfg == make_task_config("push", robot="so5")
+    # push's end-effector target box is laid out for arm7's reach
+    assert named_action("push", "ee-position", True) is not None
+    with pytest.raises(ConfigError, match="lays the task out for its own"):
+        named_action("push", "ee-position", True, "so5")
