@@ -250,24 +250,29 @@ def _task_default(config: type, args: list[str]) -> Any:
     import tyro
 
     # the task, and a learner's method (whose recipe gives the defaults of --sac.*)
-    picked = {name: fields[name].default for name in ("task", "method") if name in fields}
-    for i, a in enumerate(args):
-        for name in picked:
-            if a == f"--{name}" and i + 1 < len(args):
-                picked[name] = args[i + 1]
-            elif a.startswith(f"--{name}="):
-                picked[name] = a.split("=", 1)[1]
+    picked = {name: _flag(args, name) or fields[name].default
+              for name in ("task", "method") if name in fields}
     required = {name: tyro.MISSING for name, f in fields.items() if f.init and
                 f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
     # an arm named with --env.robot lays the task out for its reach (RobotSpec.task_layout)
-    robot = next((args[i + 1] for i, a in enumerate(args[:-1]) if a == "--env.robot"),
-                 next((a.split("=", 1)[1] for a in args if a.startswith("--env.robot=")), None))
-    if robot is not None:
+    if (robot := _flag(args, "env.robot")) is not None:
         from robot_rl.sim import make_task_config
 
         required["env"] = make_task_config(str(picked["task"]), robot=robot)
     make: Any = config
     return make(**picked, **required)
+
+
+def _flag(args: list[str], name: str) -> str | None:
+    """The value the command line gives ``--name`` (``--name V`` or ``--name=V``; the last
+    one counts, as for the parser), or None."""
+    value = None
+    for i, a in enumerate(args):
+        if a == f"--{name}" and i + 1 < len(args):
+            value = args[i + 1]
+        elif a.startswith(f"--{name}="):
+            value = a.split("=", 1)[1]
+    return value
 
 
 def _fail(console: Console, message: str) -> None:

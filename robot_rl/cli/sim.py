@@ -135,9 +135,8 @@ def rollout(cfg: SimRolloutConfig) -> None:
     overrides: dict[str, Any] = {} if cfg.shield else {"shield": ShieldConfig(enabled=False)}
     if cfg.action is not None:
         overrides["action"] = _action_config(cfg.action, cfg.task)
-    if cfg.robot is not None:
-        overrides["robot"] = cfg.robot
-    env = make_env(cfg.task, cfg.num_envs, dr=cfg.dr, seed=cfg.seed, **overrides)
+    env = make_env(cfg.task, cfg.num_envs, dr=cfg.dr, seed=cfg.seed, robot=cfg.robot,
+                   **overrides)
     if cfg.policy == "expert" and env.task.expert is None:
         raise ConfigError(f"task {cfg.task!r} has no scripted expert; use --policy random")
     if cfg.policy == "expert" and cfg.action not in (None, "joint_delta"):

@@ -80,8 +80,7 @@ def make_teacher(cfg: PixelDistillConfig) -> tuple[Teacher, Any]:
     from robot_rl.sim import make_task_config
 
     if cfg.teacher is None:
-        arm: dict[str, Any] = {} if cfg.robot is None else {"robot": cfg.robot}
-        return (lambda env: env.expert_action()), make_task_config(cfg.task, **arm)
+        return (lambda env: env.expert_action()), make_task_config(cfg.task, robot=cfg.robot)
     from robot_rl.checkpoint import resolve_checkpoint
     from robot_rl.distill.state import teacher_policy
     from robot_rl.runner import load_agent

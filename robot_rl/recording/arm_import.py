@@ -3,11 +3,12 @@ the task's observations, action space, reward, cost and success out.
 
     n = import_streams(out, "reach", sources, goal=(0.5, -0.15, 0.3))
 
-``sources(joint_names)`` yields one ``(source, ArmStreams)`` per episode, joints in the
-task robot's order: ``rosbag_import`` reads them from bags, ``lerobot_import`` from a
-LeRobot dataset. The joint states are sampled at the task's control rate (the newest sample
-at each tick); the action of a step is the newest command before the next tick, converted
-into the task's action space (joint_delta: (target - q) / scale, clipped to [-1, 1]).
+``sources(robot)`` yields one ``(source, ArmStreams)`` per episode, joints in the order of
+the task's arm (a RobotSpec: its joint names and ranges): ``rosbag_import`` reads them from
+bags, ``lerobot_import`` from a LeRobot dataset. The joint states are sampled at the task's
+control rate (the newest sample at each tick); the action of a step is the newest command
+before the next tick, converted into the task's action space (joint_delta: (target - q) /
+scale, clipped to [-1, 1]).
 Observations, reward, cost and success come from the task's own terms (``TaskObserver``),
 so only tasks whose observation the joint state and the goal determine can be imported
 (reach, not push: no joint state says where the puck is). Imported episodes have no reset
@@ -24,6 +25,7 @@ import numpy as np
 
 from robot_rl.data.format import DatasetError
 from robot_rl.data.writer import DatasetWriter
+from robot_rl.robots import RobotSpec
 
 TIME_TOL = 1e-6
 """Seconds by which a sample may miss its tick (floating-point rounding of the times)."""
@@ -41,8 +43,8 @@ class ArmStreams:
     effort: np.ndarray | None = None  # (M, n) measured joint efforts [Nm], where logged
 
 
-Sources = Callable[[Sequence[str]], Iterator[tuple[str, ArmStreams]]]
-"""joint names -> (source label, streams) per episode."""
+Sources = Callable[[RobotSpec], Iterator[tuple[str, ArmStreams]]]
+"""the task's arm -> (source label, streams) per episode."""
 
 
 def import_streams(out: Path, task: str, sources: Sources, goal: Sequence[float] | None = None,
@@ -53,8 +55,7 @@ def import_streams(out: Path, task: str, sources: Sources, goal: Sequence[float]
     from robot_rl.recording.record import dataset_spec
     from robot_rl.sim import make_task_config
 
-    observer = TaskObserver(make_task_config(task, **({} if robot is None else
-                                                      {"robot": robot})))
+    observer = TaskObserver(make_task_config(task, robot=robot))
     env = observer.env
     space = env.cfg.action
     if space.type != "joint_delta" or env.pipeline.action_space.has_gripper:
@@ -68,7 +69,7 @@ def import_streams(out: Path, task: str, sources: Sources, goal: Sequence[float]
     dt = env.control_dt
     added = 0
     with DatasetWriter(out, spec, resume=resume) as writer:
-        for source, s in sources(env.robot.joint_names):
+        for source, s in sources(env.robot):
             ticks = np.arange(s.js_t[0], s.js_t[-1] + TIME_TOL, dt)
             if len(ticks) < 2:
                 raise DatasetError(f"{source} spans {s.js_t[-1] - s.js_t[0]:.3f} s: shorter "

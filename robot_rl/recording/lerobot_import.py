@@ -30,7 +30,7 @@ from robot_rl.data.format import DatasetError
 from robot_rl.data.reader import Dataset
 from robot_rl.data.recover import feature_names
 from robot_rl.recording.arm_import import ArmStreams, Sources, import_streams
-from robot_rl.robots import get_robot
+from robot_rl.robots import RobotSpec
 
 AngleUnit = Literal["rad", "deg", "normalized"]
 """How a LeRobot dataset gives joint angles: radians, degrees, or LeRobot's -100 .. 100
@@ -56,11 +56,9 @@ def joint_columns(names: Sequence[str], joints: Sequence[str], suffixes: tuple[s
 
 
 def read_lerobot(root: Path, state_key: str = "observation.state", action_key: str = "action",
-                 angle_unit: AngleUnit = "rad",
-                 ranges: tuple[Sequence[float], Sequence[float]] | None = None) -> Sources:
+                 angle_unit: AngleUnit = "rad") -> Sources:
     """The episodes of the LeRobot dataset at ``root`` as arm streams (see module
-    docstring); DatasetError naming what is missing. ``ranges``: (q_min, q_max) of the
-    joints the sources are asked for, which ``normalized`` angles span."""
+    docstring); DatasetError naming what is missing."""
     ds = Dataset(root)
     feats = ds.features
     for key in (state_key, action_key):
@@ -69,19 +67,20 @@ def read_lerobot(root: Path, state_key: str = "observation.state", action_key: s
     if not ds.fps > 0:
         raise DatasetError(f"{root}: info.json has no positive fps")
     state_names, action_names = feature_names(feats, state_key), feature_names(feats, action_key)
-    if angle_unit == "normalized" and ranges is None:
-        raise DatasetError("normalized angles need the arm's joint ranges")
     unit = math.pi / 180.0 if angle_unit == "deg" else 1.0
 
-    def angles(values: np.ndarray, rate: bool = False) -> np.ndarray:
-        """(T, n) angles (``rate``: angular velocities) of the dataset's unit in radians."""
-        if angle_unit != "normalized":
-            return values * unit
-        assert ranges is not None
-        lo, hi = (np.asarray(r, np.float64) for r in ranges)
-        return values * (hi - lo) / 200.0 if rate else lo + (values + 100.0) / 200.0 * (hi - lo)
+    def sources(robot: RobotSpec) -> Iterator[tuple[str, ArmStreams]]:
+        joints = robot.joint_names
+        lo, hi = np.asarray(robot.q_min), np.asarray(robot.q_max)
 
-    def sources(joints: Sequence[str]) -> Iterator[tuple[str, ArmStreams]]:
+        def angles(values: np.ndarray, rate: bool = False) -> np.ndarray:
+            """(T, n) angles (``rate``: angular velocities) of the dataset's unit in
+            radians; ``normalized`` spans each joint's range."""
+            if angle_unit != "normalized":
+                return values * unit
+            return values * (hi - lo) / 200.0 if rate else \
+                lo + (values + 100.0) / 200.0 * (hi - lo)
+
         pos = joint_columns(state_names, joints, ("", ".pos", "_pos"))
         cmd = joint_columns(action_names, joints, ("", ".pos", "_pos"))
         for key, cols, names in ((state_key, pos, state_names), (action_key, cmd, action_names)):
@@ -112,15 +111,10 @@ def import_lerobot(roots: Sequence[Path], out: Path, task: str,
                    resume: bool = False, robot: str | None = None) -> int:
     """Import every episode of each LeRobot dataset into ``out`` as ``task`` on ``robot``
     (default: the task's own arm); returns the episodes added."""
-    from robot_rl.sim import make_task_config
+    readers = [read_lerobot(Path(r), state_key, action_key, angle_unit) for r in roots]
 
-    spec = get_robot(make_task_config(task, **({} if robot is None else {"robot": robot}))
-                     .robot)
-    readers = [read_lerobot(Path(r), state_key, action_key, angle_unit,
-                            (spec.q_min, spec.q_max)) for r in roots]
-
-    def sources(joints: Sequence[str]) -> Iterator[tuple[str, ArmStreams]]:
+    def sources(arm: RobotSpec) -> Iterator[tuple[str, ArmStreams]]:
         for read in readers:
-            yield from read(joints)
+            yield from read(arm)
 
     return import_streams(out, task, sources, goal, resume, robot)

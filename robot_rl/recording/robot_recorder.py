@@ -60,8 +60,7 @@ class NoPolicy:
         from robot_rl.export.artifact import task_meta
         from robot_rl.sim import make_env
 
-        overrides: dict[str, Any] = {} if not robot else {"robot": robot}
-        env = make_env(task, 1, dr="off", **overrides)
+        env = make_env(task, 1, dr="off", robot=robot)
         self.meta = task_meta(env)
         self.obs_dim, self.act_dim = env.obs_dim, env.act_dim
         self.path = f"task {task!r} (no policy: teleoperation)"

@@ -18,6 +18,7 @@ import numpy as np
 
 from robot_rl.data.format import DatasetError
 from robot_rl.recording.arm_import import ArmStreams, import_streams
+from robot_rl.robots import RobotSpec
 
 
 def read_bag(path: Path, joint_names: Sequence[str], joint_states: str = "/joint_states",
@@ -80,8 +81,9 @@ def import_bags(bags: Sequence[Path], out: Path, task: str, goal: Sequence[float
                 resume: bool = False, robot: str | None = None) -> int:
     """Import each bag as an episode of the dataset at ``out`` (``robot``: the arm that was
     logged; default: the task's own); returns the episodes added."""
-    def sources(joint_names: Sequence[str]) -> Iterator[tuple[str, ArmStreams]]:
+    def sources(arm: RobotSpec) -> Iterator[tuple[str, ArmStreams]]:
         for bag in bags:
-            yield f"rosbag:{Path(bag).name}", read_bag(bag, joint_names, joint_states, commands)
+            yield f"rosbag:{Path(bag).name}", read_bag(bag, arm.joint_names, joint_states,
+                                                       commands)
 
     return import_streams(out, task, sources, goal, resume, robot)

@@ -39,9 +39,11 @@ def list_tasks() -> list[str]:
 def make_task_config(name: str, **overrides: Any) -> TaskConfig:
     """A fresh copy of a task's default config, with top-level fields overridden; with
     ``robot=NAME``, laid out for that arm first (its ``RobotSpec.task_layout`` for this
-    task: where targets and objects go for its reach)."""
+    task: where targets and objects go for its reach); ``robot=None`` is the task's own."""
     cfg = get_task(name).make_config()
-    if overrides.get("robot") is not None:
+    if overrides.get("robot", cfg.robot) is None:
+        del overrides["robot"]
+    if "robot" in overrides:
         from robot_rl.robots import get_robot
 
         robot = get_robot(overrides["robot"])
