@@ -2,7 +2,8 @@
 
     tau = clamp(kp * (q_target - q) - kd * qd, -tau_max, tau_max)      (+ gravity compensation)
 
-``pd_torque`` is the batched torch form: hardware effort interfaces and tests evaluate it.
+``pd_torque`` is the batched torch form of ``controllers.servo.pd_effort``, which the deploy
+runtime evaluates on the host for an effort interface.
 ``realize_pd_in_model`` writes the same law into the MJCF's joint actuators as an affine
 actuator (gain kp on the control, bias -kp q - kd qd), so that MuJoCo evaluates it inside every
 physics step, in C, for all envs at once; the control is then the target position. With the
@@ -19,6 +20,8 @@ import mujoco
 import numpy as np
 import torch
 
+from robot_rl.controllers.servo import pd_effort
+
 Floats = Sequence[float] | np.ndarray
 """Per-joint values: a robot spec's sequence or a (n,) array."""
 
@@ -32,8 +35,7 @@ def pd_torque(
     tau_max: torch.Tensor,
 ) -> torch.Tensor:
     """Joint torques (..., n) of the PD law; every argument broadcasts to (..., n)."""
-    tau = kp * (q_target - q) - kd * qd
-    return torch.maximum(torch.minimum(tau, tau_max), -tau_max)
+    return pd_effort(q_target, q, qd, kp, kd, tau_max)
 
 
 def realize_pd_in_model(

@@ -13,7 +13,8 @@ the compiled model; nothing about acting is written twice. Its stages:
         -> ControlStep(action, targets, invalid, held, flags)
     command(targets, arm, interface, phase)                       at the command rate
         joint targets (ramped over the period with ``MotionConfig.ramp``: ``Targets.at``):
-            position -> the targets; velocity -> velocity_servo (controllers.servo)
+            position -> the targets; velocity -> velocity_servo; effort -> pd_effort, the
+            joint PD law on the host (controllers.servo)
         torque controllers: effort -> controller.torque -> shield.filter_torque
         -> ((E, n) joint command, flags)
     hold_command(interface, q_hold, arm)                          the hold law
@@ -49,7 +50,13 @@ from robot_rl.controllers.compiled import arg, is_f64
 from robot_rl.controllers.diff_ik import DiffIK
 from robot_rl.controllers.factory import ControllerConfig, make_controller
 from robot_rl.controllers.motion import MotionConfig, MotionProfile
-from robot_rl.controllers.servo import CommandInterface, hold_command, velocity_servo
+from robot_rl.controllers.servo import (
+    COMMAND_INTERFACES,
+    CommandInterface,
+    hold_command,
+    pd_effort,
+    velocity_servo,
+)
 from robot_rl.controllers.shield import Flags, JointTrack, SafetyShield, ShieldConfig
 from robot_rl.controllers.xp import Array, flatnonzero, namespace
 from robot_rl.errors import ConfigError
@@ -156,7 +163,7 @@ class ActionPipeline:
     @property
     def interfaces(self) -> tuple[CommandInterface, ...]:
         """The command interfaces this pipeline can drive."""
-        return ("position", "velocity") if self.controller.in_model else ("effort",)
+        return COMMAND_INTERFACES if self.controller.in_model else ("effort",)
 
     # -- stages ----------------------------------------------------------------------------
 
@@ -268,7 +275,9 @@ class ActionPipeline:
                 out = q_target
             else:
                 k = self.shield.limits(q_target)
-                out = velocity_servo(q_target, arm.q, k["kp"], k["kd"], k["qd_lim"])
+                out = velocity_servo(q_target, arm.q, k["kp"], k["kd"], k["qd_lim"]) \
+                    if interface == "velocity" else \
+                    pd_effort(q_target, arm.q, arm.qd, k["kp"], k["kd"], k["tau_lim"])
         return self._finite(out, arm, interface, flags)
 
     def _finite(self, command: Array, arm: ArmState, interface: CommandInterface,

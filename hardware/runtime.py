@@ -51,12 +51,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
 from robot_rl.controllers import EStop, Targets, Watchdog, motion_acted
 from robot_rl.controllers.arm_model import ArmModel
+from robot_rl.controllers.joint import home_joint_inertia
+from robot_rl.controllers.servo import host_pd_min_rate
 from robot_rl.errors import ConfigError
 from robot_rl.export.policy import GraphInput
 from robot_rl.hardware.camera_feed import CameraFeed
@@ -71,6 +73,10 @@ from robot_rl.hardware.timing import (
     Throttle,
     loop_thread_settings,
 )
+
+if TYPE_CHECKING:
+    from robot_rl.controllers.pipeline import ActionPipeline
+    from robot_rl.robots import RobotSpec
 
 Mode = Literal["idle", "running", "estop"]
 _log = logging.getLogger("robot_rl.deploy")
@@ -199,6 +205,8 @@ class DeployRuntime:
             raise RobotError(f"the policy's controller ({type(pipe.controller).__name__}) "
                              f"needs the {' or '.join(pipe.interfaces)} interface; the robot "
                              f"takes {robot.interface}")
+        if robot.interface == "effort" and pipe.in_model:
+            self._check_host_pd_rate(pipe, obs.robot, task_cfg.control_dt)
         self.period = 1.0 / cfg.rate_hz
         if not 0 <= cfg.spin_us * 1e-6 < self.period:
             raise ConfigError(f"spin_us must be in [0, {self.period * 1e6:.0f}) (the period), "
@@ -273,6 +281,20 @@ class DeployRuntime:
         reset = getattr(self.policy, "reset", None)
         if reset is not None:
             reset()
+
+    def _check_host_pd_rate(self, pipe: ActionPipeline, spec: RobotSpec,
+                            control_dt: float) -> None:
+        """Joint targets on an effort interface: the joint PD law runs here, once a tick
+        (``controllers.servo.pd_effort``); refuse a rate too slow to sample its damping."""
+        lowest = host_pd_min_rate(np.asarray(pipe.controller.kd), home_joint_inertia(spec))
+        if self.cfg.rate_hz < lowest:
+            step = 1.0 / control_dt
+            need = step * np.ceil(lowest / step)
+            raise ConfigError(
+                f"on an effort interface this policy's joint PD law runs on the host, once a "
+                f"tick; at rate_hz {self.cfg.rate_hz:g} it samples the law's damping too "
+                f"coarsely for {spec.name} (the arm would oscillate): tick at {need:g} Hz or "
+                f"faster, or command a position interface")
 
     # -- state machine ---------------------------------------------------------------------
 

@@ -205,6 +205,8 @@ class SimRobot(Robot):
         """Physics steps that started more than one step late (the host could not keep up)."""
         self.applied: JointCommand | None = None
         """The command acting now."""
+        self._stepped = False
+        """``step`` drives the physics (simulated time), not the thread."""
         self.reset(cfg.init_q)
 
     # -- Robot -----------------------------------------------------------------------------
@@ -212,6 +214,7 @@ class SimRobot(Robot):
     def connect(self) -> None:
         if self._thread is not None:
             return
+        self._stepped = False
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="sim-robot", daemon=True)
         self._thread.start()
@@ -227,6 +230,9 @@ class SimRobot(Robot):
         self._thread = None
 
     def _read(self) -> JointReading | None:
+        if self._stepped:  # simulated time: no latency, and the clock may run ahead
+            with self._lock:
+                return self._history[-1] if self._history else None
         newest_allowed = time.monotonic() - self.cfg.sensing_latency
         with self._lock:
             h = self._history
@@ -269,7 +275,8 @@ class SimRobot(Robot):
             self._commands.clear()
             self._history.clear()
             self.applied = JointCommand(self.interface, hold, hold=True)
-            self._record(time.monotonic())
+            self._reset_stamp = time.monotonic()
+            self._record(self._reset_stamp)
 
     def ee_pos(self) -> np.ndarray:
         """(3,) true end-effector position now (ground truth, for tests and benchmarks)."""
@@ -313,19 +320,35 @@ class SimRobot(Robot):
 
     def _run(self) -> None:
         rate = Rate(1.0 / self.cfg.physics_dt)
-        m, d = self.model, self.data
         while not self._stop.is_set():
             late = rate.sleep()
             if late > self.cfg.physics_dt:
                 self.late_steps += 1
-            now = time.monotonic()
-            with self._lock:
-                self._apply_due(now)
-                mujoco.mj_step(m, d)
-                self.steps += 1
-                reading = self._record(time.monotonic())
-            if reading is not None and self.on_sample is not None and \
-                    self.steps % self.sample_every == 0:
-                self.on_sample(reading)
-            if self.on_step is not None:
-                self.on_step()
+            self._step(time.monotonic())
+
+    def _step(self, now: float, stamp: float | None = None) -> None:
+        """One physics step at ``now``: the commands due apply, the physics steps, a
+        reading is taken (stamped ``stamp``, default the clock after the step)."""
+        with self._lock:
+            self._apply_due(now)
+            mujoco.mj_step(self.model, self.data)
+            self.steps += 1
+            reading = self._record(time.monotonic() if stamp is None else stamp)
+        if reading is not None and self.on_sample is not None and \
+                self.steps % self.sample_every == 0:
+            self.on_sample(reading)
+        if self.on_step is not None:
+            self.on_step()
+
+    def step(self, n: int = 1) -> None:
+        """Advance the physics ``n`` steps on the caller's thread, in simulated time (the
+        arm not connected: tests and benchmarks that must not depend on the host's timing).
+        Commands sent apply at the next step (no actuation delay) and ``observe`` gives the
+        newest reading (no sensing latency), stamped with the simulated time since the last
+        ``reset`` added to that reset's reading's stamp."""
+        if self._thread is not None:
+            raise RuntimeError("the simulated arm runs in real time: close it before step()")
+        self._stepped = True
+        for _ in range(n):
+            self._step(float("inf"), stamp=self._reset_stamp + self.data.time
+                       + self.model.opt.timestep)

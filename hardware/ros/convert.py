@@ -17,15 +17,19 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_rl.hardware.robot import JointCommand, JointReading
+from robot_rl.hardware.ros.wire import WireFormat
 
 COMMAND_TYPES = ("float64_multi_array", "joint_trajectory")
 
 
-class JointStateParser:
-    """JointState -> JointReading in ``joint_names`` order, or a rejection reason."""
 
-    def __init__(self, joint_names: Sequence[str]):
-        self.joint_names = tuple(joint_names)
+class JointStateParser:
+    """JointState -> JointReading in the arm's order and in radians (``wire``: the joints'
+    names and unit in the message; a sequence of names: radians), or a rejection reason."""
+
+    def __init__(self, wire: WireFormat | Sequence[str]):
+        self.wire = wire if isinstance(wire, WireFormat) else None
+        self.joint_names = wire.names if isinstance(wire, WireFormat) else tuple(wire)
         self._cache: tuple[tuple[str, ...], np.ndarray] | None = None
 
     def __call__(self, msg: JointState, stamp: float) -> JointReading | str:
@@ -50,6 +54,8 @@ class JointStateParser:
         effort = None
         if len(msg.effort) == n:
             effort = np.asarray(msg.effort, dtype=np.float64)[index]
+        if self.wire is not None and self.wire.unit != "rad":
+            q, qd = self.wire.units.q_in(q), self.wire.units.qd_in(qd)
         return JointReading(q, qd, stamp, effort=effort)
 
 

@@ -7,6 +7,7 @@ subscription and the executor; this class only holds the newest reading and publ
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -18,18 +19,23 @@ from trajectory_msgs.msg import JointTrajectory
 from robot_rl.errors import ConfigError
 from robot_rl.hardware.robot import HardLimits, Interface, JointCommand, JointReading, Robot
 from robot_rl.hardware.ros.convert import COMMAND_TYPES, command_message
+from robot_rl.hardware.ros.wire import WireFormat
 
 
 class RosRobot(Robot):
-    """Publishes commands to ``command_topic``; ``offer`` feeds it readings."""
+    """Publishes commands to ``command_topic``; ``offer`` feeds it readings. ``joint_names``
+    are the arm's (the artifact's, the runtime's); ``wire`` the same joints' names and units
+    in messages (default: the same names, radians)."""
 
     def __init__(self, node: Node, joint_names: Sequence[str], interface: Interface,
-                 limits: HardLimits, command_topic: str, command_type: str, period: float):
+                 limits: HardLimits, command_topic: str, command_type: str, period: float,
+                 wire: WireFormat | None = None):
         super().__init__()
         if command_type not in COMMAND_TYPES:
             raise ConfigError(f"command_type must be one of {COMMAND_TYPES}, got "
                               f"{command_type!r}")
         self.joint_names = tuple(joint_names)
+        self.wire = wire or WireFormat.of((), self.joint_names, "the arm")
         self.interface = interface
         self.limits = limits
         self.command_type = command_type
@@ -56,6 +62,9 @@ class RosRobot(Robot):
         return self._latest
 
     def _write(self, cmd: JointCommand) -> None:
-        self.publisher.publish(command_message(cmd, self.command_type, self.joint_names,
+        if self.wire.unit != "rad":
+            cmd = dataclasses.replace(cmd, values=self.wire.command_out(cmd.values,
+                                                                        cmd.interface))
+        self.publisher.publish(command_message(cmd, self.command_type, self.wire.names,
                                                self.period))
         self.published += 1

@@ -49,6 +49,7 @@ from robot_rl.hardware.ros.images import RosImageCamera  # noqa: E402
 from robot_rl.hardware.ros.params import declare  # noqa: E402
 from robot_rl.hardware.ros.ros_robot import RosRobot  # noqa: E402
 from robot_rl.hardware.ros.spin import SENSOR_QOS, spin_node  # noqa: E402
+from robot_rl.hardware.ros.wire import WireFormat  # noqa: E402
 from robot_rl.hardware.runtime import DeployConfig, DeployRuntime  # noqa: E402
 from robot_rl.hardware.telemetry import rerun_telemetry  # noqa: E402
 from robot_rl.hardware.timing import Samples, Throttle  # noqa: E402
@@ -66,7 +67,8 @@ class PolicyNodeParams:
     artifact: str = ""
     """Exported artifact folder (required)."""
     joint_names: list[str] = dataclasses.field(default_factory=list)
-    """The arm's joints, in the artifact's order (default: the artifact's names)."""
+    """The arm's joints as the driver names them in /joint_states and trajectories, one per
+    artifact joint in the artifact's order (default: the artifact's names)."""
     rate_hz: float = 200.0
     """Command rate; a whole multiple of the policy's control rate [Hz]."""
     joint_states_topic: str = "/joint_states"
@@ -76,6 +78,9 @@ class PolicyNodeParams:
     """float64_multi_array (forward_command_controller) or joint_trajectory."""
     interface: str = "position"
     """Command interface of the controller: position, velocity or effort."""
+    position_unit: str = "rad"
+    """Unit of joint positions on the wire: rad, deg or normalized (LeRobot's -100 .. 100
+    across each joint's range; hardware/ros/wire.py)."""
     goal_topic: str = "/goal_pose"
     """geometry_msgs/PoseStamped goals (its position is the task's goal point)."""
     goal: list[float] = dataclasses.field(default_factory=list)
@@ -126,13 +131,15 @@ class PolicyNode(Node):
             raise RobotRLError(f"gate must be auto, on or off, got {p.gate!r}")
         policy = self.make_policy(p)
         spec = get_robot(policy.meta["robot"]["name"])
-        names = p.joint_names or policy.joint_names
+        wire = WireFormat.of(p.joint_names, policy.joint_names, f"the artifact {p.artifact}",
+                             p.position_unit, spec.q_min, spec.q_max)
         if p.interface not in ("position", "velocity", "effort"):
             raise RobotRLError(f"interface must be position, velocity or effort, got "
                                f"{p.interface!r}")
         period = 1.0 / p.rate_hz
-        self.robot = RosRobot(self, names, p.interface,  # type: ignore[arg-type]
-                              HardLimits.of(spec), p.command_topic, p.command_type, period)
+        self.robot = RosRobot(self, policy.joint_names, p.interface,  # type: ignore[arg-type]
+                              HardLimits.of(spec), p.command_topic, p.command_type, period,
+                              wire=wire)
         cfg = DeployConfig(rate_hz=p.rate_hz, gate={"auto": None, "on": True, "off": False}[
             p.gate], watchdog_periods=p.watchdog_periods,
             goal=tuple(p.goal) if p.goal else None,  # type: ignore[arg-type]
@@ -146,7 +153,7 @@ class PolicyNode(Node):
         self.telemetry = None if not p.telemetry else rerun_telemetry(
             self.runtime, p.telemetry_out or None, self.get_logger().info)
         self.period = period
-        self.parser = JointStateParser(names)
+        self.parser = JointStateParser(wire)
         self.rejected = 0
         self.latency = Samples()
         """JointState receipt to command published [s]."""
@@ -171,8 +178,9 @@ class PolicyNode(Node):
         self._publish_mode()
         goal = self.runtime.goal
         self.get_logger().info(
-            f"{policy.meta['task']} policy on {list(names)}: {p.rate_hz:g} Hz -> "
-            f"{p.command_topic} ({p.command_type}, {p.interface}), gate "
+            f"{policy.meta['task']} policy on {list(wire.names)}: {p.rate_hz:g} Hz -> "
+            f"{p.command_topic} ({p.command_type}, {p.interface}"
+            f"{'' if wire.unit == 'rad' else ', positions in ' + wire.unit}), gate "
             f"{'on' if self.runtime.use_gate else 'off'}, goal "
             f"{None if goal is None else np.round(goal, 3).tolist()}"
             + "".join(f", camera {c.name} on {' + '.join(c.topics)}"

@@ -55,6 +55,7 @@ from robot_rl.hardware.ros.images import (  # noqa: E402
 )
 from robot_rl.hardware.ros.params import declare  # noqa: E402
 from robot_rl.hardware.ros.spin import SENSOR_QOS, spin_node  # noqa: E402
+from robot_rl.hardware.ros.wire import WireFormat  # noqa: E402
 from robot_rl.hardware.sim_robot import SimRobot, SimRobotConfig  # noqa: E402
 from robot_rl.hardware.sim_task import SimTaskEpisodes  # noqa: E402
 from robot_rl.hardware.timing import Throttle  # noqa: E402
@@ -68,8 +69,14 @@ class SimRobotNodeParams:
     """Parameters of sim_robot_node (names as in the params YAML)."""
 
     robot: str = "arm7"
+    joint_names: list[str] = dataclasses.field(default_factory=list)
+    """The arm's joints as a driver would name them on the wire, in the arm's order
+    (default: the arm's own names)."""
     interface: str = "position"
     """Command interface: position, velocity or effort."""
+    position_unit: str = "rad"
+    """Unit of joint positions on the wire: rad, deg or normalized (LeRobot's -100 .. 100
+    across each joint's range; hardware/ros/wire.py)."""
     physics_dt: float = 0.002
     publish_rate_hz: float = 500.0
     """JointState rate; physics_dt * publish_rate_hz must divide 1."""
@@ -135,7 +142,9 @@ class SimRobotNode(Node):
         self.goal: np.ndarray | None = None
         self.goal_pub = self.create_publisher(PoseStamped, p.goal_topic, 10)
         self._new_episode()
-        self.names = self.robot.joint_names
+        spec = self.robot.spec
+        self.wire = WireFormat.of(p.joint_names, spec.joint_names, p.robot, p.position_unit,
+                                  spec.q_min, spec.q_max)
         self._bad = Throttle(self.get_logger().warning)
         self.rejected = 0
         msg_type = Float64MultiArray if p.command_type == "float64_multi_array" else \
@@ -218,15 +227,22 @@ class SimRobotNode(Node):
             reading = delayed
         # stamped when measured, as a driver stamps its readings
         age_ns = int((time.monotonic() - reading.stamp) * 1e9)
-        self.pub.publish(joint_state(reading, self.names,
+        w = self.wire
+        if w.unit != "rad":
+            reading = dataclasses.replace(reading, q=w.command_out(reading.q, "position"),
+                                          qd=w.command_out(reading.qd, "velocity"))
+        self.pub.publish(joint_state(reading, w.names,
                                      self.get_clock().now().nanoseconds - age_ns))
 
     def _on_command(self, msg: Float64MultiArray | JointTrajectory) -> None:
-        cmd = parse_command(msg, self.robot.interface, self.names)
+        cmd = parse_command(msg, self.robot.interface, self.wire.names)
         if isinstance(cmd, str):
             self.rejected += 1
             self._bad(f"rejected command: {cmd}")
             return
+        if self.wire.unit != "rad":
+            cmd = dataclasses.replace(cmd, values=self.wire.command_in(cmd.values,
+                                                                       cmd.interface))
         self.robot.send_action(cmd)
 
     def _reset(self, _req: Trigger.Request, res: Trigger.Response) -> Trigger.Response:

@@ -43,6 +43,7 @@ from robot_rl.hardware.ros.convert import JointStateParser, sample_time  # noqa:
 from robot_rl.hardware.ros.params import declare  # noqa: E402
 from robot_rl.hardware.ros.ros_robot import RosRobot  # noqa: E402
 from robot_rl.hardware.ros.spin import SENSOR_QOS, spin_node  # noqa: E402
+from robot_rl.hardware.ros.wire import WireFormat  # noqa: E402
 from robot_rl.hardware.timing import Throttle  # noqa: E402
 from robot_rl.nodes.policy_node import STATE_QOS  # noqa: E402
 from robot_rl.robots import get_robot  # noqa: E402
@@ -61,13 +62,17 @@ class SysidNodeParams:
     robot: str = "arm7"
     """Registry name of the arm (its joints, limits, home pose and shield model)."""
     joint_names: list[str] = dataclasses.field(default_factory=list)
-    """The arm's joints in the robot's order (default: the robot's names)."""
+    """The arm's joints as the driver names them, in the robot's order (default: the
+    robot's names)."""
     joint_states_topic: str = "/joint_states"
     command_topic: str = "/forward_position_controller/commands"
     command_type: str = "float64_multi_array"
     """float64_multi_array (forward_command_controller) or joint_trajectory."""
     interface: str = "position"
     """The controller's command interface (the excitation needs position)."""
+    position_unit: str = "rad"
+    """Unit of joint positions on the wire: rad, deg or normalized (LeRobot's -100 .. 100
+    across each joint's range; hardware/ros/wire.py)."""
     out: str = "data/sysid"
     """Dataset folder (created, or appended to)."""
     rate_hz: float = ExcitationConfig.rate
@@ -96,10 +101,8 @@ class SysidNode(Node):
         super().__init__("sysid_node", **kwargs)
         p = self.params = declare(self, SysidNodeParams)
         spec = get_robot(p.robot)
-        names = p.joint_names or list(spec.joint_names)
-        if tuple(names) != tuple(spec.joint_names):
-            raise RobotRLError(f"joint_names {names} are not {p.robot}'s joints "
-                               f"{list(spec.joint_names)} in its order")
+        wire = WireFormat.of(p.joint_names, spec.joint_names, p.robot, p.position_unit,
+                             spec.q_min, spec.q_max)
         if p.interface != "position":
             raise RobotRLError(f"sysid_node plays position targets; interface is "
                                f"{p.interface!r}")
@@ -107,9 +110,9 @@ class SysidNode(Node):
             rate=p.rate_hz, duration=p.duration, amplitude=p.amplitude, speed=p.speed,
             step_size=p.step_size, seed=p.seed))
         self.cfg.validate()
-        self.robot = RosRobot(self, names, "position", HardLimits.of(spec), p.command_topic,
-                              p.command_type, 1.0 / p.rate_hz)
-        self.parser = JointStateParser(names)
+        self.robot = RosRobot(self, spec.joint_names, "position", HardLimits.of(spec),
+                              p.command_topic, p.command_type, 1.0 / p.rate_hz, wire=wire)
+        self.parser = JointStateParser(wire)
         self._bad = Throttle(self.get_logger().warning)
         self.rejected = 0
         self._stop = threading.Event()
@@ -124,10 +127,12 @@ class SysidNode(Node):
         self.create_service(Trigger, "~/stop", self._stop_srv)
         self._set_mode("idle")
         self.get_logger().info(
-            f"sysid on {p.robot} {names}: {p.joint_states_topic} in, {p.command_topic} "
-            f"({p.command_type}) out; excitation {p.duration:g} s at {p.rate_hz:g} Hz into "
-            f"{p.out}; " + ("starts once JointStates are steady" if p.autostart
-                            else "call ~/start to play it"))
+            f"sysid on {p.robot} {list(wire.names)}: {p.joint_states_topic} in, "
+            f"{p.command_topic} ({p.command_type}"
+            f"{'' if wire.unit == 'rad' else ', positions in ' + wire.unit}) out; "
+            f"excitation {p.duration:g} s at {p.rate_hz:g} Hz into {p.out}; "
+            + ("starts once JointStates are steady" if p.autostart
+               else "call ~/start to play it"))
 
     # -- callbacks -------------------------------------------------------------------------
 

@@ -19,10 +19,8 @@ them), and ``arm_import`` samples them at the task's control rate.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 
@@ -31,10 +29,7 @@ from robot_rl.data.reader import Dataset
 from robot_rl.data.recover import feature_names
 from robot_rl.recording.arm_import import ArmStreams, Sources, import_streams
 from robot_rl.robots import RobotSpec
-
-AngleUnit = Literal["rad", "deg", "normalized"]
-"""How a LeRobot dataset gives joint angles: radians, degrees, or LeRobot's -100 .. 100
-across each joint's range."""
+from robot_rl.robots.units import AngleUnit, JointUnits
 
 
 def is_dataset(path: Path) -> bool:
@@ -67,20 +62,11 @@ def read_lerobot(root: Path, state_key: str = "observation.state", action_key: s
     if not ds.fps > 0:
         raise DatasetError(f"{root}: info.json has no positive fps")
     state_names, action_names = feature_names(feats, state_key), feature_names(feats, action_key)
-    unit = math.pi / 180.0 if angle_unit == "deg" else 1.0
 
     def sources(robot: RobotSpec) -> Iterator[tuple[str, ArmStreams]]:
         joints = robot.joint_names
-        lo, hi = np.asarray(robot.q_min), np.asarray(robot.q_max)
-
-        def angles(values: np.ndarray, rate: bool = False) -> np.ndarray:
-            """(T, n) angles (``rate``: angular velocities) of the dataset's unit in
-            radians; ``normalized`` spans each joint's range."""
-            if angle_unit != "normalized":
-                return values * unit
-            return values * (hi - lo) / 200.0 if rate else \
-                lo + (values + 100.0) / 200.0 * (hi - lo)
-
+        units = JointUnits.of(angle_unit, robot.num_joints, robot.q_min, robot.q_max,
+                              robot.name)
         pos = joint_columns(state_names, joints, ("", ".pos", "_pos"))
         cmd = joint_columns(action_names, joints, ("", ".pos", "_pos"))
         for key, cols, names in ((state_key, pos, state_names), (action_key, cmd, action_names)):
@@ -96,10 +82,9 @@ def read_lerobot(root: Path, state_key: str = "observation.state", action_key: s
             if len(t) < 2:
                 continue
             state = f[state_key].astype(np.float64)
-            q = angles(state[:, pos])
-            qd = angles(state[:, vel], rate=True) if vel is not None else \
-                np.gradient(q, t, axis=0)
-            target = angles(f[action_key].astype(np.float64)[:, cmd])
+            q = units.q_in(state[:, pos])
+            qd = units.qd_in(state[:, vel]) if vel is not None else np.gradient(q, t, axis=0)
+            target = units.q_in(f[action_key].astype(np.float64)[:, cmd])
             yield f"lerobot:{Path(root).name}/{i}", ArmStreams(t, q, qd, t, target)
 
     return sources

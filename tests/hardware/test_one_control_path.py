@@ -28,6 +28,7 @@ from robot_rl.controllers import (
 )
 from robot_rl.errors import ConfigError
 from robot_rl.export.artifact import task_meta
+from robot_rl.hardware.robot import RobotError
 from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
 from robot_rl.sim import make_env
 from tests.hardware.conftest import ScriptedRobot
@@ -181,4 +182,45 @@ def test_a_ramped_command_is_the_same_at_every_physics_step_and_tick(action, mot
                     motion=MotionConfig(enabled=motion, ramp=True))
     with pytest.raises(ConfigError, match="simulation only"):  # 10 Hz: longer than the lag
         DeployRuntime(_Scripted(slow), ScriptedRobot(interface="position"),  # type: ignore[arg-type]
+                      DeployConfig(gate=False))
+
+
+@pytest.mark.parametrize("controller", [None, JointImpedanceConfig()],
+                         ids=["joint_pd", "joint_impedance"])
+def test_joint_targets_on_an_effort_interface_are_the_pd_law_of_the_env_targets(controller):
+    """A torque-controlled arm (a Franka's effort interface): the runtime sends, at each of
+    its 1 kHz ticks (Franka's rate), the joint PD law's torque towards the joint target the
+    env writes into its position servos (``controllers.servo.pd_effort``), from the tick's
+    reading."""
+    env = make_env("reach", 1, dr="off", action=JointDeltaConfig(gripper=False),
+                   controller=controller, shield=ShieldConfig(max_action_delta=0.5))
+    env.reset(seed=7)
+    actions = _actions(20, env.act_dim, seed=5)
+    rt, robot, k, written = _twin(env, "effort", 1000.0, actions)
+    kp, kd = rt.pipeline.controller.kp, rt.pipeline.controller.kd
+    tau = rt.pipeline.shield.limits(np.zeros(1))["tau_lim"]
+    worst, pushed = 0.0, 0.0
+    for i in range(len(actions)):
+        k["i"] = i
+        q, qd = _settle_fingers(env)
+        sent = []
+        for j in range(rt.decimation):
+            robot.set(q, qd, stamp=float(i * rt.decimation + j))
+            out = rt.tick(robot.observe(), now=(i * rt.decimation + j) * 0.001)
+            assert out is not None and out.interface == "effort"
+            sent.append(out.values)
+        written.clear()
+        env.step(torch.from_numpy(actions[i][None]))
+        want = np.clip(kp * (written[0] - q) - kd * qd, -tau, tau)
+        worst = max(worst, float(np.abs(np.array(sent) - want).max()))
+        pushed = max(pushed, float(np.abs(want).max()))
+    assert pushed > 1.0  # the torques were not all zero
+    assert worst <= 1e-9, f"commands differ by up to {worst:.3g}"
+
+
+def test_a_torque_controller_needs_an_effort_interface() -> None:
+    env = make_env("reach", 1, dr="off", action=EEDeltaConfig(gripper=False),
+                   controller=OSCConfig())
+    with pytest.raises(RobotError, match="needs the effort interface"):
+        DeployRuntime(_Scripted(env), ScriptedRobot(interface="position"),  # type: ignore[arg-type]
                       DeployConfig(gate=False))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -140,9 +141,39 @@ def test_rate_must_be_a_multiple_of_the_policy_rate(reach_artifact, scripted_rob
         DeployRuntime(load_policy(reach_artifact), scripted_robot, DeployConfig(spin_us=2000))
 
 
-def test_joint_targets_need_a_position_or_velocity_interface(reach_artifact):
-    with pytest.raises(RobotError, match="position or velocity"):
-        DeployRuntime(load_policy(reach_artifact), ScriptedRobot(interface="effort"))
+def _stepped_episode(artifact: Path, interface: str, rate_hz: float,
+                     seconds: float = 3.0) -> list[float]:
+    """The policy on the simulated arm in simulated time (``SimRobot.step``; the clock
+    starts at the reset's reading): the hand's distance to GOAL after every tick."""
+    robot = SimRobot(SimRobotConfig(interface=interface))  # type: ignore[arg-type]
+    rt = DeployRuntime(load_policy(artifact), robot,
+                       DeployConfig(rate_hz=rate_hz, goal=GOAL, sliced_policy=False))
+    per_tick = round(1.0 / rate_hz / robot.cfg.physics_dt)
+    assert per_tick * robot.cfg.physics_dt == pytest.approx(1.0 / rate_hz)
+    dist, t0 = [], robot.observe().stamp
+    for k in range(round(seconds * rate_hz)):
+        now = t0 + k / rate_hz
+        if k == 0:
+            rt.tick(robot.observe(), now=now)
+            assert rt.start(now=now)[0]
+        rt.tick(robot.observe(), now=now)
+        robot.step(per_tick)
+        dist.append(float(np.linalg.norm(robot.ee_pos() - np.asarray(GOAL))))
+    return dist
+
+
+def test_joint_targets_on_an_effort_interface_run_the_pd_law_on_the_host(reach_artifact):
+    """A joint-target policy on a torque-controlled arm (a Franka's effort interface): the
+    runtime evaluates the joint PD law each tick, and the arm ends where the position servo
+    takes it. Too slow a tick for the law's damping is refused with the rate that works."""
+    with pytest.raises(ConfigError, match="tick at 500 Hz or faster"):
+        DeployRuntime(load_policy(reach_artifact), ScriptedRobot(interface="effort"),
+                      DeployConfig(rate_hz=250))
+    servo = _stepped_episode(reach_artifact, "position", 500.0)
+    host = _stepped_episode(reach_artifact, "effort", 500.0)
+    assert servo[-1] < 0.02 and host[-1] < 0.02, (servo[-1], host[-1])
+    assert abs(host[-1] - servo[-1]) < 2e-3
+    assert max(host[-250:]) - min(host[-250:]) < 1e-3  # settled: no oscillation
 
 
 @pytest.mark.slow
