@@ -1,9 +1,10 @@
 """Message conversion with validation: JointState in, joint commands out.
 
 ``JointStateParser`` maps a JointState onto the arm's joint order by name (extra joints such
-as gripper fingers are ignored; the message may list joints in any order) and rejects, with a
-reason, messages that lack an arm joint, repeat a name, have mismatched array lengths, lack
-velocities, or carry NaN/inf. Rejected messages never reach the runtime.
+as gripper fingers are ignored; the message may list joints in any order; names and units as
+the driver's, ``hardware.ros.wire``) and rejects, with a reason, messages that lack an arm
+joint, repeat a name, have mismatched array lengths, lack velocities, or carry NaN/inf.
+Rejected messages never reach the runtime.
 """
 
 from __future__ import annotations
@@ -22,14 +23,13 @@ from robot_rl.hardware.ros.wire import WireFormat
 COMMAND_TYPES = ("float64_multi_array", "joint_trajectory")
 
 
-
 class JointStateParser:
     """JointState -> JointReading in the arm's order and in radians (``wire``: the joints'
-    names and unit in the message; a sequence of names: radians), or a rejection reason."""
+    names and unit in the message), or a rejection reason."""
 
-    def __init__(self, wire: WireFormat | Sequence[str]):
-        self.wire = wire if isinstance(wire, WireFormat) else None
-        self.joint_names = wire.names if isinstance(wire, WireFormat) else tuple(wire)
+    def __init__(self, wire: WireFormat):
+        self.wire = wire
+        self.joint_names = wire.names
         self._cache: tuple[tuple[str, ...], np.ndarray] | None = None
 
     def __call__(self, msg: JointState, stamp: float) -> JointReading | str:
@@ -54,7 +54,7 @@ class JointStateParser:
         effort = None
         if len(msg.effort) == n:
             effort = np.asarray(msg.effort, dtype=np.float64)[index]
-        if self.wire is not None and self.wire.unit != "rad":
+        if self.wire.unit != "rad":
             q, qd = self.wire.units.q_in(q), self.wire.units.qd_in(qd)
         return JointReading(q, qd, stamp, effort=effort)
 
