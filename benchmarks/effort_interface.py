@@ -5,7 +5,8 @@ servo that evaluates it inside the physics, for reach's cloned expert on the sim
     python benchmarks/effort_interface.py                     # ~3 min on 2 cores
     python benchmarks/effort_interface.py --robot so5 --episodes 32
 
-Every episode runs in simulated time (``SimRobot.step``: the host's timing plays no part),
+Every episode runs in simulated time (``SimRobot.step``: the host's timing plays no part;
+the physics step is 2 ms or the largest below it that divides the tick period),
 from home to a goal the runtime draws (seed = episode), for ``--seconds``; success is the
 task's at the end. The deploy runtime refuses a tick rate slower than
 ``controllers.servo.host_pd_min_rate``; this sweep lifts that refusal to measure what it
@@ -18,6 +19,7 @@ distance's range over the last 0.5 s (an oscillating arm shows here).
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from pathlib import Path
 
@@ -32,6 +34,10 @@ from robot_rl.controllers.servo import HOST_PD_DAMPING_STEP, host_pd_min_rate
 from robot_rl.export import load_policy
 from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
 from robot_rl.hardware.sim_robot import SimRobot, SimRobotConfig
+
+PHYSICS_DT = 0.002
+"""The simulated arm's physics step; a tick period it does not divide gets the largest step
+below it that does (200 Hz: 1.67 ms), so every tick lasts exactly its period."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -61,16 +67,12 @@ def artifact(robot: str, out: Path) -> Path:
 def episode(path: Path, robot: str, interface: str, rate: float, seed: int,
             seconds: float) -> tuple[bool, float, float]:
     """(success at the end, final hand-goal distance [m], its spread over the last 0.5 s)."""
-    sim = SimRobot(SimRobotConfig(robot=robot, interface=interface))  # type: ignore[arg-type]
+    period = 1.0 / rate
+    per_tick = max(1, math.ceil(period / PHYSICS_DT - 1e-9))
+    sim = SimRobot(SimRobotConfig(robot=robot, interface=interface,  # type: ignore[arg-type]
+                                  physics_dt=period / per_tick))
     rt = DeployRuntime(load_policy(path), sim,
                        DeployConfig(rate_hz=rate, sliced_policy=False, seed=seed))
-    per_tick = round(1.0 / rate / sim.cfg.physics_dt)
-    if per_tick < 1:  # faster than the physics: the sim steps at the tick rate
-        sim = SimRobot(SimRobotConfig(robot=robot, interface=interface,  # type: ignore[arg-type]
-                                      physics_dt=1.0 / rate))
-        rt = DeployRuntime(load_policy(path), sim,
-                           DeployConfig(rate_hz=rate, sliced_policy=False, seed=seed))
-        per_tick = 1
     t0 = sim.observe().stamp  # type: ignore[union-attr]
     dist = []
     for k in range(round(seconds * rate)):

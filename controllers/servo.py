@@ -31,11 +31,11 @@ HOST_PD_DAMPING_STEP = 0.15
 """The largest period * kd / m (the PD law's damping over the joint's inertia at home, the
 fastest joint's) at which ``pd_effort`` may run on the host: the simulation integrates the
 law's damping implicitly at every physics step, the host samples it once a tick.
-``benchmarks/effort_interface.py`` (arm7, reach's cloned expert, simulated time): 0.35
-(200 Hz) and below reach as the position servo does (100%, 6.3 mm); 0.46 (150 Hz) 69%; 0.69
-(100 Hz) 6%, oscillating. In real time on a loaded 2-core host the ticks come late and the
-torque is held longer: 8/8 at 500 Hz (0.14), 7/8 at 250 Hz, 2/8 at 200 Hz. Hence 0.15:
-arm7 and so5 need about 500 Hz, a Franka's 1 kHz has twice that margin."""
+``benchmarks/effort_interface.py`` (arm7, reach's cloned expert, simulated time): 0.28
+(250 Hz) and below reach as the position servo does (100%, 6.3 mm); 0.35 (200 Hz) 69%, 0.46
+(150 Hz) 44%, 0.69 (100 Hz) 6%, oscillating. In real time on a loaded 2-core host the ticks
+come late and the torque is held longer: 8/8 at 500 Hz (0.14), 7/8 at 250 Hz. Hence 0.15:
+arm7 and so5 need about 500 Hz, and a Franka's 1 kHz has twice that margin."""
 
 
 def hold_command(interface: CommandInterface, q_hold: Array, q: Array, qd: Array, kp: Array,

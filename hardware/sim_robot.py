@@ -207,6 +207,8 @@ class SimRobot(Robot):
         """The command acting now."""
         self._stepped = False
         """``step`` drives the physics (simulated time), not the thread."""
+        self._ran_real_time = False
+        """The thread has stepped the physics since the last ``reset``."""
         self.reset(cfg.init_q)
 
     # -- Robot -----------------------------------------------------------------------------
@@ -214,7 +216,7 @@ class SimRobot(Robot):
     def connect(self) -> None:
         if self._thread is not None:
             return
-        self._stepped = False
+        self._stepped, self._ran_real_time = False, True
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="sim-robot", daemon=True)
         self._thread.start()
@@ -276,6 +278,7 @@ class SimRobot(Robot):
             self._history.clear()
             self.applied = JointCommand(self.interface, hold, hold=True)
             self._reset_stamp = time.monotonic()
+            self._ran_real_time = self._thread is not None
             self._record(self._reset_stamp)
 
     def ee_pos(self) -> np.ndarray:
@@ -346,8 +349,9 @@ class SimRobot(Robot):
         Commands sent apply at the next step (no actuation delay) and ``observe`` gives the
         newest reading (no sensing latency), stamped with the simulated time since the last
         ``reset`` added to that reset's reading's stamp."""
-        if self._thread is not None:
-            raise RuntimeError("the simulated arm runs in real time: close it before step()")
+        if self._thread is not None or self._ran_real_time:
+            raise RuntimeError("the simulated arm ran in real time: close() and reset() it "
+                               "before step() (its clock restarts at the reset)")
         self._stepped = True
         for _ in range(n):
             self._step(float("inf"), stamp=self._reset_stamp + self.data.time

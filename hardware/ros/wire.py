@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from robot_rl.errors import ConfigError
-from robot_rl.robots.units import JointUnits
+from robot_rl.robots.units import JointUnits, wire_joint_names
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,10 +37,10 @@ class WireFormat:
         """The format of a node's ``joint_names`` parameter ``given`` (empty: ``joints``
         themselves) and ``position_unit`` ``unit`` for the arm ``owner`` with ``joints`` and
         the range [``q_min``, ``q_max``] (needed by ``normalized``)."""
-        names = tuple(given) or tuple(joints)
-        if len(names) != len(joints) or len(set(names)) != len(names):
-            raise ConfigError(f"joint_names {list(given)} must name {owner}'s {len(joints)} "
-                              f"joints {list(joints)} once each, in that order")
+        try:
+            names = wire_joint_names(given, joints, owner)
+        except ConfigError as e:
+            raise ConfigError(f"joint_names: {e}") from None
         try:
             units = JointUnits.of(unit, len(names), q_min, q_max, owner)
         except ConfigError as e:

@@ -123,6 +123,9 @@ class DataImportConfig:
     """Bags: the sensor_msgs/JointState topic."""
     commands: str = "/forward_position_controller/commands"
     """Bags: std_msgs/Float64MultiArray of joint position targets."""
+    joint_names: tuple[str, ...] = ()
+    """Bags: the joints as the driver names them in the JointStates, one per arm joint in
+    the arm's order (a profile's joint_names, e.g. fr3_joint1 ...; default: the arm's own)."""
     state_key: str = "observation.state"
     """LeRobot datasets: the feature holding joint positions (names j or j.pos; j.vel
     velocities where present)."""
@@ -132,8 +135,9 @@ class DataImportConfig:
     """The arm that was logged (robot-rl sim info lists them; default: the task's own,
     arm7); so5 takes LeRobot's SO-101 joint names as they are."""
     angle_unit: Literal["rad", "deg", "normalized"] = "rad"
-    """LeRobot datasets: the unit of their joint angles: rad, deg (its motors' use_degrees)
-    or normalized (-100 .. 100 across each joint's range: LeRobot's default for SO-101)."""
+    """The unit of joint angles in the sources: rad, deg (LeRobot's use_degrees) or
+    normalized (-100 .. 100 across each joint's range: LeRobot's default for SO-101; in a
+    bag, a profile's position_unit)."""
     resume: bool = False
     """Append to the dataset in --out."""
 
@@ -150,7 +154,7 @@ def import_cmd(cfg: DataImportConfig) -> None:
     n, resume = 0, cfg.resume
     if bags:
         n += import_bags(bags, cfg.out, cfg.task, cfg.goal, cfg.joint_states, cfg.commands,
-                         resume, cfg.robot)
+                         resume, cfg.robot, cfg.joint_names, cfg.angle_unit)
         resume = True
     if datasets:
         n += import_lerobot(datasets, cfg.out, cfg.task, cfg.goal, cfg.state_key,

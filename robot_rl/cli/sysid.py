@@ -84,6 +84,12 @@ class SysidFitConfig:
     """Bags: the JointState topic."""
     commands: str = "/forward_position_controller/commands"
     """Bags: the Float64MultiArray topic of joint position commands."""
+    joint_names: tuple[str, ...] = ()
+    """Bags: the joints as the driver names them in the JointStates, one per arm joint in
+    the arm's order (a profile's joint_names, e.g. fr3_joint1 ...; default: the arm's own)."""
+    angle_unit: Literal["rad", "deg", "normalized"] = "rad"
+    """Bags: the unit of positions in them (a profile's position_unit; normalized: LeRobot's
+    -100 .. 100 across each joint's range)."""
     backend: Literal["cpu", "warp"] = "cpu"
     """Simulator of the replays (warp: MuJoCo Warp on --device)."""
     device: str = "cpu"
@@ -222,7 +228,8 @@ def _load(cfg: SysidFitConfig, robot: Any) -> tuple[list[Any], float]:
             streams += got
             ages.append(age)
         else:
-            streams.append(read_bag(path, robot.joint_names, cfg.joint_states, cfg.commands))
+            streams.append(read_bag(path, robot, cfg.joint_states, cfg.commands,
+                                    cfg.joint_names, cfg.angle_unit))
     return streams, float(np.median(ages)) if ages else 0.0
 
 

@@ -5,7 +5,10 @@
 Read with ``rosbags`` (sqlite3 and MCAP storage, no ROS installation): sensor_msgs/JointState on
 ``--joint-states`` (reordered by joint name) and the commands on ``--commands``
 (std_msgs/Float64MultiArray of joint position targets, as forward_position_controller takes
-them); ``arm_import`` turns them into the task's steps.
+them); ``arm_import`` turns them into the task's steps. A driver that names the joints its
+own way (``--joint-names``, one per arm joint in the arm's order) or logs LeRobot's units
+(``--angle-unit``) is read as the nodes' ``joint_names`` and ``position_unit`` describe it
+(``robot_rl.robots.units``).
 """
 
 from __future__ import annotations
@@ -19,16 +22,20 @@ import numpy as np
 from robot_rl.data.format import DatasetError
 from robot_rl.recording.arm_import import ArmStreams, import_streams
 from robot_rl.robots import RobotSpec
+from robot_rl.robots.units import JointUnits, wire_joint_names
 
 
-def read_bag(path: Path, joint_names: Sequence[str], joint_states: str = "/joint_states",
-             commands: str = "/forward_position_controller/commands") -> ArmStreams:
+def read_bag(path: Path, robot: RobotSpec, joint_states: str = "/joint_states",
+             commands: str = "/forward_position_controller/commands",
+             wire_names: Sequence[str] = (), angle_unit: str = "rad") -> ArmStreams:
     """The joint states (with efforts, where every message has them) and commands of a bag,
-    joints in ``joint_names`` order."""
+    in ``robot``'s joint order and in radians; the bag names the joints ``wire_names``
+    (default: the robot's names) and gives angles in ``angle_unit``."""
     from rosbags.highlevel import AnyReader
     from rosbags.typesys import Stores, get_typestore
 
-    names = list(joint_names)
+    names = list(wire_joint_names(wire_names, robot.joint_names, robot.name))
+    units = JointUnits.of(angle_unit, robot.num_joints, robot.q_min, robot.q_max, robot.name)
     js: list[tuple[int, np.ndarray, np.ndarray, np.ndarray | None]] = []
     cmds: list[tuple[int, np.ndarray]] = []
     try:
@@ -50,8 +57,8 @@ def read_bag(path: Path, joint_names: Sequence[str], joint_states: str = "/joint
                 except ValueError:
                     raise DatasetError(f"bag {path}: a JointState names {list(msg.name)}, "
                                        f"the task's robot has {names}") from None
-                q = np.asarray(msg.position, dtype=np.float64)[order]
-                qd = np.asarray(msg.velocity, dtype=np.float64)[order] if len(
+                q = units.q_in(np.asarray(msg.position, dtype=np.float64)[order])
+                qd = units.qd_in(np.asarray(msg.velocity, dtype=np.float64)[order]) if len(
                     msg.velocity) == len(msg.name) else np.zeros(len(names))
                 effort = np.asarray(msg.effort, dtype=np.float64)[order] if len(
                     msg.effort) == len(msg.name) else None
@@ -61,7 +68,7 @@ def read_bag(path: Path, joint_names: Sequence[str], joint_states: str = "/joint
                 if data.shape != (len(names),):
                     raise DatasetError(f"bag {path}: a command has {data.size} values, the "
                                        f"arm has {len(names)} joints")
-                cmds.append((stamp, data))
+                cmds.append((stamp, units.q_in(data)))
     finally:
         reader.close()
     if len(js) < 2 or not cmds:
@@ -78,12 +85,14 @@ def read_bag(path: Path, joint_names: Sequence[str], joint_states: str = "/joint
 def import_bags(bags: Sequence[Path], out: Path, task: str, goal: Sequence[float] | None = None,
                 joint_states: str = "/joint_states",
                 commands: str = "/forward_position_controller/commands",
-                resume: bool = False, robot: str | None = None) -> int:
+                resume: bool = False, robot: str | None = None,
+                wire_names: Sequence[str] = (), angle_unit: str = "rad") -> int:
     """Import each bag as an episode of the dataset at ``out`` (``robot``: the arm that was
-    logged; default: the task's own); returns the episodes added."""
+    logged; default: the task's own; ``wire_names``, ``angle_unit``: ``read_bag``'s);
+    returns the episodes added."""
     def sources(arm: RobotSpec) -> Iterator[tuple[str, ArmStreams]]:
         for bag in bags:
-            yield f"rosbag:{Path(bag).name}", read_bag(bag, arm.joint_names, joint_states,
-                                                       commands)
+            yield f"rosbag:{Path(bag).name}", read_bag(bag, arm, joint_states, commands,
+                                                       wire_names, angle_unit)
 
     return import_streams(out, task, sources, goal, resume, robot)

@@ -11,7 +11,9 @@ that bridges LeRobot's motor bus to ROS 2, gives them in one of three units:
                   its default for SO-100/SO-101 arm joints)
 
 ``normalized`` takes LeRobot's calibrated range to be the arm's joint range (so5's are the
-SO-101's). Efforts are Nm in every unit.
+SO-101's). ``deg`` is the plain unit: LeRobot's ``use_degrees`` centres 0 on the calibrated
+range's middle, which is the joint's 0 where the range is centred on it (so5's are, within
+0.05 rad: wrist_roll's). Efforts are Nm in every unit.
 """
 
 from __future__ import annotations
@@ -27,6 +29,24 @@ from robot_rl.errors import ConfigError
 
 AngleUnit = Literal["rad", "deg", "normalized"]
 ANGLE_UNITS: tuple[AngleUnit, ...] = ("rad", "deg", "normalized")
+
+
+def wire_joint_names(given: Sequence[str], joints: Sequence[str], owner: str
+                     ) -> tuple[str, ...]:
+    """The joints as a driver or a log names them: ``given``, one per joint of ``joints``
+    in their order (franka_ros2's ``fr3_joint1`` ... for arm7's ``joint1`` ...), or
+    ``joints`` themselves where empty. The arm's own names in another order are refused:
+    each joint would get another's commands."""
+    if not given:
+        return tuple(joints)
+    names = tuple(given)
+    if len(names) != len(joints) or len(set(names)) != len(names):
+        raise ConfigError(f"joint names {list(names)} must name {owner}'s {len(joints)} "
+                          f"joints {list(joints)} once each, in that order")
+    if set(names) == set(joints) and names != tuple(joints):
+        raise ConfigError(f"joint names {list(names)} are {owner}'s joints in another order; "
+                          f"give them in its order {list(joints)}")
+    return names
 
 
 @dataclasses.dataclass(frozen=True)

@@ -52,8 +52,12 @@ def test_each_profile_names_its_arms_joints_and_a_known_robot() -> None:
         robot = get_robot(sim["robot"])
         wire = sim.get("joint_names") or list(robot.joint_names)
         assert len(wire) == robot.num_joints, path.name
+        unit = sim.get("position_unit", "rad")
         for node in ("policy_node", "teleop_node", "sysid_node"):
-            assert params[node]["ros__parameters"]["joint_names"] == wire, (path.name, node)
+            node_params = params[node]["ros__parameters"]
+            assert node_params["joint_names"] == wire, (path.name, node)
+            assert node_params.get("position_unit", "rad") == unit, (path.name, node)
+            WireFormat.of(wire, robot.joint_names, robot.name, unit, robot.q_min, robot.q_max)
     assert default_params_file("ur6").name == "ur6.yaml"
     with pytest.raises(ConfigError, match="no parameters file for robot 'mine'.*arm7, fr"):
         default_params_file("mine")

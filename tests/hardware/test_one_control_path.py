@@ -143,21 +143,27 @@ def test_env_and_runtime_send_the_same_joint_commands(name, action, controller, 
     assert worst <= 1e-9, f"{name}: commands differ by up to {worst:.3g}"
 
 
-@pytest.mark.parametrize(("action", "motion"), [(JointDeltaConfig(gripper=False), False),
-                                                (EEDeltaConfig(gripper=False), True)],
-                         ids=["joint_delta", "ee_delta_diff_ik_motion"])
-def test_a_ramped_command_is_the_same_at_every_physics_step_and_tick(action, motion) -> None:
+@pytest.mark.parametrize(("action", "motion", "interface"),
+                         [(JointDeltaConfig(gripper=False), False, "position"),
+                          (EEDeltaConfig(gripper=False), True, "position"),
+                          (JointDeltaConfig(gripper=False), False, "effort")],
+                         ids=["joint_delta", "ee_delta_diff_ik_motion", "joint_delta_effort"])
+def test_a_ramped_command_is_the_same_at_every_physics_step_and_tick(action, motion,
+                                                                      interface) -> None:
     """``MotionConfig.ramp`` at 20 Hz: the env writes the ramp's value before each of the 25
     physics steps of a control step; the runtime at 500 Hz sends it at each of its 25
-    ticks (the same readings at the step's start; the ramp depends on nothing else)."""
+    ticks (the same readings at the step's start; the ramp depends on nothing else). On an
+    effort interface it sends the PD law's torque towards the ramp's value at each tick."""
     env = make_env("reach", 1, dr="off", action=action, decimation=25,
                    shield=ShieldConfig(max_action_delta=0.5),
                    motion=MotionConfig(enabled=motion, ramp=True))
     env.reset(seed=7)
     n = env.cfg.decimation
     actions = _actions(12, env.act_dim, seed=3)
-    rt, robot, k, written = _twin(env, "position", 1.0 / env.cfg.physics_dt, actions)
+    rt, robot, k, written = _twin(env, interface, 1.0 / env.cfg.physics_dt, actions)
     assert rt.decimation == n
+    kp, kd = rt.pipeline.controller.kp, rt.pipeline.controller.kd
+    tau = np.asarray(env.robot.tau_max) * ShieldConfig().torque_fraction
     moved = 0.0
     for i in range(len(actions)):
         k["i"] = i
@@ -171,7 +177,9 @@ def test_a_ramped_command_is_the_same_at_every_physics_step_and_tick(action, mot
         written.clear()
         env.step(torch.from_numpy(actions[i][None]))
         assert len(written) == n, len(written)
-        np.testing.assert_allclose(np.array(sent), np.array(written), rtol=0, atol=1e-9,
+        want = np.array(written) if interface == "position" else \
+            np.clip(kp * (np.array(written) - q) - kd * qd, -tau, tau)
+        np.testing.assert_allclose(np.array(sent), want, rtol=0, atol=1e-9,
                                    err_msg=f"step {i}")
         moved = max(moved, float(np.abs(written[-1] - written[0]).max()))
     assert moved > 1e-3  # the commands did move within the steps
@@ -198,7 +206,7 @@ def test_joint_targets_on_an_effort_interface_are_the_pd_law_of_the_env_targets(
     actions = _actions(20, env.act_dim, seed=5)
     rt, robot, k, written = _twin(env, "effort", 1000.0, actions)
     kp, kd = rt.pipeline.controller.kp, rt.pipeline.controller.kd
-    tau = rt.pipeline.shield.limits(np.zeros(1))["tau_lim"]
+    tau = np.asarray(env.robot.tau_max) * ShieldConfig().torque_fraction  # the shield's
     worst, pushed = 0.0, 0.0
     for i in range(len(actions)):
         k["i"] = i

@@ -67,10 +67,13 @@ def test_the_parser_reads_wire_names_and_units_in_the_arms_order() -> None:
 
 def test_refusals_name_the_fix() -> None:
     s = get_robot("so5")
-    with pytest.raises(ConfigError, match="must name so5's 5 joints"):
+    with pytest.raises(ConfigError, match="joint_names: joint names .* must name so5's 5 "):
         WireFormat.of(["a", "b"], s.joint_names, "so5")
     with pytest.raises(ConfigError, match="once each"):
         WireFormat.of(["a", "a", "b", "c", "d"], s.joint_names, "so5")
+    swapped = [s.joint_names[1], s.joint_names[0], *s.joint_names[2:]]
+    with pytest.raises(ConfigError, match="so5's joints in another order"):
+        WireFormat.of(swapped, s.joint_names, "so5")
     with pytest.raises(ConfigError, match="position_unit: angle unit must be one of rad, deg, "
                                           "normalized, got 'ticks'"):
         WireFormat.of((), s.joint_names, "so5", "ticks")

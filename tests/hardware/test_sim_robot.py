@@ -129,3 +129,19 @@ def test_friction_is_added_per_joint_or_to_every_joint():
         SimRobotConfig(frictionloss=(1.0, 1.0, 1.0)).validate(robot)
     with pytest.raises(ConfigError, match="must be >= 0"):
         SimRobotConfig(frictionloss=(1.0, -1.0, 0, 0, 0, 0, 0)).validate(robot)
+
+
+def test_stepping_in_simulated_time_needs_a_reset_after_a_real_time_run() -> None:
+    """``SimRobot.step``: readings stamped from the reset's, and refused after the thread
+    ran (its stamps may be ahead of the simulated clock) until ``reset``."""
+    robot = SimRobot(SimRobotConfig())
+    t0 = robot.observe().stamp  # type: ignore[union-attr]
+    robot.step(5)
+    assert robot.observe().stamp == pytest.approx(t0 + 5 * robot.cfg.physics_dt)  # type: ignore[union-attr]
+    robot.connect()
+    robot.close()
+    with pytest.raises(RuntimeError, match="reset"):
+        robot.step(1)
+    robot.reset()
+    robot.step(1)
+    assert robot.observe().stamp > robot._reset_stamp  # type: ignore[union-attr]

@@ -20,15 +20,22 @@ GOAL = (0.5, -0.15, 0.3)
 OFFSET = 0.05  # every command targets the arm's position + 0.05 rad: action 0.5 at scale 0.1
 
 
-def _write_bag(path: Path, storage: StoragePlugin, seconds: float = 1.0) -> np.ndarray:
-    """/joint_states at 500 Hz (joints in reverse order) and commands at 50 Hz; returns q0."""
+def _write_bag(path: Path, storage: StoragePlugin, seconds: float = 1.0,
+               names: list[str] | None = None, unit: str = "rad") -> np.ndarray:
+    """/joint_states at 500 Hz (joints in reverse order) and commands at 50 Hz; returns q0.
+    ``names``: the joints as a driver names them; ``unit``: positions (and velocities, per
+    second) in that unit, as ``robot_rl.robots.units`` defines it."""
+    from robot_rl.robots.units import JointUnits
+
+    arm = get_robot("arm7")
+    units = JointUnits.of(unit, arm.num_joints, arm.q_min, arm.q_max)
     ts = get_typestore(Stores.ROS2_KILTED)
     JointState = ts.types["sensor_msgs/msg/JointState"]
     Header = ts.types["std_msgs/msg/Header"]
     Time = ts.types["builtin_interfaces/msg/Time"]
     Array = ts.types["std_msgs/msg/Float64MultiArray"]
     Layout = ts.types["std_msgs/msg/MultiArrayLayout"]
-    names = list(get_robot("arm7").joint_names)
+    names = names or list(arm.joint_names)
     q0 = np.asarray(get_robot("arm7").home, dtype=np.float64)
     v = np.linspace(0.01, 0.07, 7)  # rad/s: a slow, known motion
     start = 1_700_000_000 * 10**9
@@ -42,11 +49,11 @@ def _write_bag(path: Path, storage: StoragePlugin, seconds: float = 1.0) -> np.n
             stamp = start + int(t * 1e9)
             msg = JointState(header=Header(stamp=Time(sec=stamp // 10**9,
                                                       nanosec=stamp % 10**9), frame_id=""),
-                             name=names[::-1], position=q[::-1].copy(),
-                             velocity=v[::-1].copy(), effort=np.zeros(0))
+                             name=names[::-1], position=units.q_out(q)[::-1].copy(),
+                             velocity=units.qd_out(v)[::-1].copy(), effort=np.zeros(0))
             w.write(js, stamp, ts.serialize_cdr(msg, JointState.__msgtype__))
             if i % 10 == 5:  # 50 Hz, between the control ticks
-                c = Array(layout=Layout(dim=[], data_offset=0), data=q + OFFSET)
+                c = Array(layout=Layout(dim=[], data_offset=0), data=units.q_out(q + OFFSET))
                 w.write(cmd, stamp + 1000, ts.serialize_cdr(c, Array.__msgtype__))
     return q0
 
@@ -80,6 +87,23 @@ def test_a_bag_becomes_an_episode_in_the_tasks_action_space(tmp_path, storage):
     assert ds.episodes[0]["robot_rl/source"] == "rosbag:bag"
     with pytest.raises(DatasetError, match="not recorded in simulation"):
         replay_episode(ds, 0)
+
+
+@pytest.mark.parametrize("unit", ["deg", "normalized"])
+def test_a_bag_with_a_drivers_names_and_units_imports_as_the_radian_one(tmp_path, unit):
+    """A Franka driver's fr3_joint names, and positions in degrees or LeRobot's normalized
+    range (a profile's joint_names and position_unit): the same episode as in radians."""
+    _write_bag(tmp_path / "rad", StoragePlugin.MCAP, seconds=0.4)
+    fr3 = [f"fr3_joint{i}" for i in range(1, 8)]
+    _write_bag(tmp_path / "wire", StoragePlugin.MCAP, seconds=0.4, names=fr3, unit=unit)
+    import_bags([tmp_path / "rad"], tmp_path / "a", "reach", goal=GOAL)
+    with pytest.raises(DatasetError, match="fr3_joint"):  # the arm's names are not there
+        import_bags([tmp_path / "wire"], tmp_path / "b", "reach", goal=GOAL)
+    import_bags([tmp_path / "wire"], tmp_path / "c", "reach", goal=GOAL, wire_names=fr3,
+                angle_unit=unit)
+    a, c = Dataset(tmp_path / "a").episode(0), Dataset(tmp_path / "c").episode(0)
+    for key in ("observation.joint_pos", "observation.joint_vel", "action"):
+        np.testing.assert_allclose(c[key], a[key], atol=1e-5, err_msg=key)
 
 
 def test_bags_without_the_topics_or_for_unsupported_tasks_are_refused(tmp_path):
