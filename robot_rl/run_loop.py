@@ -23,25 +23,20 @@ windows, the Lagrange multiplier, kept checkpoints).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
-from rich.progress import (
-    BarColumn,
-    Progress,
-    ProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import Progress, ProgressColumn, TextColumn
 
 from robot_rl.checkpoint import CHECKPOINT
 from robot_rl.evaluate import EvalResult
 from robot_rl.run_config import RunConfig
 from robot_rl.run_control import StopRules, saving_on_interrupt, summary_writer
+from robot_rl.run_progress import Count, Limit, LimitBar, TimeLeft
 
 
 class LoopHost(Protocol):
@@ -86,10 +81,11 @@ class RunLoop:
         of its target; None: nothing printed."""
         self._start = time.perf_counter() - host.elapsed
         self._label, self._total, self._fields = label, total, fields or {}
-        self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                                 TextColumn("{task.completed:,.0f}/{task.total:,.0f} "
-                                            + unit.split()[-1]),
-                                 *columns, TimeElapsedColumn(), TimeRemainingColumn(),
+        self._budget = cfg.time_budget
+        self._since: tuple[int, float] | None = None
+        """(count, training seconds) when this process's loop began: the rate's origin."""
+        self.progress = Progress(TextColumn("[bold]{task.description}"), LimitBar(bar_width=6),
+                                 Count(unit.split()[-1]), *columns, TimeLeft(),
                                  console=host.console, disable=not cfg.progress)
         self._stack = contextlib.ExitStack()
 
@@ -103,8 +99,10 @@ class RunLoop:
         h.writer = summary_writer(h.run_dir / "tb")
         self._stop = self._stack.enter_context(saving_on_interrupt(h.save, h.console))
         self._stack.enter_context(self.progress)
+        self._since = (self.done, h.elapsed)
         self._bar = self.progress.add_task(self._label, total=self._total,
-                                           completed=self.done, **self._fields)
+                                           completed=self.done, **self._fields,
+                                           **dataclasses.asdict(self.limit()))
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -157,9 +155,19 @@ class RunLoop:
         self.host.elapsed = time.perf_counter() - self._start
         return self.host.elapsed
 
+    def limit(self) -> Limit:
+        """Where the run stands against its step count and its time budget
+        (``run_progress``), the rate measured since this process's loop began."""
+        done, elapsed = self.done, self.host.elapsed
+        rate = None
+        if self._since is not None and elapsed - self._since[1] > 0 and done > self._since[0]:
+            rate = (done - self._since[0]) / (elapsed - self._since[1])
+        return Limit.of(done, self._total, elapsed, self._budget, rate)
+
     def show(self, **fields: Any) -> None:
         """The bar at the host's count, with new values of its own columns."""
-        self.progress.update(self._bar, completed=self.done, **fields)
+        self.progress.update(self._bar, completed=self.done, **fields,
+                             **dataclasses.asdict(self.limit()))
 
     def stop_at(self, result: EvalResult | None) -> bool:
         """After a step and its evaluation (None: none): True where the target is reached

@@ -28,6 +28,7 @@ from rich.progress import TextColumn
 
 from robot_rl.evaluate import EvalResult
 from robot_rl.run_loop import RunLoop
+from robot_rl.run_progress import short_count
 
 
 class SessionHost(Protocol):
@@ -133,12 +134,12 @@ class TrainSession(RunLoop):
 
     def __init__(self, runner: SessionHost):
         cfg = runner.cfg
-        columns = (TextColumn("{task.fields[sps]:>6,.0f} sps"),
+        columns = (TextColumn("{task.fields[sps]} sps"),
                    TextColumn("success {task.fields[success]}"),
                    TextColumn("cost {task.fields[cost]}"))
         super().__init__(runner, f"{cfg.env_name} {cfg.algo}", cfg.total_steps, unit="env steps",
                          count="env_steps", columns=columns,
-                         fields={"sps": 0.0, "success": "-", "cost": "-"},
+                         fields={"sps": "-", "success": "-", "cost": "-"},
                          target_evals=cfg.target_evals, stop_reason="total_steps reached",
                          resume_command="robot-rl train")
         self.runner = runner
@@ -180,7 +181,7 @@ class TrainSession(RunLoop):
         if r.env_steps >= self._next_log:
             self._next_log += cfg.log_every
             r.log_metrics(self.window.flush(r.elapsed))
-            self.show(sps=self.window.sps, success=self.window.success_text,
+            self.show(sps=short_count(self.window.sps), success=self.window.success_text,
                       cost=self.window.cost_text)
         self.show()
         result = None
