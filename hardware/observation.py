@@ -100,7 +100,11 @@ class TaskObserver:
                 raise ConfigError(
                     f"task {cfg.name!r} observes {changed}, which depend on state the robot "
                     f"does not measure (objects, fingers, markers); deploy runs tasks whose "
-                    f"observation is the arm's joint state, the goal and the last actions")
+                    f"observation is the arm's joint state, the goal and the last actions "
+                    f"(reach), or a pixel student that sees the objects through cameras: "
+                    f"robot-rl distill-pixels --task {cfg.name} (--teacher RUN to distil "
+                    f"your policy), robot-rl export runs/pixel_student.pt, then robot-rl "
+                    f"deploy runs/pixel_student")
 
         self.layout = full
         if sees_cameras:  # the measured terms, or those of them the artifact's layout names

@@ -180,6 +180,12 @@ class TrainConfig(RunConfig):
         """What the run trains on: the gymnasium id (``--gym``) or the task."""
         return self.gym or self.task
 
+    @property
+    def method_name(self) -> str:
+        """What names the run (``{task}__{method}__{seed}__{time}``) and labels its progress
+        bar: the algorithm; each fine-tuning recipe names itself."""
+        return self.algo
+
     @classmethod
     def from_saved(cls: type[_C], data: dict[str, Any]) -> _C:
         """The config saved in a run's config.json or checkpoint (runs saved before configs
@@ -195,16 +201,15 @@ class TrainConfig(RunConfig):
 
     def validate(self) -> None:
         self.validate_run()
-        if self.num_envs < 1 or self.total_steps < 1:
-            raise ConfigError("num_envs and total_steps must be >= 1")
-        if self.eval_episodes < 1 or self.eval_every < 1 or self.log_every < 1 or \
-                self.target_evals < 1:
-            raise ConfigError("eval_episodes, eval_every, log_every and target_evals must be "
-                              ">= 1")
+        for name in ("num_envs", "total_steps", "eval_episodes", "eval_every", "log_every",
+                     "target_evals"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got "
+                                  f"{getattr(self, name)}")
         if self.keep_every < 0:
-            raise ConfigError(f"keep_every must be >= 0 env steps, got {self.keep_every}")
+            raise ConfigError(f"--keep-every must be >= 0 env steps, got {self.keep_every}")
         if self.threads is not None and self.threads < 1:
-            raise ConfigError(f"threads must be >= 1 (or None: one per core), got "
+            raise ConfigError(f"--threads must be >= 1 (or None: one per core), got "
                               f"{self.threads}")
         if self.ray is not None:
             self.dist.validate(self.env_runners)
@@ -341,8 +346,8 @@ class Runner:
         self.history: list[dict[str, float]] = []
         self.next_eval = 0
         if resume_state is None:
-            self.run_dir = create_run_dir(cfg.runs_dir, cfg.run_name, cfg.env_name, cfg.algo,
-                                          cfg.seed)
+            self.run_dir = create_run_dir(cfg.runs_dir, cfg.run_name, cfg.env_name,
+                                          cfg.method_name, cfg.seed)
         else:
             self._restore(resume_state)
         write_config(self.run_dir, cfg)

@@ -34,7 +34,9 @@ bad values, missing files) print one line and exit with status 2.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -203,9 +205,21 @@ def _run(cmd: Command, args: list[str], prog: str, err: Console) -> None:
 
     try:
         default = _task_default(cmd.config, args)
-        config: Any = tyro.cli(cmd.config, args=_choice_flags(args), prog=prog,
-                               description=cmd.config.__doc__, default=default,
-                               config=(tyro.conf.CascadeSubcommandArgs,))
+        captured = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(captured):
+                config: Any = tyro.cli(cmd.config, args=_choice_flags(args), prog=prog,
+                                       description=cmd.config.__doc__, default=default,
+                                       config=(tyro.conf.CascadeSubcommandArgs,))
+        except SystemExit as e:
+            if e.code:
+                line = unknown_option_line(captured.getvalue(), prog)
+                if line is None:
+                    sys.stderr.write(captured.getvalue())
+                    raise
+                _fail(err, line)
+            raise
+        sys.stderr.write(captured.getvalue())
         cmd.run(config)
     except RobotRLError as e:
         _fail(err, str(e))
@@ -273,6 +287,26 @@ def _flag(args: list[str], name: str) -> str | None:
         elif a.startswith(f"--{name}="):
             value = a.split("=", 1)[1]
     return value
+
+
+def unknown_option_line(text: str, prog: str) -> str | None:
+    """tyro's box for misspelled options (``text``) as one line with its closest flag, or
+    None where the box says something else."""
+    lines = [ln.strip(" │╭╮╰╯─\n") for ln in text.splitlines()]
+    bad = next((ln.split(":", 1)[1] for ln in lines if ln.startswith("Unrecognized options:")),
+               None)
+    if bad is None:
+        return None
+    flags = [b.strip() for b in bad.split(",") if b.strip().startswith("-")]
+    if not flags:
+        return None
+    hint = ""
+    if "Perhaps you meant:" in lines:
+        after = lines[lines.index("Perhaps you meant:") + 1:]
+        near = next((ln.split()[0] for ln in after if ln.startswith("--")), None)
+        if near is not None:
+            hint = f"; did you mean {near}?"
+    return f"unknown option {', '.join(flags)} for {prog}{hint} ({prog} --help lists them)"
 
 
 def _fail(console: Console, message: str) -> None:

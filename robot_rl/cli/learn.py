@@ -55,8 +55,7 @@ def distill_cmd(cfg: Any) -> None:
     console = Console()
     run = load_run(cfg.run)
     report = run_kind(run).distill(run, cfg, console)
-    console.print(_distill_table(f"distilled student: {report.path}", report,
-                                 f"dr {cfg.dagger.dr}"))
+    _print_distilled(console, "distilled student", report, f"dr {cfg.dagger.dr}")
 
 
 def distill_pixels_cmd(cfg: Any) -> None:
@@ -69,8 +68,20 @@ def distill_pixels_cmd(cfg: Any) -> None:
         rows.append(("action MLP on the true state", f"{report.state_policy.success_rate:.1%}"))
     rows += [(f"estimate RMS error: {t} (closed loop)", f"{v:.4f}")
              for t, v in report.estimate_rmse.items()]
-    console.print(_distill_table(f"pixel student: {report.path}", report,
-                                 f"dr {cfg.dagger.dr}, visual {cfg.inputs.visual}", rows))
+    _print_distilled(console, "pixel student", report,
+                     f"dr {cfg.dagger.dr}, visual {cfg.inputs.visual}", rows)
+
+
+def _print_distilled(console: Console, what: str, report: Any, conditions: str,
+                     extra: list[tuple[str, str]] | None = None) -> None:
+    """A distillation's report table, then where the student is (a line of its own, never
+    wrapped, so it can be copied) and a warning where the teacher never succeeded."""
+    console.print(_distill_table(what, report, conditions, extra))
+    console.print(f"{what}: {report.path}", soft_wrap=True, highlight=False)
+    if report.teacher is not None and report.teacher.success_rate == 0:
+        console.print("[bold yellow]warning[/]: the teacher never succeeded here, so the "
+                      "student learned to copy a policy that fails; train the teacher on "
+                      "(robot-rl train ... --resume RUN) before distilling it", soft_wrap=True)
 
 
 def _distill_table(title: str, report: Any, conditions: str,
@@ -86,5 +97,6 @@ def _distill_table(title: str, report: Any, conditions: str,
     if report.teacher is not None and report.student is not None:
         table.add_row(f"teacher success ({conditions})", f"{report.teacher.success_rate:.1%}")
         table.add_row(f"student success ({conditions})", f"{report.student.success_rate:.1%}")
-        table.add_row("student / teacher", f"{report.success_ratio:.3f}")
+        table.add_row("student / teacher", "-" if report.teacher.success_rate == 0
+                      else f"{report.success_ratio:.3f}")
     return table

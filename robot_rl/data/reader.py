@@ -46,6 +46,9 @@ class Dataset:
     def __init__(self, root: str | Path):
         self.root = Path(root)
         info_path = self.root / "meta" / "info.json"
+        if not self.root.exists():
+            raise DatasetError(f"{self.root} does not exist (a dataset is a folder that "
+                               f"robot-rl record or data import wrote)")
         if not info_path.is_file():
             raise DatasetError(f"{self.root} is not a dataset: no meta/info.json")
         try:

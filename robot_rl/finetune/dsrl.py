@@ -161,6 +161,10 @@ class DSRLConfig(TrainConfig):
     --step-gamma; learning_starts counts control steps, 6,000 = 1,500 chunks of the flow
     policy's own noise)."""
 
+    @property
+    def method_name(self) -> str:
+        return "dsrl"
+
     def validate(self) -> None:
         super().validate()
         if self.noise_scale <= 0 or (self.step_gamma is not None and

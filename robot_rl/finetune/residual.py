@@ -228,6 +228,10 @@ class ResidualConfig(TrainConfig):
     goal, the flow standing still). No reference does this: 0 (on push, 2 s ended level
     with it, docs/performance/history/learners-3.md)."""
 
+    @property
+    def method_name(self) -> str:
+        return "residual"
+
     def validate(self) -> None:
         super().validate()
         if not 0.0 < self.scale <= 2.0:

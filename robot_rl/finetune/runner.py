@@ -117,6 +117,10 @@ class FinetuneConfig(TrainConfig):
     sac: SACConfig = dataclasses.field(default_factory=rlpd_sac)
     """SAC hyper-parameters (default: the method's reference recipe, ``METHOD_SAC``)."""
 
+    @property
+    def method_name(self) -> str:
+        return self.method
+
     def __post_init__(self) -> None:
         super().__post_init__()
         # the method's recipe, where the sac config given is another method's untouched one

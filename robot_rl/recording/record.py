@@ -354,6 +354,10 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
 
         view = EnvView(env, title=f"robot-rl record {cfg.task} ({source})")
     result = RecordResult(0, 0, 0, 0.0, [], False)
+    default_out = cfg.out == RecordConfig.out
+    console.print(f"recording {cfg.episodes} episode(s) of {cfg.task} ({source}) into "
+                  f"{cfg.out}" + (" (the default; --out another folder)" if default_out
+                                  else ""), soft_wrap=True, highlight=False)
     attempt = 0
     status = _Status(cfg.episodes, None if expert else env.cfg.episode_length * env.control_dt)
     t_start = time.monotonic()
@@ -386,6 +390,8 @@ def record(cfg: RecordConfig, teleop: Any = None, console: Console | None = None
                         status.note = ("dropped: it ended without success (label it y/n, or "
                                        "--keep-failures, to keep such an episode)")
                 live.update(status.render())
+        if cfg.progress and not console.is_terminal:
+            console.print()  # rich's Live ends its last line without a newline off a terminal
     finally:
         writer.close()
         if device is not None:

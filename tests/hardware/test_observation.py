@@ -40,8 +40,11 @@ def test_goal_can_be_set_and_is_observed():
 
 
 def test_tasks_observing_unmeasured_state_are_refused_by_term_name():
-    with pytest.raises(ConfigError, match="puck_pos"):
+    with pytest.raises(ConfigError, match="puck_pos") as e:
         TaskObserver(make_task_config("push"))
+    # and the refusal names the way that deploys push: a pixel student
+    assert "robot-rl distill-pixels --task push" in str(e.value)
+    assert "robot-rl deploy runs/pixel_student" in str(e.value)
 
 
 def test_a_layout_that_differs_from_the_task_is_refused():

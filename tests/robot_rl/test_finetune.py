@@ -111,8 +111,13 @@ def test_cli_refuses_a_missing_dataset_in_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["finetune", "--demos", str(tmp_path / "none"), "--runs-dir", str(tmp_path / "runs")])
     assert e.value.code == 2
-    assert "is not a dataset" in capsys.readouterr().err
+    assert f"{tmp_path / 'none'} does not exist" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()  # no run directory was made
+    (tmp_path / "empty").mkdir()  # a folder, but no dataset
+    with pytest.raises(SystemExit):
+        main(["finetune", "--demos", str(tmp_path / "empty"), "--runs-dir",
+              str(tmp_path / "runs")])
+    assert "is not a dataset: no meta/info.json" in capsys.readouterr().err
 
 
 def test_mc_returns_restart_at_each_episode():

@@ -95,6 +95,10 @@ class RobotFinetuneConfig(TrainConfig):
     """Robot transitions during which only the critics learn (the actor keeps the sim
     policy while the critics adapt to the robot's dynamics)."""
 
+    @property
+    def method_name(self) -> str:
+        return "robot-sac"
+
     def validate(self) -> None:
         super().validate()
         if self.num_envs != 1:

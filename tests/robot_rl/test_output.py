@@ -1,0 +1,106 @@
+"""Output a person can read and copy (issue 51): lines that end where they should, in a log
+file as in a terminal."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from rich.console import Console
+
+from robot_rl.recording.record import RecordConfig, record
+
+
+def test_record_ends_its_status_line_before_the_summary_in_a_log(tmp_path: Path) -> None:
+    """Off a terminal rich's Live leaves its last status line open: the summary used to run
+    on from it ("last save 67 ms5 episodes (1000 frames) in ...")."""
+    out = io.StringIO()
+    console = Console(file=out, width=200)  # a file: not a terminal
+    record(RecordConfig(task="push", teleop="expert", episodes=1, out=tmp_path / "demos",
+                        episode_length=40), console=console)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == f"recording 1 episode(s) of push (expert) into {tmp_path / 'demos'}"
+    summary = [ln for ln in lines if "episodes (" in ln]
+    assert summary and summary[-1].startswith("1 episodes (40 frames) in "), lines
+    assert any(ln.startswith("episode ") and "last save" in ln for ln in lines), lines
+
+
+def test_record_names_its_default_folder(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    record(RecordConfig(task="reach", teleop="expert", episodes=1, episode_length=10,
+                        progress=False), console=Console(file=out, width=200))
+    assert out.getvalue().splitlines()[0] == (
+        "recording 1 episode(s) of reach (expert) into data/demos (the default; --out "
+        "another folder)")
+    assert (tmp_path / "data" / "demos" / "meta" / "info.json").is_file()
+
+
+def test_a_distilled_students_path_is_one_line_and_a_failed_teacher_is_named() -> None:
+    """The student's path used to be the table's title, wrapped at the terminal's width
+    (``runs/push__sac__0__<time>/student.`` + ``pt``); a 0% teacher gave "student /
+    teacher 0.000" without a word."""
+    import types
+
+    from robot_rl.cli.learn import _print_distilled
+
+    path = "runs/push__sac__0__2026-11-30_16-59-23/student.pt"
+    rate = types.SimpleNamespace
+    report = types.SimpleNamespace(path=path, samples=6400, final_loss=1e-3,
+                                   teacher=rate(success_rate=0.0),
+                                   student=rate(success_rate=0.0), success_ratio=0.0)
+    out = io.StringIO()
+    _print_distilled(Console(file=out, width=60), "distilled student", report, "dr default")
+    lines = out.getvalue().splitlines()
+    assert f"distilled student: {path}" in lines, lines  # whole, on a line of its own
+    text = " ".join(lines)
+    assert "the teacher never succeeded" in text
+    assert "0.000" not in text  # no ratio of a teacher that never succeeded
+
+
+def test_a_refusal_names_the_flag_not_the_config_field(tmp_path: Path, capsys) -> None:
+    import pytest
+
+    from robot_rl.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["train", "--task", "reach", "--eval-episodes", "0",
+              "--runs-dir", str(tmp_path / "runs")])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "--eval-episodes must be >= 1, got 0" in err, err
+    assert "eval_episodes" not in err
+
+
+def test_a_misspelled_flag_gets_one_line_with_the_closest_flag(capsys) -> None:
+    """It used to get tyro's 16-line box, listing the action and controller choices first."""
+    import pytest
+
+    from robot_rl.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["train", "--task", "push", "--timebudget", "60"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["robot-rl: error: unknown option --timebudget for robot-rl train; did you "
+                   "mean --time-budget? (robot-rl train --help lists them)"], err
+
+
+def test_a_run_is_named_after_its_method(tmp_path: Path) -> None:
+    """Fine-tuning runs were named ``push__sac__0__<time>``, like training from scratch."""
+    from robot_rl.checkpoint import create_run_dir
+    from robot_rl.finetune.dsrl import DSRLConfig
+    from robot_rl.finetune.residual import ResidualConfig
+    from robot_rl.finetune.robot.learner import RobotFinetuneConfig
+    from robot_rl.finetune.runner import FinetuneConfig
+    from robot_rl.runner import TrainConfig
+
+    x = Path("x")
+    names = [TrainConfig().method_name, FinetuneConfig(demos=x).method_name,
+             FinetuneConfig(demos=x, method="wsrl").method_name,
+             ResidualConfig(policy=x).method_name, DSRLConfig(policy=x).method_name,
+             RobotFinetuneConfig(init=x).method_name]
+    assert names == ["sac", "rlpd", "wsrl", "residual", "dsrl", "robot-sac"]
+    cfg = FinetuneConfig(demos=x)
+    run = create_run_dir(tmp_path, None, cfg.env_name, cfg.method_name, cfg.seed)
+    assert run.name.startswith("push__rlpd__0__")
