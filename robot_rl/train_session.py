@@ -137,8 +137,8 @@ class TrainSession(RunLoop):
         columns = (TextColumn("{task.fields[sps]} sps"),
                    TextColumn("success {task.fields[success]}"),
                    TextColumn("cost {task.fields[cost]}"))
-        super().__init__(runner, f"{cfg.env_name} {cfg.method_name}", cfg.total_steps, unit="env steps",
-                         count="env_steps", columns=columns,
+        super().__init__(runner, f"{cfg.env_name} {cfg.method_name}", cfg.total_steps,
+                         unit="env steps", count="env_steps", columns=columns,
                          fields={"sps": "-", "success": "-", "cost": "-"},
                          target_evals=cfg.target_evals, stop_reason="total_steps reached",
                          resume_command="robot-rl train")
