@@ -54,6 +54,7 @@ from robot_rl.ray_options import RayOptions
 from robot_rl.replay import Batch, ExtraSpec, ReplayBuffer, mirror_half
 from robot_rl.run_config import RunConfig
 from robot_rl.run_control import torch_threads
+from robot_rl.run_progress import Limit, clock
 from robot_rl.sim import TaskConfig, WarpOptions, dr_preset, make_env, make_task_config
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.mirror import env_mirror_signs
@@ -516,9 +517,13 @@ class Runner:
         metrics["perf/eval_seconds"] = time.perf_counter() - t0
         self.log_metrics(metrics)
         write_curve(self.run_dir, self.history, EVAL_FIELDS)
-        # one line per evaluation: progress where the bar does not show (a file, a CI log)
+        # one line per evaluation: progress where the bar does not show (a file, a CI log),
+        # with the time left at whichever limit ends the run (run_progress)
+        left = Limit.of(self.env_steps, cfg.total_steps, self.elapsed, cfg.time_budget,
+                        self.env_steps / self.elapsed if self.elapsed > 0 else None).left
         self.console.print(f"[{self.env_steps:>10,}/{cfg.total_steps:,} env steps, "
-                           f"{self.elapsed:6.0f} s]  success {result.success_rate:5.1%}  "
+                           f"{self.elapsed:6.0f} s, {clock(left)} left]  success "
+                           f"{result.success_rate:5.1%}  "
                            f"return {result.return_mean:8.2f}  episode cost "
                            f"{result.cost_mean:.2f}  training cost {self.train_cost:,.0f}",
                            highlight=False, soft_wrap=True)

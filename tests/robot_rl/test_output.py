@@ -104,3 +104,20 @@ def test_a_run_is_named_after_its_method(tmp_path: Path) -> None:
     cfg = FinetuneConfig(demos=x)
     run = create_run_dir(tmp_path, None, cfg.env_name, cfg.method_name, cfg.seed)
     assert run.name.startswith("push__rlpd__0__")
+
+
+def test_a_training_log_gives_the_time_left_at_each_evaluation(tmp_path: Path) -> None:
+    """Where no bar shows (a file, a CI log), each evaluation's line says how long is left
+    at the limit that ends the run (``run_progress.Limit``, tested on its own above)."""
+    import re
+
+    from robot_rl.runner import Runner
+    from tests.robot_rl.test_runner import tiny_config
+
+    out = io.StringIO()
+    cfg = tiny_config(tmp_path, total_steps=160, time_budget=1e6, eval_every=80)
+    Runner(cfg, console=Console(file=out, width=200)).train()
+    evals = [ln for ln in out.getvalue().splitlines() if " env steps, " in ln]
+    assert evals, out.getvalue()
+    assert all(re.match(r"\[ +[\d,]+/160 env steps, +\d+ s, \d+:\d\d left\]", ln)
+               for ln in evals), evals
