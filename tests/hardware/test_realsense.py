@@ -166,12 +166,17 @@ class _SplittingSyncer:
 
 @pytest.mark.slow
 def test_frames_the_syncer_hands_over_apart_are_paired_again(recording: Path) -> None:
+    """(A second fresh make test of 0ec879f read no frame here at all, the flake _play
+    already plays again for: now this test does too.)"""
     for align in ("none", "color"):
-        with RealSenseCamera(RealSenseConfig(playback=recording, real_time=False,
-                                             align=align)) as cam:
-            cam._syncer = _SplittingSyncer(cam._syncer)  # type: ignore[assignment]
-            frames = list(cam)
-            pairs = cam._pairs
+        for _ in range(3):  # a play that reads nothing is played again, as _play does
+            with RealSenseCamera(RealSenseConfig(playback=recording, real_time=False,
+                                                 align=align)) as cam:
+                cam._syncer = _SplittingSyncer(cam._syncer)  # type: ignore[assignment]
+                frames = list(cam)
+                pairs = cam._pairs
+            if frames:
+                break
         numbers = [f.frame_number for f in frames]
         assert numbers and numbers == list(range(numbers[0], numbers[-1] + 1)), numbers
         assert pairs is not None and pairs.paired == len(frames)
