@@ -40,7 +40,7 @@ class _Runner:
 
     def __init__(self, tmp: Path, console: Console, budget: float):
         self.cfg = types.SimpleNamespace(
-            env_name="reach_hazard", algo="sac", total_steps=2_000_000, target_evals=1,
+            env_name="reach_hazard", method_name="sac", total_steps=2_000_000, target_evals=1,
             target_success=None, time_budget=budget, checkpoint_every=1e9, progress=True,
             log_every=1000, eval_every=10_000, keep_every=None)
         self.console, self.run_dir = console, tmp
