@@ -61,7 +61,8 @@ def module_policy(module: Callable[[torch.Tensor], torch.Tensor]) -> EvalPolicy:
 def evaluate(policy: EvalPolicy, env: RolloutEnv, episodes: int, seed: int = 0,
              video: VideoWriter | None = None, renderer: EnvRenderer | None = None,
              gate_rejected: Callable[[], torch.Tensor] | None = None,
-             episode_start: Callable[[torch.Tensor], None] | None = None) -> EvalResult:
+             episode_start: Callable[[torch.Tensor], None] | None = None,
+             on_episodes: Callable[[int, float], None] | None = None) -> EvalResult:
     """Run ``episodes`` episodes of ``policy`` in ``env`` (any ``VecEnv``, or any env with the
     members of ``RolloutEnv``; see module docstring).
 
@@ -69,6 +70,8 @@ def evaluate(policy: EvalPolicy, env: RolloutEnv, episodes: int, seed: int = 0,
     ``episode_start``, if given, is told which envs (E,) bool start a new episode: all of
     them after each reset, and those that finished after each step (a stateful policy,
     such as a queue of action chunks, forgets their past).
+    ``on_episodes``, if given, is told the episodes counted so far and their success rate
+    whenever an episode ends (a progress display).
     """
     E = env.num_envs
     returns: list[float] = []
@@ -106,6 +109,8 @@ def evaluate(policy: EvalPolicy, env: RolloutEnv, episodes: int, seed: int = 0,
                     costs.append(float(ep["cost"][i]))
                     lengths.append(float(ep["length"][i]))
                     success.append(bool(ep["success"][i]))
+            if on_episodes is not None and bool(done.any()):
+                on_episodes(len(returns), sum(success) / len(success))
             active &= ~done
     # Per-step counts cover every env's episode of each round; normalize by those episodes.
     ran = rounds * E

@@ -38,6 +38,7 @@ from robot_rl.controllers import (
     ShieldConfig,
 )
 from robot_rl.controllers.arm_model import ArmModel
+from robot_rl.work_progress import WorkProgress
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -221,7 +222,15 @@ def run(cfg: BenchControllersConfig) -> dict:
     console = Console()
     console.print(f"[bold]Controllers and shield[/bold]  cpu={os.cpu_count()}  "
                   f"torch {torch.__version__}  threads={torch.get_num_threads()}")
+    total = 1 + len(cfg.num_envs) + 2 * len(cfg.tasks) * len(cfg.throughput_envs)
+    with WorkProgress(console, "bench controllers", total, "figures") as work:
+        return _measure(cfg, console, work)
+
+
+def _measure(cfg: BenchControllersConfig, console: Console, work: WorkProgress) -> dict:
+    work.start(f"one sample: {cfg.samples} calls per path")
     results: dict = {"single": single_sample(cfg.samples), "batched": {}, "throughput": {}}
+    work.advance()
     t1 = Table(title="One sample, deploy path (microseconds)", title_justify="left")
     for col in ("path", "p50", "p99", "max", "target p99", "1 kHz period"):
         t1.add_column(col, justify="right")
@@ -238,7 +247,9 @@ def run(cfg: BenchControllersConfig) -> dict:
                 "overhead arrays", "overhead compiled", "target"):
         t2.add_column(col, justify="right")
     for n in cfg.num_envs:
+        work.start(f"batched, {n} envs")
         res = batched(n, cfg.steps)
+        work.advance()
         results["batched"][n] = res
         for label, r in res.items():
             t2.add_row(str(n), label, f"{r['physics_ms']:.2f}", f"{r['arrays_ms']:.2f}",
@@ -259,9 +270,13 @@ def run(cfg: BenchControllersConfig) -> dict:
             cells = []
             results["throughput"][task] = {}
             for n in cfg.throughput_envs:
+                work.start(f"{task}, {n} envs: shield on")
                 on = ours(task, n, threads, cfg.seconds, cfg.repeats)
+                work.advance()
+                work.start(f"{task}, {n} envs: shield off")
                 off = ours(task, n, threads, cfg.seconds, cfg.repeats,
                            shield=ShieldConfig(enabled=False))
+                work.advance()
                 results["throughput"][task][n] = {"on": on, "off": off}
                 cells += [f"{on:,.0f}", f"{off:,.0f}", f"{on / off:.2f}"]
             t3.add_row(task, *cells)

@@ -34,6 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 from robot_rl.bench.rate import best_rate
+from robot_rl.work_progress import WorkProgress
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -181,8 +182,6 @@ def _fmt(x: float | None) -> str:
 def run(cfg: BenchSimConfig) -> dict:
     """Measure and print both tables (or, with backend warp, the GPU table of each task);
     returns the figures (for scripts and tests)."""
-    from robot_rl.sim import make_task_config
-
     if cfg.backend == "warp":
         from robot_rl.bench.sim_gpu import BenchSimGPUConfig
         from robot_rl.bench.sim_gpu import run as run_gpu
@@ -198,10 +197,24 @@ def run(cfg: BenchSimConfig) -> dict:
 
     console = Console()
     threads = cfg.threads or os.cpu_count() or 1
-    frame_skip = make_task_config("pusher").decimation
     console.print(f"[bold]Simulation throughput[/bold]  threads={threads}  "
                   f"cpu={os.cpu_count()}  mujoco {mujoco.__version__}  torch {torch.__version__}")
+    # Each figure takes repeats x seconds after its env is built; the task table adds a
+    # single-thread figure, two figures per size and two memory probes (fresh processes).
+    peers = 3 if cfg.peers else 1
+    total = 1 + peers * len(num_envs) + len(cfg.tasks) * (2 + 2 * len(num_envs))
+    with WorkProgress(console, "bench sim", total, "figures") as work:
+        return _measure(cfg, num_envs, threads, console, work)
+
+
+def _measure(cfg: BenchSimConfig, num_envs: tuple[int, ...], threads: int, console: Console,
+             work: WorkProgress) -> dict:
+    from robot_rl.sim import make_task_config
+
+    frame_skip = make_task_config("pusher").decimation
+    work.start("pusher: single-thread mj_step in C")
     single = single_thread_step_rate("pusher", cfg.seconds, cfg.repeats)
+    work.advance()
     limit = threads * single / frame_skip
     console.print(f"Pusher-v5 model: single-thread mj_step {single:,.0f}/s -> limit "
                   f"{limit:,.0f} env-steps/s ({threads} threads, frame skip {frame_skip})")
@@ -213,9 +226,17 @@ def run(cfg: BenchSimConfig) -> dict:
                 "ours / limit", "ours / EnvPool"):
         table.add_column(col, justify="right")
     for n in num_envs:
+        work.start(f"pusher, {n} envs: ours")
         o = ours("pusher", n, threads, cfg.seconds, cfg.repeats)
-        e = envpool_pusher(n, threads, cfg.seconds, cfg.repeats) if cfg.peers else None
-        g = gymnasium_sync_pusher(n, cfg.seconds, cfg.repeats) if cfg.peers else None
+        work.advance()
+        e = g = None
+        if cfg.peers:
+            work.start(f"pusher, {n} envs: EnvPool")
+            e = envpool_pusher(n, threads, cfg.seconds, cfg.repeats)
+            work.advance()
+            work.start(f"pusher, {n} envs: gymnasium")
+            g = gymnasium_sync_pusher(n, cfg.seconds, cfg.repeats)
+            work.advance()
         results["pusher"][n] = {"ours": o, "envpool": e, "gymnasium": g}
         table.add_row(str(n), _fmt(o), _fmt(e), _fmt(g), _fmt(limit), f"{o / limit:.2f}",
                       "n/a" if e is None else f"{o / e:.2f}x")
@@ -236,12 +257,22 @@ def run(cfg: BenchSimConfig) -> dict:
         t2.add_column("limit (per-env physics)", justify="right")
         t2.add_column("MiB / env", justify="right")
         for task in cfg.tasks:
+            work.start(f"{task}: single-thread mj_step in C")
             task_limit = threads * single_thread_step_rate(task, cfg.seconds, cfg.repeats) \
                 / make_task_config(task).decimation
-            rates = [ours(task, n, threads, cfg.seconds, cfg.repeats) for n in num_envs]
-            before = [ours(task, n, threads, cfg.seconds, cfg.repeats, numpy_control=False)
-                      for n in num_envs]
+            work.advance()
+            rates, before = [], []
+            for n in num_envs:
+                work.start(f"{task}, {n} envs: compiled control")
+                rates.append(ours(task, n, threads, cfg.seconds, cfg.repeats))
+                work.advance()
+                work.start(f"{task}, {n} envs: torch control")
+                before.append(ours(task, n, threads, cfg.seconds, cfg.repeats,
+                                   numpy_control=False))
+                work.advance()
+            work.start(f"{task}: memory per env (two fresh processes)")
             mem = memory_per_env(task)
+            work.advance()
             results["tasks"][task] = {"rates": dict(zip(num_envs, rates, strict=True)),
                                       "torch_control": dict(zip(num_envs, before, strict=True)),
                                       "limit": task_limit, "mib_per_env": mem}

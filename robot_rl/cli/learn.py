@@ -21,7 +21,7 @@ __all__ = ["EvalConfig", "EvalReport", "artifact_policy", "distill_cmd", "distil
 
 def eval_cmd(cfg: EvalConfig) -> None:
     console = Console()
-    report = evaluate_path(cfg)
+    report = evaluate_path(cfg, console)
     result, label = report.result, report.label
 
     table = Table(title=f"{label}: {result.episodes} episodes (dr {cfg.dr or 'as trained'})",

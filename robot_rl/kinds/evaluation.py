@@ -14,11 +14,13 @@ from typing import Annotated, Any
 
 import torch
 import tyro
+from rich.console import Console
 
 from robot_rl.errors import ConfigError
 from robot_rl.kinds import load_run, run_kind
 from robot_rl.kinds.base import EvalOptions, Evaluation
 from robot_rl.sim.randomization import DRPreset
+from robot_rl.work_progress import WorkProgress
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -79,9 +81,10 @@ class EvalReport:
     rerun: str | None = None
 
 
-def evaluate_path(cfg: EvalConfig) -> EvalReport:
+def evaluate_path(cfg: EvalConfig, console: Console | None = None) -> EvalReport:
     """Evaluate a run, checkpoint, student or artifact as ``robot-rl eval`` does (the
-    decision that ships: an artifact's own, a run's as its artifact makes it)."""
+    decision that ships: an artifact's own, a run's as its artifact makes it); the episodes'
+    progress goes to ``console`` (default: stderr)."""
     from robot_rl.evaluate import evaluate
     from robot_rl.sim.render import EnvRenderer, VideoWriter
 
@@ -122,8 +125,13 @@ def evaluate_path(cfg: EvalConfig) -> EvalReport:
         rec.save(str(cfg.rerun))
         logger = EnvRerunLog(rec, sim_env)
         logger.watch()
+    work = WorkProgress(console or Console(stderr=True), f"eval {ev.label}", cfg.episodes,
+                        "episodes")
     try:
-        result = ev.episodes(cfg.episodes, seed=cfg.seed, video=writer, renderer=renderer)
+        with work:
+            result = ev.episodes(cfg.episodes, seed=cfg.seed, video=writer, renderer=renderer,
+                                 on_episodes=lambda n, rate: work.update(
+                                     n, f"success {rate:.0%}"))
     finally:
         if writer is not None:
             writer.close()

@@ -76,6 +76,13 @@ def test_bench_sim_tiny_budget(cli) -> None:
                "--tasks", "reach", "--no-peers")
     assert out.returncode == 0, out.stderr
     assert "limit" in out.stdout and "ours / limit" in out.stdout and "reach" in out.stdout
+    # Off a terminal each figure is announced on a line of its own (it used to run a minute
+    # between its two tables without a word).
+    progress = [ln for ln in out.stdout.splitlines() if ln.startswith("bench sim [")]
+    assert [ln.split(" figures")[0] for ln in progress] == [
+        f"bench sim [{k}/6" for k in range(7)], progress
+    assert progress[1].endswith("] pusher, 4 envs: ours")
+    assert progress[-1].endswith("] done")
 
 
 @pytest.mark.parametrize(("args", "message"), [

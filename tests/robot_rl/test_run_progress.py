@@ -73,3 +73,36 @@ def test_the_training_bar_fits_80_columns_and_counts_down_the_budget(tmp_path) -
     assert "reach_hazard sac" in line and "10k/2M steps" in line and "333 sps" in line
     assert "success 12%" in line and "cost 0.12" in line
     assert "0:30 left" in line, line  # the budget's half, not 1.99M steps at 333/s
+
+
+def test_long_work_writes_a_line_per_item_to_a_log_and_none_to_a_terminal(monkeypatch) -> None:
+    """``WorkProgress`` (bench sim, bench controllers, eval): off a terminal each item is
+    announced on its own line, running counts at most every ``log_every`` seconds, and the
+    end once; in a terminal the bar is transient and leaves no line behind."""
+    from robot_rl import work_progress
+
+    now = [0.0]
+    monkeypatch.setattr(work_progress.time, "perf_counter", lambda: now[0])
+    out = io.StringIO()
+    with work_progress.WorkProgress(Console(file=out, width=80), "bench sim", 3,
+                                    "figures") as work:
+        work.start("pusher, 16 envs: ours")
+        now[0] = 61.0
+        work.advance()
+        work.start("reach: memory per env")
+        work.advance()
+        for k in range(1, 5):  # a running count, 4 s apart: a line each 10 s at most
+            now[0] += 4.0
+            work.update(2 + k // 4, f"success {k}")
+    assert out.getvalue().splitlines() == [
+        "bench sim [0/3 figures, 0:00] pusher, 16 envs: ours",
+        "bench sim [1/3 figures, 1:01] reach: memory per env",
+        "bench sim [2/3 figures, 1:13] success 3",
+        "bench sim [3/3 figures, 1:17] done",
+    ]
+    tty = io.StringIO()
+    with work_progress.WorkProgress(Console(file=tty, width=80, force_terminal=True),
+                                    "eval", 2, "episodes") as work:
+        work.start("running")
+        work.update(2)
+    assert "eval [" not in tty.getvalue()
