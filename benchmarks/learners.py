@@ -52,7 +52,7 @@ from robot_rl.bench.learning import curve_summary, push_episodes
 from robot_rl.recording.record import ActionName
 
 if TYPE_CHECKING:
-    from robot_rl.sim.tasks.base import TaskConfig
+    from robot_rl.sim.tasks.config import TaskConfig
 
 Row = Literal["sac", "rlpd", "bc", "dsrl", "residual", "filtered", "student"]
 EPISODE_SECONDS = {"push": 6.0, "lift": 4.0}
@@ -294,7 +294,7 @@ def _env(args: Args) -> TaskConfig:
     from robot_rl.controllers import MotionConfig
     from robot_rl.recording.record import named_action
     from robot_rl.sim import make_task_config
-    from robot_rl.sim.tasks.base import decimation_for
+    from robot_rl.sim.tasks.config import decimation_for
 
     action = named_action(args.task, args.action, args.target_box)
     cfg = make_task_config(args.task, motion=MotionConfig(enabled=args.motion, ramp=args.ramp),

@@ -59,9 +59,9 @@ from robot_rl.hardware.sim_robot import SimRobotConfig, build_model
 from robot_rl.robots import get_robot
 from robot_rl.runner import TrainConfig, load_agent
 from robot_rl.sim import make_env
+from robot_rl.sim.configs import DRConfig
 from robot_rl.sim.env import BatchedEnv
-from robot_rl.sim.randomization import DRConfig
-from robot_rl.sim.tasks.base import TaskConfig
+from robot_rl.sim.tasks.config import TaskConfig
 from robot_rl.sim.vec_env import VecEnv
 
 

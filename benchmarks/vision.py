@@ -59,7 +59,7 @@ from rich.table import Table
 
 from robot_rl.distill.pixel_config import PixelDistillConfig
 from robot_rl.hardware.cameras.sim_camera import SimCameraConfig
-from robot_rl.sim.randomization import DRPreset
+from robot_rl.sim.configs import DRPreset
 from robot_rl.sim.visual_dr import VisualPreset
 from robot_rl.vision.pixel_runner import PixelTrainConfig
 from robot_rl.vision.reward_training import RewardTrainConfig
@@ -125,7 +125,8 @@ class Args:
 
 def frames_per_second(args: Args, renderer: str, size: int) -> float:
     from robot_rl.sim import make_env
-    from robot_rl.sim.cameras import CameraConfig, SimCameras
+    from robot_rl.sim.cameras import SimCameras
+    from robot_rl.sim.configs import CameraConfig
 
     backend = {"backend": "warp", "device": args.warp_device} if renderer == "warp" else {}
     env = make_env(args.task, args.num_envs, seed=0, **backend)  # type: ignore[arg-type]

@@ -30,6 +30,14 @@ import numpy as np
 
 from robot_rl.controllers.arm_model import home_data
 from robot_rl.controllers.arm_state import ArmState
+from robot_rl.controllers.configs import (
+    ActionConfig,
+    EEDeltaConfig,
+    EEPoseConfig,
+    JointDeltaConfig,
+    JointTorqueConfig,
+    JointVelocityConfig,
+)
 from robot_rl.controllers.ik import axis_angle_to_mat
 from robot_rl.controllers.xp import Array, Constants, cast, clip, like, namespace, to_numpy
 from robot_rl.errors import ConfigError
@@ -39,85 +47,6 @@ if TYPE_CHECKING:  # controllers are shared by sim and hardware; no import of th
 
 Vec3 = tuple[float, float, float]
 TargetKind = Literal["joint", "pose", "torque"]
-
-
-@dataclasses.dataclass(kw_only=True)
-class JointDeltaConfig:
-    """Joint position targets offset from the measured position."""
-
-    type: Literal["joint_delta"] = "joint_delta"
-    scale: float = 0.1
-    """Target offset from the measured joint position at |a| = 1 [rad]."""
-    gripper: bool = True
-    """Append a gripper action (-1 open, +1 closed) if the robot has a gripper."""
-
-
-@dataclasses.dataclass(kw_only=True)
-class JointVelocityConfig:
-    """Joint velocity commands, integrated into a position reference kept near the arm."""
-
-    type: Literal["joint_velocity"] = "joint_velocity"
-    scale: float = 1.0
-    """Commanded joint velocity at |a| = 1 [rad/s]."""
-    max_lead: float = 0.1
-    """Reference clamping: the integrated reference stays within this of the measured joint
-    position, so a blocked joint does not wind up a large torque [rad]."""
-    gripper: bool = True
-    """Append a gripper action (-1 open, +1 closed) if the robot has a gripper."""
-
-
-@dataclasses.dataclass(kw_only=True)
-class EEDeltaConfig:
-    """End-effector pose targets offset from the measured pose (position + axis-angle)."""
-
-    type: Literal["ee_delta"] = "ee_delta"
-    pos_scale: float = 0.05
-    """Target offset from the measured end-effector position at |a| = 1 [m]."""
-    rot_scale: float = 0.3
-    """Target rotation from the measured orientation at |a| = 1 [rad]."""
-    rotation: bool = True
-    """Include the three rotation actions; without them the target orientation is the home
-    orientation."""
-    box_lo: Vec3 | None = None
-    """Lower corner of the target box, world frame [m]: every position target is clipped
-    into [box_lo, box_hi] before the shield sees it, as SERL's robot envs clip each pose
-    target into their safety box (``clip_safety_box``; position only here). Put it where the
-    shield passes a hand at rest (above the table by the hand's depth below the site), and
-    the policy's whole action box is within what the shield passes. None: no box."""
-    box_hi: Vec3 | None = None
-    """Upper corner of the target box, world frame [m] (with ``box_lo``; None: no box)."""
-    gripper: bool = True
-    """Append a gripper action (-1 open, +1 closed) if the robot has a gripper."""
-
-
-@dataclasses.dataclass(kw_only=True)
-class EEPoseConfig:
-    """Absolute end-effector pose targets: a position in a box, a rotation from home."""
-
-    type: Literal["ee_pose"] = "ee_pose"
-    lo: Vec3 = (0.25, -0.45, 0.02)
-    """Target position at a = -1 (lower box corner), world frame [m]."""
-    hi: Vec3 = (0.8, 0.45, 0.6)
-    """Target position at a = +1 (upper box corner), world frame [m]."""
-    max_angle: float = 1.0
-    """Rotation from the home orientation at |a| = 1 per axis-angle component [rad]."""
-    rotation: bool = True
-    """Include the three rotation actions; without them the target is the home orientation."""
-    gripper: bool = True
-    """Append a gripper action (-1 open, +1 closed) if the robot has a gripper."""
-
-
-@dataclasses.dataclass(kw_only=True)
-class JointTorqueConfig:
-    """Direct joint torques, a = +-1 at the ends of each actuator's control range."""
-
-    type: Literal["joint_torque"] = "joint_torque"
-    gripper: bool = False
-    """Append a gripper action (-1 open, +1 closed) if the robot has a gripper."""
-
-
-ActionConfig = (JointDeltaConfig | JointVelocityConfig | EEDeltaConfig | EEPoseConfig
-                | JointTorqueConfig)
 
 
 @dataclasses.dataclass

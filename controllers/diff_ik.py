@@ -17,13 +17,13 @@ does; ``OperationalSpace`` is the torque-controlled alternative.
 
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from robot_rl.controllers.action_spaces import TargetKind, Targets
 from robot_rl.controllers.arm_state import ArmState
+from robot_rl.controllers.configs import DiffIKConfig
 from robot_rl.controllers.ik import dls_joint_delta, orientation_error
 from robot_rl.controllers.joint import JointController
 from robot_rl.controllers.xp import Constants, clamp_norm, namespace
@@ -31,21 +31,6 @@ from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:
     from robot_rl.robots import RobotSpec
-
-
-@dataclasses.dataclass(kw_only=True)
-class DiffIKConfig:
-    """Pose targets through damped least-squares IK and the joint position servo."""
-
-    type: Literal["diff_ik"] = "diff_ik"
-    damping: float = 0.05
-    """Damping of the least-squares step (larger: smoother near singularities) [m]."""
-    max_pos_error: float = 0.05
-    """Position error one step works on at most [m]."""
-    max_rot_error: float = 0.3
-    """Orientation error one step works on at most (sin of the angle)."""
-    posture_gain: float = 0.1
-    """Null-space pull of the joints towards the home pose per step (0: none)."""
 
 
 class DiffIK(JointController):

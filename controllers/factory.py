@@ -2,25 +2,24 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING
 
 from robot_rl.controllers.action_spaces import ActionSpace
 from robot_rl.controllers.base import Controller, DirectTorque
-from robot_rl.controllers.diff_ik import DiffIK, DiffIKConfig
-from robot_rl.controllers.joint import (
-    JointController,
+from robot_rl.controllers.configs import (
+    ControllerConfig,
+    DiffIKConfig,
     JointImpedanceConfig,
     JointPDConfig,
-    joint_impedance,
+    OSCConfig,
 )
-from robot_rl.controllers.osc import OperationalSpace, OSCConfig
+from robot_rl.controllers.diff_ik import DiffIK
+from robot_rl.controllers.joint import JointController, joint_impedance
+from robot_rl.controllers.osc import OperationalSpace
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:
     from robot_rl.robots import RobotSpec
-
-ControllerConfig: TypeAlias = JointPDConfig | JointImpedanceConfig | DiffIKConfig | OSCConfig
-"""Controller configs; ``None`` in a task config picks the default for its action space."""
 
 
 def make_controller(cfg: ControllerConfig | None, action_space: ActionSpace,

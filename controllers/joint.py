@@ -9,8 +9,7 @@ affine actuators by ``realize_pd_in_model`` (see ``robot_rl.controllers.pd``).
 
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import mujoco
 import numpy as np
@@ -18,29 +17,12 @@ import numpy as np
 from robot_rl.controllers.action_spaces import TargetKind
 from robot_rl.controllers.arm_model import home_data
 from robot_rl.controllers.base import Controller
+from robot_rl.controllers.configs import JointImpedanceConfig
 from robot_rl.controllers.pd import realize_pd_in_model
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:
     from robot_rl.robots import RobotSpec
-
-
-@dataclasses.dataclass(kw_only=True)
-class JointPDConfig:
-    """Joint PD with the robot's servo gains, evaluated at every physics step."""
-
-    type: Literal["joint_pd"] = "joint_pd"
-
-
-@dataclasses.dataclass(kw_only=True)
-class JointImpedanceConfig:
-    """Compliant joint impedance: stiffness per joint and a damping ratio."""
-
-    type: Literal["joint_impedance"] = "joint_impedance"
-    stiffness: tuple[float, ...] | float = 200.0
-    """Joint stiffness, one value or one per joint [Nm/rad]."""
-    damping_ratio: float = 1.0
-    """Damping relative to critical damping at the home pose's joint inertias."""
 
 
 class JointController(Controller):

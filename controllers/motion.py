@@ -31,44 +31,9 @@ pipeline below this stage. Arrays are numpy or torch (``controllers.xp``).
 
 from __future__ import annotations
 
-import dataclasses
-
 from robot_rl.controllers.action_spaces import Targets
+from robot_rl.controllers.configs import MotionConfig
 from robot_rl.controllers.xp import Array, clip, namespace
-from robot_rl.errors import ConfigError
-
-
-@dataclasses.dataclass(kw_only=True)
-class MotionConfig:
-    """The motion profile of joint targets (joint-target action spaces, and pose targets the
-    differential IK turns into joint targets; torque controllers have none)."""
-
-    enabled: bool = False
-    """Shape joint targets before the shield (module docstring). False: the targets go to
-    the shield as the action space makes them (the runs before 2026-11-27)."""
-    accel_fraction: float = 0.9
-    """The profile's joint acceleration, as a fraction of the shield's ``max_joint_accel``."""
-    speed_fraction: float = 0.9
-    """The profile's joint speed limit, as a fraction of the shield's speed limit."""
-    ramp: bool = False
-    """Ramp each control step's joint command over the step (joint targets; with the
-    profile or without): the command moves at a constant speed from the PD law's steady
-    lead to the target, which the joint reaches as the next step begins, instead of jumping
-    to the target and holding it. A real arm's driver interpolates a slow command stream
-    the same way. The shield and the profile model the command as the speed
-    (q_target - q) / (lag + control_dt) (``SafetyShield.ramp``). Where the control period is
-    longer than the PD law's lag (0.05 s; at 20 Hz and below), a held target makes the joint
-    arrive and stop within each step. With a control step longer than the lag (10 Hz) the
-    shield's bounds were measured to fail under attack (docs/control.md), so the deploy
-    runtime refuses such a policy (simulation only); at 20 Hz and faster they hold. False:
-    held (every run before this option)."""
-
-    def __post_init__(self) -> None:
-        for name in ("accel_fraction", "speed_fraction"):
-            value = getattr(self, name)
-            if not 0.0 < value <= 1.0:
-                raise ConfigError(f"motion.{name} must be in (0, 1], got {value} (a fraction "
-                                  f"of the shield's limit)")
 
 
 class MotionProfile:

@@ -19,8 +19,7 @@ Everything is batched array math (torch while training, numpy for one sample on 
 
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,6 +28,7 @@ from robot_rl.controllers.action_spaces import TargetKind, Targets
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.base import Controller
 from robot_rl.controllers.compiled import arg, is_f64
+from robot_rl.controllers.configs import OSCConfig
 from robot_rl.controllers.ik import orientation_error
 from robot_rl.controllers.xp import (
     Array,
@@ -44,38 +44,6 @@ from robot_rl.errors import ConfigError
 if TYPE_CHECKING:
     from robot_rl.controllers.shield import SafetyShield
     from robot_rl.robots import RobotSpec
-
-
-@dataclasses.dataclass(kw_only=True)
-class OSCConfig:
-    """Operational-space control (inertia-decoupled task-space PD) of the end-effector pose."""
-
-    type: Literal["osc"] = "osc"
-    pos_stiffness: float = 200.0
-    """Position gain [1/s^2] (OSC) or [N/m] (cartesian impedance)."""
-    rot_stiffness: float = 200.0
-    """Orientation gain [1/s^2] (OSC) or [Nm/rad] (cartesian impedance)."""
-    damping_ratio: float = 1.0
-    """Task-space damping relative to critical."""
-    max_pos_error: float = 0.05
-    """Reference clamping: position error used by the law is at most this [m]."""
-    max_rot_error: float = 0.5
-    """Reference clamping: orientation error used by the law is at most this (sin of angle)."""
-    null_stiffness: float = 25.0
-    """Null-space posture gain towards the home pose [1/s^2]."""
-    singularity_damping: float = 1e-3
-    """lambda added to J M^-1 J^T before inverting it."""
-    substeps: int = 1
-    """Physics steps between two evaluations of the law (1: every physics step)."""
-    decouple_inertia: bool = True
-    """True: OSC (tau = J^T Lambda a). False: Cartesian impedance (tau = J^T a)."""
-
-
-def cartesian_impedance(pos_stiffness: float = 1000.0, rot_stiffness: float = 50.0,
-                        **kwargs: object) -> OSCConfig:
-    """Config of a Cartesian impedance controller (OSC without inertia decoupling)."""
-    return OSCConfig(pos_stiffness=pos_stiffness, rot_stiffness=rot_stiffness,
-                     decouple_inertia=False, **kwargs)  # type: ignore[arg-type]
 
 
 class OperationalSpace(Controller):

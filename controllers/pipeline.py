@@ -37,19 +37,14 @@ import mujoco
 import numpy as np
 
 from robot_rl.controllers import fused_compiled
-from robot_rl.controllers.action_spaces import (
-    ActionConfig,
-    ActionSpace,
-    PoseTargets,
-    Targets,
-    make_action_space,
-)
+from robot_rl.controllers.action_spaces import ActionSpace, PoseTargets, Targets, make_action_space
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.base import Controller, DirectTorque
 from robot_rl.controllers.compiled import arg, is_f64
+from robot_rl.controllers.configs import ActionConfig, ControllerConfig, MotionConfig, ShieldConfig
 from robot_rl.controllers.diff_ik import DiffIK
-from robot_rl.controllers.factory import ControllerConfig, make_controller
-from robot_rl.controllers.motion import MotionConfig, MotionProfile
+from robot_rl.controllers.factory import make_controller
+from robot_rl.controllers.motion import MotionProfile
 from robot_rl.controllers.servo import (
     COMMAND_INTERFACES,
     CommandInterface,
@@ -57,7 +52,7 @@ from robot_rl.controllers.servo import (
     pd_effort,
     velocity_servo,
 )
-from robot_rl.controllers.shield import Flags, JointTrack, SafetyShield, ShieldConfig
+from robot_rl.controllers.shield import Flags, JointTrack, SafetyShield
 from robot_rl.controllers.xp import Array, flatnonzero, namespace
 from robot_rl.errors import ConfigError
 

@@ -67,6 +67,7 @@ from robot_rl.controllers.action_spaces import Targets
 from robot_rl.controllers.arm_model import guard_points, home_data
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.compiled import arg, is_f64
+from robot_rl.controllers.configs import ShieldConfig
 from robot_rl.controllers.ik import dls_joint_delta
 from robot_rl.controllers.xp import (
     Array,
@@ -127,42 +128,6 @@ def motion_acted(flags: Flags, none: Array) -> Array:
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 """The dtypes the compiled action layers take (numpy; their own precision)."""
-
-
-@dataclasses.dataclass(kw_only=True)
-class ShieldConfig:
-    """Margins and rates of the safety shield (limits themselves come from the RobotSpec)."""
-
-    enabled: bool = True
-    """False: actions still pass the NaN guard and bounds, nothing else is limited."""
-    max_action_delta: float | None = 1.0
-    """Largest change of an action component per control tick (None: no rate limit)."""
-    joint_margin: float = 0.05
-    """Soft joint limits sit this far inside the hard limits [rad] (when not given below)."""
-    q_soft_min: tuple[float, ...] | None = None
-    """Soft lower joint limits, one per joint [rad]; default q_min + joint_margin."""
-    q_soft_max: tuple[float, ...] | None = None
-    """Soft upper joint limits, one per joint [rad]; default q_max - joint_margin."""
-    velocity_fraction: float = 0.85
-    """Joint speed limit as a fraction of the robot's velocity limits."""
-    torque_fraction: float = 0.95
-    """Joint torque limit as a fraction of the robot's torque limits."""
-    workspace_margin: float = 0.03
-    """The end effector is kept this far inside the workspace box [m]."""
-    floor_height: float = 0.005
-    """Lowest end-effector height above the table top (z = 0) [m]."""
-    brake_accel: float = 8.0
-    """Joint deceleration [rad/s^2] the braking margins assume."""
-    max_joint_accel: float = 8.0
-    """Largest joint acceleration the shield lets a command ask for [rad/s^2] (braking
-    towards a limit may ask for more): joint targets follow a trajectory whose velocity
-    changes by at most this per second; torques are corrected so the joint accelerations
-    they cause stay within it. It bounds the inertial coupling between the joints (a
-    shoulder swung at full torque flings a wrist past what its own motor can hold)."""
-    brake_accel_ee: float = 4.0
-    """End-effector deceleration [m/s^2] the braking margins assume."""
-    brake_time: float = 0.01
-    """Torque layers: time constant with which an excess speed is removed [s]."""
 
 
 @dataclasses.dataclass

@@ -31,9 +31,9 @@ from robot_rl.config_io import from_dict, to_dict
 from robot_rl.controllers.pipeline import ActionPipeline
 from robot_rl.errors import ConfigError
 from robot_rl.sim import BatchedEnv, RobotSpec, make_task_config
+from robot_rl.sim.configs import dr_preset
 from robot_rl.sim.measurable import unmeasured_terms
-from robot_rl.sim.randomization import dr_preset
-from robot_rl.sim.tasks.base import TaskConfig
+from robot_rl.sim.tasks.config import TaskConfig
 from robot_rl.sim.vec_env import layout_columns
 
 GOAL_BUFFERS = ("target", "goal")

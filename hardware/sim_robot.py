@@ -44,7 +44,7 @@ from robot_rl.robots import RobotSpec, get_robot
 from robot_rl.sim.env import robot_bodies
 from robot_rl.sim.scene import SceneBuilder
 from robot_rl.sim.tasks import get_task
-from robot_rl.sim.tasks.base import TaskConfig
+from robot_rl.sim.tasks.config import TaskConfig
 
 
 class SceneState(NamedTuple):

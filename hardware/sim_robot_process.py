@@ -41,8 +41,8 @@ from robot_rl.hardware.cameras.sim_camera import (
 )
 from robot_rl.hardware.robot import INTERFACES, JointCommand, JointReading, Robot
 from robot_rl.hardware.sim_robot import SceneState, SimRobotConfig, build_model, init_sim_arm
-from robot_rl.sim.cameras import CameraConfig
-from robot_rl.sim.tasks.base import TaskConfig
+from robot_rl.sim.configs import CameraConfig
+from robot_rl.sim.tasks.config import TaskConfig
 
 _CAMERA_FIELDS = ("seq", "host_time", "timestamp_ms", "frame_number")
 

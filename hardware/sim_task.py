@@ -33,8 +33,8 @@ from robot_rl.errors import ConfigError
 from robot_rl.hardware.observation import goal_buffer
 from robot_rl.hardware.sim_robot import SceneState
 from robot_rl.sim import BatchedEnv
-from robot_rl.sim.randomization import dr_preset
-from robot_rl.sim.tasks.base import TaskConfig
+from robot_rl.sim.configs import dr_preset
+from robot_rl.sim.tasks.config import TaskConfig
 
 if TYPE_CHECKING:
     from robot_rl.hardware.runtime import DeployRuntime

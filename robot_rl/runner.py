@@ -56,9 +56,9 @@ from robot_rl.run_config import RunConfig
 from robot_rl.run_control import torch_threads
 from robot_rl.run_progress import Limit, clock
 from robot_rl.sim import TaskConfig, WarpOptions, dr_preset, make_env, make_task_config
+from robot_rl.sim.configs import DRPreset
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.mirror import env_mirror_signs
-from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.vec_env import VecEnv, check_vec_env, uniform_actions
 from robot_rl.train_session import TrainSession
 

@@ -8,56 +8,51 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-import torch
+from robot_rl.lazy import lazy_exports
 
-from robot_rl.robots import RobotSpec, get_robot, list_robots, register_robot
-from robot_rl.sim.backends.warp import WarpOptions
-from robot_rl.sim.env import BatchedEnv
-from robot_rl.sim.randomization import DRConfig, DRPreset, dr_preset
-from robot_rl.sim.tasks import (
-    TaskConfig,
-    get_task,
-    list_tasks,
-    make_task_config,
-    register_task,
-    replace_config,
-)
-from robot_rl.sim.vec_env import VecEnv, check_vec_env
+if TYPE_CHECKING:
+    from robot_rl.robots import RobotSpec, get_robot, list_robots, register_robot
+    from robot_rl.sim.configs import DRConfig, DRPreset, WarpOptions, dr_preset
+    from robot_rl.sim.env import BatchedEnv
+    from robot_rl.sim.make import make_env
+    from robot_rl.sim.tasks import (
+        get_task,
+        list_tasks,
+        make_task_config,
+        register_task,
+        replace_config,
+    )
+    from robot_rl.sim.tasks.config import TaskConfig
+    from robot_rl.sim.vec_env import VecEnv, check_vec_env
 
+_EXPORTS = {
+    "RobotSpec": "robot_rl.robots",
+    "get_robot": "robot_rl.robots",
+    "list_robots": "robot_rl.robots",
+    "register_robot": "robot_rl.robots",
+    "WarpOptions": "robot_rl.sim.configs",
+    "BatchedEnv": "robot_rl.sim.env",
+    "DRConfig": "robot_rl.sim.configs",
+    "DRPreset": "robot_rl.sim.configs",
+    "dr_preset": "robot_rl.sim.configs",
+    "TaskConfig": "robot_rl.sim.tasks.config",
+    "get_task": "robot_rl.sim.tasks",
+    "list_tasks": "robot_rl.sim.tasks",
+    "make_task_config": "robot_rl.sim.tasks",
+    "register_task": "robot_rl.sim.tasks",
+    "replace_config": "robot_rl.sim.tasks",
+    "VecEnv": "robot_rl.sim.vec_env",
+    "check_vec_env": "robot_rl.sim.vec_env",
+    "make_env": "robot_rl.sim.make",
+}
+"""Where each exported name lives; imported on first use (``robot_rl.lazy``)."""
 
-def make_env(task: str | TaskConfig, num_envs: int, backend: str = "cpu",
-             device: str | torch.device = "cpu", *, dr: DRPreset | None = None, seed: int = 0,
-             nthread: int | None = None, warp: WarpOptions | None = None,
-             **overrides: Any) -> BatchedEnv:
-    """A batched env of ``task`` (a registered name or a TaskConfig).
-
-    Args:
-        task: task name (``reach``, ``push``, ``lift``, ``pusher``) or a config.
-        num_envs: number of parallel simulations (> 0).
-        backend: ``cpu`` (MuJoCo C threads) or ``warp`` (MuJoCo Warp, float32).
-        device: torch device of all tensors; with ``warp``, ``cuda[:N]`` or ``cpu`` (Warp's
-            CPU device: slow, for tests and machines without a GPU).
-        dr: domain-randomization preset replacing the config's ranges.
-        seed: seed of the env's generator (resets, randomization, noise).
-        nthread: physics threads of the ``cpu`` backend (default: all cores, at most
-            num_envs).
-        warp: options of the ``warp`` backend (contact and constraint room, CUDA graphs).
-        overrides: config fields to replace (``episode_length=50``).
-
-    A passed config is copied, never modified.
-    """
-    if dr is not None:
-        overrides["dr"] = dr_preset(dr)
-    if isinstance(task, str):
-        cfg = make_task_config(task, **overrides)
-    else:
-        cfg = replace_config(task, **overrides)
-    return BatchedEnv(cfg, num_envs, backend=backend, device=device, seed=seed, nthread=nthread,
-                      warp=warp)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
-__all__ = ["BatchedEnv", "DRConfig", "RobotSpec", "TaskConfig", "WarpOptions", "dr_preset",
-           "get_robot", "get_task", "list_robots", "list_tasks", "make_env", "make_task_config",
-           "register_robot", "register_task", "VecEnv", "check_vec_env"]
+__all__ = ["BatchedEnv", "DRConfig", "DRPreset", "RobotSpec", "TaskConfig", "WarpOptions",
+           "dr_preset", "get_robot", "get_task", "list_robots", "list_tasks", "make_env",
+           "make_task_config", "register_robot", "register_task", "replace_config", "VecEnv",
+           "check_vec_env"]

@@ -22,7 +22,6 @@ RealSense) reports it, in metres.
 
 from __future__ import annotations
 
-import dataclasses
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -31,52 +30,12 @@ import numpy as np
 import torch
 
 from robot_rl.errors import ConfigError
-from robot_rl.sim.render import OffscreenGL, RenderMode
-from robot_rl.sim.visual_dr import VisualDR, VisualRandomizer
+from robot_rl.sim.configs import CameraConfig
+from robot_rl.sim.render import OffscreenGL
+from robot_rl.sim.visual_dr import VisualRandomizer
 
 if TYPE_CHECKING:
     from robot_rl.sim.scene_env import SceneEnv
-
-
-@dataclasses.dataclass(frozen=True)
-class CameraConfig:
-    """Which scene cameras a policy sees, and how."""
-
-    names: tuple[str, ...] = ("front",)
-    """Camera names in the scene (the task's model)."""
-    height: int = 96
-    width: int = 96
-    depth: bool = False
-    """Also render depth [m]."""
-    mode: RenderMode = "policy"
-    """OpenGL render mode (cpu backend); the Warp renderer has one look."""
-    visual: VisualDR = dataclasses.field(default_factory=VisualDR)
-    """Visual domain randomization (``sim.visual_dr``; default none)."""
-
-    def image_shapes(self) -> dict[str, tuple[int, int, int]]:
-        """(C, H, W) of each image, by key: ``{camera}.rgb`` (uint8) and, with depth,
-        ``{camera}.depth`` (float32 [m])."""
-        out: dict[str, tuple[int, int, int]] = {}
-        for name in self.names:
-            out[f"{name}.rgb"] = (3, self.height, self.width)
-            if self.depth:
-                out[f"{name}.depth"] = (1, self.height, self.width)
-        return out
-
-    def validate(self) -> None:
-        self.visual.validate()
-        if not self.names:
-            raise ConfigError("name at least one camera")
-        if self.height < 1 or self.width < 1:
-            raise ConfigError(f"camera size must be positive, got {self.height}x{self.width}")
-
-    def check_scene(self, model: mujoco.MjModel) -> None:
-        """Refuse cameras ``model``'s scene does not have, naming the ones it has."""
-        names = [model.camera(i).name for i in range(model.ncam)]
-        unknown = [c for c in self.names if c not in names]
-        if unknown:
-            raise ConfigError(f"unknown camera(s) {unknown}; cameras of this scene: "
-                              f"{', '.join(names) or 'none'}")
 
 
 class CameraFrames(NamedTuple):

@@ -40,15 +40,15 @@ from robot_rl.controllers.servo import CommandInterface
 from robot_rl.errors import ConfigError
 from robot_rl.robots import RobotSpec, compile_spec, get_robot, registered_robots
 from robot_rl.sim.backends import make_backend
-from robot_rl.sim.backends.warp import WarpOptions
 from robot_rl.sim.cameras import SimCameras
+from robot_rl.sim.configs import WarpOptions
 from robot_rl.sim.frame_age import FrameAge
 from robot_rl.sim.identified import IdentifiedDynamics
 from robot_rl.sim.measurable import unmeasured_terms
 from robot_rl.sim.randomization import DomainRandomizer
 from robot_rl.sim.state import SimState, limits_of, slice_or_index
 from robot_rl.sim.tasks import get_task
-from robot_rl.sim.tasks.base import TaskConfig
+from robot_rl.sim.tasks.config import TaskConfig
 from robot_rl.sim.vec_env import CRITIC, POLICY, layout_columns
 
 

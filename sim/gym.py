@@ -22,7 +22,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from robot_rl.sim import make_env
-from robot_rl.sim.randomization import DRPreset
+from robot_rl.sim.configs import DRPreset
 from robot_rl.sim.render import EnvRenderer
 
 

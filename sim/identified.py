@@ -36,7 +36,8 @@ from robot_rl.controllers.arm_model import body_links
 from robot_rl.errors import ConfigError
 from robot_rl.fileio import atomic_write
 from robot_rl.robots import RobotSpec, get_robot
-from robot_rl.sim.randomization import SETCONST_FIELDS, DRConfig
+from robot_rl.sim.configs import DRConfig
+from robot_rl.sim.randomization import SETCONST_FIELDS
 
 PARAMS: dict[str, str] = {
     "link_mass": "scale of each arm link's masses and inertias",

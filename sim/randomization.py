@@ -12,59 +12,11 @@ applied by the env. All ranges live in ``DRConfig``, part of the task config; pr
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
 
 import torch
 
-from robot_rl.errors import ConfigError
 from robot_rl.sim.backends.base import Backend
-
-DRPreset = Literal["off", "default", "strong"]
-Range = tuple[float, float]
-
-
-@dataclasses.dataclass(kw_only=True)
-class DRConfig:
-    """Ranges of the per-env randomization (uniform scales of the nominal values)."""
-
-    link_mass: Range = (1.0, 1.0)
-    """Scale of each robot link's mass (and inertia)."""
-    friction: Range = (1.0, 1.0)
-    """Scale of each geom's sliding friction."""
-    joint_damping: Range = (1.0, 1.0)
-    """Scale of each robot joint's damping."""
-    armature: Range = (1.0, 1.0)
-    """Scale of each robot joint's armature (reflected rotor inertia)."""
-    actuator_gain: Range = (1.0, 1.0)
-    """Scale of each robot actuator's gain and bias (PD stiffness and damping, torque constant)."""
-    obs_noise_std: float = 0.0
-    """Standard deviation of additive Gaussian observation noise."""
-    action_delay_max: int = 0
-    """Largest action delay in control steps; each env draws 0..max at reset."""
-
-    def __post_init__(self) -> None:
-        for f in ("link_mass", "friction", "joint_damping", "armature", "actuator_gain"):
-            lo, hi = getattr(self, f)
-            if not 0 < lo <= hi:
-                raise ConfigError(f"dr.{f} must satisfy 0 < lo <= hi, got ({lo}, {hi})")
-        if self.obs_noise_std < 0 or self.action_delay_max < 0:
-            raise ConfigError("dr.obs_noise_std and dr.action_delay_max must be >= 0")
-
-
-def dr_preset(name: DRPreset) -> DRConfig:
-    """A named randomization preset (``off``, ``default``, ``strong``)."""
-    if name == "off":
-        return DRConfig()
-    if name == "default":
-        return DRConfig(link_mass=(0.9, 1.1), friction=(0.8, 1.2), joint_damping=(0.8, 1.2),
-                        armature=(0.9, 1.1), actuator_gain=(0.9, 1.1), obs_noise_std=0.005,
-                        action_delay_max=1)
-    if name == "strong":
-        return DRConfig(link_mass=(0.7, 1.3), friction=(0.5, 1.5), joint_damping=(0.5, 2.0),
-                        armature=(0.7, 1.5), actuator_gain=(0.75, 1.25), obs_noise_std=0.02,
-                        action_delay_max=3)
-    raise ConfigError(f"unknown dr preset {name!r}; valid presets: default, off, strong")
-
+from robot_rl.sim.configs import DRConfig, Range
 
 SETCONST_FIELDS = frozenset({"body_mass", "body_inertia", "dof_armature"})
 """Model fields MuJoCo derives constants from (``mj_setConst`` after writing them)."""

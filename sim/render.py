@@ -23,12 +23,13 @@ import copy
 import os
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import mujoco
 import numpy as np
 
 from robot_rl.errors import ConfigError, RenderError
+from robot_rl.sim.configs import RenderMode
 from robot_rl.video import VideoWriter
 
 if TYPE_CHECKING:
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 
 __all__ = ["EnvRenderer", "OffscreenGL", "RenderMode", "VideoWriter", "render_model"]
 
-RenderMode = Literal["video", "policy"]
 POLICY_QUALITY = {"shadowsize": 0, "offsamples": 0, "numslices": 12, "numstacks": 8}
 """``model.vis.quality`` in policy mode (MuJoCo's defaults: 4096 or the model's shadow map,
 4x MSAA, 28 slices and 16 stacks per round geom)."""

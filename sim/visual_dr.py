@@ -17,7 +17,6 @@ with no depth (0), where a RealSense finds no stereo match. Frame timing (``fram
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Literal
 
@@ -25,51 +24,7 @@ import mujoco
 import numpy as np
 import torch
 
-from robot_rl.errors import ConfigError
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class VisualDR:
-    """Ranges of the visual randomization (all 0: none)."""
-
-    camera_pos: float = 0.0
-    """Camera position jitter, +- per axis [m]."""
-    camera_rot: float = 0.0
-    """Camera orientation jitter: a rotation of up to this angle about a random axis [rad]."""
-    fovy: float = 0.0
-    """Vertical field of view jitter, +- [deg]."""
-    light: float = 0.0
-    """Light brightness scale in [1 - light, 1 + light], position jitter +- light / 2 [m]."""
-    color: float = 0.0
-    """Colour jitter of every geom, +- per RGB channel (colours in [0, 1])."""
-    rgb_noise: float = 0.0
-    """Pixel noise std [levels of 255]."""
-    depth_noise: float = 0.0
-    """Depth noise std at 1 m [m]; at distance z it is this times z^2."""
-    depth_holes: float = 0.0
-    """Fraction of depth pixels missing (0), in 4x4 blocks."""
-    frame_rate: float = 0.0
-    """Camera frame rate [fps] (0: a frame every control step), with ``frame_latency``
-    making the images older than the state (``sim.frame_age``; applied by the env)."""
-    frame_latency: float = 0.0
-    """Camera latency, drawn per episode in [0, this] [s]."""
-
-    @property
-    def ages_frames(self) -> bool:
-        """Whether the env shows frames older than the state."""
-        return self.frame_rate > 0 or self.frame_latency > 0
-
-    def validate(self) -> None:
-        bad = [f.name for f in dataclasses.fields(self) if getattr(self, f.name) < 0]
-        if bad or self.light >= 1.0 or self.depth_holes >= 1.0:
-            raise ConfigError(f"visual randomization ranges must be >= 0 (light and "
-                              f"depth_holes < 1); got {self}")
-
-    @property
-    def scene(self) -> bool:
-        """Whether any scene term is on (those need the OpenGL renderer)."""
-        return any((self.camera_pos, self.camera_rot, self.fovy, self.light, self.color))
-
+from robot_rl.sim.configs import VisualDR
 
 VisualPreset = Literal["off", "default", "strong"]
 

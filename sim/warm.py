@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from robot_rl.controllers import EEDeltaConfig, EEPoseConfig, OSCConfig
-from robot_rl.controllers.diff_ik import DiffIKConfig
+from robot_rl.controllers.configs import DiffIKConfig
 from robot_rl.sim import make_env
 
 

@@ -37,7 +37,7 @@ from robot_rl.errors import ConfigError
 from robot_rl.hardware.cameras.base import Camera, CameraError, CameraFrame, Intrinsics
 from robot_rl.hardware.sim_robot import SceneState
 from robot_rl.hardware.timing import Rate
-from robot_rl.sim.cameras import CameraConfig
+from robot_rl.sim.configs import CameraConfig
 from robot_rl.sim.render import OffscreenGL
 
 DEPTH_SCALE = 0.001

@@ -39,7 +39,7 @@ from robot_rl.errors import ConfigError
 from robot_rl.nets import EnsembleCritic, RunningNorm, TanhGaussianActor
 from robot_rl.nstep import COST_DISCOUNT, DISCOUNT
 from robot_rl.replay import Batch
-from robot_rl.sim.tasks.base import discount_for
+from robot_rl.sim.tasks.config import discount_for
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -10,7 +10,7 @@ from typing import Literal
 from robot_rl.errors import ConfigError
 from robot_rl.policies import PolicyConfig
 from robot_rl.run_config import RunConfig
-from robot_rl.sim.randomization import DRPreset
+from robot_rl.sim.configs import DRPreset
 
 BCAlgo = Literal["bc-flow", "bc-mlp"]
 

@@ -66,8 +66,8 @@ from robot_rl.evaluate import EvalResult, evaluate
 from robot_rl.policies import ChunkExecutor, ChunkPolicy, make_policy
 from robot_rl.run_loop import RunLoop
 from robot_rl.sim import TaskConfig, make_env, make_task_config
+from robot_rl.sim.configs import DRPreset
 from robot_rl.sim.env import BatchedEnv
-from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.tasks import list_tasks
 from robot_rl.sim.vec_env import VecEnv
 

@@ -113,7 +113,7 @@ def expert_policy(task: str, style: str, motion: bool, num_envs: int, seed: int,
     ``ramp``: joint commands ramped over each step)."""
     from robot_rl.sim import make_env, make_task_config
     from robot_rl.sim.experts import make_expert
-    from robot_rl.sim.tasks.base import decimation_for
+    from robot_rl.sim.tasks.config import decimation_for
 
     extra: dict[str, Any] = {} if action is None else {"action": action}
     if episode_length is not None:

@@ -38,7 +38,7 @@ from robot_rl.controllers import (
 )
 from robot_rl.sim import make_env, make_task_config
 from robot_rl.sim.env import BatchedEnv
-from robot_rl.sim.tasks.base import decimation_for
+from robot_rl.sim.tasks.config import decimation_for
 
 ATTACKS = ("drift", "pump", "contact", "nan_hold", "saturate")
 

@@ -47,22 +47,43 @@ from rich.table import Table
 from robot_rl.kinds import commands as kind_commands
 from robot_rl.kinds.command import Command
 
+OWN_COMMANDS = {
+    "eval": ("robot_rl.kinds.evaluation:EvalConfig", "robot_rl.cli.learn:eval_cmd"),
+    "distill": ("robot_rl.distill.state:DistillConfig", "robot_rl.cli.learn:distill_cmd"),
+    "distill-pixels": ("robot_rl.distill.pixel_config:PixelDistillConfig",
+                       "robot_rl.cli.learn:distill_pixels_cmd"),
+    "export": ("robot_rl.kinds.base:ExportConfig", "robot_rl.cli.export:export_cmd"),
+    "deploy": ("robot_rl.cli.deploy:DeployCommandConfig", "robot_rl.cli.deploy:deploy_cmd"),
+    "record": ("robot_rl.recording.record:RecordConfig", "robot_rl.cli.data:record_cmd"),
+}
+"""The CLI's own top-level commands: where their config and the function that runs them
+live (``module:name``), imported only for the command that runs (``--help`` imports the
+config alone)."""
 
-def _top_level() -> dict[str, Command]:
-    # Imported here so ``robot-rl --help`` does not pay for torch and mujoco.
-    from robot_rl.cli import data, deploy, export, learn
-    from robot_rl.distill import DistillConfig
-    from robot_rl.distill.pixel_config import PixelDistillConfig
+
+def _command(name: str) -> Command:
+    """A top-level command: the CLI's own, or the kind's that makes its runs."""
+    if name in OWN_COMMANDS:
+        return _lazy(*OWN_COMMANDS[name])
     from robot_rl.kinds import command_kind
 
-    own = {"eval": Command(learn.EvalConfig, learn.eval_cmd),
-           "distill": Command(DistillConfig, learn.distill_cmd),
-           "distill-pixels": Command(PixelDistillConfig, learn.distill_pixels_cmd),
-           "export": Command(export.ExportConfig, export.export_cmd),
-           "deploy": Command(deploy.DeployCommandConfig, deploy.deploy_cmd),
-           "record": Command(data.RecordConfig, data.record_cmd)}
-    return {name: own[name] if name in own else command_kind(name).commands()[name]
-            for name in top_level()}
+    return command_kind(name).commands()[name]
+
+
+def _top_level() -> dict[str, Command]:
+    return {name: _command(name) for name in top_level()}
+
+
+def _lazy(config: str, run: str) -> Command:
+    """The command whose config is ``config`` and whose run function is ``run``
+    (``module:name`` each); the run function's module is imported when it runs."""
+    import importlib
+
+    def attr(where: str) -> Any:
+        module, name = where.split(":")
+        return getattr(importlib.import_module(module), name)
+
+    return Command(attr(config), lambda cfg: attr(run)(cfg))
 
 
 OWN_SUMMARIES = {
@@ -83,29 +104,39 @@ def top_level() -> tuple[str, ...]:
     return tuple(kind_commands()) + tuple(OWN_SUMMARIES)
 
 
-def _commands() -> dict[str, dict[str, Command]]:
-    from robot_rl.cli import bench, camera, data, reward, robot, sim, sysid
+GROUP_COMMAND_SOURCES: dict[str, dict[str, tuple[str, str]]] = {
+    "sim": {"info": ("robot_rl.cli.sim:SimInfoConfig", "robot_rl.cli.sim:info"),
+            "rollout": ("robot_rl.cli.sim:SimRolloutConfig", "robot_rl.cli.sim:rollout")},
+    "robot": {"import": ("robot_rl.cli.robot:RobotImportConfig", "robot_rl.cli.robot:import_cmd"),
+              "urdf": ("robot_rl.cli.robot:RobotUrdfConfig", "robot_rl.cli.robot:urdf_cmd")},
+    "bench": {"sim": ("robot_rl.bench.sim_throughput:BenchSimConfig",
+                      "robot_rl.bench.sim_throughput:run"),
+              "controllers": ("robot_rl.bench.controllers:BenchControllersConfig",
+                              "robot_rl.bench.controllers:run")},
+    "camera": {"list": ("robot_rl.cli.camera:CameraListConfig", "robot_rl.cli.camera:list_cmd"),
+               "probe": ("robot_rl.cli.camera:CameraProbeConfig",
+                         "robot_rl.cli.camera:probe_cmd")},
+    "data": {"info": ("robot_rl.cli.data:DataInfoConfig", "robot_rl.cli.data:info_cmd"),
+             "view": ("robot_rl.cli.data:DataViewConfig", "robot_rl.cli.data:view_cmd"),
+             "validate": ("robot_rl.cli.data:DataValidateConfig",
+                          "robot_rl.cli.data:validate_cmd"),
+             "replay": ("robot_rl.cli.data:DataReplayConfig", "robot_rl.cli.data:replay_cmd"),
+             "import": ("robot_rl.cli.data:DataImportConfig", "robot_rl.cli.data:import_cmd")},
+    "reward": {"train": ("robot_rl.vision.reward_training:RewardTrainConfig",
+                         "robot_rl.cli.reward:train_cmd"),
+               "eval": ("robot_rl.vision.reward_training:RewardEvalConfig",
+                        "robot_rl.cli.reward:eval_cmd")},
+    "sysid": {"record": ("robot_rl.cli.sysid:SysidRecordConfig", "robot_rl.cli.sysid:record_cmd"),
+              "fit": ("robot_rl.cli.sysid:SysidFitConfig", "robot_rl.cli.sysid:fit_cmd"),
+              "gap": ("robot_rl.cli.sysid:SysidGapConfig", "robot_rl.cli.sysid:gap_cmd")},
+}
+"""Each group's commands: their config and run function (``module:name``), imported only
+for the command that runs."""
 
-    return {
-        "sim": {"info": Command(sim.SimInfoConfig, sim.info),
-                "rollout": Command(sim.SimRolloutConfig, sim.rollout)},
-        "robot": {"import": Command(robot.RobotImportConfig, robot.import_cmd),
-                  "urdf": Command(robot.RobotUrdfConfig, robot.urdf_cmd)},
-        "bench": {"sim": Command(bench.BenchSimConfig, bench.run),
-                  "controllers": Command(bench.BenchControllersConfig, bench.run_controllers)},
-        "camera": {"list": Command(camera.CameraListConfig, camera.list_cmd),
-                   "probe": Command(camera.CameraProbeConfig, camera.probe_cmd)},
-        "data": {"info": Command(data.DataInfoConfig, data.info_cmd),
-                 "view": Command(data.DataViewConfig, data.view_cmd),
-                 "validate": Command(data.DataValidateConfig, data.validate_cmd),
-                 "replay": Command(data.DataReplayConfig, data.replay_cmd),
-                 "import": Command(data.DataImportConfig, data.import_cmd)},
-        "reward": {"train": Command(reward.RewardTrainConfig, reward.train_cmd),
-                   "eval": Command(reward.RewardEvalConfig, reward.eval_cmd)},
-        "sysid": {"record": Command(sysid.SysidRecordConfig, sysid.record_cmd),
-                  "fit": Command(sysid.SysidFitConfig, sysid.fit_cmd),
-                  "gap": Command(sysid.SysidGapConfig, sysid.gap_cmd)},
-    }
+
+def _commands() -> dict[str, dict[str, Command]]:
+    return {group: {name: _lazy(*where) for name, where in commands.items()}
+            for group, commands in GROUP_COMMAND_SOURCES.items()}
 
 
 GROUPS = {"sim": "simulation: inspect robots and tasks, run policies, record videos",
@@ -179,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     group = args[0]
     if group in top_level():
-        _run(_top_level()[group], args[1:], f"robot-rl {group}", err)
+        _run(_command(group), args[1:], f"robot-rl {group}", err)
         return
     if group not in GROUPS:
         _fail(err, f"unknown command {group!r}; commands: {', '.join(top_level())}; "
@@ -195,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     name = args[1]
     if name not in names:
         _fail(err, f"unknown command 'robot-rl {group} {name}'; commands: {', '.join(names)}")
-    _run(_commands()[group][name], args[2:], f"robot-rl {group} {name}", err)
+    _run(_lazy(*GROUP_COMMAND_SOURCES[group][name]), args[2:], f"robot-rl {group} {name}", err)
 
 
 def _run(cmd: Command, args: list[str], prog: str, err: Console) -> None:

@@ -13,8 +13,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from rich.table import Table
 
 from robot_rl.errors import ConfigError
+from robot_rl.sim.configs import DRPreset
 from robot_rl.sim.experts import ExpertStyle, make_expert
-from robot_rl.sim.randomization import DRPreset
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from robot_rl.errors import ConfigError
-from robot_rl.sim.randomization import DRPreset
+from robot_rl.sim.configs import DRPreset
 from robot_rl.sim.vec_env import RolloutEnv, StepResult
 
 

@@ -42,7 +42,7 @@ from robot_rl.finetune.macro_step import MacroStep, MacroStepEnv
 from robot_rl.policies import ChunkPolicy, ObsHistory
 from robot_rl.runner import Runner, TrainConfig, load_agent
 from robot_rl.sim import TaskConfig, make_task_config
-from robot_rl.sim.randomization import DRPreset
+from robot_rl.sim.configs import DRPreset
 from robot_rl.sim.vec_env import StepResult, VecEnv
 
 NoiseSteps = Literal["executed", "horizon"]

@@ -60,7 +60,7 @@ from robot_rl.policies import ChunkPolicy
 from robot_rl.replay import Batch, ReplayBuffer
 from robot_rl.runner import Runner, TrainConfig, load_agent, make_agent
 from robot_rl.sim import TaskConfig, make_task_config
-from robot_rl.sim.randomization import DRPreset
+from robot_rl.sim.configs import DRPreset
 from robot_rl.sim.vec_env import POLICY, StepResult, VecEnv
 
 EXECUTED = "executed_action"

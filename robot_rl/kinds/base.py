@@ -20,7 +20,7 @@ import tyro
 from robot_rl.checkpoint import load_checkpoint, resolve_checkpoint, run_dir_of
 from robot_rl.errors import ConfigError
 from robot_rl.kinds.command import Command
-from robot_rl.sim.randomization import DRPreset
+from robot_rl.sim.configs import DRPreset
 
 
 @dataclasses.dataclass

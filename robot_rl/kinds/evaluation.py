@@ -19,7 +19,7 @@ from rich.console import Console
 from robot_rl.errors import ConfigError
 from robot_rl.kinds import load_run, run_kind
 from robot_rl.kinds.base import EvalOptions, Evaluation
-from robot_rl.sim.randomization import DRPreset
+from robot_rl.sim.configs import DRPreset
 from robot_rl.work_progress import WorkProgress
 
 
@@ -161,7 +161,7 @@ def artifact_policy(cfg: EvalConfig, env_overrides: dict[str, Any] | None = None
     task: Any = meta["task"]
     if meta.get("env"):  # the env of its training (episode length, randomization, cameras):
         from robot_rl.config_io import from_dict  # the run's own evaluation's episodes
-        from robot_rl.sim.tasks import TaskConfig
+        from robot_rl.sim.tasks.config import TaskConfig
 
         task = from_dict(TaskConfig, meta["env"])
     env = make_env(task, min(cfg.num_envs, cfg.episodes), seed=cfg.seed, dr=cfg.dr,

@@ -60,8 +60,8 @@ from robot_rl.hardware.sim_robot import SimRobot, SimRobotConfig  # noqa: E402
 from robot_rl.hardware.sim_task import SimTaskEpisodes  # noqa: E402
 from robot_rl.hardware.timing import Throttle  # noqa: E402
 from robot_rl.sim import make_task_config  # noqa: E402
-from robot_rl.sim.cameras import CameraConfig  # noqa: E402
-from robot_rl.sim.tasks.base import decimation_for  # noqa: E402
+from robot_rl.sim.configs import CameraConfig  # noqa: E402
+from robot_rl.sim.tasks.config import decimation_for
 
 
 @dataclasses.dataclass

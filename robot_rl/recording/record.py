@@ -45,10 +45,10 @@ from robot_rl.errors import ConfigError
 from robot_rl.recording.pacing import Pacing, SuccessEnds
 from robot_rl.robots import get_robot
 from robot_rl.sim import get_task, make_env, make_task_config
+from robot_rl.sim.configs import DRPreset
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.experts import Expert, ExpertStyle, make_expert
-from robot_rl.sim.randomization import DRPreset
-from robot_rl.sim.tasks.base import decimation_for
+from robot_rl.sim.tasks.config import decimation_for
 
 TeleopKind = Literal["keyboard", "spacemouse", "gamepad", "expert"]
 ActionName = Literal["task", "joint-delta", "ee-delta", "ee-position"]

@@ -28,7 +28,8 @@ import numpy as np
 
 from robot_rl.controllers import Targets
 from robot_rl.controllers.arm_model import ArmModel
-from robot_rl.controllers.shield import JointTrack, SafetyShield, ShieldConfig
+from robot_rl.controllers.configs import ShieldConfig
+from robot_rl.controllers.shield import JointTrack, SafetyShield
 from robot_rl.errors import ConfigError
 from robot_rl.hardware.robot import JointCommand, JointReading, Robot, RobotError
 from robot_rl.hardware.sim_robot import SimRobotConfig, build_model

@@ -23,7 +23,7 @@ from torch import nn
 
 from robot_rl.config_io import from_dict
 from robot_rl.export.artifact import export_artifact, task_meta, with_provenance
-from robot_rl.sim.tasks import TaskConfig
+from robot_rl.sim.tasks.config import TaskConfig
 from robot_rl.vision.encoder import DEPTH_RANGE
 from robot_rl.vision.pixel_inputs import pixel_env
 from robot_rl.vision.student import PixelPolicy

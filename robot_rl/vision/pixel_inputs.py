@@ -13,9 +13,8 @@ import torch
 
 from robot_rl.errors import ConfigError
 from robot_rl.sim import TaskConfig, make_env
-from robot_rl.sim.cameras import CameraConfig
+from robot_rl.sim.configs import CameraConfig, DRPreset
 from robot_rl.sim.env import BatchedEnv
-from robot_rl.sim.randomization import DRPreset
 from robot_rl.sim.vec_env import Layout, layout_columns
 from robot_rl.sim.visual_dr import VISUAL_PRESETS, VisualPreset
 from robot_rl.vision.encoder import MIN_SIZE

@@ -20,8 +20,8 @@ import torch
 
 from robot_rl.checkpoint import CheckpointError, save_atomic
 from robot_rl.config_io import from_dict, nest, to_dict
+from robot_rl.sim.configs import DRPreset
 from robot_rl.sim.env import BatchedEnv
-from robot_rl.sim.randomization import DRPreset
 from robot_rl.vision.pixel_inputs import PixelInputs
 from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig, saved_policy
 

@@ -7,7 +7,8 @@ import mujoco
 from robot_rl.errors import ConfigError, unknown_name
 from robot_rl.sim.backends.base import Backend
 from robot_rl.sim.backends.cpu import CpuBackend
-from robot_rl.sim.backends.warp import WarpBackend, WarpOptions
+from robot_rl.sim.backends.warp import WarpBackend
+from robot_rl.sim.configs import WarpOptions
 
 BACKENDS = ("cpu", "warp")
 

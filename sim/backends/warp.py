@@ -37,6 +37,7 @@ from robot_rl.sim.backends.warp_setup import (
     to_mjw_model,
     warp_device,
 )
+from robot_rl.sim.configs import WarpOptions
 
 # Model constants set_const derives, by the randomized field they depend on.
 _DERIVED = {
@@ -49,20 +50,6 @@ _DERIVED = {
 
 class CapacityError(RobotRLError):
     """A world needed more contacts or constraint rows than the Warp buffers hold."""
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class WarpOptions:
-    """Options of the Warp backend."""
-
-    nconmax: int | None = None
-    """Contacts per world (default: sized from the scene's collidable geom pairs)."""
-    njmax: int | None = None
-    """Constraint rows per world (default: sized from the scene)."""
-    graph: bool = True
-    """Capture physics calls as CUDA graphs (CUDA only)."""
-    check_every: int = 50
-    """Steps between checks of the buffers' overflow flags (each check waits for the GPU)."""
 
 
 class WarpBackend(ViewKinematics, Backend):

@@ -2,20 +2,36 @@
 
 Built-in tasks: reach, reach_hazard, push, lift (on any RobotSpec) and pusher (gymnasium's
 Pusher-v5 model, dynamics, observation and reward in the batched env, for benchmarks and parity
-checks).
+checks). Their configs come from ``sim.tasks.configs``, which imports neither MuJoCo nor
+torch; a built-in task's module (its functions) is imported by the first ``get_task``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any
+import importlib
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from robot_rl.errors import ConfigError, unknown_name
-from robot_rl.sim.tasks.base import CONFIG_CLASSES, TaskConfig, TaskDef
+from robot_rl.sim.tasks import configs
+from robot_rl.sim.tasks.config import CONFIG_CLASSES, TaskConfig
 from robot_rl.sim.tasks.safety_costs import SafetyCostConfig
 
+if TYPE_CHECKING:
+    from robot_rl.sim.tasks.base import TaskDef
+
 _TASKS: dict[str, TaskDef] = {}
+_CONFIGS: dict[str, Callable[[], TaskConfig]] = {}
+"""Each task's config factory (a registered task's ``make_config``)."""
+_BUILTIN: dict[str, tuple[str, Callable[[], TaskConfig]]] = {
+    "reach": ("robot_rl.sim.tasks.reach", configs.make_reach_config),
+    "reach_hazard": ("robot_rl.sim.tasks.reach_hazard", configs.make_reach_hazard_config),
+    "push": ("robot_rl.sim.tasks.push", configs.make_push_config),
+    "lift": ("robot_rl.sim.tasks.lift", configs.make_lift_config),
+    "pusher": ("robot_rl.sim.tasks.pusher", configs.make_pusher_config),
+}
+"""The built-in tasks: the module that defines each one's ``TASK``, and its config."""
 
 
 def register_task(task: TaskDef, overwrite: bool = False) -> None:
@@ -23,24 +39,30 @@ def register_task(task: TaskDef, overwrite: bool = False) -> None:
     if task.name in _TASKS and not overwrite:
         raise ConfigError(f"task {task.name!r} is already registered (pass overwrite=True)")
     _TASKS[task.name] = task
+    _CONFIGS[task.name] = task.make_config
     CONFIG_CLASSES[task.name] = type(task.make_config())
 
 
 def get_task(name: str) -> TaskDef:
     if name not in _TASKS:
-        raise unknown_name("task", name, list(_TASKS))
+        if name not in _CONFIGS:
+            raise unknown_name("task", name, list_tasks())
+        module, _ = _BUILTIN[name]
+        _TASKS[name] = importlib.import_module(module).TASK
     return _TASKS[name]
 
 
 def list_tasks() -> list[str]:
-    return sorted(_TASKS)
+    return sorted(_CONFIGS)
 
 
 def make_task_config(name: str, **overrides: Any) -> TaskConfig:
     """A fresh copy of a task's default config, with top-level fields overridden; with
     ``robot=NAME``, laid out for that arm first (its ``RobotSpec.task_layout`` for this
     task: where targets and objects go for its reach); ``robot=None`` is the task's own."""
-    cfg = get_task(name).make_config()
+    if name not in _CONFIGS:
+        raise unknown_name("task", name, list_tasks())
+    cfg = _CONFIGS[name]()
     if overrides.get("robot", cfg.robot) is None:
         del overrides["robot"]
     if "robot" in overrides:
@@ -79,10 +101,9 @@ def replace_config(cfg: TaskConfig, **overrides: Any) -> TaskConfig:
 
 
 def _register_builtins() -> None:
-    from robot_rl.sim.tasks import lift, push, pusher, reach, reach_hazard
-
-    for module in (reach, reach_hazard, push, lift, pusher):
-        register_task(module.TASK)
+    for name, (_, make_config) in _BUILTIN.items():
+        _CONFIGS[name] = make_config
+        CONFIG_CLASSES[name] = type(make_config())
 
 
 _register_builtins()

@@ -2,57 +2,21 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import mujoco
 import torch
 
-from robot_rl.controllers import JointDeltaConfig
 from robot_rl.controllers.ik import orientation_error, quat_to_mat, rot_z
 from robot_rl.robots import RobotSpec
 from robot_rl.sim.scene import SceneBuilder
 from robot_rl.sim.state import SimState
 from robot_rl.sim.tasks import terms
-from robot_rl.sim.tasks.base import (
-    AXIAL_MIRROR,
-    QUAT_MIRROR,
-    Y_MIRROR,
-    ModalExpert,
-    TaskConfig,
-    TaskDef,
-)
+from robot_rl.sim.tasks.base import AXIAL_MIRROR, QUAT_MIRROR, Y_MIRROR, ModalExpert, TaskDef
+from robot_rl.sim.tasks.configs import LiftConfig, make_lift_config
 from robot_rl.sim.tasks.expert_motion import eased_down, move_ee, quat_yaw
 
 Vec2 = tuple[float, float]
-
-
-@dataclasses.dataclass(kw_only=True)
-class LiftConfig(TaskConfig):
-    """Grasp a cube placed at a random position and yaw, and lift it."""
-
-    cube_half_size: float = 0.02
-    """Half of the cube's edge [m]."""
-    cube_mass: float = 0.1
-    """Cube mass [kg]."""
-    cube_lo: Vec2 = (0.4, -0.15)
-    """Lower corner (x, y) of the cube's start box [m]."""
-    cube_hi: Vec2 = (0.6, 0.15)
-    """Upper corner (x, y) of the cube's start box [m]."""
-    max_yaw: float = math.pi / 4
-    """The cube's yaw is uniform in [-max_yaw, max_yaw] [rad]."""
-    lift_height: float = 0.08
-    """Height above its resting height the cube must reach for success [m]."""
-
-
-def make_config() -> LiftConfig:
-    return LiftConfig(
-        name="lift",
-        episode_length=150,
-        action=JointDeltaConfig(gripper=True),
-        reward_weights={"reach": 1.0, "grasp": 0.5, "lift": 2.0, "success": 2.0,
-                        "action_rate": 0.01, "shield": 0.0},
-    )
 
 
 def build_scene(robot: RobotSpec, cfg: LiftConfig) -> mujoco.MjSpec:
@@ -210,7 +174,7 @@ TASK = TaskDef(
     name="lift",
     needs_gripper=True,
     description="grasp a cube and lift it",
-    make_config=make_config,
+    make_config=make_lift_config,
     build_scene=build_scene,
     buffers={},
     reset=reset,

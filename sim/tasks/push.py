@@ -2,55 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import mujoco
 import torch
 
-from robot_rl.controllers import JointDeltaConfig
 from robot_rl.robots import RobotSpec
 from robot_rl.sim.scene import SceneBuilder
 from robot_rl.sim.state import SimState
 from robot_rl.sim.tasks import terms
-from robot_rl.sim.tasks.base import AXIAL_MIRROR, Y_MIRROR, ModalExpert, TaskConfig, TaskDef
+from robot_rl.sim.tasks.base import AXIAL_MIRROR, Y_MIRROR, ModalExpert, TaskDef
+from robot_rl.sim.tasks.configs import PushConfig, make_push_config
 from robot_rl.sim.tasks.expert_motion import eased_down, move_ee
 
 Vec2 = tuple[float, float]
-
-
-@dataclasses.dataclass(kw_only=True)
-class PushConfig(TaskConfig):
-    """Push a puck from a random start to a random goal on the table."""
-
-    puck_radius: float = 0.03
-    """Puck radius [m]."""
-    puck_half_height: float = 0.02
-    """Half of the puck's height [m]."""
-    puck_mass: float = 0.2
-    """Puck mass [kg]."""
-    puck_lo: Vec2 = (0.4, -0.15)
-    """Lower corner (x, y) of the puck's start box [m]."""
-    puck_hi: Vec2 = (0.55, 0.15)
-    """Upper corner (x, y) of the puck's start box [m]."""
-    goal_lo: Vec2 = (0.45, -0.25)
-    """Lower corner (x, y) of the goal box [m]."""
-    goal_hi: Vec2 = (0.7, 0.25)
-    """Upper corner (x, y) of the goal box [m]."""
-    min_goal_distance: float = 0.1
-    """Smallest start-to-goal distance [m]."""
-    success_radius: float = 0.04
-    """Puck-to-goal distance (in the table plane) that counts as success [m]."""
-
-
-def make_config() -> PushConfig:
-    return PushConfig(
-        name="push",
-        episode_length=200,
-        action=JointDeltaConfig(gripper=False),
-        # shield: off (on the command line; issue 48)
-        reward_weights={"ee_to_puck": 0.5, "puck_to_goal": 1.0, "success": 2.0,
-                        "action_rate": 0.01, "shield": 0.0},
-    )
 
 
 def build_scene(robot: RobotSpec, cfg: PushConfig) -> mujoco.MjSpec:
@@ -221,7 +184,7 @@ def around_expert(state: SimState, cfg: PushConfig, mode: torch.Tensor,
 TASK = TaskDef(
     name="push",
     description="push a puck to a goal on the table (gripper closed)",
-    make_config=make_config,
+    make_config=make_push_config,
     build_scene=build_scene,
     buffers={"goal": 3},
     reset=reset,

@@ -7,50 +7,17 @@ actions in [-1, 1] mapped onto the actuators' [-2, 2] torque range. It has no sc
 
 from __future__ import annotations
 
-import dataclasses
-
 import mujoco
 import torch
 
-from robot_rl.controllers import JointTorqueConfig, ShieldConfig
 from robot_rl.robots import RobotSpec
 from robot_rl.sim.scene import add_contact_force, add_frame_sensors
 from robot_rl.sim.state import SimState
 from robot_rl.sim.tasks import terms
-from robot_rl.sim.tasks.base import TaskConfig, TaskDef
-from robot_rl.sim.tasks.safety_costs import SafetyCostConfig
+from robot_rl.sim.tasks.base import TaskDef
+from robot_rl.sim.tasks.configs import PusherConfig, make_pusher_config
 
 Vec2 = tuple[float, float]
-
-
-@dataclasses.dataclass(kw_only=True)
-class PusherConfig(TaskConfig):
-    """gymnasium Pusher-v5: push the white cylinder to the red goal at the origin."""
-
-    object_lo: Vec2 = (-0.3, -0.2)
-    """Lower corner of the object's start offset (slide joints) [m]."""
-    object_hi: Vec2 = (0.0, 0.2)
-    """Upper corner of the object's start offset [m]."""
-    min_goal_distance: float = 0.17
-    """Smallest start-to-goal distance [m]."""
-    qvel_noise: float = 0.005
-    """Half-width of the uniform noise on the arm's initial joint velocities [rad/s]."""
-
-
-def make_config() -> PusherConfig:
-    return PusherConfig(
-        name="pusher",
-        robot="pusher",
-        physics_dt=0.01,
-        decimation=5,
-        episode_length=100,
-        init_joint_noise=0.0,
-        sensor_stage="last_substep",  # gymnasium's body positions are one substep behind
-        action=JointTorqueConfig(),
-        shield=ShieldConfig(enabled=False),  # gymnasium's Pusher has none; parity first
-        safety=SafetyCostConfig(workspace_lo=(-0.3, -1.3, -0.4), workspace_hi=(1.1, 0.6, 0.5)),
-        reward_weights={"near": 0.5, "dist": 1.0, "ctrl": 0.1},
-    )
 
 
 def build_scene(robot: RobotSpec, cfg: PusherConfig) -> mujoco.MjSpec:
@@ -127,7 +94,7 @@ def success(state: SimState, cfg: PusherConfig) -> torch.Tensor:
 TASK = TaskDef(
     name="pusher",
     description="gymnasium Pusher-v5 in the batched env (benchmark reference)",
-    make_config=make_config,
+    make_config=make_pusher_config,
     build_scene=build_scene,
     buffers={},
     reset=reset,

@@ -2,43 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import mujoco
 import torch
 
-from robot_rl.controllers import JointDeltaConfig
 from robot_rl.robots import RobotSpec
 from robot_rl.sim.scene import SceneBuilder
 from robot_rl.sim.state import SimState
 from robot_rl.sim.tasks import terms
-from robot_rl.sim.tasks.base import TaskConfig, TaskDef, Vec3
+from robot_rl.sim.tasks.base import TaskDef
+from robot_rl.sim.tasks.configs import ReachConfig, make_reach_config
 from robot_rl.sim.tasks.expert_motion import move_ee
-
-
-@dataclasses.dataclass(kw_only=True)
-class ReachConfig(TaskConfig):
-    """Reach a target sampled uniformly in a box in front of the robot."""
-
-    target_lo: Vec3 = (0.3, -0.3, 0.1)
-    """Lower corner of the target box [m]."""
-    target_hi: Vec3 = (0.7, 0.3, 0.5)
-    """Upper corner of the target box [m]."""
-    success_radius: float = 0.03
-    """End-effector distance to the target that counts as success [m]."""
-
-
-def make_config() -> ReachConfig:
-    return ReachConfig(
-        name="reach",
-        episode_length=100,
-        # the arm gets there in about a second: gamma 0.97 at 50 Hz (its measured recipe)
-        discount_horizon=2.0 / 3.0,
-        action=JointDeltaConfig(gripper=False),
-        # joint_vel, posture and shield: off (on the command line to be tried; issue 48)
-        reward_weights={"reach": 1.0, "success": 1.0, "action_rate": 0.01, "joint_vel": 0.0,
-                        "posture": 0.0, "shield": 0.0},
-    )
 
 
 def build_scene(robot: RobotSpec, cfg: ReachConfig) -> mujoco.MjSpec:
@@ -82,7 +55,7 @@ def expert(state: SimState, cfg: ReachConfig) -> torch.Tensor:
 TASK = TaskDef(
     name="reach",
     description="move the end effector to a random target point",
-    make_config=make_config,
+    make_config=make_reach_config,
     build_scene=build_scene,
     buffers={"target": 3},
     reset=reset,

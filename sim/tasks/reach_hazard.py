@@ -9,8 +9,6 @@ The shield does not know the hazard (it is a task constraint, not a robot limit)
 
 from __future__ import annotations
 
-import dataclasses
-
 import mujoco
 import torch
 
@@ -19,27 +17,7 @@ from robot_rl.sim.scene import SceneBuilder
 from robot_rl.sim.state import SimState
 from robot_rl.sim.tasks import reach, terms
 from robot_rl.sim.tasks.base import TaskDef
-
-
-@dataclasses.dataclass(kw_only=True)
-class ReachHazardConfig(reach.ReachConfig):
-    """Reach with a spherical hazard zone between the start and the target."""
-
-    hazard_radius: float = 0.07
-    """Radius of the hazard sphere [m]."""
-    hazard_fraction: float = 0.5
-    """Where the hazard sits on the segment from the home end-effector position (0) to the
-    target (1)."""
-    min_target_distance: float = 0.3
-    """Targets are resampled until this far from the home end-effector position, so start
-    and target lie well outside the hazard [m]."""
-
-
-def make_config() -> ReachHazardConfig:
-    base = reach.make_config()
-    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
-    fields["name"] = "reach_hazard"
-    return ReachHazardConfig(**fields)
+from robot_rl.sim.tasks.configs import ReachHazardConfig, make_reach_hazard_config
 
 
 def build_scene(robot: RobotSpec, cfg: ReachHazardConfig) -> mujoco.MjSpec:
@@ -76,7 +54,7 @@ def cost_hazard(state: SimState, cfg: ReachHazardConfig) -> torch.Tensor:
 TASK = TaskDef(
     name="reach_hazard",
     description="reach a target without entering the hazard zone on the straight path",
-    make_config=make_config,
+    make_config=make_reach_hazard_config,
     build_scene=build_scene,
     buffers={"target": 3, "hazard": 3},
     reset=reset,

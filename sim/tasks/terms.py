@@ -11,7 +11,8 @@ from collections.abc import Sequence
 import torch
 
 from robot_rl.sim.state import SimState
-from robot_rl.sim.tasks.base import TaskConfig, Term
+from robot_rl.sim.tasks.base import Term
+from robot_rl.sim.tasks.config import TaskConfig
 
 # -- safety costs ---------------------------------------------------------------------------
 

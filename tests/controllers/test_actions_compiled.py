@@ -8,8 +8,7 @@ import dataclasses
 import numpy as np
 import torch
 
-from robot_rl.controllers.action_spaces import EEPoseConfig
-from robot_rl.controllers.osc import OSCConfig
+from robot_rl.controllers.configs import EEPoseConfig, OSCConfig
 from robot_rl.sim import make_env
 
 

@@ -9,10 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from robot_rl.controllers.action_spaces import EEDeltaConfig, EEPoseConfig
 from robot_rl.controllers.arm_model import ArmModel
 from robot_rl.controllers.arm_state import ArmState
-from robot_rl.controllers.osc import OSCConfig, cartesian_impedance
+from robot_rl.controllers.configs import EEDeltaConfig, EEPoseConfig, OSCConfig, cartesian_impedance
 from robot_rl.controllers.pipeline import ActionPipeline, ControlStep
 from robot_rl.sim import make_env
 from tests.controllers.arm_states import stack

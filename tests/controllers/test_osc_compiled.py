@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from robot_rl.controllers.action_spaces import EEPoseConfig, Targets
+from robot_rl.controllers.action_spaces import Targets
 from robot_rl.controllers.arm_model import ArmModel
-from robot_rl.controllers.osc import OperationalSpace, OSCConfig, cartesian_impedance
+from robot_rl.controllers.configs import EEPoseConfig, OSCConfig, cartesian_impedance
+from robot_rl.controllers.osc import OperationalSpace
 from robot_rl.sim import make_env
 
 

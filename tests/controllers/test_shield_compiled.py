@@ -7,10 +7,9 @@ import dataclasses
 import numpy as np
 
 from robot_rl.controllers import shield_compiled
-from robot_rl.controllers.action_spaces import EEPoseConfig
 from robot_rl.controllers.arm_model import ArmModel
 from robot_rl.controllers.arm_state import ArmState
-from robot_rl.controllers.osc import OSCConfig
+from robot_rl.controllers.configs import EEPoseConfig, OSCConfig
 from robot_rl.sim import make_env
 from tests.controllers.arm_states import stack
 
@@ -87,7 +86,7 @@ def test_read_only_inputs_take_the_warmed_up_signatures() -> None:
     """A read-only or strided array is another numba signature, compiled at its first call:
     in a control loop a stall of seconds. Inputs are made the warmed-up kind instead."""
     from robot_rl.controllers import osc_compiled, targets_compiled
-    from robot_rl.controllers.action_spaces import EEDeltaConfig
+    from robot_rl.controllers.configs import EEDeltaConfig
 
     env = make_env("reach", 1, action=EEDeltaConfig(gripper=False), controller=OSCConfig())
     arm = ArmModel(env.model, env.robot)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from robot_rl.controllers.action_spaces import EEPoseConfig, Targets
+from robot_rl.controllers.action_spaces import Targets
 from robot_rl.controllers.arm_model import ArmModel
+from robot_rl.controllers.configs import EEPoseConfig, OSCConfig
 from robot_rl.controllers.ik import axis_angle_to_mat, axis_angle_to_mat_reference
-from robot_rl.controllers.osc import OSCConfig
 from robot_rl.sim import make_env
 
 

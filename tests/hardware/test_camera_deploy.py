@@ -23,7 +23,7 @@ from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
 from robot_rl.hardware.sim_robot import SimRobot, SimRobotConfig
 from robot_rl.hardware.sim_robot_process import SimRobotProcess
 from robot_rl.hardware.sim_task import SimTaskEpisodes
-from robot_rl.sim.cameras import CameraConfig
+from robot_rl.sim.configs import CameraConfig
 from tests.polling import poll
 
 from .conftest import ScriptedRobot

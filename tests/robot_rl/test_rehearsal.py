@@ -49,9 +49,8 @@ def test_the_batched_copys_controller_sees_the_nominal_arm_as_the_deploy_runtime
     not the true ones the batched env would otherwise hand it."""
     import torch
 
-    from robot_rl.controllers.action_spaces import EEDeltaConfig
     from robot_rl.controllers.arm_model import ArmModel
-    from robot_rl.controllers.osc import OSCConfig
+    from robot_rl.controllers.configs import EEDeltaConfig, OSCConfig
 
     robot = get_robot("arm7")
     task = make_task_config("reach")

@@ -229,7 +229,7 @@ def test_evaluation_gate_keeps_the_policys_mean_while_safe_as_the_artifact_does(
 
 
 def test_decimation_from_a_control_rate():
-    from robot_rl.sim.tasks.base import decimation_for
+    from robot_rl.sim.tasks.config import decimation_for
 
     # physics at 2 ms (500 Hz): 50 Hz is 10 steps, 20 Hz 25, 10 Hz (HIL-SERL's) 50
     assert [decimation_for(hz, 0.002) for hz in (50, 20, 10, 500)] == [10, 25, 50, 1]
@@ -240,7 +240,7 @@ def test_decimation_from_a_control_rate():
 
 def test_discount_from_a_horizon_in_seconds():
     from robot_rl.sim import make_task_config
-    from robot_rl.sim.tasks.base import discount_for
+    from robot_rl.sim.tasks.config import discount_for
 
     # HIL-SERL's 0.97 at 10 Hz is a 3.33 s horizon; at 50 Hz the same horizon is 0.994
     assert discount_for(10 / 3, 0.1) == pytest.approx(0.97)

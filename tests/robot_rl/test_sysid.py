@@ -210,7 +210,7 @@ def test_make_env_takes_the_identified_arm_and_centres_randomization(tmp_path) -
     assert env.dr.actuator_gain == pytest.approx((0.98, 1.02))
     wide = dataclasses.replace(p, std={"link_mass": (0.7,) * 7})
     assert wide.centred_dr(nominal.dr, 2.0).link_mass == pytest.approx((0.9, 1.1))
-    from robot_rl.sim.randomization import DRConfig
+    from robot_rl.sim.configs import DRConfig
 
     assert wide.centred_dr(DRConfig(), 2.0).link_mass == pytest.approx((0.05, 1.95))
     assert env.dr.joint_damping == nominal.dr.joint_damping
@@ -229,7 +229,7 @@ def test_a_relative_identified_path_is_kept_absolute(tmp_path, monkeypatch) -> N
     """A run saved with ``--env.identified arm.json`` loads from another directory."""
     from robot_rl.config_io import from_dict, to_dict
     from robot_rl.sim import make_env, make_task_config
-    from robot_rl.sim.tasks import TaskConfig
+    from robot_rl.sim.tasks.config import TaskConfig
 
     truth(link_mass=1.4).save(tmp_path / "arm.json")
     monkeypatch.chdir(tmp_path)

@@ -8,9 +8,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from robot_rl.controllers.action_spaces import EEDeltaConfig
 from robot_rl.controllers.arm_state import ArmState
-from robot_rl.controllers.osc import OSCConfig
+from robot_rl.controllers.configs import EEDeltaConfig, OSCConfig
 from robot_rl.sim import make_env
 
 

@@ -12,7 +12,8 @@ import torch
 
 from robot_rl.errors import ConfigError
 from robot_rl.sim import make_env
-from robot_rl.sim.cameras import CameraConfig, SimCameras
+from robot_rl.sim.cameras import SimCameras
+from robot_rl.sim.configs import CameraConfig
 from robot_rl.sim.render import OffscreenGL
 
 
@@ -122,7 +123,8 @@ def test_the_arm_carries_a_wrist_camera_that_sees_its_fingers():
 
 
 def test_visual_randomization_varies_the_look_per_env_and_redraws(push2):
-    from robot_rl.sim.visual_dr import VISUAL_PRESETS, VisualDR
+    from robot_rl.sim.configs import VisualDR
+    from robot_rl.sim.visual_dr import VISUAL_PRESETS
 
     state, rgba = push2.backend.qpos.clone(), push2.model.geom_rgba.copy()
     push2.backend.qpos[1] = push2.backend.qpos[0]  # two envs in the same state
@@ -166,7 +168,7 @@ def test_visual_randomization_varies_the_look_per_env_and_redraws(push2):
 
 def test_scene_randomization_needs_the_opengl_renderer():
     pytest.importorskip("mujoco_warp")
-    from robot_rl.sim.visual_dr import VisualDR
+    from robot_rl.sim.configs import VisualDR
 
     env = make_env("push", 1, backend="warp", device="cpu")
     with pytest.raises(ConfigError, match="OpenGL renderer"):

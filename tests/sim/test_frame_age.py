@@ -9,9 +9,8 @@ import torch
 
 from robot_rl.errors import ConfigError
 from robot_rl.sim import make_env
-from robot_rl.sim.cameras import CameraConfig
+from robot_rl.sim.configs import CameraConfig, VisualDR
 from robot_rl.sim.frame_age import FrameAge
-from robot_rl.sim.visual_dr import VisualDR
 
 
 def _frame(t: int, envs: int) -> dict[str, torch.Tensor]:
