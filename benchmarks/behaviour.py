@@ -85,7 +85,7 @@ def artifact_policy(path: Path, num_envs: int, seed: int, **overrides: Any
                     ) -> tuple[Any, Act, Callable[[torch.Tensor], None]]:
     """(env, act, start) of an exported artifact in its training env, with task config
     fields replaced by ``overrides``."""
-    from robot_rl.kinds.evaluation import EvalConfig
+    from robot_rl.kinds.eval_config import EvalConfig
     from robot_rl.kinds.evaluation import artifact_policy as load
 
     env, act, _, loaded = load(EvalConfig(path=path, episodes=num_envs, num_envs=num_envs,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import tyro
 
-from robot_rl.bench.controllers import BenchControllersConfig, run
+from robot_rl.bench.configs import BenchControllersConfig
+from robot_rl.bench.controllers import run
 
 if __name__ == "__main__":
     run(tyro.cli(BenchControllersConfig))

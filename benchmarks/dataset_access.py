@@ -47,7 +47,8 @@ class Args:
 
 
 def record_dataset(args: Args, g: int, out: Path) -> Path:
-    from robot_rl.recording.record import RecordConfig, record
+    from robot_rl.recording.config import RecordConfig
+    from robot_rl.recording.record import record
 
     if (out / "meta" / "info.json").is_file():
         return out

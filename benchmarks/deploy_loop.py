@@ -41,12 +41,13 @@ from rich.console import Console
 from rich.table import Table
 
 from robot_rl.controllers import EEDeltaConfig, OSCConfig
-from robot_rl.distill import DaggerConfig, DistillConfig, clone_expert
+from robot_rl.distill import clone_expert
+from robot_rl.distill.configs import DaggerConfig, DistillConfig
 from robot_rl.export import load_policy
 from robot_rl.export.artifact import artifact_meta, export_artifact
 from robot_rl.export.modules import DeployCost
-from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
-from robot_rl.hardware.sim_robot import SimRobotConfig
+from robot_rl.hardware.configs import DeployConfig, SimRobotConfig
+from robot_rl.hardware.runtime import DeployRuntime
 from robot_rl.hardware.sim_robot_process import SimRobotProcess
 from robot_rl.hardware.timing import Rate, Samples
 from robot_rl.nets import EnsembleCritic

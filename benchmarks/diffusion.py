@@ -106,7 +106,8 @@ def _save(args: Args, key: str, value: dict[str, Any]) -> None:
 
 def dataset(args: Args, task: str, style: str, console: Console) -> Path:
     """50 successful demonstrations of ``task`` in ``style`` (recorded once)."""
-    from robot_rl.recording.record import RecordConfig, record
+    from robot_rl.recording.config import RecordConfig
+    from robot_rl.recording.record import record
 
     out = args.out / "data" / f"{task}-{style}"
     if not (out / "meta" / "info.json").is_file():
@@ -122,7 +123,8 @@ def dataset(args: Args, task: str, style: str, console: Console) -> Path:
 
 def bc_cell(args: Args, task: str, style: str, n: int, algo: str, console: Console
             ) -> dict[str, Any]:
-    from robot_rl.bc import BCConfig, BCRunner
+    from robot_rl.bc import BCRunner
+    from robot_rl.bc.config import BCConfig
     from robot_rl.policies import PolicyConfig
 
     data = dataset(args, task, style, console)
@@ -236,9 +238,11 @@ def part_data(args: Args, console: Console) -> None:
 
 
 def part_finetune(args: Args, console: Console) -> None:
-    from robot_rl.finetune import DSRLConfig, DSRLRunner, FinetuneConfig, FinetuneRunner
-    from robot_rl.runner import Runner, TrainConfig
+    from robot_rl.finetune import DSRLRunner, FinetuneRunner
+    from robot_rl.finetune.configs import DSRLConfig, FinetuneConfig
+    from robot_rl.runner import Runner
     from robot_rl.sim import make_task_config
+    from robot_rl.train_config import TrainConfig
 
     style, n = args.finetune_style, args.finetune_demos
     common: dict[str, Any] = dict(
@@ -282,8 +286,8 @@ def part_finetune(args: Args, console: Console) -> None:
 
 
 def part_student(args: Args, console: Console) -> None:
-    from robot_rl.distill import DaggerConfig, DistillConfig
     from robot_rl.distill.chunked import distill_chunked
+    from robot_rl.distill.configs import DaggerConfig, DistillConfig
     from robot_rl.kinds.base import ExportConfig
     from robot_rl.kinds.export import export_path
 

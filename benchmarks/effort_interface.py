@@ -32,8 +32,9 @@ from robot_rl.bench.markdown import table_markdown
 from robot_rl.controllers.joint import home_joint_inertia
 from robot_rl.controllers.servo import HOST_PD_DAMPING_STEP, host_pd_min_rate
 from robot_rl.export import load_policy
-from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
-from robot_rl.hardware.sim_robot import SimRobot, SimRobotConfig
+from robot_rl.hardware.configs import DeployConfig, SimRobotConfig
+from robot_rl.hardware.runtime import DeployRuntime
+from robot_rl.hardware.sim_robot import SimRobot
 
 PHYSICS_DT = 0.002
 """The simulated arm's physics step; a tick period it does not divide gets the largest step
@@ -54,7 +55,8 @@ class Args:
 
 def artifact(robot: str, out: Path) -> Path:
     """reach's scripted expert cloned on ``robot`` and exported (as the tests make it)."""
-    from robot_rl.distill import DaggerConfig, DistillConfig, clone_expert
+    from robot_rl.distill import clone_expert
+    from robot_rl.distill.configs import DaggerConfig, DistillConfig
     from robot_rl.export.artifact import artifact_meta, export_artifact
 
     cfg = DistillConfig(run=Path("-"), dagger=DaggerConfig(

@@ -36,8 +36,9 @@ from rich.table import Table
 from robot_rl.bench.markdown import table_markdown
 from robot_rl.evaluate import EvalResult, evaluate, evaluate_agent
 from robot_rl.interop.gymnasium_env import GymVecEnv
-from robot_rl.runner import Runner, TrainConfig
+from robot_rl.runner import Runner
 from robot_rl.sim.vec_env import VecEnv
+from robot_rl.train_config import TrainConfig
 
 LEARNERS = ("sb3", "ours utd1", "ours")
 

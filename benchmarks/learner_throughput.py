@@ -28,8 +28,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from robot_rl.algos import SAC
 from robot_rl.replay import ReplayBuffer
-from robot_rl.runner import TrainConfig
 from robot_rl.sim import make_env
+from robot_rl.train_config import TrainConfig
 
 _MATMULS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
 

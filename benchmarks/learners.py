@@ -49,7 +49,7 @@ from rich.table import Table
 
 from robot_rl.bench.latency import chunk_latency
 from robot_rl.bench.learning import curve_summary, push_episodes
-from robot_rl.recording.record import ActionName
+from robot_rl.recording.config import ActionName
 
 if TYPE_CHECKING:
     from robot_rl.sim.tasks.config import TaskConfig
@@ -322,7 +322,8 @@ def _save(args: Args, row: str, value: dict[str, Any]) -> None:
 
 def dataset(args: Args, console: Console) -> Path:
     """The demonstrations (recorded once)."""
-    from robot_rl.recording.record import RecordConfig, record
+    from robot_rl.recording.config import RecordConfig
+    from robot_rl.recording.record import record
 
     out = args.out / "data" / _table_name(args)
     if not (out / "meta" / "info.json").is_file():
@@ -340,7 +341,8 @@ def dataset(args: Args, console: Console) -> Path:
 def final_success(run: Path, episodes: int, seed: int) -> dict[str, float]:
     """The final policy's success, return and cost over fresh episodes, as ``robot-rl
     eval`` measures it (the decision its artifact makes)."""
-    from robot_rl.kinds.evaluation import EvalConfig, evaluate_path
+    from robot_rl.kinds.eval_config import EvalConfig
+    from robot_rl.kinds.evaluation import evaluate_path
 
     res = evaluate_path(EvalConfig(path=run, episodes=episodes, num_envs=32,
                                    seed=seed + 50_000)).result
@@ -362,7 +364,8 @@ def _common(args: Args) -> dict[str, Any]:
 
 
 def row_sac(args: Args, console: Console) -> dict[str, Any]:
-    from robot_rl.runner import Runner, TrainConfig
+    from robot_rl.runner import Runner
+    from robot_rl.train_config import TrainConfig
 
     cfg = TrainConfig(task=args.task, env=_env(args), time_budget=args.sac_budget,
                       mirror=args.sac_mirror, run_name="sac", **_common(args))
@@ -377,8 +380,8 @@ def row_sac(args: Args, console: Console) -> dict[str, Any]:
 
 
 def row_rlpd(args: Args, console: Console) -> dict[str, Any]:
-    from robot_rl.finetune import FinetuneConfig, FinetuneRunner
-    from robot_rl.finetune.runner import rlpd_sac
+    from robot_rl.finetune import FinetuneRunner
+    from robot_rl.finetune.configs import FinetuneConfig, rlpd_sac
 
     env = _env(args)
     updates = max(1, round(args.rlpd_utd * args.rlpd_envs))
@@ -403,7 +406,8 @@ def row_rlpd(args: Args, console: Console) -> dict[str, Any]:
 
 
 def row_bc(args: Args, console: Console) -> dict[str, Any]:
-    from robot_rl.bc import BCConfig, BCRunner
+    from robot_rl.bc import BCRunner
+    from robot_rl.bc.config import BCConfig
     from robot_rl.policies import PolicyConfig
 
     cfg = BCConfig(demos=dataset(args, console), algo="bc-flow",
@@ -439,8 +443,8 @@ def _bc_run(args: Args) -> Path:
 
 
 def row_dsrl(args: Args, console: Console) -> dict[str, Any]:
-    from robot_rl.finetune import DSRLConfig, DSRLRunner
-    from robot_rl.finetune.dsrl import dsrl_sac
+    from robot_rl.finetune import DSRLRunner
+    from robot_rl.finetune.configs import DSRLConfig, dsrl_sac
 
     sac = dataclasses.replace(dsrl_sac(), updates_per_step=args.dsrl_updates)
     runner = DSRLRunner(DSRLConfig(policy=_bc_run(args), sac=sac,
@@ -455,7 +459,8 @@ def row_dsrl(args: Args, console: Console) -> dict[str, Any]:
 
 
 def row_residual(args: Args, console: Console) -> dict[str, Any]:
-    from robot_rl.finetune.residual import ResidualConfig, ResidualRunner, residual_sac
+    from robot_rl.finetune.configs import ResidualConfig, residual_sac
+    from robot_rl.finetune.residual import ResidualRunner
 
     sac = dataclasses.replace(residual_sac(), updates_per_step=args.residual_updates,
                               n_step=args.residual_n_step, actor_lr=args.residual_actor_lr,
@@ -516,7 +521,8 @@ def _fade(cfg: Any) -> str:
 
 
 def row_filtered(args: Args, console: Console) -> dict[str, Any]:
-    from robot_rl.bc.filtered import FilteredBC, FilteredBCConfig
+    from robot_rl.bc.config import FilteredBCConfig
+    from robot_rl.bc.filtered import FilteredBC
 
     fb = FilteredBC(FilteredBCConfig(
         policy=_bc_run(args), rounds=1000, rollouts=args.filtered_rollouts,
@@ -543,8 +549,8 @@ def _student_teacher(args: Args) -> Path:
 
 
 def row_student(args: Args, console: Console) -> dict[str, Any]:
-    from robot_rl.distill import DaggerConfig, DistillConfig
     from robot_rl.distill.chunked import distill_chunked
+    from robot_rl.distill.configs import DaggerConfig, DistillConfig
     from robot_rl.kinds.base import ExportConfig
     from robot_rl.kinds.export import export_path
 

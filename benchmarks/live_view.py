@@ -55,7 +55,8 @@ class Args:
 
 
 def clone_artifact(out: Path) -> Path:
-    from robot_rl.distill import DaggerConfig, DistillConfig, clone_expert
+    from robot_rl.distill import clone_expert
+    from robot_rl.distill.configs import DaggerConfig, DistillConfig
     from robot_rl.export.artifact import artifact_meta, export_artifact
 
     cfg = DistillConfig(run=Path("-"),
@@ -101,7 +102,7 @@ def deploy(artifact: Path, flags: list[str], seconds: float, env: dict, tmp: Pat
 def record(view: str, episodes: int, tmp: Path) -> float:
     """Frames per second of the recording loop (its own wall clock: no start-up); ``view``:
     off, mujoco (the viewer on the display) or rerun (no display: Rerun's web viewer)."""
-    from robot_rl.recording.record import RecordConfig
+    from robot_rl.recording.config import RecordConfig
     from robot_rl.recording.record import record as run
 
     display = os.environ.pop("DISPLAY") if view == "rerun" else None

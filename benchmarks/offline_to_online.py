@@ -31,7 +31,8 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
-from robot_rl.recording.record import RecordConfig, make_recording_env, record
+from robot_rl.recording.config import RecordConfig
+from robot_rl.recording.record import make_recording_env, record
 
 
 @dataclasses.dataclass

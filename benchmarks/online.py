@@ -59,11 +59,11 @@ from rich.console import Console
 from rich.table import Table
 
 from robot_rl.cluster.collector import DIST_STATS
-from robot_rl.hardware.home_move import HomeMoveConfig
-from robot_rl.hardware.sim_robot import SimRobotConfig
+from robot_rl.hardware.configs import HomeMoveConfig, SimRobotConfig
 from robot_rl.ray_options import RayOptions
 from robot_rl.robots import get_robot
-from robot_rl.runner import Runner, TrainConfig
+from robot_rl.runner import Runner
+from robot_rl.train_config import TrainConfig
 
 
 @dataclasses.dataclass
@@ -290,11 +290,15 @@ def _robot_run(args: Args, tmp: Path, name: str, sim: SimRobotConfig, learn: boo
     import ray
 
     from robot_rl.cluster.driver import RayTraining
-    from robot_rl.finetune.robot.actor import RobotSetup
-    from robot_rl.finetune.robot.learner import RobotFinetuneConfig, RobotFinetuneRunner, robot_sac
-    from robot_rl.finetune.robot.loop import OnlineLoopConfig
+    from robot_rl.finetune.robot.configs import (
+        OnlineLoopConfig,
+        RobotFinetuneConfig,
+        RobotSetup,
+        robot_sac,
+    )
+    from robot_rl.finetune.robot.learner import RobotFinetuneRunner
     from robot_rl.finetune.robot.pool import ROBOT
-    from robot_rl.hardware.runtime import DeployConfig
+    from robot_rl.hardware.configs import DeployConfig
 
     assert args.init is not None
     sac = dataclasses.replace(robot_sac(), updates_per_step=args.updates_per_step,
@@ -459,11 +463,10 @@ def faults(args: Args, console: Console) -> list[dict[str, Any]]:
     from robot_rl.checkpoint import CHECKPOINT, REPLAY, load_checkpoint
     from robot_rl.cluster.driver import RayTraining
     from robot_rl.data.reader import Dataset
-    from robot_rl.finetune.robot.actor import RobotSetup
-    from robot_rl.finetune.robot.learner import RobotFinetuneConfig, RobotFinetuneRunner
-    from robot_rl.finetune.robot.loop import OnlineLoopConfig
+    from robot_rl.finetune.robot.configs import OnlineLoopConfig, RobotFinetuneConfig, RobotSetup
+    from robot_rl.finetune.robot.learner import RobotFinetuneRunner
     from robot_rl.finetune.robot.pool import ROBOT
-    from robot_rl.hardware.runtime import DeployConfig
+    from robot_rl.hardware.configs import DeployConfig
 
     tmp = Path(tempfile.mkdtemp(prefix="online_faults_"))
     rows: list[dict[str, Any]] = []

@@ -49,20 +49,18 @@ from robot_rl.cluster.rollout import Rollout
 from robot_rl.controllers import JointDeltaConfig
 from robot_rl.controllers.arm_model import ArmModel
 from robot_rl.evaluate import EvalResult, evaluate
-from robot_rl.finetune.robot.learner import (
-    RobotFinetuneConfig,
-    RobotFinetuneRunner,
-    resolve_init,
-    robot_sac,
-)
-from robot_rl.hardware.sim_robot import SimRobotConfig, build_model
+from robot_rl.finetune.robot.configs import RobotFinetuneConfig, robot_sac
+from robot_rl.finetune.robot.learner import RobotFinetuneRunner, resolve_init
+from robot_rl.hardware.configs import SimRobotConfig
+from robot_rl.hardware.sim_robot import build_model
 from robot_rl.robots import get_robot
-from robot_rl.runner import TrainConfig, load_agent
+from robot_rl.runner import load_agent
 from robot_rl.sim import make_env
 from robot_rl.sim.configs import DRConfig
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.tasks.config import TaskConfig
 from robot_rl.sim.vec_env import VecEnv
+from robot_rl.train_config import TrainConfig
 
 
 @dataclasses.dataclass

@@ -30,8 +30,9 @@ from rich.table import Table
 from robot_rl.controllers import MotionConfig
 from robot_rl.evaluate import evaluate
 from robot_rl.plot import plot_curves, time_to
-from robot_rl.runner import Runner, TrainConfig
+from robot_rl.runner import Runner
 from robot_rl.sim import make_env
+from robot_rl.train_config import TrainConfig
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -158,7 +159,8 @@ def run_sb3(args: Args, console: Console) -> list[dict[str, float]]:
 
 
 def student_figures(run_dir: Path, console: Console, reuse: bool) -> dict[str, Any]:
-    from robot_rl.distill import DaggerConfig, DistillConfig, distill
+    from robot_rl.distill import distill
+    from robot_rl.distill.configs import DaggerConfig, DistillConfig
     from robot_rl.export import load_policy
     from robot_rl.kinds.base import ExportConfig
     from robot_rl.kinds.export import export_path

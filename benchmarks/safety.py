@@ -20,7 +20,8 @@ from rich.console import Console
 from rich.table import Table
 
 from robot_rl.plot import plot_curves
-from robot_rl.runner import Runner, TrainConfig
+from robot_rl.runner import Runner
+from robot_rl.train_config import TrainConfig
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import tyro
 
-from robot_rl.bench.sim_throughput import BenchSimConfig, run
+from robot_rl.bench.configs import BenchSimConfig
+from robot_rl.bench.sim_throughput import run
 
 if __name__ == "__main__":
     run(tyro.cli(BenchSimConfig))

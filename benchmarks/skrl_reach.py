@@ -28,12 +28,13 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
-from robot_rl.algos import SACConfig
+from robot_rl.algos.configs import SACConfig
 from robot_rl.evaluate import evaluate
 from robot_rl.interop import VecTaskAdapter
 from robot_rl.plot import plot_curves, time_to
-from robot_rl.runner import Runner, TrainConfig
+from robot_rl.runner import Runner
 from robot_rl.sim import make_env
+from robot_rl.train_config import TrainConfig
 
 
 @dataclasses.dataclass(kw_only=True)

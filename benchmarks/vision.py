@@ -57,12 +57,10 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
-from robot_rl.distill.pixel_config import PixelDistillConfig
-from robot_rl.hardware.cameras.sim_camera import SimCameraConfig
-from robot_rl.sim.configs import DRPreset
-from robot_rl.sim.visual_dr import VisualPreset
-from robot_rl.vision.pixel_runner import PixelTrainConfig
-from robot_rl.vision.reward_training import RewardTrainConfig
+from robot_rl.distill.configs import PixelDistillConfig
+from robot_rl.hardware.configs import SimCameraConfig
+from robot_rl.sim.configs import DRPreset, VisualPreset
+from robot_rl.vision.configs import PixelTrainConfig, RewardTrainConfig
 
 
 def _rl_defaults() -> PixelTrainConfig:
@@ -225,7 +223,8 @@ def _rms(rmse: dict[str, float]) -> str:
 def reward(args: Args, console: Console) -> dict[str, float]:
     import shutil
 
-    from robot_rl.recording.record import RecordConfig, record
+    from robot_rl.recording.config import RecordConfig
+    from robot_rl.recording.record import record
     from robot_rl.vision.reward_training import print_report, train_reward_classifier
 
     data = args.reward.dataset
@@ -262,9 +261,9 @@ def deploy(args: Args, console: Console) -> dict[str, float]:
 
     from robot_rl.distill.pixels import distill_pixels
     from robot_rl.export import load_policy
+    from robot_rl.hardware.configs import DeployConfig, SimRobotConfig
     from robot_rl.hardware.observation import task_config_from_meta
-    from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
-    from robot_rl.hardware.sim_robot import SimRobotConfig
+    from robot_rl.hardware.runtime import DeployRuntime
     from robot_rl.hardware.sim_robot_process import SimRobotProcess
     from robot_rl.hardware.sim_task import SimTaskEpisodes, run_episodes
     from robot_rl.vision.export import export_pixel_student

@@ -24,43 +24,13 @@ a joint 1.15 rad from home at the start of the later ones.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from robot_rl.controllers.arm_state import ArmState
 from robot_rl.controllers.ik import orientation_error
-from robot_rl.errors import ConfigError
+from robot_rl.hardware.configs import HomeMoveConfig
 from robot_rl.hardware.teleop.base import TeleopCommand
 from robot_rl.hardware.teleop.mapping import TeleopMapper
-
-
-@dataclasses.dataclass(kw_only=True)
-class HomeMoveConfig:
-    """Speeds and tolerances of the move home."""
-
-    joint_speed: float = 0.5
-    """Joint action spaces: the fastest joint's speed [rad/s]."""
-    joint_tolerance: float = 0.03
-    """Joint action spaces: arrived with every joint within this of home [rad] (the simulator
-    starts episodes within ``init_joint_noise``, 0.05 rad, of home)."""
-    lin_speed: float = 0.6
-    """ee_delta: the hand's speed as a fraction of the action space's full offset per step."""
-    pos_tolerance: float = 0.02
-    """ee_delta: arrived with the hand within this of its home position [m]..."""
-    rot_tolerance: float = 0.05
-    """...and its orientation within this of home [rad]. An OSC arm with dry joint friction
-    creeps over its last tenths of a radian (the wrist's share of the OSC torque shrinks with
-    the error); there 0.15 ends the move in 2-6 s instead of its time-out."""
-    still: float = 0.2
-    """Arrived only with every joint slower than this [rad/s]."""
-
-    def validate(self) -> None:
-        for name in ("joint_speed", "joint_tolerance", "lin_speed", "pos_tolerance",
-                     "rot_tolerance", "still"):
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"the move home's {name} must be > 0, got "
-                                  f"{getattr(self, name)}")
 
 
 class HomeMove:

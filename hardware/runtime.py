@@ -44,7 +44,6 @@ SIGINT/SIGTERM in ``run``) sends a final hold.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import signal
 import threading
@@ -63,6 +62,7 @@ from robot_rl.errors import ConfigError
 from robot_rl.export.policy import GraphInput
 from robot_rl.hardware.camera_feed import CameraFeed
 from robot_rl.hardware.cameras.base import Camera
+from robot_rl.hardware.configs import DeployConfig
 from robot_rl.hardware.deploy_stats import DeployStats
 from robot_rl.hardware.observation import TaskObserver, task_config_from_meta
 from robot_rl.hardware.robot import JointCommand, JointReading, Robot, RobotError
@@ -115,39 +115,6 @@ class RuntimePolicy(Protocol):
                  ) -> np.ndarray: ...
 
     def gate(self, obs: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, bool, bool]: ...
-
-
-@dataclasses.dataclass(kw_only=True)
-class DeployConfig:
-    """How the policy is run on the robot."""
-
-    rate_hz: float = 500.0
-    """Inner loop rate: commands, torque controllers and the shield's torque layers [Hz];
-    a whole multiple of the policy's control rate (which is in the artifact)."""
-    gate: bool | None = None
-    """Screen actions with the safety critic (default: when the artifact has one)."""
-    watchdog_periods: int = 3
-    """Hold when no fresh reading arrived for this many ticks."""
-    max_frame_age: float = 0.1
-    """Hold when a camera's newest frame is older than this [s] (policies that see cameras;
-    a 30 fps camera delivers every 33 ms)."""
-    goal: tuple[float, float, float] | None = None
-    """Goal point of the task (world frame, metres); default: drawn from the task's resets."""
-    autostart: bool = True
-    """Start as soon as the first reading arrives (else wait for ``start``)."""
-    seed: int = 0
-    """Seed of the goal draw and the gate's candidate noise."""
-    sliced_policy: bool = True
-    """Run the policy step in the loop's idle time, stage by stage (observation; network and
-    gate; shield, action space and targets; success test), so no tick waits for it; its targets
-    apply from the first tick after they are ready. False: the whole step runs inside the tick
-    it is due in (deterministic replay, tests)."""
-    spin_us: float = 0.0
-    """Busy-wait this long before each deadline instead of sleeping [µs]: a core kept busy
-    wakes on time and keeps its caches and clock warm for the tick (costs that core)."""
-    realtime_priority: int = 0
-    """SCHED_FIFO priority (1-99) of the loop thread in ``run`` (Linux; needs root or an
-    rtprio limit; a refusal is logged and the loop runs without). 0: leave the scheduler."""
 
 
 class DeployRuntime:

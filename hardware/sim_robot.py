@@ -38,7 +38,8 @@ import numpy as np
 from robot_rl.controllers.pd import realize_pd_in_model, realize_velocity_servo_in_model
 from robot_rl.controllers.servo import hold_command
 from robot_rl.errors import ConfigError
-from robot_rl.hardware.robot import HardLimits, Interface, JointCommand, JointReading, Robot
+from robot_rl.hardware.configs import SimRobotConfig
+from robot_rl.hardware.robot import HardLimits, JointCommand, JointReading, Robot
 from robot_rl.hardware.timing import Rate
 from robot_rl.robots import RobotSpec, get_robot
 from robot_rl.sim.env import robot_bodies
@@ -54,72 +55,6 @@ class SceneState(NamedTuple):
     """(nq,) every joint's position: the arm's, the objects' free joints, fingers."""
     mocap_pos: np.ndarray
     """(nmocap, 3) the markers' positions (goals)."""
-
-
-@dataclasses.dataclass(kw_only=True)
-class SimRobotConfig:
-    """The simulated arm and the imperfections it has."""
-
-    robot: str = "arm7"
-    """Registry name of the robot (the built-in arm by default)."""
-    interface: Interface = "position"
-    """Command interface: position, velocity or effort."""
-    physics_dt: float = 0.002
-    """Physics step, run in real time [s]."""
-    kp: tuple[float, ...] | None = None
-    """Position servo stiffness per joint (default: the robot's) [Nm/rad]."""
-    kd: tuple[float, ...] | None = None
-    """Servo damping per joint (default: the robot's) [Nm s/rad]."""
-    sensing_latency: float = 0.0
-    """Age of the newest measurement ``observe`` can return [s]."""
-    q_noise_std: float = 0.0
-    """Std of Gaussian noise on measured joint positions [rad]."""
-    qd_noise_std: float = 0.0
-    """Std of Gaussian noise on measured joint velocities [rad/s]."""
-    actuation_delay: float = 0.0
-    """Time from ``send_action`` until the command acts [s]."""
-    mass_scale: float = 1.0
-    """Scale of every arm link's mass and inertia (held-out dynamics)."""
-    damping_scale: float = 1.0
-    """Scale of the arm joints' damping."""
-    frictionloss: float | tuple[float, ...] = 0.0
-    """Dry friction added to the arm joints: one value for every joint, or one per joint
-    [Nm]."""
-    init_q: tuple[float, ...] | None = None
-    """Initial joint positions (default: the robot's home pose) [rad]."""
-    seed: int = 0
-    """Seed of the measurement noise."""
-
-    def servo_gains(self, robot: RobotSpec) -> tuple[np.ndarray, np.ndarray]:
-        """(kp, kd) per joint: this arm's servo stiffness and damping, the robot's own
-        where not set."""
-        kp = self.kp if self.kp is not None else robot.kp
-        kd = self.kd if self.kd is not None else robot.kd
-        return np.asarray(kp, dtype=np.float64), np.asarray(kd, dtype=np.float64)
-
-    def joint_friction(self, robot: RobotSpec) -> np.ndarray:
-        """The dry friction added to each joint [Nm]."""
-        return np.broadcast_to(np.asarray(self.frictionloss, dtype=np.float64),
-                               (robot.num_joints,)).copy()
-
-    def validate(self, robot: RobotSpec) -> None:
-        n = robot.num_joints
-        if self.interface not in ("position", "velocity", "effort"):
-            raise ConfigError(f"interface must be position, velocity or effort, got "
-                              f"{self.interface!r}")
-        if self.physics_dt <= 0:
-            raise ConfigError("physics_dt must be positive")
-        friction = None if isinstance(self.frictionloss, (int, float)) else self.frictionloss
-        for name, v in (("kp", self.kp), ("kd", self.kd), ("init_q", self.init_q),
-                        ("frictionloss", friction)):
-            if v is not None and len(v) != n:
-                raise ConfigError(f"{name} has {len(v)} entries; robot {robot.name!r} has {n} "
-                                  f"joints")
-        if min(self.sensing_latency, self.actuation_delay, self.q_noise_std,
-               self.qd_noise_std, float(np.min(self.frictionloss))) < 0:
-            raise ConfigError("latency, delay, noise and frictionloss must be >= 0")
-        if self.mass_scale <= 0 or self.damping_scale < 0:
-            raise ConfigError("mass_scale must be > 0 and damping_scale >= 0")
 
 
 def build_model(cfg: SimRobotConfig, robot: RobotSpec,

@@ -162,3 +162,38 @@ class CameraConfig:
         if unknown:
             raise ConfigError(f"unknown camera(s) {unknown}; cameras of this scene: "
                               f"{', '.join(names) or 'none'}")
+
+
+VisualPreset = Literal["off", "default", "strong"]
+
+
+VISUAL_PRESETS: dict[str, VisualDR] = {
+    "off": VisualDR(),
+    "default": VisualDR(camera_pos=0.01, camera_rot=0.03, fovy=2.0, light=0.3, color=0.08,
+                        rgb_noise=3.0, depth_noise=0.002, depth_holes=0.02, frame_rate=30.0,
+                        frame_latency=0.05),
+    "strong": VisualDR(camera_pos=0.03, camera_rot=0.08, fovy=5.0, light=0.6, color=0.2,
+                       rgb_noise=8.0, depth_noise=0.005, depth_holes=0.08, frame_rate=15.0,
+                       frame_latency=0.08),
+}
+"""``default``: a camera mounted and calibrated by hand, room light, a D4xx's depth at
+arm's length (~2 mm at 1 m), a 30 fps stream with up to 50 ms of latency (a D4xx over USB
+at 30 fps delivers frames ~30 ms after capture); ``strong``: for policies that must survive
+a remount or a slower camera."""
+
+
+PARAMS: dict[str, str] = {
+    "link_mass": "scale of each arm link's masses and inertias",
+    "joint_damping": "scale of each arm joint's damping",
+    "armature": "scale of each arm joint's armature",
+    "frictionloss": "each arm joint's dry friction [Nm]",
+    "actuator_gain": "scale of each arm actuator's gain and bias",
+}
+"""The identified parameters, one value per arm joint, in this order."""
+
+
+ExpertStyle = Literal["scripted", "multimodal", "human", "multimodal-human"]
+
+
+WEB_PORT, GRPC_PORT = 9090, 9876
+"""Default ports of Rerun's web viewer and of the recording server it reads from."""

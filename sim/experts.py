@@ -23,15 +23,15 @@ episode from ``state.episode_step == 0``, so it must be called once per control 
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal, get_args
+from typing import get_args
 
 import torch
 
 from robot_rl.errors import ConfigError
+from robot_rl.sim.configs import ExpertStyle
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.state import SimState
 
-ExpertStyle = Literal["scripted", "multimodal", "human", "multimodal-human"]
 EXPERT_STYLES: tuple[str, ...] = get_args(ExpertStyle)
 
 

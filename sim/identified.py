@@ -36,17 +36,9 @@ from robot_rl.controllers.arm_model import body_links
 from robot_rl.errors import ConfigError
 from robot_rl.fileio import atomic_write
 from robot_rl.robots import RobotSpec, get_robot
-from robot_rl.sim.configs import DRConfig
+from robot_rl.sim.configs import PARAMS, DRConfig
 from robot_rl.sim.randomization import SETCONST_FIELDS
 
-PARAMS: dict[str, str] = {
-    "link_mass": "scale of each arm link's masses and inertias",
-    "joint_damping": "scale of each arm joint's damping",
-    "armature": "scale of each arm joint's armature",
-    "frictionloss": "each arm joint's dry friction [Nm]",
-    "actuator_gain": "scale of each arm actuator's gain and bias",
-}
-"""The identified parameters, one value per arm joint, in this order."""
 SCALES = tuple(p for p in PARAMS if p != "frictionloss")
 """The parameters that scale a nominal value (1 = the model as compiled); each is also the
 name of its ``DRConfig`` range."""

@@ -20,9 +20,8 @@ import mujoco
 import numpy as np
 
 from robot_rl.errors import ConfigError
+from robot_rl.sim.configs import GRPC_PORT, WEB_PORT
 
-WEB_PORT, GRPC_PORT = 9090, 9876
-"""Default ports of Rerun's web viewer and of the recording server it reads from."""
 VISIBLE_GROUPS = 3
 """Geom groups 0..2 are drawn (MuJoCo's viewer default)."""
 PLANE_HALF = 1.0

@@ -18,29 +18,12 @@ with no depth (0), where a RealSense finds no stereo match. Frame timing (``fram
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 import mujoco
 import numpy as np
 import torch
 
 from robot_rl.sim.configs import VisualDR
-
-VisualPreset = Literal["off", "default", "strong"]
-
-VISUAL_PRESETS: dict[str, VisualDR] = {
-    "off": VisualDR(),
-    "default": VisualDR(camera_pos=0.01, camera_rot=0.03, fovy=2.0, light=0.3, color=0.08,
-                        rgb_noise=3.0, depth_noise=0.002, depth_holes=0.02, frame_rate=30.0,
-                        frame_latency=0.05),
-    "strong": VisualDR(camera_pos=0.03, camera_rot=0.08, fovy=5.0, light=0.6, color=0.2,
-                       rgb_noise=8.0, depth_noise=0.005, depth_holes=0.08, frame_rate=15.0,
-                       frame_latency=0.08),
-}
-"""``default``: a camera mounted and calibrated by hand, room light, a D4xx's depth at
-arm's length (~2 mm at 1 m), a 30 fps stream with up to 50 ms of latency (a D4xx over USB
-at 30 fps delivers frames ~30 ms after capture); ``strong``: for policies that must survive
-a remount or a slower camera."""
 
 HOLE = 4
 """Side of a depth hole block [px]."""

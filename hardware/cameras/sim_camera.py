@@ -23,7 +23,6 @@ them to shared memory, ``sim_robot_node`` publishes them); ``poll`` then has not
 from __future__ import annotations
 
 import collections
-import dataclasses
 import math
 import threading
 import time
@@ -35,6 +34,7 @@ import numpy as np
 
 from robot_rl.errors import ConfigError
 from robot_rl.hardware.cameras.base import Camera, CameraError, CameraFrame, Intrinsics
+from robot_rl.hardware.configs import SimCameraConfig
 from robot_rl.hardware.sim_robot import SceneState
 from robot_rl.hardware.timing import Rate
 from robot_rl.sim.configs import CameraConfig
@@ -50,26 +50,6 @@ class SceneSource(Protocol):
     model: mujoco.MjModel
 
     def scene_state(self) -> SceneState: ...
-
-
-@dataclasses.dataclass(kw_only=True)
-class SimCameraConfig:
-    """How the simulated cameras deliver frames."""
-
-    fps: float = 30.0
-    """Captures per second (a RealSense streams at 6, 15, 30, 60 or 90)."""
-    latency: float = 0.0
-    """Capture to delivery [s] (exposure, readout, USB, driver)."""
-    drop_prob: float = 0.0
-    """Probability that a capture is lost."""
-    seed: int = 0
-    """Seed of the drops."""
-
-    def validate(self) -> None:
-        if not self.fps > 0:
-            raise ConfigError(f"camera fps must be positive, got {self.fps}")
-        if self.latency < 0 or not 0 <= self.drop_prob < 1:
-            raise ConfigError("camera latency must be >= 0 and drop_prob in [0, 1)")
 
 
 def intrinsics_of(model: mujoco.MjModel, camera: str, width: int, height: int) -> Intrinsics:

@@ -24,7 +24,7 @@ from rich.console import Console
 from robot_rl.errors import ConfigError
 
 if TYPE_CHECKING:
-    from robot_rl.hardware.sim_robot import SimRobotConfig
+    from robot_rl.hardware.configs import SimRobotConfig
 
 
 def config_dir() -> Path:

@@ -11,12 +11,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from robot_rl.algos.configs import SACConfig, SafetyConfig, SafetyMode
     from robot_rl.algos.gate import ActionGate, GateResult
-    from robot_rl.algos.sac import SAC, ActStep, SACConfig
-    from robot_rl.algos.safety_critic import SafetyConfig, SafetyMode
+    from robot_rl.algos.sac import SAC, ActStep
 
-_WHERE = {"SAC": "sac", "ActStep": "sac", "SACConfig": "sac", "SafetyConfig": "safety_critic",
-          "SafetyMode": "safety_critic", "ActionGate": "gate", "GateResult": "gate"}
+_WHERE = {"SAC": "sac", "ActStep": "sac", "SACConfig": "configs", "SafetyConfig": "configs",
+          "SafetyMode": "configs", "ActionGate": "gate", "GateResult": "gate"}
 
 
 def __getattr__(name: str) -> Any:

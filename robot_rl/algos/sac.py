@@ -23,118 +23,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Literal
 
 import torch
 from torch import nn
 
+from robot_rl.algos.configs import SACConfig, SafetyConfig
 from robot_rl.algos.gate import ActionGate
-from robot_rl.algos.safety_critic import (
-    CostCritic,
-    Lagrange,
-    SafetyConfig,
-    cost_td_target,
-)
+from robot_rl.algos.safety_critic import CostCritic, Lagrange, cost_td_target
 from robot_rl.errors import ConfigError
 from robot_rl.nets import EnsembleCritic, RunningNorm, TanhGaussianActor
 from robot_rl.nstep import COST_DISCOUNT, DISCOUNT
 from robot_rl.replay import Batch
-from robot_rl.sim.tasks.config import discount_for
-
-
-@dataclasses.dataclass(kw_only=True)
-class SACConfig:
-    """Soft actor-critic hyper-parameters."""
-
-    gamma: float | None = None
-    """Reward discount per env step; None: from the task's horizon in seconds and its
-    control rate (``TaskConfig.discount_horizon``: reach 0.97, push and lift 0.994 at
-    50 Hz)."""
-    tau: float = 0.01
-    """Polyak step of the target critics (RLPD and OmniSafe: 0.005; 0.01 is this runner's
-    measured reach recipe)."""
-    actor_lr: float = 3e-4
-    """Adam learning rate of the actor."""
-    critic_lr: float = 3e-4
-    """Adam learning rate of the critics."""
-    alpha_lr: float = 3e-4
-    """Adam learning rate of the log temperature."""
-    init_alpha: float = 0.05
-    """Initial entropy temperature."""
-    target_entropy: float | None = None
-    """Entropy the temperature is tuned to; None: ``target_entropy_per_dim`` x act_dim."""
-    target_entropy_per_dim: float = -0.5
-    """The target entropy per action dimension where ``target_entropy`` is None (RLPD and
-    SERL: -1/2; WSRL and Cal-QL: -1)."""
-    num_critics: int = 2
-    """Critic ensemble size N (RLPD uses 10)."""
-    critic_subset: int = 2
-    """Members whose minimum forms the TD target (REDQ's M)."""
-    layer_norm: bool = True
-    """LayerNorm after every hidden critic layer (RLPD)."""
-    actor_hidden: tuple[int, ...] = (256, 256)
-    """Hidden layer sizes of the actor."""
-    critic_hidden: tuple[int, ...] = (256, 256)
-    """Hidden layer sizes of each critic."""
-    activation: Literal["relu", "tanh"] = "relu"
-    """Hidden activation of actor and critics (DSRL: tanh)."""
-    actor_layer_norm: bool = False
-    """LayerNorm after every hidden actor layer (DSRL)."""
-    actor_log_std_init: float | None = None
-    """The actor's initial log std (pre-tanh); None: the network's own, about -1.5 (DSRL's
-    SB3 actor starts at about 0: sigma 1)."""
-    batch_size: int = 256
-    """Transitions per gradient step."""
-    updates_per_step: int = 1
-    """Gradient steps per vector-env step; the update-to-data ratio is this / num_envs."""
-    actor_update_every: int = 1
-    """Update actor and temperature every this many critic steps (delays them at high UTD)."""
-    buffer_size: int = 500_000
-    """Replay capacity in transitions."""
-    learning_starts: int = 5_000
-    """Transitions collected with uniform random actions before learning starts."""
-    normalize_obs: bool = True
-    """Normalize observations with running statistics (exported with the policy)."""
-    freeze_normalizer: bool = False
-    """Fix the normalizer's statistics once learning starts: the demonstrations' for
-    fine-tuning, the warm-up transitions' otherwise. Running statistics move under a
-    warm-started network (push: the BC policy's return fell 45.1 -> 36.0 after 4,000 steps
-    with no gradient step); RLPD, SERL and WSRL normalize nothing, DSRL fixes dataset
-    statistics."""
-    backup_entropy: bool = True
-    """Subtract alpha log pi(a'|s') in the TD target (soft Q-learning; RLPD's default, off in
-    its sparse-reward commands)."""
-    n_step: int = 1
-    """Rewards summed per TD target (``robot_rl.nstep``; ResFiT: 3, RLPD and SERL: 1)."""
-    anchor: float = 0.0
-    """Weight w of a pull of the actor's mean action toward zero: the actor's loss adds
-    w * mean|Q| * |tanh(mu(s))|^2 (TD3+BC's normalization by the critics' scale; its
-    alpha 2.5 is w = 0.4 on the squared error averaged over the action's dimensions, where
-    this sums them). For a residual, zero is the base
-    policy's own action, and the pull fades with its exploration ramp
-    (``ResidualConfig.anchor_steps``); 0: plain SAC (every reference)."""
-
-    def validate(self) -> None:
-        if not 1 <= self.critic_subset <= self.num_critics:
-            raise ConfigError(f"critic_subset must be in [1, num_critics={self.num_critics}], "
-                              f"got {self.critic_subset}")
-        if self.batch_size < 1 or self.updates_per_step < 0 or self.actor_update_every < 1 \
-                or self.n_step < 1:
-            raise ConfigError("batch_size, actor_update_every and n_step must be >= 1, "
-                              "updates_per_step >= 0")
-        if (self.gamma is not None and not 0.0 <= self.gamma < 1.0) or \
-                not 0.0 < self.tau <= 1.0:
-            raise ConfigError("gamma must be in [0, 1) and tau in (0, 1]")
-        if self.anchor < 0:
-            raise ConfigError(f"anchor must be >= 0, got {self.anchor}")
-
-    def with_gamma(self, control_dt: float, horizon: float) -> SACConfig:
-        """This config with its discount set: as given, or from ``horizon`` seconds at
-        ``control_dt`` seconds per step when None."""
-        if self.gamma is not None:
-            return self
-        return dataclasses.replace(self, gamma=discount_for(horizon, control_dt))
-
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh}
 

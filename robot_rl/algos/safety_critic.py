@@ -23,87 +23,12 @@ from __future__ import annotations
 
 import collections
 import copy
-import dataclasses
-from typing import Any, Literal
+from typing import Any
 
 import torch
 
-from robot_rl.errors import ConfigError
+from robot_rl.algos.configs import SafetyConfig
 from robot_rl.nets import EnsembleCritic
-
-SafetyMode = Literal["off", "lagrangian", "gate", "both"]
-
-
-@dataclasses.dataclass(kw_only=True)
-class SafetyConfig:
-    """The safety critic and how it constrains the policy."""
-
-    mode: SafetyMode = "gate"
-    """off: no cost critic; lagrangian: penalize Q_c in the actor loss; gate: reject unsafe
-    candidate actions; both: lagrangian and gate."""
-    gamma: float = 0.9
-    """Discount of the cost critic; 1 / (1 - gamma) steps is its look-ahead."""
-    num_critics: int = 2
-    """Ensemble size of the cost critic."""
-    hidden: tuple[int, ...] = (256, 256)
-    """Hidden layer sizes of each cost critic."""
-    lr: float = 3e-4
-    """Adam learning rate of the cost critic."""
-    pessimism: float = 1.0
-    """Gate estimate = mean + pessimism * std over the ensemble."""
-    threshold: float = 0.3
-    """Gate: candidates with estimated discounted cost above this are rejected."""
-    candidates: int = 8
-    """Gate: candidate actions per decision (K): the policy's own action first, then K - 1
-    others (samples of the actor while training; perturbations of the mean, as the exported
-    artifact draws them, when deterministic)."""
-    candidate_noise: float = 0.3
-    """Gate: std of the perturbations of a deterministic action that form its other
-    candidates (the exported artifact's default too)."""
-    by_value: bool = False
-    """Gate, while exploring: among the safe candidates take the best by the critics' mean
-    value (Recovery RL / SQRL's choice) instead of the sampled action whenever it is safe.
-    Deterministic decisions (evaluation, the exported artifact) always keep the policy's own
-    action while it is safe: critics trained on demonstrations extrapolate, and their argmax
-    picked out-of-distribution actions (push, 96 episodes, same weights: 0% success by
-    value against 10.4% keeping the policy's action; docs/learners.md)."""
-    fallback: Literal["least_cost", "hold"] = "least_cost"
-    """Gate: what to do when every candidate is rejected."""
-    cost_limit: float = 1.0
-    """Lagrangian: the mean episode cost the policy may spend (cost steps per episode)."""
-    lambda_lr: float = 1e-3
-    """Lagrangian: Adam learning rate of the multiplier, one step per round of collection
-    and learning (the runner's: a vector step of every env). Adam's step is about this size
-    whatever the cost excess, so the multiplier's growth is bounded by it (OmniSafe's
-    SAC-Lag: Adam, 1e-5 per env step)."""
-    lambda_init: float = 0.0
-    """Lagrangian: initial multiplier."""
-    lambda_max: float = 100.0
-    """Lagrangian: upper bound of the multiplier."""
-    cost_window: int = 10
-    """Lagrangian: the episode cost the multiplier compares with ``cost_limit`` is the mean
-    of the last this many training episodes (OmniSafe's window)."""
-
-    @property
-    def lagrangian(self) -> bool:
-        return self.mode in ("lagrangian", "both")
-
-    @property
-    def gate(self) -> bool:
-        return self.mode in ("gate", "both")
-
-    def validate(self) -> None:
-        if self.mode not in ("off", "lagrangian", "gate", "both"):
-            raise ConfigError(f"safety mode must be off, lagrangian, gate or both, "
-                              f"got {self.mode!r}")
-        if not 0.0 <= self.gamma < 1.0:
-            raise ConfigError(f"safety gamma must be in [0, 1), got {self.gamma}")
-        if self.lambda_lr < 0 or self.lambda_max < 0 or self.cost_window < 1:
-            raise ConfigError("safety lambda_lr and lambda_max must be >= 0, cost_window >= 1")
-        if self.candidates < 1 or self.num_critics < 1:
-            raise ConfigError("safety candidates and num_critics must be >= 1")
-        if self.candidate_noise < 0:
-            raise ConfigError(f"safety candidate_noise must be >= 0, got {self.candidate_noise}")
 
 
 class CostCritic(torch.nn.Module):

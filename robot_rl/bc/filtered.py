@@ -18,13 +18,13 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import torch
-import tyro
 from rich.console import Console
 from rich.progress import TextColumn
 
+from robot_rl.bc.config import FilteredBCConfig
 from robot_rl.bc.runner import (
     BCRunner,
     chunked_policy_fn,
@@ -37,53 +37,11 @@ from robot_rl.config_io import to_dict
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult
 from robot_rl.policies import ChunkData, ChunkPolicy
-from robot_rl.run_config import RunConfig
 from robot_rl.run_loop import RunLoop
 from robot_rl.sim.vec_env import VecEnv
 
 FIELDS = ("env_steps", "seconds", "success_rate", "return", "episode_cost",
           "train_cumulative_cost", "round", "kept_episodes")
-
-
-@dataclasses.dataclass(kw_only=True)
-class FilteredBCConfig(RunConfig):
-    """Re-train a BC policy on its own successful rollouts, round after round.
-
-    Example: robot-rl bc-filtered runs/push__bc-flow__0__20261123-101500 --rounds 10
-    """
-
-    policy: Annotated[Path, tyro.conf.Positional]
-    """The BC run (robot-rl bc) to start from; its dataset and task are used."""
-    rounds: int = 10
-    """Rounds of rollouts then training."""
-    rollouts: int = 64
-    """Episodes rolled out per round (the successful ones are kept)."""
-    steps: int = 2_000
-    """Gradient steps per round, on the demonstrations and every episode kept."""
-    lr: float = 3e-4
-    """AdamW learning rate (cosine decay to a tenth over all rounds)."""
-    num_envs: int = 16
-    """Parallel envs of the rollouts."""
-    total_steps: int | None = None
-    """Stop once this many env steps were rolled out (default: the rounds decide)."""
-    eval_episodes: int = 64
-    """Evaluation episodes after each round (as the exported policy acts)."""
-    seed: int = 0
-    """Seed of the rollouts, batches and evaluation episodes."""
-    resume: tyro.conf.Suppress[Path | None] = None
-    """Not taken: a filtered run starts from its BC run (the episodes it kept are not in its
-    checkpoint)."""
-
-    def validate(self) -> None:
-        self.validate_run()
-        if self.resume is not None:
-            raise ConfigError("bc-filtered does not resume a run: start it again from the BC "
-                              "run")
-        if min(self.rounds, self.rollouts, self.steps, self.num_envs, self.eval_episodes) < 1:
-            raise ConfigError("--rounds, --rollouts, --steps, --num-envs and --eval-episodes "
-                              "must be >= 1")
-        if self.lr <= 0:
-            raise ConfigError(f"--lr must be > 0, got {self.lr}")
 
 
 @dataclasses.dataclass

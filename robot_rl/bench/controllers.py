@@ -17,7 +17,6 @@ Table 3: env-steps/s of ``robot-rl bench sim``'s task table with the shield on a
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -28,6 +27,7 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
+from robot_rl.bench.configs import BenchControllersConfig
 from robot_rl.bench.sim_throughput import ours
 from robot_rl.controllers import (
     ArmState,
@@ -39,29 +39,6 @@ from robot_rl.controllers import (
 )
 from robot_rl.controllers.arm_model import ArmModel
 from robot_rl.work_progress import WorkProgress
-
-
-@dataclasses.dataclass(kw_only=True)
-class BenchControllersConfig:
-    """Controller and shield latency (one sample) and overhead (batched).
-
-    Example: robot-rl bench controllers --samples 20000 --num-envs 64 1024
-    """
-
-    samples: int = 20000
-    """Single-sample calls timed per row."""
-    num_envs: tuple[int, ...] = (64, 256, 1024)
-    """Batch sizes for the overhead table."""
-    steps: int = 40
-    """Control steps timed per batched figure."""
-    tasks: tuple[str, ...] = ("reach", "push", "lift")
-    """Tasks for the shield on/off throughput table (empty to skip)."""
-    throughput_envs: tuple[int, ...] = (64, 256)
-    """Batch sizes of the shield on/off table."""
-    seconds: float = 2.0
-    """Measuring time per throughput figure [s]."""
-    repeats: int = 3
-    """Throughput measurements per figure; the best is reported."""
 
 
 def _percentiles(samples: list[float]) -> tuple[float, float, float]:

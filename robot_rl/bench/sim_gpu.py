@@ -134,7 +134,7 @@ def mjw_alone_rate(model: mujoco.MjModel, num_envs: int, device: str, decimation
 
 def end_to_end_rate(env: Any, seconds: float, repeats: int) -> float:
     """SAC action selection (actor + safety-critic gate) and env.step, per control step."""
-    from robot_rl.algos import SACConfig, SafetyConfig
+    from robot_rl.algos.configs import SACConfig, SafetyConfig
     from robot_rl.algos.sac import SAC
 
     agent = SAC(env.obs_dim, env.act_dim, SACConfig(gamma=0.99), SafetyConfig(mode="both"),

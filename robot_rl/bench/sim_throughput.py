@@ -19,12 +19,11 @@ Figures are env steps per second (control steps summed over envs), best of ``rep
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import subprocess
 import sys
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -33,36 +32,9 @@ from mujoco.batch import Batch
 from rich.console import Console
 from rich.table import Table
 
+from robot_rl.bench.configs import BenchSimConfig
 from robot_rl.bench.rate import best_rate
 from robot_rl.work_progress import WorkProgress
-
-
-@dataclasses.dataclass(kw_only=True)
-class BenchSimConfig:
-    """Simulation throughput: ours vs EnvPool vs gymnasium vs the physical limit.
-
-    Example: robot-rl bench sim --num-envs 16 64 256 --seconds 2
-             robot-rl bench sim --backend warp --tasks reach      (GPU table, sim_gpu.py)
-    """
-
-    backend: Literal["cpu", "warp"] = "cpu"
-    """cpu: the tables below. warp: the GPU table of benchmarks/sim_gpu.py for each of
-    --tasks (Warp backend vs MuJoCo Warp alone vs the CPU backend; needs the gpu extra)."""
-    device: str = "cuda"
-    """Device of the warp backend (cuda, cuda:N, or cpu for Warp's CPU device)."""
-    num_envs: tuple[int, ...] | None = None
-    """Batch sizes to measure (default: 16 64 256 on cpu; 1024 2048 4096 8192 16384 on
-    warp)."""
-    seconds: float = 2.0
-    """Measuring time per figure (after warm-up) [s]."""
-    repeats: int = 3
-    """Measurements per figure; the best is reported (machines here are shared and noisy)."""
-    threads: int | None = None
-    """Physics threads for ours and EnvPool (default: all cores)."""
-    tasks: tuple[str, ...] = ("reach", "push", "lift")
-    """Our tasks for the second table (empty to skip)."""
-    peers: bool = True
-    """Measure EnvPool and gymnasium (skipped with a note when not installed)."""
 
 
 def _cycling(step: Callable[[Any], object], actions: list[Any]) -> Callable[[], None]:

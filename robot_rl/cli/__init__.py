@@ -48,13 +48,13 @@ from robot_rl.kinds import commands as kind_commands
 from robot_rl.kinds.command import Command
 
 OWN_COMMANDS = {
-    "eval": ("robot_rl.kinds.evaluation:EvalConfig", "robot_rl.cli.learn:eval_cmd"),
-    "distill": ("robot_rl.distill.state:DistillConfig", "robot_rl.cli.learn:distill_cmd"),
-    "distill-pixels": ("robot_rl.distill.pixel_config:PixelDistillConfig",
+    "eval": ("robot_rl.kinds.eval_config:EvalConfig", "robot_rl.cli.learn:eval_cmd"),
+    "distill": ("robot_rl.distill.configs:DistillConfig", "robot_rl.cli.learn:distill_cmd"),
+    "distill-pixels": ("robot_rl.distill.configs:PixelDistillConfig",
                        "robot_rl.cli.learn:distill_pixels_cmd"),
     "export": ("robot_rl.kinds.base:ExportConfig", "robot_rl.cli.export:export_cmd"),
     "deploy": ("robot_rl.cli.deploy:DeployCommandConfig", "robot_rl.cli.deploy:deploy_cmd"),
-    "record": ("robot_rl.recording.record:RecordConfig", "robot_rl.cli.data:record_cmd"),
+    "record": ("robot_rl.recording.config:RecordConfig", "robot_rl.cli.data:record_cmd"),
 }
 """The CLI's own top-level commands: where their config and the function that runs them
 live (``module:name``), imported only for the command that runs (``--help`` imports the
@@ -109,9 +109,9 @@ GROUP_COMMAND_SOURCES: dict[str, dict[str, tuple[str, str]]] = {
             "rollout": ("robot_rl.cli.sim:SimRolloutConfig", "robot_rl.cli.sim:rollout")},
     "robot": {"import": ("robot_rl.cli.robot:RobotImportConfig", "robot_rl.cli.robot:import_cmd"),
               "urdf": ("robot_rl.cli.robot:RobotUrdfConfig", "robot_rl.cli.robot:urdf_cmd")},
-    "bench": {"sim": ("robot_rl.bench.sim_throughput:BenchSimConfig",
+    "bench": {"sim": ("robot_rl.bench.configs:BenchSimConfig",
                       "robot_rl.bench.sim_throughput:run"),
-              "controllers": ("robot_rl.bench.controllers:BenchControllersConfig",
+              "controllers": ("robot_rl.bench.configs:BenchControllersConfig",
                               "robot_rl.bench.controllers:run")},
     "camera": {"list": ("robot_rl.cli.camera:CameraListConfig", "robot_rl.cli.camera:list_cmd"),
                "probe": ("robot_rl.cli.camera:CameraProbeConfig",
@@ -122,9 +122,9 @@ GROUP_COMMAND_SOURCES: dict[str, dict[str, tuple[str, str]]] = {
                           "robot_rl.cli.data:validate_cmd"),
              "replay": ("robot_rl.cli.data:DataReplayConfig", "robot_rl.cli.data:replay_cmd"),
              "import": ("robot_rl.cli.data:DataImportConfig", "robot_rl.cli.data:import_cmd")},
-    "reward": {"train": ("robot_rl.vision.reward_training:RewardTrainConfig",
+    "reward": {"train": ("robot_rl.vision.configs:RewardTrainConfig",
                          "robot_rl.cli.reward:train_cmd"),
-               "eval": ("robot_rl.vision.reward_training:RewardEvalConfig",
+               "eval": ("robot_rl.vision.configs:RewardEvalConfig",
                         "robot_rl.cli.reward:eval_cmd")},
     "sysid": {"record": ("robot_rl.cli.sysid:SysidRecordConfig", "robot_rl.cli.sysid:record_cmd"),
               "fit": ("robot_rl.cli.sysid:SysidFitConfig", "robot_rl.cli.sysid:fit_cmd"),
@@ -175,6 +175,12 @@ alone costs seconds); ``robot-rl COMMAND --help`` gives the whole story."""
 
 GROUP_COMMANDS = {group: [name.split(" ", 1)[1] for name in GROUP_SUMMARIES
                           if name.startswith(f"{group} ")] for group in GROUPS}
+
+
+def every_command() -> list[tuple[str, ...]]:
+    """Every command as its words on the command line: ``("train",)``, ``("sim", "info")``."""
+    return [(name,) for name in top_level()] + [
+        (group, name) for group in GROUPS for name in GROUP_COMMANDS[group]]
 
 
 def summaries() -> dict[str, str]:

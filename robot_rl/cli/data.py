@@ -13,14 +13,16 @@ from rich.console import Console
 from rich.table import Table
 
 from robot_rl.errors import ConfigError
-from robot_rl.recording.record import RecordConfig, record
-from robot_rl.sim.rerun_scene import GRPC_PORT, WEB_PORT
+from robot_rl.recording.config import RecordConfig
+from robot_rl.sim.configs import GRPC_PORT, WEB_PORT
 
 if TYPE_CHECKING:
     from robot_rl.data import Dataset
 
 
 def record_cmd(cfg: RecordConfig) -> None:
+    from robot_rl.recording.record import record
+
     record(cfg)
 
 

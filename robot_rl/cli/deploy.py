@@ -13,9 +13,7 @@ import tyro
 from rich.console import Console
 
 from robot_rl.errors import ConfigError
-from robot_rl.hardware.cameras.sim_camera import SimCameraConfig
-from robot_rl.hardware.runtime import DeployConfig
-from robot_rl.hardware.sim_robot import SimRobotConfig
+from robot_rl.hardware.configs import DeployConfig, SimCameraConfig, SimRobotConfig
 from robot_rl.hardware.summary import print_summary
 
 

@@ -13,7 +13,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from robot_rl.kinds.evaluation import EvalConfig, EvalReport, artifact_policy, evaluate_path
+from robot_rl.kinds.eval_config import EvalConfig
+from robot_rl.kinds.evaluation import EvalReport, artifact_policy, evaluate_path
 
 __all__ = ["EvalConfig", "EvalReport", "artifact_policy", "distill_cmd", "distill_pixels_cmd",
            "eval_cmd", "evaluate_path"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from robot_rl.vision.reward_training import RewardEvalConfig, RewardTrainConfig
+from robot_rl.vision.configs import RewardEvalConfig, RewardTrainConfig
 
 
 def train_cmd(cfg: RewardTrainConfig) -> None:

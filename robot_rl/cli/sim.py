@@ -7,14 +7,12 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-import torch
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from robot_rl.errors import ConfigError
-from robot_rl.sim.configs import DRPreset
-from robot_rl.sim.experts import ExpertStyle, make_expert
+from robot_rl.sim.configs import DRPreset, ExpertStyle
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -77,6 +75,7 @@ class SimRolloutConfig:
 
 def info(cfg: SimInfoConfig) -> None:
     import mujoco
+    import torch
 
     import robot_rl
     from robot_rl.sim import get_robot, get_task, list_robots, list_tasks, make_env
@@ -125,7 +124,10 @@ def info(cfg: SimInfoConfig) -> None:
 
 
 def rollout(cfg: SimRolloutConfig) -> None:
+    import torch
+
     from robot_rl.sim import make_env
+    from robot_rl.sim.experts import make_expert
     from robot_rl.sim.render import EnvRenderer, VideoWriter
 
     if cfg.episodes < 1:

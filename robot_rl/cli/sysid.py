@@ -13,10 +13,8 @@ from rich.console import Console
 from rich.table import Table
 
 from robot_rl.errors import ConfigError
-from robot_rl.hardware.sim_robot import SimRobotConfig
-from robot_rl.sysid.fit import FitConfig
-from robot_rl.sysid.record import RecordConfig
-from robot_rl.sysid.replay import ReplayConfig
+from robot_rl.hardware.configs import SimRobotConfig
+from robot_rl.sysid.configs import FitConfig, RecordConfig, ReplayConfig
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -289,7 +287,8 @@ def _evaluate_on(cfg: SysidGapConfig, overrides: dict[str, Any]) -> Any:
 
     from robot_rl.checkpoint import checkpoint_kind
     from robot_rl.evaluate import evaluate, evaluate_agent
-    from robot_rl.kinds.evaluation import EvalConfig, artifact_policy
+    from robot_rl.kinds.eval_config import EvalConfig
+    from robot_rl.kinds.evaluation import artifact_policy
     from robot_rl.runner import load_agent
     from robot_rl.sim import make_env
 

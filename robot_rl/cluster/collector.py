@@ -34,7 +34,8 @@ from robot_rl.cluster.rollout import Rollout
 from robot_rl.cluster.weights import acting_state
 from robot_rl.collect import Collected
 from robot_rl.errors import ConfigError
-from robot_rl.runner import Runner, TrainConfig
+from robot_rl.runner import Runner
+from robot_rl.train_config import TrainConfig
 from robot_rl.train_session import TrainSession
 
 

@@ -41,7 +41,8 @@ from robot_rl.cluster.collector import (
 )
 from robot_rl.cluster.placement import where
 from robot_rl.cluster.ray_pool import ENV_RUNNERS
-from robot_rl.runner import Runner, TrainConfig
+from robot_rl.runner import Runner
+from robot_rl.train_config import TrainConfig
 
 
 class Fleet(Protocol):

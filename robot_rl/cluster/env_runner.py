@@ -23,9 +23,10 @@ from robot_rl.algos import SAC
 from robot_rl.cluster.rollout import Rollout
 from robot_rl.cluster.weights import load_acting_state
 from robot_rl.errors import ConfigError
-from robot_rl.runner import TrainConfig, make_agent
+from robot_rl.runner import make_agent
 from robot_rl.sim import make_env
 from robot_rl.sim.vec_env import VecEnv, uniform_actions
+from robot_rl.train_config import TrainConfig
 from robot_rl.train_session import rejected_count, step_sums
 
 

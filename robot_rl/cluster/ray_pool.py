@@ -25,7 +25,7 @@ from ray.exceptions import RayActorError
 from robot_rl.cluster.env_runner import EnvRunner
 from robot_rl.cluster.placement import where
 from robot_rl.cluster.rollout import Rollout
-from robot_rl.runner import TrainConfig
+from robot_rl.train_config import TrainConfig
 
 
 class EnvRunnerActor:

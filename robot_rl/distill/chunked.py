@@ -47,8 +47,9 @@ from robot_rl.checkpoint import (
     save_atomic,
 )
 from robot_rl.config_io import from_dict
-from robot_rl.distill.dagger import DaggerConfig, dagger, mix
-from robot_rl.distill.state import DistillConfig, DistillReport, teacher_policy
+from robot_rl.distill.configs import DaggerConfig, DistillConfig
+from robot_rl.distill.dagger import dagger, mix
+from robot_rl.distill.state import DistillReport, teacher_policy
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import evaluate
 from robot_rl.finetune.residual_base import ResidualActing

@@ -15,7 +15,6 @@ learner's losses.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Protocol
 
@@ -23,48 +22,8 @@ import torch
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from robot_rl.errors import ConfigError
-from robot_rl.sim.configs import DRPreset
+from robot_rl.distill.configs import DaggerConfig
 from robot_rl.sim.vec_env import RolloutEnv, StepResult
-
-
-@dataclasses.dataclass(kw_only=True)
-class DaggerConfig:
-    """DAgger's schedule, the student's optimizer and the comparison with the teacher:
-    what every distillation shares."""
-
-    iterations: int = 6
-    """DAgger iterations (the first rolls out the teacher)."""
-    rollout_steps: int | None = None
-    """Control steps per iteration and env (default: one episode)."""
-    num_envs: int = 32
-    """Parallel envs of the rollouts."""
-    dr: DRPreset = "default"
-    """Domain randomization of the rollouts and the evaluation."""
-    beta_decay: float = 0.5
-    """Probability of executing the teacher's action in iteration i is beta_decay ** i."""
-    grad_steps: int = 600
-    """Student gradient steps per iteration."""
-    batch_size: int = 512
-    """Samples per gradient step."""
-    lr: float = 1e-3
-    """Adam learning rate of the student."""
-    eval_episodes: int = 64
-    """Episodes to compare student and teacher (0: skip)."""
-    seed: int = 0
-    """Seed of rollouts and the student's initialization."""
-    progress: bool = True
-    """Show the progress bar in a terminal (elsewhere, or without it: one line per
-    iteration)."""
-
-    def validate(self) -> None:
-        if min(self.iterations, self.grad_steps, self.num_envs, self.batch_size) < 1:
-            raise ConfigError("--iterations, --grad-steps, --num-envs and --batch-size must "
-                              "be >= 1")
-        if not 0.0 <= self.beta_decay <= 1.0:
-            raise ConfigError(f"--beta-decay must be in [0, 1], got {self.beta_decay}")
-        if self.eval_episodes < 0:
-            raise ConfigError(f"--eval-episodes must be >= 0, got {self.eval_episodes}")
 
 
 class Learner(Protocol):

@@ -9,15 +9,20 @@ the error of its state estimate, in closed loop or on recorded samples.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from robot_rl.distill.pixel_config import PixelDistillConfig, Teacher
+from robot_rl.distill.configs import PixelDistillConfig
 from robot_rl.evaluate import EvalResult, evaluate
+from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.vec_env import CRITIC, layout_columns
 from robot_rl.vision.pixel_inputs import hidden_terms, pixel_env, student_columns
 from robot_rl.vision.student import PixelPolicy
+
+Teacher = Callable[[BatchedEnv], torch.Tensor]
+"""The teacher's actions (E, A) at an env's current state."""
 
 
 @dataclasses.dataclass
@@ -82,3 +87,4 @@ def state_error(student: PixelPolicy, proprio: torch.Tensor, images: dict[str, t
         est = student.estimate(proprio[j], {k: v[j] for k, v in images.items()})
         sq += ((est - student.normalize_state(state[j])) ** 2).sum(0).cpu()
     return sq / max(proprio.shape[0], 1)
+

@@ -39,9 +39,9 @@ from rich.console import Console
 from torch import nn
 
 from robot_rl.config_io import to_dict
+from robot_rl.distill.configs import PixelDistillConfig
 from robot_rl.distill.dagger import dagger, mix
-from robot_rl.distill.pixel_config import PixelDistillConfig, Teacher
-from robot_rl.distill.pixel_eval import evaluate_student, state_error
+from robot_rl.distill.pixel_eval import Teacher, evaluate_student, state_error
 from robot_rl.distill.state import fit_student
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate, module_policy

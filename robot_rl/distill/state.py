@@ -15,15 +15,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import torch
-import tyro
 from rich.console import Console
 from torch import nn
 
 from robot_rl.checkpoint import CheckpointError, resolve_checkpoint, run_dir_of, save_atomic
-from robot_rl.distill.dagger import DaggerConfig, dagger, mix
+from robot_rl.distill.configs import DaggerConfig, DistillConfig
+from robot_rl.distill.dagger import dagger, mix
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate, module_policy
 from robot_rl.export.modules import ActorMean, DeployPolicy, ObsNorm, student_net
@@ -34,34 +34,6 @@ from robot_rl.sim.vec_env import RolloutEnv, StepResult, VecEnv, check_vec_env
 
 STUDENT_FILE = "student.pt"
 STUDENT_FORMAT = "robot_rl.student"
-
-
-@dataclasses.dataclass(kw_only=True)
-class DistillConfig:
-    """Distill a run's actor into a small student MLP (DAgger under domain randomization).
-
-    Example: robot-rl distill runs/reach__sac__0__20261121-101500 --hidden 64 64
-    """
-
-    run: Annotated[Path, tyro.conf.Positional]
-    """Run directory (or checkpoint file) of the teacher."""
-    hidden: tuple[int, ...] = (64, 64)
-    """Hidden layer sizes of the student."""
-    chunk_block: Literal["residual", "plain"] = "residual"
-    """A chunked teacher's (bc-flow, dsrl) one-step student: residual blocks of width
-    max(hidden), len(hidden) of them, or plain hidden layers (``PolicyConfig.block``)."""
-    sees: Literal["teacher", "all"] = "teacher"
-    """A chunked teacher's student sees what its teacher sees, or every observation element
-    (the last action too, which a flow policy cloned from demonstrations leaves out)."""
-    clock: bool = True
-    """A residual run's one-step student sees its teacher's clock (``PolicyConfig.clock``):
-    the steps since the episode's start mod the flow's executed steps and mod the residual's
-    decision period, the phase that no observation carries (docs/diffusion.md). Ignored for
-    other teachers, whose students keep their chunking."""
-    dagger: Annotated[DaggerConfig, tyro.conf.arg(name="")] = dataclasses.field(
-        default_factory=DaggerConfig)
-    """DAgger's schedule, the student's optimizer and the evaluation (flags without a
-    prefix: ``--iterations``, ``--num-envs``, ...)."""
 
 
 @dataclasses.dataclass

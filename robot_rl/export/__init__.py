@@ -13,6 +13,20 @@ training code. Writing artifacts (``robot_rl.export.artifact.export_artifact``) 
 
 from __future__ import annotations
 
-from robot_rl.export.policy import ArtifactError, Policy, load_policy
+from typing import TYPE_CHECKING
+
+from robot_rl.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from robot_rl.export.policy import ArtifactError, Policy, load_policy
+
+_EXPORTS = {
+    "ArtifactError": "robot_rl.export.policy",
+    "Policy": "robot_rl.export.policy",
+    "load_policy": "robot_rl.export.policy",
+}
+"""Where each exported name lives; imported on first use (``robot_rl.lazy``)."""
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = ["ArtifactError", "Policy", "load_policy"]

@@ -14,8 +14,26 @@ simulation and on the robot.
 
 from __future__ import annotations
 
-from robot_rl.finetune.dsrl import DSRLConfig, DSRLRunner, NoiseActionEnv
-from robot_rl.finetune.runner import FinetuneConfig, FinetuneRunner, mixed_batch
+from typing import TYPE_CHECKING
+
+from robot_rl.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from robot_rl.finetune.configs import DSRLConfig, FinetuneConfig
+    from robot_rl.finetune.dsrl import DSRLRunner, NoiseActionEnv
+    from robot_rl.finetune.runner import FinetuneRunner, mixed_batch
+
+_EXPORTS = {
+    "DSRLConfig": "robot_rl.finetune.dsrl",
+    "DSRLRunner": "robot_rl.finetune.dsrl",
+    "NoiseActionEnv": "robot_rl.finetune.dsrl",
+    "FinetuneConfig": "robot_rl.finetune.runner",
+    "FinetuneRunner": "robot_rl.finetune.runner",
+    "mixed_batch": "robot_rl.finetune.runner",
+}
+"""Where each exported name lives; imported on first use (``robot_rl.lazy``)."""
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = ["DSRLConfig", "DSRLRunner", "FinetuneConfig", "FinetuneRunner", "NoiseActionEnv",
            "mixed_batch"]

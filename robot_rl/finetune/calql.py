@@ -18,36 +18,16 @@ Shapes: N critics, B batch, n samples per kind, A action dims.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import torch
 
 from robot_rl.algos.sac import SAC
-from robot_rl.errors import ConfigError
+from robot_rl.finetune.configs import CalQLConfig
 from robot_rl.replay import Batch
 
 MC_RETURN = "mc_return"
 """The demo buffer's extra tensor: each transition's discounted return-to-go (B,)."""
-
-
-@dataclasses.dataclass(kw_only=True)
-class CalQLConfig:
-    """The conservative regularizer of WSRL's offline phase (its adroit defaults)."""
-
-    alpha: float = 1.0
-    """Weight of the regularizer (WSRL: 1 on adroit's few demonstrations, 5 on kitchen)."""
-    actions: int = 10
-    """Sampled actions of each kind (uniform, policy at s, policy at s') per state."""
-    temperature: float = 1.0
-    """Temperature of the logsumexp."""
-    calibrated: bool = True
-    """Bound the policy samples' values below by the Monte-Carlo return (Cal-QL); False:
-    CQL."""
-
-    def validate(self) -> None:
-        if self.alpha < 0 or self.actions < 1 or self.temperature <= 0:
-            raise ConfigError("Cal-QL needs alpha >= 0, actions >= 1 and temperature > 0")
 
 
 def mc_returns(reward: torch.Tensor, episode: torch.Tensor, gamma: float) -> torch.Tensor:

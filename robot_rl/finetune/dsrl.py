@@ -27,26 +27,22 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import torch
-import tyro
 from rich.console import Console
 
-from robot_rl.algos import SAC, SACConfig
+from robot_rl.algos import SAC
 from robot_rl.bc import bc_env, bc_task_config, load_bc_policy
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate_agent
+from robot_rl.finetune.configs import DSRLConfig, NoiseSteps
 from robot_rl.finetune.macro_step import MacroStep, MacroStepEnv
 from robot_rl.policies import ChunkPolicy, ObsHistory
-from robot_rl.runner import Runner, TrainConfig, load_agent
-from robot_rl.sim import TaskConfig, make_task_config
+from robot_rl.runner import Runner, load_agent
 from robot_rl.sim.configs import DRPreset
 from robot_rl.sim.vec_env import StepResult, VecEnv
-
-NoiseSteps = Literal["executed", "horizon"]
-"""Which chunk steps' noise a DSRL action sets: the executed ones or the whole horizon."""
 
 
 class NoiseActionEnv(MacroStepEnv):
@@ -110,70 +106,6 @@ class NoiseActionEnv(MacroStepEnv):
             # the flow policy's history follows every executed step
             self._hist.push(obs, done)
         return acc.result(obs, info, chunk=chunk)
-
-
-def dsrl_sac() -> SACConfig:
-    """DSRL's SAC over the noise (``ajwagen/dsrl``, ``cfg/robomimic/dsrl_*.yaml``): 20
-    gradient steps per vector step of 4 envs (5 per chunk), target entropy 0, initial
-    temperature 1, tau 0.005, tanh networks with LayerNorm, 2 critics, the actor's noise
-    starting at sigma 1, 1,500 chunks of the flow policy's own noise before learning. Its
-    networks are 3 x 2048; here 3 x 256 (the CPU's fit: a 2,048-wide update costs about 60x
-    more; ``--sac.actor-hidden 2048 2048 2048 --sac.critic-hidden 2048 2048 2048``)."""
-    return SACConfig(updates_per_step=20, learning_starts=6_000, num_critics=2,
-                     critic_subset=2, target_entropy=0.0, init_alpha=1.0, tau=0.005,
-                     activation="tanh", layer_norm=True, actor_layer_norm=True,
-                     actor_hidden=(256, 256, 256), critic_hidden=(256, 256, 256),
-                     actor_log_std_init=0.0, freeze_normalizer=True)
-
-
-@dataclasses.dataclass(kw_only=True)
-class DSRLConfig(TrainConfig):
-    """Fine-tune a flow policy (robot-rl bc) with DSRL: SAC and the safety critic choose the
-    policy's noise; its weights stay frozen.
-
-    Example: robot-rl dsrl runs/push__bc-flow__0__20261123-101500 --time-budget 1800
-    """
-
-    gym: tyro.conf.Suppress[str | None] = None
-    """Not here: --gym trains robot-rl train runs."""
-
-    policy: Annotated[Path, tyro.conf.Positional]
-    """The flow policy's run directory (robot-rl bc --algo bc-flow) or checkpoint."""
-    # the task and its config come from the flow policy's run (its dataset's task)
-    task: tyro.conf.Suppress[str] = "reach"
-    env: tyro.conf.Suppress[TaskConfig] = dataclasses.field(
-        default_factory=lambda: make_task_config("reach"))
-    num_envs: int = 4
-    """Parallel environments (few, with several updates per step, as in DSRL)."""
-    noise_scale: float = 1.5
-    """SAC's actions in [-1, 1] become noise of this magnitude (the flow's input; DSRL's
-    action_magnitude on robomimic)."""
-    noise: NoiseSteps = "executed"
-    """Which of the chunk's noise SAC chooses: that of the executed steps (DSRL, whose
-    diffusion horizon is the executed chunk; the rest of the chunk's noise is 0), or the
-    whole horizon's."""
-    step_gamma: float | None = None
-    """Discount per control step (default: the task's horizon in seconds at its control
-    rate; DSRL: 0.99 per chunk); each chunk of K steps is discounted by step_gamma^K (this
-    sets --sac.gamma)."""
-    sac: SACConfig = dataclasses.field(default_factory=dsrl_sac)
-    """SAC hyper-parameters over the noise, DSRL's by default (its gamma is set from
-    --step-gamma; learning_starts counts control steps, 6,000 = 1,500 chunks of the flow
-    policy's own noise)."""
-
-    @property
-    def method_name(self) -> str:
-        return "dsrl"
-
-    def validate(self) -> None:
-        super().validate()
-        if self.noise_scale <= 0 or (self.step_gamma is not None and
-                                     not 0.0 < self.step_gamma < 1.0):
-            raise ConfigError("--noise-scale must be > 0 and --step-gamma in (0, 1)")
-        if self.mirror:
-            raise ConfigError("--mirror: DSRL's actions are the flow's noise, whose mirror "
-                              "image is not known (mirror the flow's demonstrations instead: "
-                              "robot-rl bc --mirror)")
 
 
 class DSRLRunner(Runner):

@@ -35,19 +35,19 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import torch
-import tyro
 from rich.console import Console
 
-from robot_rl.algos import SAC, SACConfig
+from robot_rl.algos import SAC
 from robot_rl.bc import bc_env, bc_task_config, load_bc_policy
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.data.mirror import dataset_mirror_signs
 from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate_agent
+from robot_rl.finetune.configs import ResidualConfig
 from robot_rl.finetune.macro_step import MacroStep, MacroStepEnv
 from robot_rl.finetune.residual_base import (
     ExecutedActionSAC,
@@ -58,8 +58,7 @@ from robot_rl.finetune.residual_base import (
 from robot_rl.finetune.runner import mixed_batch
 from robot_rl.policies import ChunkPolicy
 from robot_rl.replay import Batch, ReplayBuffer
-from robot_rl.runner import Runner, TrainConfig, load_agent, make_agent
-from robot_rl.sim import TaskConfig, make_task_config
+from robot_rl.runner import Runner, load_agent, make_agent
 from robot_rl.sim.configs import DRPreset
 from robot_rl.sim.vec_env import POLICY, StepResult, VecEnv
 
@@ -151,136 +150,6 @@ class ResidualEnv(MacroStepEnv):
             self.base = self.executor(obs)
         return acc.result(obs, info, **{EXECUTED: steps[0],
                                         EXECUTED_STEPS: torch.stack(steps, dim=1)})
-
-
-DECISION_PERIOD = 0.1
-"""Seconds per residual decision by default (``ResidualConfig.every``): 5 control steps at
-50 Hz, 1 at 10 Hz."""
-
-
-def residual_sac() -> SACConfig:
-    """SAC for the residual: LayerNorm critics, 20 gradient steps per vector step of 16
-    envs (16 decisions), 2,000 transitions of uniform residuals before learning (the actor's
-    mean starts at zero correction: ``ResidualRunner.build_agent``)."""
-    return SACConfig(updates_per_step=20, learning_starts=2_000, freeze_normalizer=True)
-
-
-@dataclasses.dataclass(kw_only=True)
-class ResidualConfig(TrainConfig):
-    """Fine-tune a flow policy (robot-rl bc) with a bounded residual learned by SAC and the
-    safety critic; the flow's weights stay frozen.
-
-    Example: robot-rl residual runs/push__bc-flow__0__20261123-101500 --time-budget 1800
-    """
-
-    gym: tyro.conf.Suppress[str | None] = None
-    """Not here: --gym trains robot-rl train runs."""
-
-    policy: Annotated[Path, tyro.conf.Positional]
-    """The flow policy's run directory (robot-rl bc --algo bc-flow, bc-filtered) or
-    checkpoint."""
-    task: tyro.conf.Suppress[str] = "reach"
-    env: tyro.conf.Suppress[TaskConfig] = dataclasses.field(
-        default_factory=lambda: make_task_config("reach"))
-    scale: float = 0.4
-    """The residual's bound: the executed action is clip(base + scale * residual) with the
-    residual in [-1, 1] (actions span [-1, 1]; Policy Decorator and ResFiT: 0.1-0.2)."""
-    every: int | None = None
-    """Control steps per residual decision: the correction chosen at one is held for this
-    many steps on the flow's actions, env steps still counted at the control rate, the
-    discount per decision from the task's horizon. Default: the control steps in 0.1 s
-    (5 on a 50-Hz task, 1 at 10 Hz), or 1 with --demo-ratio (demonstrations are single
-    control steps)."""
-    sac: SACConfig = dataclasses.field(default_factory=residual_sac)
-    """SAC hyper-parameters of the residual (its --sac.gamma is per decision: unset, the
-    task's horizon gives 0.970 per decision of 5 control steps on push)."""
-    explore_ramp: int = 100_000
-    """Policy Decorator's progressive exploration (its --prog-explore): over the first this
-    many env steps, each env's decision applies the residual the actor chose with
-    probability env steps / explore_ramp, else no correction (stored as a zero residual),
-    so the early replay is mostly the flow's own actions; evaluation always applies it. 0:
-    always (Policy Decorator: 30k-300k decisions of 4 control steps by task on a diffusion
-    base, up to 8M on a BeT one)."""
-    anchor_steps: int | None = None
-    """Env steps over which --sac.anchor (a pull of the actor's mean toward zero
-    correction) fades linearly to nothing: the critics know little of residuals while the
-    ramp applies few. None: --explore-ramp's; 0: it never fades."""
-    critic_warmup: int = 0
-    """Gradient steps of the critics alone before the actor and temperature move (ResFiT:
-    10,000): the residual stays at zero correction until its critic has learned the base's
-    values."""
-    critic_action: Literal["residual", "executed"] = "residual"
-    """What the critics score with the observation and the base action: the residual the
-    actor chose, or the action executed, clip(base + scale * residual) (ResFiT, and Policy
-    Decorator's --critic-input sum; the replay then holds executed actions, with --every
-    K > 1 each decision's first, from which its held correction follows; demonstrations
-    can join it: --demo-ratio)."""
-    demo_ratio: float = 0.0
-    """Fraction of every batch drawn from demonstrations (ResFiT: 0.5), their observations
-    completed with the base's action along each recorded episode; needs --critic-action
-    executed."""
-    demos: Path | None = None
-    """The demonstrations of --demo-ratio (default: the flow policy's own dataset)."""
-    overtime: float = 0.0
-    """Seconds a training episode that has not succeeded at its end runs on, ending at its
-    first success (rounded to whole decisions; evaluation episodes never do): the
-    residual meets more of the states its failures end in (a puck stopped short of its
-    goal, the flow standing still). No reference does this: 0 (on push, 2 s ended level
-    with it, docs/performance/history/learners-3.md)."""
-
-    @property
-    def method_name(self) -> str:
-        return "residual"
-
-    def validate(self) -> None:
-        super().validate()
-        if not 0.0 < self.scale <= 2.0:
-            raise ConfigError(f"--scale must be in (0, 2], got {self.scale}")
-        if self.explore_ramp < 0:
-            raise ConfigError(f"--explore-ramp must be >= 0 env steps, got {self.explore_ramp}")
-        if self.anchor_steps is not None and self.anchor_steps < 0:
-            raise ConfigError(f"--anchor-steps must be >= 0 env steps, got {self.anchor_steps}")
-        if self.overtime < 0:
-            raise ConfigError(f"--overtime must be >= 0 seconds, got {self.overtime}")
-        if self.critic_warmup < 0:
-            raise ConfigError(f"--critic-warmup must be >= 0, got {self.critic_warmup}")
-        if self.every is not None and self.every < 1:
-            raise ConfigError(f"--every must be >= 1, got {self.every}")
-        if self.every is not None and self.every > 1 and self.demo_ratio > 0:
-            raise ConfigError("--demo-ratio takes demonstrations of single control steps; "
-                              "leave --every at 1")
-        if not 0.0 <= self.demo_ratio < 1.0:
-            raise ConfigError(f"--demo-ratio must be in [0, 1), got {self.demo_ratio}")
-        if self.demo_ratio > 0 and self.critic_action != "executed":
-            raise ConfigError("--demo-ratio needs --critic-action executed: a demonstration's "
-                              "action is an executed action, not a residual")
-        if self.demo_ratio > 0 and self.sac.n_step > 1:
-            raise ConfigError("--demo-ratio takes one-step transitions; leave --sac.n-step "
-                              "at 1")
-
-    @classmethod
-    def from_saved(cls, data: dict[str, Any]) -> ResidualConfig:
-        """As ``TrainConfig.from_saved``; a run saved before a field existed ran without
-        it: no ramp (before 2026-11-28's ``explore_ramp``), a decision every control step
-        (before ``every``), not today's defaults."""
-        return super().from_saved({"explore_ramp": 0, "every": 1, **data})
-
-    def anchor_fade(self) -> int:
-        """Env steps over which --sac.anchor fades (0: it does not)."""
-        return self.explore_ramp if self.anchor_steps is None else self.anchor_steps
-
-    def overtime_steps(self, control_dt: float) -> int:
-        """--overtime in control steps, whole decisions of ``decision_steps``."""
-        every = self.decision_steps(control_dt)
-        return every * round(self.overtime / (control_dt * every))
-
-    def decision_steps(self, control_dt: float) -> int:
-        """Control steps per decision: ``every``, or its default at this control step."""
-        if self.every is not None:
-            return self.every
-        if self.demo_ratio > 0:
-            return 1
-        return max(1, round(DECISION_PERIOD / control_dt))
 
 
 class ResidualRunner(Runner):

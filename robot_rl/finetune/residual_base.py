@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import torch
 
-from robot_rl.algos import SAC, SACConfig
-from robot_rl.algos.safety_critic import SafetyConfig
+from robot_rl.algos import SAC
+from robot_rl.algos.configs import SACConfig, SafetyConfig
 from robot_rl.data.format import DatasetError
 from robot_rl.data.reader import Dataset
 from robot_rl.export.modules import ResidualGraph

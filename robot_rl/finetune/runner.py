@@ -40,102 +40,17 @@ join the demonstrations, and all their steps start the online buffer (``finetune
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
-from typing import Literal
 
 import torch
-import tyro
 from rich.console import Console
 
-from robot_rl.algos import SACConfig
 from robot_rl.data.reader import Dataset
-from robot_rl.errors import ConfigError
-from robot_rl.finetune.calql import CalQL, CalQLConfig
+from robot_rl.finetune.calql import CalQL
+from robot_rl.finetune.configs import FinetuneConfig
 from robot_rl.finetune.demos import add_transitions, demo_and_online
 from robot_rl.replay import Batch, ReplayBuffer
-from robot_rl.runner import Runner, TrainConfig
+from robot_rl.runner import Runner
 from robot_rl.sim.vec_env import VecEnv
-
-
-def rlpd_sac() -> SACConfig:
-    """RLPD's SAC (``ikostrikov/rlpd`` README commands, ``configs/rlpd_config.py``), for one
-    env: UTD 20 with the actor once per env step."""
-    return SACConfig(num_critics=10, critic_subset=2, layer_norm=True, tau=0.005,
-                     init_alpha=1.0, updates_per_step=20, actor_update_every=20,
-                     learning_starts=5_000, freeze_normalizer=True)
-
-
-def wsrl_sac() -> SACConfig:
-    """WSRL's online SAC (``zhouzypaul/wsrl``: ``wsrl_config.py``, ``sac_config.py``,
-    ``launch_wsrl_finetune.sh``), for one env: UTD 4 with the actor once per env step."""
-    return SACConfig(num_critics=10, critic_subset=2, layer_norm=True, tau=0.005,
-                     actor_lr=1e-4, alpha_lr=1e-4, init_alpha=1.0, updates_per_step=4,
-                     actor_update_every=4, backup_entropy=False, target_entropy_per_dim=-1.0,
-                     freeze_normalizer=True)
-
-
-METHOD_SAC = {"rlpd": rlpd_sac, "wsrl": wsrl_sac}
-"""Each method's reference SAC settings (``--method`` picks them as the defaults of
-``--sac.*``)."""
-
-
-@dataclasses.dataclass(kw_only=True)
-class FinetuneConfig(TrainConfig):
-    """Fine-tune from demonstrations with RLPD or WSRL (and the safety critic).
-
-    Example: robot-rl finetune --demos data/push --task push --method rlpd
-    """
-
-    gym: tyro.conf.Suppress[str | None] = None
-    """Not here: --gym trains robot-rl train runs."""
-
-    demos: Path
-    """Dataset of demonstrations (robot-rl record); it must match the task's actions."""
-    task: str = "push"
-    """Task name (the demonstrations' task)."""
-    method: Literal["rlpd", "wsrl"] = "rlpd"
-    """rlpd: demos in every batch; wsrl: Cal-QL pre-training, warm-up, then online only.
-    Picks the defaults of --sac.*."""
-    max_episodes: int | None = None
-    """Use the dataset's first N episodes only (default: all)."""
-    demo_ratio: float = 0.5
-    """RLPD: share of each batch drawn from the demonstrations."""
-    offline_steps: int = 20_000
-    """WSRL: gradient steps on the demonstrations before any env step (its adroit runs)."""
-    offline: Literal["calql", "cql", "sac"] = "calql"
-    """WSRL's offline phase: Cal-QL (WSRL's), CQL, or plain SAC (no conservatism)."""
-    calql: CalQLConfig = dataclasses.field(default_factory=CalQLConfig)
-    """WSRL: the conservative regularizer of the offline phase."""
-    warmup_steps: int = 5_000
-    """WSRL: env steps collected by the pre-trained policy before online updates begin."""
-    bc_steps: int = 0
-    """Gradient steps of behaviour cloning of the actor's mean on the demos first (0: none)."""
-    critic_warmup: int = 0
-    """Gradient steps of the critics alone on the demos after --bc-steps (0: none)."""
-    num_envs: int = 1
-    """Parallel training envs (RLPD and WSRL step one; the UTD is updates_per_step / this)."""
-    sac: SACConfig = dataclasses.field(default_factory=rlpd_sac)
-    """SAC hyper-parameters (default: the method's reference recipe, ``METHOD_SAC``)."""
-
-    @property
-    def method_name(self) -> str:
-        return self.method
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        # the method's recipe, where the sac config given is another method's untouched one
-        for name, make in METHOD_SAC.items():
-            if name != self.method and self.sac == make():
-                self.sac = METHOD_SAC[self.method]()
-
-    def validate(self) -> None:
-        super().validate()
-        if not 0.0 <= self.demo_ratio <= 1.0:
-            raise ConfigError(f"--demo-ratio must be in [0, 1], got {self.demo_ratio}")
-        if min(self.offline_steps, self.warmup_steps, self.bc_steps, self.critic_warmup) < 0:
-            raise ConfigError("--offline-steps, --warmup-steps, --bc-steps and "
-                              "--critic-warmup must be >= 0")
-        self.calql.validate()
 
 
 class FinetuneRunner(Runner):

@@ -17,7 +17,6 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
-from robot_rl.checkpoint import load_checkpoint, resolve_checkpoint, run_dir_of
 from robot_rl.errors import ConfigError
 from robot_rl.kinds.command import Command
 from robot_rl.sim.configs import DRPreset
@@ -37,12 +36,16 @@ class Run:
     @property
     def dir(self) -> Path:
         """The run directory."""
+        from robot_rl.checkpoint import run_dir_of
+
         return run_dir_of(self.checkpoint)
 
     @property
     def state(self) -> dict[str, Any]:
         """The checkpoint's contents (read once)."""
         if self._state is None:
+            from robot_rl.checkpoint import load_checkpoint
+
             self._state = load_checkpoint(self.checkpoint)
         return self._state
 
@@ -50,6 +53,8 @@ class Run:
     def open(cls, path: str | Path) -> Run:
         """The run of a run directory or checkpoint file (one clear error if it is not
         one)."""
+        from robot_rl.checkpoint import load_checkpoint, resolve_checkpoint
+
         ckpt = resolve_checkpoint(path)
         state = load_checkpoint(ckpt)
         return cls(ckpt, str(state.get("kind", "sac")), state)

@@ -19,8 +19,7 @@ class BCKind(ChunkedKind):
     name = "bc"
 
     def commands(self) -> dict[str, Command]:
-        from robot_rl.bc import BCConfig
-        from robot_rl.bc.filtered import FilteredBCConfig
+        from robot_rl.bc.config import BCConfig, FilteredBCConfig
 
         return {"bc": Command(BCConfig, train), "bc-filtered": Command(FilteredBCConfig,
                                                                        train_filtered)}

@@ -114,10 +114,13 @@ class FlowFinetuneKind(ChunkedKind):
     built."""
 
     def __init__(self, name: str, module: str, names: tuple[str, str, str], relation: str,
-                 artifact: Artifact):
+                 artifact: Artifact, config_module: str | None = None):
         self.name = name
         self.module = module
         """The learner's module (``robot_rl.finetune.dsrl``)."""
+        self.config_module = config_module or module
+        """The module of its config (``robot_rl.finetune.configs``: without torch, so
+        ``--help`` is quick); the learner's by default."""
         self.config_name, self.runner_name, self.loader_name = names
         """The loader: ``(checkpoint, num_envs, seed, dr=) -> (agent, config, env)``."""
         self.relation = relation
@@ -132,7 +135,7 @@ class FlowFinetuneKind(ChunkedKind):
 
     def config_type(self) -> Any:
         """The config class of its runs (``from_saved``)."""
-        return self._learner(self.config_name)
+        return getattr(importlib.import_module(self.config_module), self.config_name)
 
     def load(self, run: Run, num_envs: int, seed: int, dr: Any = None) -> tuple[Any, Any, Any]:
         """The run's agent, config and an env of ``num_envs`` on which it acts."""

@@ -21,4 +21,5 @@ def _flow_with_chosen_noise(actor: Any, cfg: Any, env: Any, policy: Any, bc_cfg:
 
 
 KIND = FlowFinetuneKind("dsrl", "robot_rl.finetune.dsrl", ("DSRLConfig", "DSRLRunner", "load_dsrl"),
-                        "over", _flow_with_chosen_noise)
+                        "over", _flow_with_chosen_noise,
+                        config_module="robot_rl.finetune.configs")

@@ -20,7 +20,7 @@ class PixelSACKind(Kind):
     name = "pixel_sac"
 
     def commands(self) -> dict[str, Command]:
-        from robot_rl.vision.pixel_runner import PixelTrainConfig
+        from robot_rl.vision.configs import PixelTrainConfig
 
         return {"train-pixels": Command(PixelTrainConfig, train)}
 

@@ -23,4 +23,4 @@ def _flow_and_residual(actor: Any, cfg: Any, env: Any, policy: Any, bc_cfg: Any,
 
 KIND = FlowFinetuneKind("residual", "robot_rl.finetune.residual",
                         ("ResidualConfig", "ResidualRunner", "load_residual"), "on",
-                        _flow_and_residual)
+                        _flow_and_residual, config_module="robot_rl.finetune.configs")

@@ -20,9 +20,9 @@ class SACKind(Kind):
     name = "sac"
 
     def commands(self) -> dict[str, Command]:
-        from robot_rl.finetune import FinetuneConfig
-        from robot_rl.finetune.robot.learner import RobotFinetuneConfig
-        from robot_rl.runner import TrainConfig
+        from robot_rl.finetune.configs import FinetuneConfig
+        from robot_rl.finetune.robot.configs import RobotFinetuneConfig
+        from robot_rl.train_config import TrainConfig
 
         return {"train": Command(TrainConfig, train),
                 "finetune": Command(FinetuneConfig, finetune),

@@ -37,8 +37,8 @@ def plot_curve(run_dir: Path, label: str, history: list[dict[str, float]]) -> Pa
 def train_on_ray(cfg: Any, runner: type[Any], label: Callable[[Any], str]) -> None:
     """``robot-rl train --ray ...`` / ``robot-rl finetune --ray ...``: a learner actor (a
     ``runner``) and env-runner actors on Ray."""
-    from robot_rl.finetune import FinetuneConfig
-    from robot_rl.runner import TrainConfig
+    from robot_rl.finetune.configs import FinetuneConfig
+    from robot_rl.train_config import TrainConfig
 
     if type(cfg) not in (TrainConfig, FinetuneConfig):
         raise ConfigError("--ray trains robot-rl train and robot-rl finetune runs (state-based "

@@ -43,6 +43,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 
 from robot_rl.errors import RobotRLError  # noqa: E402
 from robot_rl.export import load_policy  # noqa: E402
+from robot_rl.hardware.configs import DeployConfig  # noqa: E402
 from robot_rl.hardware.robot import HardLimits  # noqa: E402
 from robot_rl.hardware.ros.convert import JointStateParser  # noqa: E402
 from robot_rl.hardware.ros.images import RosImageCamera  # noqa: E402
@@ -50,7 +51,7 @@ from robot_rl.hardware.ros.params import declare  # noqa: E402
 from robot_rl.hardware.ros.ros_robot import RosRobot  # noqa: E402
 from robot_rl.hardware.ros.spin import SENSOR_QOS, spin_node  # noqa: E402
 from robot_rl.hardware.ros.wire import WireFormat  # noqa: E402
-from robot_rl.hardware.runtime import DeployConfig, DeployRuntime  # noqa: E402
+from robot_rl.hardware.runtime import DeployRuntime  # noqa: E402
 from robot_rl.hardware.telemetry import rerun_telemetry  # noqa: E402
 from robot_rl.hardware.timing import Samples, Throttle  # noqa: E402
 from robot_rl.robots import get_robot  # noqa: E402

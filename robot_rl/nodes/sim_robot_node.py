@@ -42,7 +42,8 @@ from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from robot_rl.errors import ConfigError, RobotRLError  # noqa: E402
 from robot_rl.hardware.cameras.base import CameraFrame  # noqa: E402
-from robot_rl.hardware.cameras.sim_camera import SimArmCameras, SimCameraConfig  # noqa: E402
+from robot_rl.hardware.cameras.sim_camera import SimArmCameras  # noqa: E402
+from robot_rl.hardware.configs import SimCameraConfig, SimRobotConfig  # noqa: E402
 from robot_rl.hardware.robot import JointReading  # noqa: E402
 from robot_rl.hardware.ros.convert import COMMAND_TYPES, joint_state, parse_command  # noqa: E402
 from robot_rl.hardware.ros.images import (  # noqa: E402
@@ -56,12 +57,12 @@ from robot_rl.hardware.ros.images import (  # noqa: E402
 from robot_rl.hardware.ros.params import declare  # noqa: E402
 from robot_rl.hardware.ros.spin import SENSOR_QOS, spin_node  # noqa: E402
 from robot_rl.hardware.ros.wire import WireFormat  # noqa: E402
-from robot_rl.hardware.sim_robot import SimRobot, SimRobotConfig  # noqa: E402
+from robot_rl.hardware.sim_robot import SimRobot  # noqa: E402
 from robot_rl.hardware.sim_task import SimTaskEpisodes  # noqa: E402
 from robot_rl.hardware.timing import Throttle  # noqa: E402
 from robot_rl.sim import make_task_config  # noqa: E402
 from robot_rl.sim.configs import CameraConfig  # noqa: E402
-from robot_rl.sim.tasks.config import decimation_for
+from robot_rl.sim.tasks.config import decimation_for  # noqa: E402
 
 
 @dataclasses.dataclass

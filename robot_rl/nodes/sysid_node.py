@@ -47,8 +47,8 @@ from robot_rl.hardware.ros.wire import WireFormat  # noqa: E402
 from robot_rl.hardware.timing import Throttle  # noqa: E402
 from robot_rl.nodes.policy_node import STATE_QOS  # noqa: E402
 from robot_rl.robots import get_robot  # noqa: E402
-from robot_rl.sysid.excitation import ExcitationConfig  # noqa: E402
-from robot_rl.sysid.record import RecordConfig, record_steady  # noqa: E402
+from robot_rl.sysid.configs import ExcitationConfig, RecordConfig  # noqa: E402
+from robot_rl.sysid.record import record_steady  # noqa: E402
 
 STEADY = 0.5
 """Seconds of JointStates without a gap of ``RecordConfig.stale_after`` before ``autostart``

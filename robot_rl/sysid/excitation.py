@@ -17,58 +17,11 @@ Everything the trajectory asks passes the safety shield on its way to the arm
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from robot_rl.errors import ConfigError
 from robot_rl.robots import RobotSpec
-
-
-@dataclasses.dataclass(kw_only=True)
-class ExcitationConfig:
-    """The excitation trajectory's shape."""
-
-    duration: float = 20.0
-    """Length of the multisine part [s]."""
-    rate: float = 250.0
-    """Command rate [Hz]."""
-    band: tuple[float, float] = (0.2, 2.0)
-    """Lowest and highest sine frequency [Hz]."""
-    harmonics: int = 4
-    """Sines per joint."""
-    amplitude: float = 0.35
-    """Largest excursion of each joint from home [rad] (less near a soft limit)."""
-    speed: float = 0.5
-    """Largest speed as a fraction of each joint's velocity limit."""
-    accel: float = 6.0
-    """Largest joint acceleration [rad/s^2] (below the shield's ``max_joint_accel``, which
-    would otherwise smooth the multisine on its way to the arm)."""
-    ramp: float = 1.0
-    """Fade in and out of the multisine [s]."""
-    step_size: float = 0.08
-    """Height of the position steps [rad] (0: no steps)."""
-    step_hold: float = 0.4
-    """How long each step is held [s]."""
-    limit_margin: float = 0.1
-    """Distance kept from each joint's position limits [rad]."""
-    seed: int = 0
-    """Seed of the frequency assignment's jitter."""
-
-    def validate(self) -> None:
-        lo, hi = self.band
-        if self.duration <= 2 * self.ramp or self.ramp < 0:
-            raise ConfigError(f"duration ({self.duration} s) must exceed twice the ramp "
-                              f"({self.ramp} s)")
-        if self.rate <= 0 or not 0 < lo < hi or hi > self.rate / 4:
-            raise ConfigError(f"need rate > 0 and 0 < band < rate / 4; got rate {self.rate}, "
-                              f"band {self.band}")
-        if self.harmonics < 1 or self.amplitude <= 0 or not 0 < self.speed <= 1 \
-                or self.accel <= 0:
-            raise ConfigError("harmonics >= 1, amplitude > 0, 0 < speed <= 1 and accel > 0 "
-                              "needed")
-        if self.step_size < 0 or self.step_hold <= 0 or self.limit_margin < 0:
-            raise ConfigError("step_size >= 0, step_hold > 0 and limit_margin >= 0 needed")
+from robot_rl.sysid.configs import ExcitationConfig
 
 
 def excitation(robot: RobotSpec, cfg: ExcitationConfig) -> tuple[np.ndarray, np.ndarray]:

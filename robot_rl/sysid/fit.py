@@ -35,55 +35,10 @@ import numpy as np
 import torch
 from cmaes import CMA
 
-from robot_rl.errors import ConfigError
-from robot_rl.sim.identified import PARAMS, IdentifiedDynamics
+from robot_rl.sim.configs import PARAMS
+from robot_rl.sim.identified import IdentifiedDynamics
+from robot_rl.sysid.configs import FitConfig
 from robot_rl.sysid.replay import Replay
-
-
-@dataclasses.dataclass(kw_only=True)
-class FitConfig:
-    """What is fitted and how hard the optimizer tries."""
-
-    params: tuple[str, ...] = tuple(PARAMS)
-    """Parameters to fit (``sim.identified.PARAMS``); the others stay nominal."""
-    shared: tuple[str, ...] = ()
-    """Of ``params``, those fitted as one value for every joint."""
-    population: int = 16
-    """Candidates per CMA-ES generation (one batch of replays)."""
-    generations: int = 100
-    """Most generations per restart."""
-    survey: int = 30
-    """Generations of the coarse search at each delay that picks the delay."""
-    survey_segments: int = 4
-    """Replayed segments of the coarse search (evenly spread over the recordings)."""
-    restarts: int = 2
-    """CMA-ES runs (the spread of their answers is one uncertainty estimate)."""
-    patience: int = 15
-    """A run stops when its best cost fell by less than 0.1% over this many generations."""
-    sigma: float = 0.3
-    """Initial step of CMA-ES (in log scale for the scales)."""
-    scale_bounds: tuple[float, float] = (0.25, 4.0)
-    """Range searched for every scale."""
-    max_friction: float = 0.1
-    """Largest dry friction searched, as a fraction of each joint's torque limit."""
-    seed: int = 0
-
-    def validate(self) -> None:
-        unknown = set(self.params) - set(PARAMS)
-        if unknown or not self.params:
-            raise ConfigError(f"params must name some of {list(PARAMS)}; got "
-                              f"{list(self.params)}")
-        if not set(self.shared) <= set(self.params):
-            raise ConfigError(f"shared {list(self.shared)} must be among params "
-                              f"{list(self.params)}")
-        lo, hi = self.scale_bounds
-        if not 0 < lo < 1 < hi:
-            raise ConfigError(f"scale_bounds must satisfy 0 < lo < 1 < hi, got {(lo, hi)}")
-        if self.population < 4 or min(self.generations, self.survey, self.restarts,
-                                      self.patience) < 1 \
-                or self.sigma <= 0 or self.max_friction <= 0:
-            raise ConfigError("population >= 4, generations and restarts >= 1, sigma and "
-                              "max_friction > 0 needed")
 
 
 @dataclasses.dataclass

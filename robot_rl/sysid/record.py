@@ -28,64 +28,18 @@ import numpy as np
 
 from robot_rl.controllers import Targets
 from robot_rl.controllers.arm_model import ArmModel
-from robot_rl.controllers.configs import ShieldConfig
 from robot_rl.controllers.shield import JointTrack, SafetyShield
 from robot_rl.errors import ConfigError
+from robot_rl.hardware.configs import SimRobotConfig
 from robot_rl.hardware.robot import JointCommand, JointReading, Robot, RobotError
-from robot_rl.hardware.sim_robot import SimRobotConfig, build_model
+from robot_rl.hardware.sim_robot import build_model
 from robot_rl.hardware.timing import Rate
 from robot_rl.recording.arm_import import ArmStreams
 from robot_rl.robots import RobotSpec, get_robot
-from robot_rl.sim.tasks.safety_costs import SafetyCostConfig
-from robot_rl.sysid.excitation import ExcitationConfig, excitation
+from robot_rl.sysid.configs import RecordConfig, late_readings
+from robot_rl.sysid.excitation import excitation
 
 Vec3 = tuple[float, float, float]
-
-
-@dataclasses.dataclass(kw_only=True)
-class RecordConfig:
-    """How an excitation is played and logged."""
-
-    excitation: ExcitationConfig = dataclasses.field(default_factory=ExcitationConfig)
-    """The trajectory (its rate is the command rate)."""
-    shield: ShieldConfig = dataclasses.field(default_factory=ShieldConfig)
-    """The shield the targets pass."""
-    workspace_lo: Vec3 = SafetyCostConfig.workspace_lo
-    """Lower corner of the hand's workspace box, world frame [m]."""
-    workspace_hi: Vec3 = SafetyCostConfig.workspace_hi
-    """Upper corner [m]."""
-    home_speed: float = 0.25
-    """Largest joint speed of the move to the home pose [rad/s]."""
-    settle: float = 0.5
-    """Hold at home before the excitation [s] (logged)."""
-    stale_after: float = 0.2
-    """No new joint reading for this long stops the recording (the arm holds) [s]."""
-    max_gaps: float = 0.005
-    """Largest share of the readings that may come more than two command periods after the
-    one before; a recording with more (a host that stalled under it) is made again. On this
-    2-core VM a recording of the simulated arm in its own process had 1-2 such gaps in 875
-    readings alone and 15 in a full test run, whose fit's joint error was 1.3x below the
-    nominal's instead of 3x."""
-    tries: int = 3
-    """Recordings of the excitation at most; the last is kept whatever its gaps (said)."""
-
-    def validate(self) -> None:
-        self.excitation.validate()
-        if self.home_speed <= 0 or self.settle < 0 or self.stale_after <= 0:
-            raise ConfigError("home_speed and stale_after must be > 0, settle >= 0")
-        if not 0.0 <= self.max_gaps <= 1.0 or self.tries < 1:
-            raise ConfigError("max_gaps must be in [0, 1] and tries >= 1")
-
-    def steady(self, js_t: np.ndarray) -> bool:
-        """Whether readings stamped ``js_t`` (T,) [s] have at most ``max_gaps`` of them late
-        (``late_readings`` at the excitation's rate): a recording a fit can trust."""
-        return late_readings(js_t, self.excitation.rate) <= self.max_gaps * max(len(js_t) - 1, 1)
-
-
-def late_readings(js_t: np.ndarray, rate: float) -> int:
-    """Readings stamped more than two command periods (at ``rate`` [Hz]) after the one
-    before."""
-    return int((np.diff(js_t) > 2.0 / rate).sum())
 
 
 @dataclasses.dataclass

@@ -29,35 +29,18 @@ import numpy as np
 import torch
 
 from robot_rl.errors import ConfigError
-from robot_rl.hardware.sim_robot import SimRobotConfig, build_model
+from robot_rl.hardware.configs import SimRobotConfig
+from robot_rl.hardware.sim_robot import build_model
 from robot_rl.recording.arm_import import ArmStreams
 from robot_rl.robots import RobotSpec
 from robot_rl.sim.backends import make_backend
 from robot_rl.sim.backends.base import Backend
-from robot_rl.sim.identified import PARAMS, ArmParamIndex, nominal_values, write
+from robot_rl.sim.configs import PARAMS
+from robot_rl.sim.identified import ArmParamIndex, nominal_values, write
+from robot_rl.sysid.configs import ReplayConfig
 
 TIME_TOL = 1e-6
 """Seconds by which a time may miss its physics step (rounding)."""
-
-
-@dataclasses.dataclass(kw_only=True)
-class ReplayConfig:
-    """How a recording is replayed."""
-
-    segment: float = 2.0
-    """Length of each replayed segment [s]; each starts from the recorded state."""
-    physics_dt: float = 0.002
-    """Physics step of the replay [s] (the delay's unit)."""
-    max_delay: int = 8
-    """Largest command delay considered [physics steps]."""
-    effort_weight: float = 1.0
-    """Weight of the effort error against the position error (0: positions only)."""
-
-    def validate(self) -> None:
-        if self.segment <= 0 or self.physics_dt <= 0 or self.max_delay < 0 \
-                or self.effort_weight < 0:
-            raise ConfigError("segment and physics_dt must be > 0, max_delay and "
-                              "effort_weight >= 0")
 
 
 @dataclasses.dataclass

@@ -18,14 +18,11 @@ to fetch, so it runs anywhere.
 
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-MIN_SIZE = 24
-"""Smallest image side [px] the encoder's four convolutions (two of stride 2) accept."""
+from robot_rl.vision.configs import MIN_SIZE, Pool
 
 DEPTH_RANGE = 2.0
 """Depth is fed to the encoder as min(depth, DEPTH_RANGE) / DEPTH_RANGE [m]; 0 (no return)
@@ -57,9 +54,6 @@ def random_shift(x: torch.Tensor, pad: int, gen: torch.Generator | None = None
     # gather (B, C, H, W): padded[b, :, rows[b, i], cols[b, j]]
     out = padded.permute(0, 2, 3, 1)[b, rows[:, :, None], cols[:, None, :]]
     return out.permute(0, 3, 1, 2).contiguous()
-
-
-Pool = Literal["flatten", "keypoints"]
 
 
 class SpatialSoftmax(nn.Module):

@@ -28,86 +28,27 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import torch
-import tyro
 from rich.console import Console
 
-from robot_rl.algos import SACConfig
 from robot_rl.checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint
-from robot_rl.config_io import nest, to_dict
+from robot_rl.config_io import to_dict
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate_decisions
 from robot_rl.replay import ReplayBuffer
-from robot_rl.runner import Runner, TrainConfig
+from robot_rl.runner import Runner
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.vec_env import CRITIC, VecEnv, layout_columns, uniform_actions
-from robot_rl.vision.pixel_inputs import PixelInputs, hidden_terms, pixel_env, student_columns
+from robot_rl.vision.configs import PixelTrainConfig
+from robot_rl.vision.pixel_inputs import hidden_terms, pixel_env, student_columns
 from robot_rl.vision.pixel_sac import PROPRIO, PixelActor, PixelSAC, image_key, replay_extra
-from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig
+from robot_rl.vision.student import PixelPolicy
 from robot_rl.vision.student_file import load_pixel_student, save_pixel_student, student_record
 
 PIXEL_POLICY = "pixel_policy.pt"
 """The run directory's pixel student file (the actor's deterministic policy)."""
-
-
-def _pixel_sac() -> SACConfig:
-    return SACConfig(batch_size=128, buffer_size=50_000, learning_starts=2_000)
-
-
-@dataclasses.dataclass(kw_only=True)
-class PixelTrainConfig(TrainConfig):
-    """Train a policy that sees camera images and proprioception with asymmetric SAC: the
-    critics and the safety critic read the simulator's state.
-
-    Example: robot-rl train-pixels --student runs/pixel_student.pt --time-budget 1800
-    """
-
-    gym: tyro.conf.Suppress[str | None] = None
-    """Not here: --gym trains robot-rl train runs."""
-
-    task: str = "push"
-    """Task (with --student: the student's)."""
-    algo: Literal["pixel_sac"] = "pixel_sac"  # type: ignore[assignment]
-    """Learning algorithm (names the run)."""
-    student: Path | None = None
-    """A pixel student file (robot-rl distill-pixels) to start the actor from; its
-    cameras, size, depth, visual preset, dropped terms and networks replace the flags'."""
-    inputs: Annotated[PixelInputs, tyro.conf.arg(name="")] = dataclasses.field(
-        default_factory=PixelInputs)
-    """What the actor sees (flags without a prefix: ``--cameras``, ``--size``, ...; as
-    distill-pixels')."""
-    policy: PixelPolicyConfig = dataclasses.field(default_factory=PixelPolicyConfig)
-    """The actor's networks and augmentation (the DrQ shift is ``policy.shift``)."""
-    state_weight: float = 1.0
-    """Weight of the auxiliary loss of the actor's state head (the terms the cameras stand
-    in for, regressed on the critic group's values); 0: no state head."""
-    rl_trains_perception: bool = False
-    """Where the action MLP reads the state estimate: SAC's actor loss also trains the
-    encoders and state head through it (default: they learn from the state loss alone)."""
-    anchor_weight: float | None = None
-    """Weight of the pull of the actor's actions toward the initial action MLP's (TD3+BC's
-    regularizer, scaled by the critics' mean |Q|; robot_rl.vision.pixel_sac). Default: 0.4
-    (TD3+BC's 2.5) with --student, 0 without."""
-    init_log_std: float = -1.5
-    """The actor's initial log std (state-independent at first)."""
-    critic_warmup: int = 2_000
-    """With --student: gradient updates of the critics alone before the actor learns."""
-    sac: SACConfig = dataclasses.field(default_factory=_pixel_sac)
-
-    def validate(self) -> None:
-        super().validate()
-        self.inputs.validate()
-        if self.state_weight < 0 or self.critic_warmup < 0 or (self.anchor_weight or 0) < 0:
-            raise ConfigError("--state-weight, --critic-warmup and --anchor-weight must be "
-                              ">= 0")
-
-    @classmethod
-    def from_saved(cls, data: dict[str, Any]) -> PixelTrainConfig:
-        """As ``TrainConfig.from_saved``; runs saved before ``inputs`` was its own config
-        had its fields flat."""
-        return super().from_saved(nest(data, "inputs", PixelInputs))
 
 
 def with_student(cfg: PixelTrainConfig) -> tuple[PixelTrainConfig, PixelPolicy | None]:

@@ -42,7 +42,8 @@ import math
 import torch
 from torch import nn
 
-from robot_rl.algos import SAC, SACConfig, SafetyConfig
+from robot_rl.algos import SAC
+from robot_rl.algos.configs import SACConfig, SafetyConfig
 from robot_rl.algos.sac import ActStep, CriticRegularizer
 from robot_rl.nets import LOG_STD_MAX, LOG_STD_MIN, tanh_gaussian_log_prob
 from robot_rl.replay import Batch, ExtraSpec

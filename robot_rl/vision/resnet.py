@@ -33,7 +33,8 @@ import torch
 from torch import nn
 
 from robot_rl.errors import ConfigError
-from robot_rl.vision.encoder import Pool, SpatialSoftmax
+from robot_rl.vision.configs import Pool
+from robot_rl.vision.encoder import SpatialSoftmax
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)

@@ -26,25 +26,10 @@ from torch import nn
 from robot_rl.checkpoint import CheckpointError
 from robot_rl.config_io import from_dict
 from robot_rl.export.modules import ObsNorm
-from robot_rl.vision.encoder import ConvEncoder, Pool, image_input, random_shift
+from robot_rl.vision.configs import ClassifierNetConfig
+from robot_rl.vision.encoder import ConvEncoder, image_input, random_shift
 
 REWARD_CLASSIFIER_FORMAT = "robot_rl.reward_classifier"
-
-
-@dataclasses.dataclass(kw_only=True)
-class ClassifierNetConfig:
-    """The classifier's networks."""
-
-    features: int = 64
-    """Features per camera from its encoder."""
-    encoder_width: int = 16
-    """Channels of the encoder's convolutions."""
-    pool: Pool = "keypoints"
-    """How the encoder pools its feature maps (``robot_rl.vision.encoder``)."""
-    hidden: int = 128
-    """Hidden width of the MLP over camera features and state."""
-    shift: int = 4
-    """DrQ random-shift padding [px] while training (0: none)."""
 
 
 def resize_frames(rgb: torch.Tensor, size: int) -> torch.Tensor:

@@ -23,99 +23,22 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from pathlib import Path
-from typing import Annotated
 
 import numpy as np
 import torch
-import tyro
 from rich.console import Console
 
 from robot_rl.checkpoint import save_atomic
 from robot_rl.config_io import to_dict
 from robot_rl.data.reader import Dataset, DatasetError
 from robot_rl.data.recover import feature_names
-from robot_rl.errors import ConfigError
-from robot_rl.vision.encoder import MIN_SIZE
+from robot_rl.vision.configs import RewardTrainConfig
 from robot_rl.vision.reward_classifier import (
     REWARD_CLASSIFIER_FORMAT,
-    ClassifierNetConfig,
     RewardClassifier,
     SuccessNet,
     resize_frames,
 )
-
-
-@dataclasses.dataclass(kw_only=True)
-class RewardTrainConfig:
-    """Train a success classifier on camera frames (HIL-SERL's reward classifier).
-
-    Learns from a dataset's videos and next.success labels and reports precision and recall
-    on held-out episodes.
-
-    Example: robot-rl reward train data/lift --cameras front --out runs/reward_lift.pt
-    """
-
-    dataset: Annotated[Path, tyro.conf.Positional]
-    """Dataset folder with camera videos and next.success labels."""
-    cameras: tuple[str, ...] = ()
-    """Cameras the classifier sees (default: every camera of the dataset)."""
-    size: int = 64
-    """Frames are resized to size x size [px]."""
-    state_terms: tuple[str, ...] = ()
-    """Observation terms (of observation.state) the classifier also reads, e.g. ``goal``
-    for push, whose goal no camera shows (default: images only)."""
-    net: ClassifierNetConfig = dataclasses.field(default_factory=ClassifierNetConfig)
-    holdout: float = 0.2
-    """Fraction of the episodes held out for evaluation (at least one)."""
-    balance: bool = False
-    """Weight success frames by the other-to-success frame ratio (see module docstring)."""
-    grad_steps: int = 1500
-    batch_size: int = 64
-    lr: float = 1e-3
-    precision: float = 0.95
-    """Precision the decision threshold is chosen for on the validation episodes (0: use
-    --threshold)."""
-    validation: float = 0.2
-    """Fraction of the training episodes kept out of the fit to choose the threshold on."""
-    threshold: float = 0.5
-    """Probability at or above which a frame counts as success (with --precision 0)."""
-    seed: int = 0
-    out: Path = Path("runs/reward_classifier.pt")
-    """Where the classifier is saved."""
-    progress: bool = True
-
-    def validate(self) -> None:
-        if not 0.0 < self.holdout < 1.0:
-            raise ConfigError(f"--holdout must be in (0, 1), got {self.holdout}")
-        if not 0.0 < self.threshold < 1.0:
-            raise ConfigError(f"--threshold must be in (0, 1), got {self.threshold}")
-        if not 0.0 <= self.precision < 1.0 or not 0.0 < self.validation < 1.0:
-            raise ConfigError("--precision must be in [0, 1) and --validation in (0, 1)")
-        if self.size < MIN_SIZE:
-            raise ConfigError(f"--size must be >= {MIN_SIZE} px, got {self.size}")
-        if min(self.grad_steps, self.batch_size) < 1:
-            raise ConfigError("--grad-steps and --batch-size must be >= 1")
-
-
-@dataclasses.dataclass(kw_only=True)
-class RewardEvalConfig:
-    """Evaluate a success classifier on a dataset's labelled frames.
-
-    Precision, recall, accuracy, and per episode whether it saw the success the labels say
-    happened.
-
-    Example: robot-rl reward eval runs/reward_lift.pt data/lift_test
-    """
-
-    classifier: Annotated[Path, tyro.conf.Positional]
-    """A classifier saved by ``robot-rl reward train``."""
-    dataset: Annotated[Path, tyro.conf.Positional]
-    """Dataset folder with camera videos and next.success labels."""
-    episodes: tuple[int, ...] = ()
-    """Episode indices to evaluate on (default: all)."""
-    threshold: float | None = None
-    """Decision threshold (default: the classifier's own)."""
 
 
 @dataclasses.dataclass

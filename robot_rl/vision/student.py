@@ -28,17 +28,15 @@ by ``PixelPolicyConfig.act_on``:
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from pathlib import Path
-from typing import Any, Literal
 
 import torch
 from torch import nn
 
 from robot_rl.export.modules import ObsNorm
 from robot_rl.nets import mlp
-from robot_rl.vision.encoder import ConvEncoder, Pool, image_input, random_shift
+from robot_rl.vision.configs import PixelPolicyConfig
+from robot_rl.vision.encoder import ConvEncoder, image_input, random_shift
 
 
 def make_encoder(cfg: PixelPolicyConfig, channels: int, size: tuple[int, int],
@@ -53,50 +51,9 @@ def make_encoder(cfg: PixelPolicyConfig, channels: int, size: tuple[int, int],
     return ConvEncoder(channels, size, cfg.features, cfg.encoder_width, cfg.pool)
 
 
-@dataclasses.dataclass(kw_only=True)
-class PixelPolicyConfig:
-    """The pixel student's networks."""
-
-    features: int = 64
-    """Features per camera from its encoder."""
-    encoder_width: int = 16
-    """Channels of the encoder's convolutions (DrQ uses 32 on a GPU: 2-3x the CPU time)."""
-    pool: Pool = "keypoints"
-    """How each encoder pools its feature maps: ``keypoints`` (spatial softmax) or
-    ``flatten`` (DrQ)."""
-    state_hidden: tuple[int, ...] = (256,)
-    """Hidden layers of the state head (with state_dim > 0)."""
-    act_on: Literal["state", "features"] = "state"
-    """What the action MLP reads next to the proprioception: the state estimate or the
-    cameras' features (see module docstring; without a state head: features)."""
-    hidden: tuple[int, ...] = (256, 256)
-    """Hidden layers of the action MLP."""
-    activation: Literal["relu", "elu"] = "relu"
-    """The action MLP's activation. Cloning push's scripted expert without the last action, a
-    state student of this size succeeded in 78% of 32 episodes with ELU and 44% with ReLU
-    (same data and steps), so ``distill-pixels``, whose action MLP first learns as such a
-    state policy, uses ELU (docs/vision-history.md)."""
-    shift: int = 4
-    """DrQ random-shift padding [px] while training (0: none)."""
-
-    encoder: Literal["conv", "resnet18"] = "conv"
-    """Each camera's encoder: the small conv net trained from scratch, or a ResNet-18 trunk
-    (``robot_rl.vision.resnet``: torchvision's weight files load; ~35x the conv net's cost
-    on a CPU, for a GPU)."""
-    pretrained: Path | None = None
-    """With ``encoder resnet18``: a local file of pretrained ResNet-18 weights (a
-    torchvision state dict); without it the trunk starts from random weights."""
-
-
 def cameras_of(image_shapes: dict[str, tuple[int, int, int]]) -> list[str]:
     """The camera names of an env's image keys, in order."""
     return list(dict.fromkeys(k.rsplit(".", 1)[0] for k in image_shapes))
-
-
-def saved_policy(data: dict[str, Any]) -> dict[str, Any]:
-    """A saved ``PixelPolicyConfig`` as it reads today: students saved before the activation
-    was a choice used ReLU."""
-    return {"activation": "relu", **data}
 
 
 class PixelPolicy(nn.Module):

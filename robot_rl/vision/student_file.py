@@ -22,8 +22,8 @@ from robot_rl.checkpoint import CheckpointError, save_atomic
 from robot_rl.config_io import from_dict, nest, to_dict
 from robot_rl.sim.configs import DRPreset
 from robot_rl.sim.env import BatchedEnv
-from robot_rl.vision.pixel_inputs import PixelInputs
-from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig, saved_policy
+from robot_rl.vision.configs import PixelInputs, PixelPolicyConfig, saved_policy
+from robot_rl.vision.student import PixelPolicy
 
 PIXEL_STUDENT_FORMAT = "robot_rl.pixel_student"
 

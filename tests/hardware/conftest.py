@@ -14,7 +14,8 @@ from robot_rl.robots import get_robot
 
 @pytest.fixture(scope="session")
 def reach_artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from robot_rl.distill import DaggerConfig, DistillConfig, clone_expert
+    from robot_rl.distill import clone_expert
+    from robot_rl.distill.configs import DaggerConfig, DistillConfig
     from robot_rl.export.artifact import artifact_meta, export_artifact
 
     cfg = DistillConfig(run=Path("-"),

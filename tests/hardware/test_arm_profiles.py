@@ -21,6 +21,7 @@ pytest.importorskip("rclpy")
 
 from robot_rl.controllers.arm_model import ArmModel  # noqa: E402
 from robot_rl.errors import ConfigError  # noqa: E402
+from robot_rl.hardware.configs import SimRobotConfig
 from robot_rl.hardware.ros.launcher import (  # noqa: E402
     config_dir,
     default_params_file,
@@ -28,7 +29,7 @@ from robot_rl.hardware.ros.launcher import (  # noqa: E402
     stop_node,
 )
 from robot_rl.hardware.ros.wire import WireFormat  # noqa: E402
-from robot_rl.hardware.sim_robot import SimRobotConfig, build_model  # noqa: E402
+from robot_rl.hardware.sim_robot import build_model
 from robot_rl.robots import get_robot  # noqa: E402
 from tests.hardware.test_ros_nodes import Observer, _domain_id, _running  # noqa: E402
 
@@ -66,7 +67,8 @@ def test_each_profile_names_its_arms_joints_and_a_known_robot() -> None:
 @pytest.fixture(scope="module")
 def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     """reach's expert cloned on an arm and exported (once per arm)."""
-    from robot_rl.distill import DaggerConfig, DistillConfig, clone_expert
+    from robot_rl.distill import clone_expert
+    from robot_rl.distill.configs import DaggerConfig, DistillConfig
     from robot_rl.export.artifact import artifact_meta, export_artifact
 
     made: dict[str, Path] = {}

@@ -17,10 +17,11 @@ from robot_rl.errors import ConfigError
 from robot_rl.export import load_policy
 from robot_rl.hardware.camera_feed import frame_input
 from robot_rl.hardware.cameras.base import Camera, CameraFrame, Intrinsics
-from robot_rl.hardware.cameras.sim_camera import SimArmCameras, SimCameraConfig
+from robot_rl.hardware.cameras.sim_camera import SimArmCameras
+from robot_rl.hardware.configs import DeployConfig, SimCameraConfig, SimRobotConfig
 from robot_rl.hardware.observation import TaskObserver, task_config_from_meta
-from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
-from robot_rl.hardware.sim_robot import SimRobot, SimRobotConfig
+from robot_rl.hardware.runtime import DeployRuntime
+from robot_rl.hardware.sim_robot import SimRobot
 from robot_rl.hardware.sim_robot_process import SimRobotProcess
 from robot_rl.hardware.sim_task import SimTaskEpisodes
 from robot_rl.sim.configs import CameraConfig

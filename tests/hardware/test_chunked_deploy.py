@@ -11,7 +11,8 @@ import pytest
 from rich.console import Console
 
 from robot_rl.export import load_policy
-from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
+from robot_rl.hardware.configs import DeployConfig
+from robot_rl.hardware.runtime import DeployRuntime
 from robot_rl.hardware.runtime_hooks import PolicyStep
 from tests.hardware.conftest import ScriptedRobot
 
@@ -20,11 +21,13 @@ H, K = 4, 2
 
 @pytest.fixture(scope="module")
 def chunk_artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from robot_rl.bc import BCConfig, BCRunner
+    from robot_rl.bc import BCRunner
+    from robot_rl.bc.config import BCConfig
     from robot_rl.kinds.base import ExportConfig
     from robot_rl.kinds.export import export_path
     from robot_rl.policies import PolicyConfig
-    from robot_rl.recording.record import RecordConfig, record
+    from robot_rl.recording.config import RecordConfig
+    from robot_rl.recording.record import record
 
     root = tmp_path_factory.mktemp("chunked_deploy")
     record(RecordConfig(task="reach", teleop="expert", episodes=2, out=root / "demos",

@@ -28,8 +28,9 @@ from robot_rl.controllers import (
 )
 from robot_rl.errors import ConfigError
 from robot_rl.export.artifact import task_meta
+from robot_rl.hardware.configs import DeployConfig
 from robot_rl.hardware.robot import RobotError
-from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
+from robot_rl.hardware.runtime import DeployRuntime
 from robot_rl.sim import make_env
 from tests.hardware.conftest import ScriptedRobot
 

@@ -15,8 +15,9 @@ from robot_rl.data.reader import Dataset
 from robot_rl.data.writer import DatasetWriter
 from robot_rl.export import load_policy
 from robot_rl.finetune.demos import demo_and_online, demo_buffer
-from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
-from robot_rl.hardware.sim_robot import SimRobot, SimRobotConfig
+from robot_rl.hardware.configs import DeployConfig, SimRobotConfig
+from robot_rl.hardware.runtime import DeployRuntime
+from robot_rl.hardware.sim_robot import SimRobot
 from robot_rl.hardware.teleop.base import ScriptedTeleop, TeleopCommand
 from robot_rl.recording.pacing import Pacing
 from robot_rl.recording.robot_recorder import NoPolicy, RobotRecorder, robot_dataset_spec

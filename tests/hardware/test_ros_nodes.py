@@ -34,12 +34,13 @@ from std_srvs.srv import Trigger  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from robot_rl.controllers.arm_model import ArmModel  # noqa: E402
+from robot_rl.hardware.configs import SimRobotConfig  # noqa: E402
 from robot_rl.hardware.ros.launcher import (  # noqa: E402
     default_params_file,
     node_command,
     stop_node,
 )
-from robot_rl.hardware.sim_robot import SimRobotConfig, build_model  # noqa: E402
+from robot_rl.hardware.sim_robot import build_model  # noqa: E402
 from robot_rl.robots import get_robot  # noqa: E402
 from tests.polling import wait_for  # noqa: E402
 

@@ -10,9 +10,10 @@ import pytest
 
 from robot_rl.errors import ConfigError
 from robot_rl.export import load_policy
+from robot_rl.hardware.configs import DeployConfig, SimRobotConfig
 from robot_rl.hardware.robot import RobotError
-from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
-from robot_rl.hardware.sim_robot import SimRobot, SimRobotConfig
+from robot_rl.hardware.runtime import DeployRuntime
+from robot_rl.hardware.sim_robot import SimRobot
 from tests.hardware.conftest import ScriptedRobot
 
 GOAL = (0.5, -0.15, 0.3)

@@ -14,8 +14,9 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from robot_rl.hardware.configs import SimRobotConfig
 from robot_rl.hardware.robot import JointCommand
-from robot_rl.hardware.sim_robot import SimRobot, SimRobotConfig
+from robot_rl.hardware.sim_robot import SimRobot
 from tests import polling
 
 DEADLINE = 20.0

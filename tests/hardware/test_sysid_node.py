@@ -18,11 +18,11 @@ rclpy = pytest.importorskip("rclpy")
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from robot_rl.errors import ConfigError  # noqa: E402
+from robot_rl.hardware.configs import SimRobotConfig  # noqa: E402
 from robot_rl.hardware.ros.convert import MAX_STAMP_AGE, sample_time  # noqa: E402
 from robot_rl.hardware.ros.launcher import sim_node_overrides  # noqa: E402
-from robot_rl.hardware.sim_robot import SimRobotConfig  # noqa: E402
 from robot_rl.robots import get_robot  # noqa: E402
-from robot_rl.sysid.record import RecordConfig  # noqa: E402
+from robot_rl.sysid.configs import RecordConfig  # noqa: E402
 from tests.hardware.test_ros_nodes import Observer, _domain_id, _start, _stop  # noqa: E402
 from tests.robot_rl.test_sysid import fit_shared_mass  # noqa: E402
 

@@ -11,7 +11,8 @@ import pytest
 rr = pytest.importorskip("rerun")
 
 from robot_rl.export import load_policy  # noqa: E402
-from robot_rl.hardware.runtime import DeployConfig, DeployRuntime  # noqa: E402
+from robot_rl.hardware.configs import DeployConfig  # noqa: E402
+from robot_rl.hardware.runtime import DeployRuntime  # noqa: E402
 from robot_rl.hardware.telemetry import RerunTelemetry, Telemetry  # noqa: E402
 
 GOAL = (0.5, -0.1, 0.3)

@@ -16,8 +16,9 @@ from robot_rl.controllers.arm_model import ArmModel
 from robot_rl.controllers.ik import orientation_error
 from robot_rl.data import Dataset
 from robot_rl.errors import ConfigError
-from robot_rl.hardware.home_move import HomeMove, HomeMoveConfig
-from robot_rl.hardware.sim_robot import SimRobotConfig, build_model
+from robot_rl.hardware.configs import HomeMoveConfig, SimRobotConfig
+from robot_rl.hardware.home_move import HomeMove
+from robot_rl.hardware.sim_robot import build_model
 from robot_rl.hardware.teleop import ScriptedTeleop, TeleopCommand
 from robot_rl.hardware.teleop.base import TeleopError
 from robot_rl.hardware.teleop.gamepad import (
@@ -33,7 +34,8 @@ from robot_rl.hardware.teleop.gamepad import (
 from robot_rl.hardware.teleop.keyboard import KeyboardTeleop, parse_keys
 from robot_rl.hardware.teleop.mapping import TeleopMapper
 from robot_rl.hardware.teleop.spacemouse import SpaceMouseTeleop, parse_report
-from robot_rl.recording.record import RecordConfig, record
+from robot_rl.recording.config import RecordConfig
+from robot_rl.recording.record import record
 from robot_rl.robots import get_robot
 
 

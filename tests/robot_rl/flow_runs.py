@@ -9,9 +9,11 @@ from typing import Any
 
 from rich.console import Console
 
-from robot_rl.bc import BCConfig, BCRunner
+from robot_rl.bc import BCRunner
+from robot_rl.bc.config import BCConfig
 from robot_rl.policies import PolicyConfig
-from robot_rl.recording.record import RecordConfig, record
+from robot_rl.recording.config import RecordConfig
+from robot_rl.recording.record import record
 
 
 def tiny_bc_runs(root: Path, task: str, episode_length: int, horizon: int,
@@ -35,10 +37,8 @@ def tiny_pixel_config(out: Path, rollout_steps: int) -> Any:
     """A ``PixelDistillConfig`` of push through two 24-px cameras (front and wrist, with
     depth) that distils in seconds: one DAgger iteration, two gradient steps, no
     evaluation; the student written to ``out``."""
-    from robot_rl.distill.dagger import DaggerConfig
-    from robot_rl.distill.pixel_config import PixelDistillConfig
-    from robot_rl.vision.pixel_inputs import PixelInputs
-    from robot_rl.vision.student import PixelPolicyConfig
+    from robot_rl.distill.configs import DaggerConfig, PixelDistillConfig
+    from robot_rl.vision.configs import PixelInputs, PixelPolicyConfig
 
     return PixelDistillConfig(task="push", action_steps=2, policy_iterations=0, action_batch=8,
                               out=out, policy=PixelPolicyConfig(features=8, hidden=(16,)),

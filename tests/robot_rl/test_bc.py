@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from robot_rl.bc import BCConfig, BCRunner, load_bc_policy
+from robot_rl.bc import BCRunner, load_bc_policy
+from robot_rl.bc.config import BCConfig
 from robot_rl.checkpoint import CHECKPOINT
 from robot_rl.data import Dataset, DatasetError
 from robot_rl.errors import ConfigError
 from robot_rl.policies import PolicyConfig
-from robot_rl.recording.record import RecordConfig, record
+from robot_rl.recording.config import RecordConfig
+from robot_rl.recording.record import record
 
 EP_LEN = 30
 

@@ -13,11 +13,12 @@ import pytest
 import torch
 from rich.console import Console
 
-from robot_rl.algos import SACConfig
+from robot_rl.algos.configs import SACConfig
 from robot_rl.bc import load_bc_policy
 from robot_rl.checkpoint import CheckpointError
 from robot_rl.export import load_policy
-from robot_rl.finetune import DSRLConfig, DSRLRunner
+from robot_rl.finetune import DSRLRunner
+from robot_rl.finetune.configs import DSRLConfig
 from robot_rl.finetune.dsrl import load_dsrl
 from robot_rl.kinds.base import ExportConfig
 from robot_rl.kinds.export import export_path
@@ -99,8 +100,8 @@ def test_dsrl_artifact_chooses_its_noise_inside_the_graph(runs: Path, tmp_path: 
 @pytest.mark.slow
 def test_one_step_student_learns_the_flow_map_and_exports(runs: Path) -> None:
     from robot_rl.cli.learn import distill_cmd
-    from robot_rl.distill import DaggerConfig, DistillConfig
     from robot_rl.distill.chunked import load_onestep
+    from robot_rl.distill.configs import DaggerConfig, DistillConfig
 
     distill_cmd(DistillConfig(run=runs / "bc-flow", hidden=(32, 32),
                               dagger=DaggerConfig(iterations=2, rollout_steps=12, num_envs=4,
@@ -149,8 +150,8 @@ def test_chunk_latency_times_the_artifact_in_a_process_of_its_own(runs: Path,
 
 
 def test_a_plain_students_hidden_layers_cost_a_quarter_of_residual_blocks() -> None:
-    from robot_rl.distill import DistillConfig
     from robot_rl.distill.chunked import student_config
+    from robot_rl.distill.configs import DistillConfig
     from robot_rl.policies import PolicyConfig, make_policy
 
     teacher = PolicyConfig(horizon=8, execute=4, width=256, blocks=3, flow_steps=10)

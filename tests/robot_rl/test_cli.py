@@ -114,3 +114,39 @@ def test_bench_sim_on_the_warp_backend_prints_the_gpu_table(cli) -> None:
         assert word in text, word
     rows = [line for line in text.splitlines() if line.strip("│ ").startswith(("warp", "cpu"))]
     assert len(rows) == 2 and "n/a" not in text
+
+
+HEAVY = ("torch", "mujoco", "numba", "pyarrow", "scipy", "rerun", "av", "ray", "rclpy")
+"""What ``--help`` must not import: each costs from a tenth of a second (mujoco) to
+seconds (torch); configs live in modules without them (docs/architecture.md)."""
+
+_HELP_IMPORTS = """
+import contextlib, io, sys
+from robot_rl.cli import every_command, main
+heavy = sys.argv[1].split(",")
+for words in every_command():
+    try:
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            main([*words, "--help"])
+    except SystemExit as e:
+        assert not e.code, (words, e.code)
+    assert "--help" in out.getvalue() or "usage" in out.getvalue(), words
+    loaded = [m for m in heavy if m in sys.modules]
+    print(" ".join(words), ",".join(loaded) or "-")
+"""
+
+
+@pytest.mark.slow
+def test_help_of_every_command_imports_no_heavy_module() -> None:
+    """``robot-rl COMMAND --help`` reads the command's config alone: none of them imports
+    torch, MuJoCo, numba or pyarrow (they took 4-5 s each when configs lived beside the
+    code that runs them). One process walks every command, so the first command that
+    imports one is named."""
+    out = subprocess.run([sys.executable, "-c", _HELP_IMPORTS, ",".join(HEAVY)],
+                         capture_output=True, text=True, timeout=300, env=_env())
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.splitlines()
+    from robot_rl.cli import every_command
+
+    assert len(lines) == len(every_command()), out.stdout
+    assert [ln for ln in lines if not ln.endswith(" -")] == [], out.stdout

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from robot_rl.algos import SAC, SACConfig, SafetyConfig
+from robot_rl.algos import SAC
+from robot_rl.algos.configs import SACConfig, SafetyConfig
 from robot_rl.checkpoint import CHECKPOINT, REPLAY, load_checkpoint
 from robot_rl.cluster.collector import PoolCollector, make_learner
 from robot_rl.cluster.env_runner import EnvRunner
@@ -21,8 +22,9 @@ from robot_rl.cluster.rollout import Rollout
 from robot_rl.cluster.weights import acting_state, load_acting_state
 from robot_rl.errors import ConfigError
 from robot_rl.ray_options import RayOptions
-from robot_rl.runner import TrainConfig, make_agent
+from robot_rl.runner import make_agent
 from robot_rl.sim import make_task_config
+from robot_rl.train_config import TrainConfig
 from tests.polling import wait_until
 
 
@@ -198,10 +200,9 @@ def _init_run(tmp_path: Path) -> Path:
 
 
 def _robot_cfg(tmp_path: Path, **overrides: object):
-    from robot_rl.finetune.robot.actor import RobotSetup
-    from robot_rl.finetune.robot.learner import RobotFinetuneConfig, resolve_init
-    from robot_rl.finetune.robot.loop import OnlineLoopConfig
-    from robot_rl.hardware.runtime import DeployConfig
+    from robot_rl.finetune.robot.configs import OnlineLoopConfig, RobotFinetuneConfig, RobotSetup
+    from robot_rl.finetune.robot.learner import resolve_init
+    from robot_rl.hardware.configs import DeployConfig
 
     fields: dict = dict(
         init=_init_run(tmp_path), runs_dir=tmp_path, run_name="robot", progress=False,

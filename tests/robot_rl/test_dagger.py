@@ -9,12 +9,11 @@ import torch
 from rich.console import Console
 
 from robot_rl.config_io import to_dict
-from robot_rl.distill.dagger import DaggerConfig, dagger, mix
-from robot_rl.distill.pixel_config import PixelDistillConfig
+from robot_rl.distill.configs import DaggerConfig, PixelDistillConfig
+from robot_rl.distill.dagger import dagger, mix
 from robot_rl.errors import ConfigError
-from robot_rl.vision.pixel_inputs import PixelInputs
-from robot_rl.vision.pixel_runner import PixelTrainConfig
-from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig
+from robot_rl.vision.configs import PixelInputs, PixelPolicyConfig, PixelTrainConfig
+from robot_rl.vision.student import PixelPolicy
 from robot_rl.vision.student_file import PIXEL_STUDENT_FORMAT, load_pixel_student, student_record
 
 

@@ -17,7 +17,8 @@ import pytest
 
 from robot_rl.data import Dataset, DatasetError, DatasetWriter
 from robot_rl.errors import ConfigError
-from robot_rl.recording.record import RecordConfig, dataset_spec, make_recording_env, record
+from robot_rl.recording.config import RecordConfig
+from robot_rl.recording.record import dataset_spec, make_recording_env, record
 from robot_rl.recording.sim_replay import replay_episode
 
 EP_LEN = 40

@@ -12,10 +12,11 @@ import pytest
 import torch
 from rich.console import Console
 
-from robot_rl.algos import SACConfig
+from robot_rl.algos.configs import SACConfig
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.errors import ConfigError
-from robot_rl.finetune import DSRLConfig, DSRLRunner, NoiseActionEnv
+from robot_rl.finetune import DSRLRunner, NoiseActionEnv
+from robot_rl.finetune.configs import DSRLConfig
 from robot_rl.policies import PolicyConfig, make_policy
 from robot_rl.sim import make_env
 
@@ -102,7 +103,8 @@ def flow_run(push_flow_run: Path) -> Path:
 
 @pytest.mark.slow
 def test_a_dsrl_run_trains_and_is_evaluated(flow_run: Path, tmp_path: Path) -> None:
-    from robot_rl.cli.learn import EvalConfig, eval_cmd
+    from robot_rl.cli.learn import eval_cmd
+    from robot_rl.kinds.eval_config import EvalConfig
 
     cfg = DSRLConfig(policy=flow_run, num_envs=2, total_steps=96, eval_every=48,
                      eval_episodes=2, runs_dir=tmp_path, run_name="dsrl", progress=False,
@@ -156,7 +158,8 @@ def test_dsrl_starts_from_the_noise_the_flow_was_trained_on(flow_run: Path,
         noise = cfg.noise_scale * agent.gaussian_actor.sample(x)[0]
     assert float(log_std.mean()) == pytest.approx(0.0, abs=0.05)
     assert 0.85 < float(noise.std()) < 1.05
-    from robot_rl.algos import SAC, SafetyConfig
+    from robot_rl.algos import SAC
+    from robot_rl.algos.configs import SafetyConfig
 
     plain = SAC(runner.env.obs_dim, runner.env.act_dim, SACConfig(gamma=0.9),
                 SafetyConfig(mode="off"))

@@ -10,14 +10,17 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from robot_rl.algos import SACConfig
-from robot_rl.finetune import DSRLConfig, DSRLRunner
-from robot_rl.finetune.residual import ResidualConfig, ResidualRunner
+from robot_rl.algos.configs import SACConfig
+from robot_rl.finetune import DSRLRunner
+from robot_rl.finetune.configs import DSRLConfig, ResidualConfig
+from robot_rl.finetune.residual import ResidualRunner
 from robot_rl.kinds.base import ExportConfig
-from robot_rl.kinds.evaluation import EvalConfig, evaluate_path
+from robot_rl.kinds.eval_config import EvalConfig
+from robot_rl.kinds.evaluation import evaluate_path
 from robot_rl.kinds.export import export_path
-from robot_rl.runner import Runner, TrainConfig
+from robot_rl.runner import Runner
 from robot_rl.sim import make_task_config
+from robot_rl.train_config import TrainConfig
 from tests.robot_rl.flow_runs import tiny_bc_runs
 
 TINY = dict(batch_size=16, learning_starts=48, actor_hidden=(16,), critic_hidden=(16,))
@@ -62,7 +65,7 @@ def test_run_and_artifact_agree_for_every_kind(runs: Path) -> None:
 
 
 def dict_safety():  # type: ignore[no-untyped-def]
-    from robot_rl.algos import SafetyConfig
+    from robot_rl.algos.configs import SafetyConfig
 
     # gated, with a threshold the untrained critic never exceeds: where the policy's action
     # is safe both keep it (a rejected action's replacement is random in both, by design)

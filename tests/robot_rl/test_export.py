@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from robot_rl.algos import SAC, SACConfig, SafetyConfig
+from robot_rl.algos import SAC
+from robot_rl.algos.configs import SACConfig, SafetyConfig
 from robot_rl.distill import teacher_policy
 from robot_rl.export import ArtifactError, load_policy
 from robot_rl.export.artifact import artifact_meta, export_artifact

@@ -11,7 +11,8 @@ import pytest
 import torch
 from rich.console import Console
 
-from robot_rl.bc.filtered import FilteredBC, FilteredBCConfig, successful_rollouts
+from robot_rl.bc.config import FilteredBCConfig
+from robot_rl.bc.filtered import FilteredBC, successful_rollouts
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.policies import PolicyConfig
 from robot_rl.sim import make_env

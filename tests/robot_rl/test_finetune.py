@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from robot_rl.algos import SACConfig
-from robot_rl.finetune import FinetuneConfig, FinetuneRunner, mixed_batch
-from robot_rl.recording.record import RecordConfig, record
+from robot_rl.algos.configs import SACConfig
+from robot_rl.finetune import FinetuneRunner, mixed_batch
+from robot_rl.finetune.configs import FinetuneConfig
+from robot_rl.recording.config import RecordConfig
+from robot_rl.recording.record import record
 from robot_rl.replay import ReplayBuffer
 from robot_rl.sim import make_task_config
 
@@ -142,8 +144,10 @@ def test_calql_regularizer_by_hand():
     and Cal-QL raises the policy samples' values to the MC return first."""
     import math
 
-    from robot_rl.algos import SAC, SafetyConfig
-    from robot_rl.finetune.calql import MC_RETURN, CalQL, CalQLConfig
+    from robot_rl.algos import SAC
+    from robot_rl.algos.configs import SafetyConfig
+    from robot_rl.finetune.calql import MC_RETURN, CalQL
+    from robot_rl.finetune.configs import CalQLConfig
     from robot_rl.replay import Batch
 
     agent = SAC(2, 1, SACConfig(gamma=0.9, normalize_obs=False), SafetyConfig(mode="off"))
@@ -167,7 +171,7 @@ def test_calql_regularizer_by_hand():
 
 def test_method_picks_its_reference_recipe(tmp_path):
     from robot_rl.cli import _task_default
-    from robot_rl.finetune.runner import rlpd_sac, wsrl_sac
+    from robot_rl.finetune.configs import rlpd_sac, wsrl_sac
 
     rlpd = FinetuneConfig(demos=tmp_path, method="rlpd")
     assert rlpd.sac == rlpd_sac()

@@ -14,12 +14,14 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from robot_rl.bc import BCConfig, BCRunner
+from robot_rl.bc import BCRunner
+from robot_rl.bc.config import BCConfig
 from robot_rl.data import Dataset, DatasetError
 from robot_rl.data.format import ACTION_MEANING
 from robot_rl.errors import ConfigError
 from robot_rl.policies import PolicyConfig
-from robot_rl.recording.record import RecordConfig, dataset_spec, record
+from robot_rl.recording.config import RecordConfig
+from robot_rl.recording.record import dataset_spec, record
 
 FPS, EPISODES, LENGTH = 50, 8, 40
 JOINTS = tuple(f"joint{i}" for i in range(1, 8))

@@ -12,7 +12,7 @@ import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
-from robot_rl.algos import SACConfig, SafetyConfig
+from robot_rl.algos.configs import SACConfig, SafetyConfig
 from robot_rl.errors import ConfigError
 from robot_rl.interop.gymnasium_env import GymVecEnv
 from robot_rl.sim import make_task_config
@@ -93,7 +93,8 @@ def test_spaces_and_vector_envs_it_cannot_drive_are_refused():
 
 @pytest.mark.slow
 def test_sac_and_its_safety_critic_train_on_a_gymnasium_env(tmp_path: Path):
-    from robot_rl.runner import Runner, TrainConfig
+    from robot_rl.runner import Runner
+    from robot_rl.train_config import TrainConfig
 
     small = SACConfig(actor_hidden=(32, 32), critic_hidden=(32, 32), batch_size=32,
                       buffer_size=4_000, learning_starts=80, gamma=0.95)

@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 import torch
 
-from robot_rl.algos import SACConfig, SafetyConfig
+from robot_rl.algos.configs import SACConfig, SafetyConfig
 from robot_rl.interop import IsaacGymVecEnv, VecTaskAdapter
-from robot_rl.runner import Runner, TrainConfig
+from robot_rl.runner import Runner
 from robot_rl.sim import check_vec_env, make_env, make_task_config
+from robot_rl.train_config import TrainConfig
 
 
 def test_the_adapter_has_the_vectask_surface() -> None:

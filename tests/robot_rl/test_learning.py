@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from robot_rl.algos import SAC, SACConfig, SafetyConfig
+from robot_rl.algos import SAC
+from robot_rl.algos.configs import SACConfig, SafetyConfig
 from robot_rl.replay import ReplayBuffer
 from robot_rl.sim import make_env
 

@@ -16,7 +16,8 @@ from robot_rl.data import Dataset, DatasetError
 from robot_rl.data.format import DatasetSpec
 from robot_rl.data.stats import QUANTILES, feature_stats, merge_stats
 from robot_rl.errors import ConfigError
-from robot_rl.recording.record import RecordConfig, record
+from robot_rl.recording.config import RecordConfig
+from robot_rl.recording.record import record
 
 EP_LEN, G = 30, 8
 

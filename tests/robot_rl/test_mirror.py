@@ -13,7 +13,7 @@ import pytest
 import torch
 from rich.console import Console
 
-from robot_rl.algos import SACConfig
+from robot_rl.algos.configs import SACConfig
 from robot_rl.data.format import DatasetSpec
 from robot_rl.data.mirror import EPISODE_OFFSET, mirror_signs, with_mirror_images
 from robot_rl.data.reader import Dataset
@@ -209,7 +209,8 @@ def test_mirror_half_replaces_about_half_the_transitions_by_their_images() -> No
 
 @pytest.mark.slow
 def test_a_residual_learns_from_mirrored_transitions(tmp_path: Path) -> None:
-    from robot_rl.finetune.residual import ResidualConfig, ResidualRunner
+    from robot_rl.finetune.configs import ResidualConfig
+    from robot_rl.finetune.residual import ResidualRunner
     from tests.robot_rl.flow_runs import tiny_bc_runs
 
     tiny_bc_runs(tmp_path / "push", "push", episode_length=20, horizon=4, execute=2)
@@ -263,11 +264,13 @@ def test_sac_and_rlpd_learn_from_mirrored_transitions(tmp_path: Path) -> None:
     """``--mirror`` on SAC from scratch takes its signs from the env, RLPD's equal its
     demonstrations' (the same observation); a task without the symmetry, and DSRL, whose
     actions are noise, are refused."""
-    from robot_rl.finetune.dsrl import DSRLConfig
-    from robot_rl.finetune.runner import FinetuneConfig, FinetuneRunner
-    from robot_rl.recording.record import RecordConfig, record
-    from robot_rl.runner import Runner, TrainConfig
+    from robot_rl.finetune.configs import DSRLConfig, FinetuneConfig
+    from robot_rl.finetune.runner import FinetuneRunner
+    from robot_rl.recording.config import RecordConfig
+    from robot_rl.recording.record import record
+    from robot_rl.runner import Runner
     from robot_rl.sim import make_task_config
+    from robot_rl.train_config import TrainConfig
 
     sac = SACConfig(actor_hidden=(8,), critic_hidden=(8,), batch_size=32, learning_starts=16)
     common: dict[str, Any] = dict(num_envs=2, runs_dir=tmp_path / "runs", progress=False,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from robot_rl.algos import SAC, SACConfig, SafetyConfig
+from robot_rl.algos import SAC
+from robot_rl.algos.configs import SACConfig, SafetyConfig
 from robot_rl.errors import ConfigError
 from robot_rl.nstep import COST_DISCOUNT, DISCOUNT, NStepTransitions, NStepWriter
 from robot_rl.replay import Batch

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from robot_rl.recording.record import RecordConfig, record
+from robot_rl.recording.config import RecordConfig
+from robot_rl.recording.record import record
 
 
 def test_record_ends_its_status_line_before_the_summary_in_a_log(tmp_path: Path) -> None:
@@ -89,11 +90,9 @@ def test_a_misspelled_flag_gets_one_line_with_the_closest_flag(capsys) -> None:
 def test_a_run_is_named_after_its_method(tmp_path: Path) -> None:
     """Fine-tuning runs were named ``push__sac__0__<time>``, like training from scratch."""
     from robot_rl.checkpoint import create_run_dir
-    from robot_rl.finetune.dsrl import DSRLConfig
-    from robot_rl.finetune.residual import ResidualConfig
-    from robot_rl.finetune.robot.learner import RobotFinetuneConfig
-    from robot_rl.finetune.runner import FinetuneConfig
-    from robot_rl.runner import TrainConfig
+    from robot_rl.finetune.configs import DSRLConfig, FinetuneConfig, ResidualConfig
+    from robot_rl.finetune.robot.configs import RobotFinetuneConfig
+    from robot_rl.train_config import TrainConfig
 
     x = Path("x")
     names = [TrainConfig().method_name, FinetuneConfig(demos=x).method_name,

@@ -11,14 +11,13 @@ import pytest
 import torch
 from rich.console import Console
 
-from robot_rl.algos import SACConfig, SafetyConfig
-from robot_rl.distill.dagger import DaggerConfig
-from robot_rl.distill.pixel_config import PixelDistillConfig
+from robot_rl.algos.configs import SACConfig, SafetyConfig
+from robot_rl.distill.configs import DaggerConfig, PixelDistillConfig
 from robot_rl.distill.pixels import distill_pixels
 from robot_rl.errors import ConfigError
 from robot_rl.replay import ReplayBuffer
-from robot_rl.vision.pixel_inputs import PixelInputs
-from robot_rl.vision.pixel_runner import PIXEL_POLICY, PixelRunner, PixelTrainConfig
+from robot_rl.vision.configs import PixelInputs, PixelPolicyConfig, PixelTrainConfig
+from robot_rl.vision.pixel_runner import PIXEL_POLICY, PixelRunner
 from robot_rl.vision.pixel_sac import (
     PROPRIO,
     PixelActor,
@@ -26,7 +25,7 @@ from robot_rl.vision.pixel_sac import (
     image_key,
     replay_extra,
 )
-from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig
+from robot_rl.vision.student import PixelPolicy
 from robot_rl.vision.student_file import load_pixel_student
 
 SHAPES = {"front.rgb": (3, 24, 24), "front.depth": (1, 24, 24)}

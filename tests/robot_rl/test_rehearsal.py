@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from benchmarks.online_rehearsal import held_out_env
-from robot_rl.hardware.sim_robot import SimRobotConfig, build_model
+from robot_rl.hardware.configs import SimRobotConfig
+from robot_rl.hardware.sim_robot import build_model
 from robot_rl.robots import get_robot
 from robot_rl.sim.env import robot_bodies
 from robot_rl.sim.tasks import make_task_config
@@ -79,7 +80,7 @@ def _checks(sim: SimRobotConfig, joint: int = 0
     import torch
 
     from benchmarks.online_rehearsal import Args, goal_statics, holding_torque, travel_time
-    from robot_rl.runner import TrainConfig
+    from robot_rl.train_config import TrainConfig
 
     cfg = TrainConfig(task="reach")
     cfg.validate()

@@ -20,7 +20,8 @@ from robot_rl.errors import ConfigError  # noqa: E402
 @pytest.fixture(scope="module")
 def demos(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Three push episodes of the scripted expert with a 32x32 front camera."""
-    from robot_rl.recording.record import RecordConfig, record
+    from robot_rl.recording.config import RecordConfig
+    from robot_rl.recording.record import record
 
     out = tmp_path_factory.mktemp("rerun") / "push"
     record(RecordConfig(task="push", teleop="expert", episodes=3, out=out, cameras=("front",),

@@ -16,21 +16,15 @@ import pytest
 import torch
 from rich.console import Console
 
-from robot_rl.algos import SACConfig
-from robot_rl.algos.safety_critic import SafetyConfig
+from robot_rl.algos.configs import SACConfig, SafetyConfig
 from robot_rl.bc import load_bc_policy
 from robot_rl.checkpoint import CheckpointError
 from robot_rl.config_io import to_dict
 from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
 from robot_rl.export import ArtifactError, load_policy
-from robot_rl.finetune.residual import (
-    ResidualConfig,
-    ResidualEnv,
-    ResidualRunner,
-    explore_mask,
-    load_residual,
-)
+from robot_rl.finetune.configs import ResidualConfig
+from robot_rl.finetune.residual import ResidualEnv, ResidualRunner, explore_mask, load_residual
 from robot_rl.finetune.residual_base import (
     ExecutedActionSAC,
     ResidualActing,
@@ -207,8 +201,9 @@ def test_a_residual_run_acts_step_by_step_as_its_artifact_and_distills(
     held 3 calls, across episode ends); a one-step student that sees its teacher's clock
     learns it, one action per call, and its artifact counts the clock as it learnt it."""
     from robot_rl.cli.learn import distill_cmd
-    from robot_rl.distill import DaggerConfig, DistillConfig, distill, teacher_policy
+    from robot_rl.distill import distill, teacher_policy
     from robot_rl.distill.chunked import load_onestep
+    from robot_rl.distill.configs import DaggerConfig, DistillConfig
     from robot_rl.export.modules import ResidualGraph
 
     cfg = ResidualConfig(policy=flow_run, num_envs=2, total_steps=48, eval_every=48,
@@ -285,7 +280,8 @@ def test_a_residual_run_acts_step_by_step_as_its_artifact_and_distills(
         own.reset(terminated | truncated)
         stud.reset((terminated | truncated).numpy())
     # `robot-rl eval RUN --student` evaluates the one-step student as its artifact decides
-    from robot_rl.kinds.evaluation import EvalConfig, evaluate_path
+    from robot_rl.kinds.eval_config import EvalConfig
+    from robot_rl.kinds.evaluation import evaluate_path
 
     of_run, of_art = (evaluate_path(EvalConfig(path=path, student=student_flag, episodes=4,
                                                num_envs=2, seed=5))

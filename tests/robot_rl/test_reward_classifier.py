@@ -14,9 +14,9 @@ from robot_rl.cli import main
 from robot_rl.data import Dataset, DatasetError, DatasetWriter
 from robot_rl.recording.record import dataset_spec, make_recording_env
 from robot_rl.vision import reward_training
+from robot_rl.vision.configs import RewardTrainConfig
 from robot_rl.vision.reward_classifier import load_reward_classifier, resize_frames
 from robot_rl.vision.reward_training import (
-    RewardTrainConfig,
     SuccessFrames,
     choose_threshold,
     load_success_frames,

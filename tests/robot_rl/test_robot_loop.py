@@ -13,20 +13,23 @@ import numpy as np
 import pytest
 import torch
 
-from robot_rl.algos import SACConfig, SafetyConfig
+from robot_rl.algos.configs import SACConfig, SafetyConfig
 from robot_rl.cluster.weights import acting_state
 from robot_rl.data.reader import Dataset
 from robot_rl.data.writer import DatasetWriter
 from robot_rl.export.artifact import task_meta
+from robot_rl.finetune.robot.configs import OnlineLoopConfig
 from robot_rl.finetune.robot.live_policy import LivePolicy
-from robot_rl.finetune.robot.loop import OnlineLoopConfig, OnlineRobotLoop, RobotEpisode
-from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
-from robot_rl.hardware.sim_robot import SimRobot, SimRobotConfig
+from robot_rl.finetune.robot.loop import OnlineRobotLoop, RobotEpisode
+from robot_rl.hardware.configs import DeployConfig, SimRobotConfig
+from robot_rl.hardware.runtime import DeployRuntime
+from robot_rl.hardware.sim_robot import SimRobot
 from robot_rl.hardware.teleop.base import ScriptedTeleop, TeleopCommand
 from robot_rl.recording.robot_recorder import robot_dataset_spec
 from robot_rl.robots import get_robot
-from robot_rl.runner import TrainConfig, make_agent
+from robot_rl.runner import make_agent
 from robot_rl.sim import make_env, make_task_config
+from robot_rl.train_config import TrainConfig
 
 
 def _cfg(tmp_path: Path) -> TrainConfig:
@@ -196,7 +199,8 @@ def test_a_start_refused_after_the_move_home_is_tried_again_then_held(tmp_path, 
 def test_a_fallen_simulated_arm_is_put_back_when_the_move_home_times_out(tmp_path):
     """reset_fallen_arm: after a move home that ended by its time-out (here every one: a
     time-out of 0 s), the simulated arm is put back at home, so the episode starts there."""
-    from robot_rl.finetune.robot.actor import RobotActor, RobotSetup
+    from robot_rl.finetune.robot.actor import RobotActor
+    from robot_rl.finetune.robot.configs import RobotSetup
 
     cfg = _cfg(tmp_path)
     _, state = _live(cfg)
@@ -236,7 +240,8 @@ def test_the_robot_actor_runs_its_episodes_on_a_ros_arm(tmp_path):
     """The robot actor's ROS path: policy_node's subscription and schedule with the live
     policy, against sim_robot_node in its own process over loopback DDS."""
     pytest.importorskip("rclpy")
-    from robot_rl.finetune.robot.actor import RobotActor, RobotSetup
+    from robot_rl.finetune.robot.actor import RobotActor
+    from robot_rl.finetune.robot.configs import RobotSetup
     from robot_rl.hardware.ros.launcher import stop_node
     from tests.hardware.test_ros_nodes import _domain_id
     from tests.hardware.test_teleop_node import Node

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from robot_rl.algos import SACConfig, SafetyConfig
+from robot_rl.algos.configs import SACConfig, SafetyConfig
 from robot_rl.checkpoint import (
     CHECKPOINT,
     REPLAY,
@@ -21,8 +21,9 @@ from robot_rl.checkpoint import (
     load_checkpoint,
     read_curve,
 )
-from robot_rl.runner import Runner, TrainConfig, load_agent
+from robot_rl.runner import Runner, load_agent
 from robot_rl.sim import make_task_config
+from robot_rl.train_config import TrainConfig
 
 ROBOT_RL = str(Path(sys.executable).parent / "robot-rl")
 
@@ -160,7 +161,7 @@ def test_a_robot_fine_tuning_run_loads_as_its_base_config(tmp_path):
     finetune-robot run's own fields (init, robot, ...) are dropped, its agent loads."""
     from robot_rl.checkpoint import FORMAT_VERSION
     from robot_rl.config_io import to_dict
-    from robot_rl.finetune.robot.learner import RobotFinetuneConfig
+    from robot_rl.finetune.robot.configs import RobotFinetuneConfig
     from robot_rl.runner import make_agent
 
     cfg = RobotFinetuneConfig(init=tmp_path / "sim_run", runs_dir=tmp_path,

@@ -8,7 +8,8 @@ import math
 import pytest
 import torch
 
-from robot_rl.algos import SAC, SACConfig, SafetyConfig
+from robot_rl.algos import SAC
+from robot_rl.algos.configs import SACConfig, SafetyConfig
 from robot_rl.algos.sac import alpha_loss, soft_td_target
 from robot_rl.algos.safety_critic import Lagrange, cost_td_target
 from robot_rl.errors import ConfigError

@@ -12,13 +12,15 @@ import pytest
 import torch
 
 from robot_rl.errors import ConfigError
-from robot_rl.hardware.sim_robot import SimRobotConfig, build_model
+from robot_rl.hardware.configs import SimRobotConfig
+from robot_rl.hardware.sim_robot import build_model
 from robot_rl.recording.arm_import import ArmStreams
 from robot_rl.robots import RobotSpec, get_robot
 from robot_rl.sim.identified import IdentifiedDynamics
-from robot_rl.sysid.excitation import ExcitationConfig, excitation
-from robot_rl.sysid.fit import FitConfig, fit, identified
-from robot_rl.sysid.replay import Replay, ReplayConfig
+from robot_rl.sysid.configs import ExcitationConfig, FitConfig, ReplayConfig
+from robot_rl.sysid.excitation import excitation
+from robot_rl.sysid.fit import fit, identified
+from robot_rl.sysid.replay import Replay
 
 ROBOT = get_robot("arm7")
 DT = 0.002

@@ -11,16 +11,15 @@ import torch
 from rich.console import Console
 
 from robot_rl.cli import main
-from robot_rl.distill.dagger import DaggerConfig
-from robot_rl.distill.pixel_config import PixelDistillConfig
+from robot_rl.distill.configs import DaggerConfig, PixelDistillConfig
 from robot_rl.distill.pixel_eval import state_error
 from robot_rl.distill.pixels import distill_pixels
 from robot_rl.errors import ConfigError
 from robot_rl.export import ArtifactError, load_policy
 from robot_rl.hardware.runtime import DeployRuntime
+from robot_rl.vision.configs import PixelInputs, PixelPolicyConfig
 from robot_rl.vision.encoder import DEPTH_RANGE, SpatialSoftmax, image_input, random_shift
-from robot_rl.vision.pixel_inputs import PixelInputs
-from robot_rl.vision.student import PixelPolicy, PixelPolicyConfig
+from robot_rl.vision.student import PixelPolicy
 from robot_rl.vision.student_file import load_pixel_student
 from tests.hardware.conftest import ScriptedRobot
 from tests.robot_rl.flow_runs import tiny_pixel_config

@@ -139,7 +139,8 @@ def test_so5s_declared_mirror_is_its_kinematics() -> None:
 
 def test_a_recording_on_another_arm_replays_on_that_arm(tmp_path) -> None:
     from robot_rl.data import Dataset
-    from robot_rl.recording.record import RecordConfig, record
+    from robot_rl.recording.config import RecordConfig
+    from robot_rl.recording.record import record
     from robot_rl.recording.sim_replay import replay_episode
 
     out = tmp_path / "so5_push"
@@ -152,7 +153,7 @@ def test_a_recording_on_another_arm_replays_on_that_arm(tmp_path) -> None:
 
 
 def test_pixel_distillation_and_recording_take_the_arm() -> None:
-    from robot_rl.distill.pixel_config import PixelDistillConfig
+    from robot_rl.distill.configs import PixelDistillConfig
     from robot_rl.distill.pixels import make_teacher
     from robot_rl.recording.record import named_action
 

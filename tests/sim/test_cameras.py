@@ -123,8 +123,7 @@ def test_the_arm_carries_a_wrist_camera_that_sees_its_fingers():
 
 
 def test_visual_randomization_varies_the_look_per_env_and_redraws(push2):
-    from robot_rl.sim.configs import VisualDR
-    from robot_rl.sim.visual_dr import VISUAL_PRESETS
+    from robot_rl.sim.configs import VISUAL_PRESETS, VisualDR
 
     state, rgba = push2.backend.qpos.clone(), push2.model.geom_rgba.copy()
     push2.backend.qpos[1] = push2.backend.qpos[0]  # two envs in the same state

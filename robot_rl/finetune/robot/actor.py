@@ -19,12 +19,11 @@ weights it has (``on_learner_loss="act"``) or holds until the learner is back (`
 
 from __future__ import annotations
 
-import dataclasses
 import queue
 import threading
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,53 +32,14 @@ from robot_rl.cluster.rollout import Rollout
 from robot_rl.data.writer import DatasetWriter
 from robot_rl.errors import ConfigError
 from robot_rl.export.artifact import task_meta
+from robot_rl.finetune.robot.configs import RobotSetup
 from robot_rl.finetune.robot.live_policy import LivePolicy
-from robot_rl.finetune.robot.loop import OnlineLoopConfig, OnlineRobotLoop, RobotEpisode
-from robot_rl.hardware.runtime import DeployConfig, DeployRuntime
-from robot_rl.hardware.sim_robot import SimRobotConfig
+from robot_rl.finetune.robot.loop import OnlineRobotLoop, RobotEpisode
+from robot_rl.hardware.runtime import DeployRuntime
 from robot_rl.hardware.teleop.base import Teleoperator
 from robot_rl.recording.robot_recorder import robot_dataset_spec
-from robot_rl.runner import TrainConfig
 from robot_rl.sim import make_env
-
-
-@dataclasses.dataclass(kw_only=True)
-class RobotSetup:
-    """What the robot actor builds on the robot's machine."""
-
-    dataset: Path
-    """The robot's dataset: every episode is committed here (appended to if it exists)."""
-    robot: Literal["sim", "ros"] = "sim"
-    """The arm: sim (the simulated arm in its own process, in real time), or ros (an arm
-    behind ros2_control topics: policy_node's subscription, schedule and services, with the
-    live policy; --robot.ros-* set its parameters, and --robot.deploy is not used)."""
-    sim: SimRobotConfig = dataclasses.field(default_factory=SimRobotConfig)
-    """The simulated arm (its held-out dynamics, latency and noise)."""
-    deploy: DeployConfig = dataclasses.field(
-        default_factory=lambda: DeployConfig(autostart=False))
-    """The deploy runtime (rate, gate, watchdog)."""
-    loop: OnlineLoopConfig = dataclasses.field(default_factory=OnlineLoopConfig)
-    """The episode cycle."""
-    ros_params_file: Path | None = None
-    """ros: policy_node's parameters YAML (default: the built-in arm's)."""
-    ros_overrides: dict[str, str] = dataclasses.field(default_factory=dict)
-    """ros: parameters set on top of the file (rate_hz, command_topic, interface, ...)."""
-    ros_domain_id: int | None = None
-    """ros: the DDS domain (default: ROS_DOMAIN_ID)."""
-    teleop: str = "none"
-    """The person's device: none, keyboard, spacemouse, gamepad, or corrector (a scripted
-    person who steers the hand to the goal when the policy strays; the simulated arm)."""
-    stochastic: bool = True
-    """Sample the policy's actions (exploration) rather than act with its mean."""
-    learner_timeout: float = 30.0
-    """Seconds without the learner after which ``on_learner_loss`` applies."""
-    on_learner_loss: Literal["act", "hold"] = "act"
-    """Without the learner: keep acting with the current weights, or hold until it is back."""
-    seed: int = 0
-    reset_fallen_arm: bool = False
-    """sim: when the move home times out (an arm that has sunk where its actuators cannot
-    lift it), put the simulated arm back at home, as a person would on a robot; counted
-    (``summary()['arm_resets']``)."""
+from robot_rl.train_config import TrainConfig
 
 
 class RobotActor:

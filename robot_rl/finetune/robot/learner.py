@@ -26,88 +26,21 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import tyro
 from rich.console import Console
 
-from robot_rl.algos import SAC, SACConfig
+from robot_rl.algos import SAC
 from robot_rl.checkpoint import CHECKPOINT, REPLAY, CheckpointError, load_checkpoint
 from robot_rl.cluster.collector import store_transitions
 from robot_rl.cluster.rollout import Rollout
 from robot_rl.data.reader import Dataset
-from robot_rl.errors import ConfigError
 from robot_rl.finetune.demos import transitions
-from robot_rl.finetune.robot.actor import RobotSetup
+from robot_rl.finetune.robot.configs import RobotFinetuneConfig
 from robot_rl.finetune.runner import concat_batches
 from robot_rl.nets import TanhGaussianActor, tanh_gaussian_log_prob
 from robot_rl.replay import Batch, ReplayBuffer
-from robot_rl.runner import Runner, TrainConfig
+from robot_rl.runner import Runner
 from robot_rl.sim.vec_env import VecEnv
-
-
-def robot_sac() -> SACConfig:
-    """The SAC hyper-parameters ``RobotFinetuneConfig`` starts from."""
-    return SACConfig(updates_per_step=2, learning_starts=200)
-
-
-@dataclasses.dataclass(kw_only=True)
-class RobotFinetuneConfig(TrainConfig):
-    """Fine-tune a sim-trained policy on the robot (the HIL-SERL loop) with a learner and a
-    robot actor on Ray.
-
-    Example: robot-rl finetune-robot --init runs/reach__sac__0 --robot.teleop spacemouse
-    """
-
-    gym: tyro.conf.Suppress[str | None] = None
-    """Not here: --gym trains robot-rl train runs."""
-
-    init: Path
-    """The sim-trained run (robot-rl train) or checkpoint the policy starts from; its task
-    config (observation, action space, controller, shield) is the robot's."""
-    robot: RobotSetup = dataclasses.field(
-        default_factory=lambda: RobotSetup(dataset=Path("robot_data")))
-    """The robot actor: the arm, the deploy runtime, the episode cycle, the person's device,
-    the dataset (relative paths are inside the run directory)."""
-    num_envs: int = 1
-    """One robot: the update-to-data ratio is updates_per_step per robot transition."""
-    ray: str | None = "local"
-    eval_every: int = 10**9
-    """Evaluations in simulation (the nominal task) every this many robot transitions; the
-    robot's own episodes are the measure that counts (train/success_rate)."""
-    eval_episodes: int = 16
-    sac: SACConfig = dataclasses.field(default_factory=robot_sac)
-    """SAC hyper-parameters (the network sizes come from --init)."""
-    prior_ratio: float = 0.0
-    """Share of each batch drawn from the init run's replay buffer (its simulation
-    transitions: prior data, as RLPD uses offline data); 0: none."""
-    intervention_ratio: float = 0.0
-    """Share of each batch drawn from the person's intervention steps (HIL-SERL routes them
-    to a demonstration buffer sampled 50/50 with the online one: 0.5); every step is also
-    online experience. 0: one buffer."""
-    anchor: float = 0.0
-    """Weight of a behaviour-cloning term that keeps the actor's mean near the init policy's
-    (TD3+BC's form, sum of squares over the action; 0: none). Sized against the critic's
-    values: TD3+BC's 2.5 / mean|Q| on -Q is a weight of mean|Q| / 2.5 here."""
-    awac: float = 0.0
-    """With > 0, the actor learns by AWAC's advantage-weighted regression onto the robot's
-    (and the prior data's) own actions, at this temperature, instead of following the
-    critics' action gradient (0: SAC's update)."""
-    actor_warmup: int = 2000
-    """Robot transitions during which only the critics learn (the actor keeps the sim
-    policy while the critics adapt to the robot's dynamics)."""
-
-    @property
-    def method_name(self) -> str:
-        return "robot-sac"
-
-    def validate(self) -> None:
-        super().validate()
-        if self.num_envs != 1:
-            raise ConfigError("one robot: --num-envs must be 1")
-        if not 0.0 <= self.intervention_ratio <= 1.0 or not 0.0 <= self.prior_ratio <= 1.0 \
-                or self.intervention_ratio + self.prior_ratio > 1.0:
-            raise ConfigError(f"--intervention-ratio and --prior-ratio must be in [0, 1] and "
-                              f"sum to at most 1, got {self.intervention_ratio} and "
-                              f"{self.prior_ratio}")
+from robot_rl.train_config import TrainConfig
 
 
 def resolve_init(cfg: RobotFinetuneConfig) -> RobotFinetuneConfig:

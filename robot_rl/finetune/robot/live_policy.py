@@ -29,7 +29,8 @@ import torch
 
 from robot_rl.algos import SAC
 from robot_rl.cluster.weights import load_acting_state
-from robot_rl.runner import TrainConfig, make_agent
+from robot_rl.runner import make_agent
+from robot_rl.train_config import TrainConfig
 
 
 class LivePolicy:

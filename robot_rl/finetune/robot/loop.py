@@ -44,7 +44,8 @@ import numpy as np
 
 from robot_rl.data.writer import DatasetWriter
 from robot_rl.errors import ConfigError
-from robot_rl.hardware.home_move import HomeMove, HomeMoveConfig
+from robot_rl.finetune.robot.configs import OnlineLoopConfig
+from robot_rl.hardware.home_move import HomeMove
 from robot_rl.hardware.runtime import DeployRuntime
 from robot_rl.hardware.runtime_hooks import PolicyStep
 from robot_rl.hardware.teleop.base import TeleopCommand
@@ -52,30 +53,6 @@ from robot_rl.hardware.teleop.mapping import TeleopMapper
 from robot_rl.recording.robot_recorder import add_step_frame
 
 Phase = Literal["home", "confirm", "start", "episode", "held", "done"]
-
-
-@dataclasses.dataclass(kw_only=True)
-class OnlineLoopConfig:
-    """The episode cycle on the robot."""
-
-    episode_length: int | None = None
-    """Policy steps per episode (default: the task's episode length)."""
-    end_on_success: bool = True
-    """End an episode at the task's success."""
-    confirm_episodes: bool = False
-    """Wait for the device's "next" before each episode (a person resets the scene)."""
-    home: HomeMoveConfig = dataclasses.field(default_factory=HomeMoveConfig)
-    """The move home: its speed, and the tolerance at which it ends..."""
-    home_timeout: float = 10.0
-    """...or after this long [s] (the episode then starts where the arm is, with a warning)."""
-    start_timeout: float = 2.0
-    """An episode's start waits this long [s] for what the runtime needs to act (fresh joint
-    states, camera frames), trying at every tick, before the loop holds: a reading late by a
-    few ticks at that moment (a loaded host) does not need a person."""
-    restart_after_hold: float | None = None
-    """After a hold (watchdog, stale camera), restart by itself this many seconds later
-    (the simulated arm, unattended runs); default: wait for a person (``~/start``, or the
-    robot actor's ``start``). An e-stop always waits for its reset."""
 
 
 @dataclasses.dataclass

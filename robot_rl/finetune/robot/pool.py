@@ -20,7 +20,8 @@ import ray
 from ray.exceptions import RayActorError
 
 from robot_rl.cluster.rollout import Rollout
-from robot_rl.finetune.robot.learner import RobotFinetuneConfig, RobotFinetuneRunner, resolve_init
+from robot_rl.finetune.robot.configs import RobotFinetuneConfig
+from robot_rl.finetune.robot.learner import RobotFinetuneRunner, resolve_init
 
 
 def start_robot_actor(cfg: Any) -> Any:

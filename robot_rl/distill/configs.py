@@ -1,23 +1,88 @@
-"""The config of pixel distillation (``robot-rl distill-pixels``): what the student sees
-(``PixelInputs``), its networks, DAgger's schedule (``DaggerConfig``) and the two training
-stages' own settings; and the teacher's type."""
+"""The configs of distillation: DAgger's schedule (``DaggerConfig``), the state student's
+(``robot-rl distill``, ``DistillConfig``) and the pixel student's (``robot-rl
+distill-pixels``, ``PixelDistillConfig``: what it sees, its networks and the two training
+stages' own settings). Importable without torch (``--help`` reads them)."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-import torch
 import tyro
 
 from robot_rl.config_io import from_dict, nest
-from robot_rl.distill.dagger import DaggerConfig
 from robot_rl.errors import ConfigError
-from robot_rl.sim.env import BatchedEnv
-from robot_rl.vision.pixel_inputs import PixelInputs
-from robot_rl.vision.student import PixelPolicyConfig, saved_policy
+from robot_rl.sim.configs import DRPreset
+from robot_rl.vision.configs import PixelInputs, PixelPolicyConfig, saved_policy
+
+
+@dataclasses.dataclass(kw_only=True)
+class DaggerConfig:
+    """DAgger's schedule, the student's optimizer and the comparison with the teacher:
+    what every distillation shares."""
+
+    iterations: int = 6
+    """DAgger iterations (the first rolls out the teacher)."""
+    rollout_steps: int | None = None
+    """Control steps per iteration and env (default: one episode)."""
+    num_envs: int = 32
+    """Parallel envs of the rollouts."""
+    dr: DRPreset = "default"
+    """Domain randomization of the rollouts and the evaluation."""
+    beta_decay: float = 0.5
+    """Probability of executing the teacher's action in iteration i is beta_decay ** i."""
+    grad_steps: int = 600
+    """Student gradient steps per iteration."""
+    batch_size: int = 512
+    """Samples per gradient step."""
+    lr: float = 1e-3
+    """Adam learning rate of the student."""
+    eval_episodes: int = 64
+    """Episodes to compare student and teacher (0: skip)."""
+    seed: int = 0
+    """Seed of rollouts and the student's initialization."""
+    progress: bool = True
+    """Show the progress bar in a terminal (elsewhere, or without it: one line per
+    iteration)."""
+
+    def validate(self) -> None:
+        if min(self.iterations, self.grad_steps, self.num_envs, self.batch_size) < 1:
+            raise ConfigError("--iterations, --grad-steps, --num-envs and --batch-size must "
+                              "be >= 1")
+        if not 0.0 <= self.beta_decay <= 1.0:
+            raise ConfigError(f"--beta-decay must be in [0, 1], got {self.beta_decay}")
+        if self.eval_episodes < 0:
+            raise ConfigError(f"--eval-episodes must be >= 0, got {self.eval_episodes}")
+
+
+@dataclasses.dataclass(kw_only=True)
+class DistillConfig:
+    """Distill a run's actor into a small student MLP (DAgger under domain randomization).
+
+    Example: robot-rl distill runs/reach__sac__0__20261121-101500 --hidden 64 64
+    """
+
+    run: Annotated[Path, tyro.conf.Positional]
+    """Run directory (or checkpoint file) of the teacher."""
+    hidden: tuple[int, ...] = (64, 64)
+    """Hidden layer sizes of the student."""
+    chunk_block: Literal["residual", "plain"] = "residual"
+    """A chunked teacher's (bc-flow, dsrl) one-step student: residual blocks of width
+    max(hidden), len(hidden) of them, or plain hidden layers (``PolicyConfig.block``)."""
+    sees: Literal["teacher", "all"] = "teacher"
+    """A chunked teacher's student sees what its teacher sees, or every observation element
+    (the last action too, which a flow policy cloned from demonstrations leaves out)."""
+    clock: bool = True
+    """A residual run's one-step student sees its teacher's clock (``PolicyConfig.clock``):
+    the steps since the episode's start mod the flow's executed steps and mod the residual's
+    decision period, the phase that no observation carries (docs/diffusion.md). Ignored for
+    other teachers, whose students keep their chunking."""
+    dagger: Annotated[DaggerConfig, tyro.conf.arg(name="")] = dataclasses.field(
+        default_factory=DaggerConfig)
+    """DAgger's schedule, the student's optimizer and the evaluation (flags without a
+    prefix: ``--iterations``, ``--num-envs``, ...)."""
+
 
 
 def _pixel_dagger() -> DaggerConfig:
@@ -115,5 +180,4 @@ class PixelDistillConfig:
         return from_dict(cls, data)
 
 
-Teacher = Callable[[BatchedEnv], torch.Tensor]
-"""The teacher's actions (E, A) at an env's current state."""
+
