@@ -158,8 +158,11 @@ class TrainConfig(RunConfig):
         for name in ("num_envs", "total_steps", "eval_episodes", "eval_every", "log_every",
                      "target_evals"):
             if getattr(self, name) < 1:
+                why = ("; the evaluations measure the run (its success curve, "
+                       "--target-success): a larger --eval-every evaluates less often"
+                       if name == "eval_episodes" else "")
                 raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got "
-                                  f"{getattr(self, name)}")
+                                  f"{getattr(self, name)}{why}")
         if self.keep_every < 0:
             raise ConfigError(f"--keep-every must be >= 0 env steps, got {self.keep_every}")
         if self.threads is not None and self.threads < 1:

@@ -13,6 +13,9 @@ import numpy as np
 
 from robot_rl.errors import ConfigError
 
+VIDEO_SIZE = (480, 360)
+"""Width and height [px] of each env's frame in ``robot-rl eval --video`` and ``sim rollout
+--video`` (envs side by side: two are 960 px wide)."""
 VIDEO_FPS = 25.0
 """Frame rate of evaluation and rollout videos at most: a faster control rate shows every
 k-th control step (at 50 Hz every second one), which halves the rendering, the slow part on

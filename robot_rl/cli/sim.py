@@ -13,6 +13,7 @@ from rich.table import Table
 
 from robot_rl.errors import ConfigError
 from robot_rl.sim.configs import DRPreset, ExpertStyle
+from robot_rl.video import VIDEO_SIZE
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -64,9 +65,9 @@ class SimRolloutConfig:
     """Env indices shown side by side in the video."""
     camera: str = "corner"
     """Scene camera for the video (corner, front, side)."""
-    width: int = 640
+    width: int = VIDEO_SIZE[0]
     """Video width per env [px]."""
-    height: int = 480
+    height: int = VIDEO_SIZE[1]
     """Video height [px]."""
     view: bool = False
     """Watch env 0 in MuJoCo's viewer (with the shield's workspace box), the rollout paced

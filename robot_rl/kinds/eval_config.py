@@ -10,6 +10,7 @@ from typing import Annotated
 import tyro
 
 from robot_rl.sim.configs import DRPreset
+from robot_rl.video import VIDEO_SIZE
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -40,9 +41,9 @@ class EvalConfig:
     """Env indices shown side by side in the video."""
     camera: str = "corner"
     """Scene camera of the video."""
-    width: int = 480
+    width: int = VIDEO_SIZE[0]
     """Video width per env [px]."""
-    height: int = 360
+    height: int = VIDEO_SIZE[1]
     """Video height [px]."""
     seed: int = 100
     """Seed of the evaluation episodes."""

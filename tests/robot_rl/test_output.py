@@ -69,8 +69,18 @@ def test_a_refusal_names_the_flag_not_the_config_field(tmp_path: Path, capsys) -
               "--runs-dir", str(tmp_path / "runs")])
     assert e.value.code == 2
     err = capsys.readouterr().err
-    assert "--eval-episodes must be >= 1, got 0" in err, err
-    assert "eval_episodes" not in err
+    assert "--eval-episodes must be >= 1, got 0; the evaluations measure the run" in err, err
+    assert "a larger --eval-every evaluates less often" in err and "eval_episodes" not in err
+
+
+def test_eval_and_sim_rollout_write_videos_of_one_size() -> None:
+    """``eval --video`` wrote 480x360 per env and ``sim rollout --video`` 640x480."""
+    from robot_rl.cli.sim import SimRolloutConfig
+    from robot_rl.kinds.eval_config import EvalConfig
+
+    rollout = SimRolloutConfig()
+    evaluation = EvalConfig(path=Path("runs/x"))
+    assert (rollout.width, rollout.height) == (evaluation.width, evaluation.height) == (480, 360)
 
 
 def test_a_misspelled_flag_gets_one_line_with_the_closest_flag(capsys) -> None:
