@@ -53,7 +53,9 @@ def _spin() -> None:
         pass
 
 
-_STOP = re.compile(r"stopped: (.+?)\. ([\d,]+) env steps in (\d+) s; last eval success (\d+)%")
+# the stop line wraps at the log's width (its checkpoint path is on a line of its own)
+_STOP = re.compile(r"stopped:\s+(.+?)\.\s+([\d,]+)\s+env\s+steps\s+in\s+(\d+)\s+s;\s+last\s+eval"
+                   r"\s+success\s+(\d+)%", re.S)
 _SUCCESS = re.compile(r"success rate\s*\S\s*([\d.]+)%")
 _CHECK = re.compile(r"success ([\d.]+)% (?:meets|is below) the required")
 _RATIO = re.compile(r"student / teacher\s*\S\s*([\d.]+)")

@@ -132,8 +132,10 @@ class RunLoop:
         h = self.host
         last = h.history[-1] if h.history else None
         h.console.print(f"stopped: {self.stop_reason}. {self.done:,} {self.unit} in "
-                        f"{h.elapsed:.0f} s{self.summary(last)}. Checkpoint: "
-                        f"{h.run_dir / CHECKPOINT}", soft_wrap=True)
+                        f"{h.elapsed:.0f} s{self.summary(last)}.", highlight=False)
+        # a line of its own, never wrapped: it is copied into the next command
+        h.console.print(f"checkpoint: {h.run_dir / CHECKPOINT}", soft_wrap=True,
+                        highlight=False)
         if last is None or self.resume_command is None:
             return
         if (short := self.rules.short_of_target(last["success_rate"])) is not None:

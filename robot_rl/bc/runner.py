@@ -226,10 +226,10 @@ class BCRunner:
             + (f"; {len(self.demos.heldout_episodes)} episode(s) held out"
                if self.heldout is not None else ""))
         t_log, steps_log = time.perf_counter(), self.grad_steps
-        columns = (TextColumn("loss {task.fields[loss]:.4f}"),
+        columns = (TextColumn("loss {task.fields[loss]}"),
                    TextColumn("success {task.fields[success]}"))
         with RunLoop(self, cfg.algo, cfg.steps, unit="gradient steps", count="grad_steps",
-                     columns=columns, fields={"loss": float("nan"), "success": "-"},
+                     columns=columns, fields={"loss": "-", "success": "-"},
                      stop_reason=f"{cfg.steps:,} steps done") as loop:
             while self.grad_steps < cfg.steps:
                 loop.check_interrupt()
@@ -244,13 +244,14 @@ class BCRunner:
                                       "perf/grad_steps_per_s":
                                           (self.grad_steps - steps_log) / max(now - t_log, 1e-9)})
                     t_log, steps_log, self._losses = now, self.grad_steps, []
-                    loop.show(loss=self._loss)
+                    loop.show(loss=f"{self._loss:.4f}")
                 loop.show()
                 result = None
                 if self.grad_steps % cfg.eval_every == 0 or self.grad_steps == cfg.steps:
-                    result = self._evaluate(self._loss)
+                    result = self.evaluate_now()
                     if result is not None:
-                        loop.show(success=f"{result.success_rate:.0%}")
+                        loop.show(success=f"{result.success_rate:.0%}",
+                                  loss=f"{self.history[-1]['loss']:.4f}")
                 if loop.stop_at(result):
                     break
         return self.history
@@ -275,7 +276,8 @@ class BCRunner:
     # -- evaluation and logging --------------------------------------------------------------
 
     def evaluate_now(self) -> EvalResult | None:
-        """The evaluation at the end of training: with the mean loss since the last log line
+        """An evaluation with the mean loss since the last log line (the last line's before
+        the first steps after it): every --eval-every steps, and at the end of training
         (``RunLoop`` calls it where the last evaluation is older)."""
         return self._evaluate(sum(self._losses) / len(self._losses) if self._losses
                               else self._loss)

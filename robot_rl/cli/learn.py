@@ -82,7 +82,7 @@ def _print_distilled(console: Console, what: str, report: Any, conditions: str,
     if report.teacher is not None and report.teacher.success_rate == 0:
         console.print("[bold yellow]warning[/]: the teacher never succeeded here, so the "
                       "student learned to copy a policy that fails; train the teacher on "
-                      "(robot-rl train ... --resume RUN) before distilling it", soft_wrap=True)
+                      "(robot-rl train ... --resume RUN) before distilling it")
 
 
 def _distill_table(title: str, report: Any, conditions: str,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -319,10 +320,11 @@ class PolicyNode(Node):
         if self.params.stats_file:
             with open(self.params.stats_file, "w") as f:
                 json.dump(s, f, indent=2, default=float)
-        self.get_logger().info(
-            f"final hold sent; {s['ticks']} ticks, receipt->publish p50/p99 "
-            f"{s['receipt_to_publish_us'][0]:.0f}/{s['receipt_to_publish_us'][1]:.0f} µs, "
-            f"{s['rejected_joint_states']} JointStates rejected")
+        p50, p99, _ = s["receipt_to_publish_us"]
+        latency = (f"receipt->publish p50/p99 {p50:.0f}/{p99:.0f} µs" if math.isfinite(p50)
+                   else "no command published from a reading")
+        self.get_logger().info(f"final hold sent; {s['ticks']} ticks, {latency}, "
+                               f"{s['rejected_joint_states']} JointStates rejected")
 
     def stats(self) -> dict[str, Any]:
         s = self.runtime.summary()

@@ -9,8 +9,9 @@ from benchmarks.demo_busy import parse_demo_log
 
 LOG = """\
 [   100,016/400,000 env steps,    155 s]  success 100.0%  return   114.31
-stopped: target success 95% reached. 100,016 env steps in 155 s; last eval success 100%, \
-episode cost 0.00; training cost 0. Checkpoint: runs/demo/reach/checkpoints/latest.pt
+stopped: target success 95% reached. 100,016 env steps in 155 s; last eval
+success 100%, episode cost 0.00; training cost 0.
+checkpoint: runs/demo/reach/checkpoints/latest.pt
 reach / actor: 32 episodes (dr as trained)
 │ success rate                          │                                96.9% │
 │ student / teacher            │    0.968 │
