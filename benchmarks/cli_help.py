@@ -12,11 +12,11 @@ are compared with. Run it alone on the machine: a second job beside it slows eve
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import tyro
 from rich.console import Console
@@ -48,7 +48,10 @@ def seconds(argv: list[str], repeats: int) -> float:
 
 
 def main(cfg: Config) -> None:
-    entry = shutil.which("robot-rl") or sys.exit("robot-rl is not installed here (make setup)")
+    # the entry point beside this interpreter (the .venv's), as `make setup` installs it
+    entry = str(Path(sys.executable).with_name("robot-rl"))
+    if not Path(entry).is_file():
+        sys.exit(f"{entry} is not installed (make setup)")
     console = Console()
     commands = [tuple(c.split()) for c in cfg.commands] or every_command()
     floor = seconds([sys.executable, "-c", "pass"], cfg.repeats)

@@ -5,15 +5,18 @@ move home. Plain dataclasses, importable without MuJoCo or torch (``robot-rl dep
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
-
-import numpy as np
+from typing import TYPE_CHECKING, Literal
 
 from robot_rl.errors import ConfigError
-from robot_rl.hardware.robot import Interface
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from robot_rl.robots import RobotSpec
+
+
+Interface = Literal["position", "velocity", "effort"]
+INTERFACES: tuple[Interface, ...] = ("position", "velocity", "effort")
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -55,12 +58,20 @@ class SimRobotConfig:
         where not set."""
         kp = self.kp if self.kp is not None else robot.kp
         kd = self.kd if self.kd is not None else robot.kd
+        import numpy as np
+
         return np.asarray(kp, dtype=np.float64), np.asarray(kd, dtype=np.float64)
 
     def joint_friction(self, robot: RobotSpec) -> np.ndarray:
         """The dry friction added to each joint [Nm]."""
+        import numpy as np
+
         return np.broadcast_to(np.asarray(self.frictionloss, dtype=np.float64),
                                (robot.num_joints,)).copy()
+
+    def _min_friction(self) -> float:
+        f = self.frictionloss
+        return float(min(f)) if isinstance(f, (tuple, list)) else float(f)
 
     def validate(self, robot: RobotSpec) -> None:
         n = robot.num_joints
@@ -76,7 +87,7 @@ class SimRobotConfig:
                 raise ConfigError(f"{name} has {len(v)} entries; robot {robot.name!r} has {n} "
                                   f"joints")
         if min(self.sensing_latency, self.actuation_delay, self.q_noise_std,
-               self.qd_noise_std, float(np.min(self.frictionloss))) < 0:
+               self.qd_noise_std, self._min_friction()) < 0:
             raise ConfigError("latency, delay, noise and frictionloss must be >= 0")
         if self.mass_scale <= 0 or self.damping_scale < 0:
             raise ConfigError("mass_scale must be > 0 and damping_scale >= 0")
@@ -161,3 +172,4 @@ class DeployConfig:
     realtime_priority: int = 0
     """SCHED_FIFO priority (1-99) of the loop thread in ``run`` (Linux; needs root or an
     rtprio limit; a refusal is logged and the loop runs without). 0: leave the scheduler."""
+

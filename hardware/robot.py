@@ -15,17 +15,15 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from robot_rl.errors import RobotRLError
+from robot_rl.hardware.configs import Interface
 
 if TYPE_CHECKING:
     from robot_rl.robots import RobotSpec
-
-Interface = Literal["position", "velocity", "effort"]
-INTERFACES: tuple[Interface, ...] = ("position", "velocity", "effort")
 
 
 class RobotError(RobotRLError):

@@ -34,8 +34,8 @@ import numpy as np
 from robot_rl.errors import ConfigError
 from robot_rl.hardware.cameras.base import Camera, CameraError, CameraFrame, Intrinsics
 from robot_rl.hardware.cameras.sim_camera import DEPTH_SCALE, SimArmCameras, intrinsics_of
-from robot_rl.hardware.configs import SimCameraConfig, SimRobotConfig
-from robot_rl.hardware.robot import INTERFACES, JointCommand, JointReading, Robot
+from robot_rl.hardware.configs import INTERFACES, SimCameraConfig, SimRobotConfig
+from robot_rl.hardware.robot import JointCommand, JointReading, Robot
 from robot_rl.hardware.sim_robot import SceneState, build_model, init_sim_arm
 from robot_rl.sim.configs import CameraConfig
 from robot_rl.sim.tasks.config import TaskConfig

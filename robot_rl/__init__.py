@@ -41,4 +41,4 @@ if (_gl := default_gl(os.environ)) is not None:
 
 from robot_rl import gym_registration as _gym_registration  # noqa: E402
 
-_gym_registration.register_all()
+_gym_registration.register_when_imported()

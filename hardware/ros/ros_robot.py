@@ -17,7 +17,8 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_rl.errors import ConfigError
-from robot_rl.hardware.robot import HardLimits, Interface, JointCommand, JointReading, Robot
+from robot_rl.hardware.configs import Interface
+from robot_rl.hardware.robot import HardLimits, JointCommand, JointReading, Robot
 from robot_rl.hardware.ros.convert import COMMAND_TYPES, command_message
 from robot_rl.hardware.ros.wire import WireFormat
 

@@ -5,18 +5,22 @@ torch (``robot-rl sysid ... --help`` reads them)."""
 from __future__ import annotations
 
 import dataclasses
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from robot_rl.controllers.configs import ShieldConfig
 from robot_rl.errors import ConfigError
 from robot_rl.sim.configs import PARAMS
 from robot_rl.sim.tasks.safety_costs import SafetyCostConfig, Vec3
 
+if TYPE_CHECKING:
+    import numpy as np
+
 
 def late_readings(js_t: np.ndarray, rate: float) -> int:
     """Readings stamped more than two command periods (at ``rate`` [Hz]) after the one
     before."""
+    import numpy as np
+
     return int((np.diff(js_t) > 2.0 / rate).sum())
 
 

@@ -116,7 +116,7 @@ def test_bench_sim_on_the_warp_backend_prints_the_gpu_table(cli) -> None:
     assert len(rows) == 2 and "n/a" not in text
 
 
-HEAVY = ("torch", "mujoco", "numba", "pyarrow", "scipy", "rerun", "av", "ray", "rclpy")
+HEAVY = ("torch", "mujoco", "numba", "pyarrow", "scipy", "rerun", "av", "ray", "rclpy", "gymnasium")
 """What ``--help`` must not import: each costs from a tenth of a second (mujoco) to
 seconds (torch); configs live in modules without them (docs/architecture.md)."""
 

@@ -104,3 +104,21 @@ def test_stable_baselines3_sac_trains_on_the_env() -> None:
     assert any(moved), "no gradient step reached the actor"
     action, _ = model.predict(env.reset(seed=0)[0], deterministic=True)
     assert env.action_space.contains(action)
+
+
+@pytest.mark.parametrize("first", ["robot_rl", "gymnasium"])
+def test_importing_robot_rl_registers_the_ids_whichever_is_imported_first(first) -> None:
+    """``import robot_rl`` no longer imports gymnasium (a fifth of a second of every
+    ``--help``): the ids are registered the moment gymnasium is imported, or at once where
+    it was imported before."""
+    import subprocess
+    import sys
+
+    second = "gymnasium.spaces" if first == "robot_rl" else "robot_rl"
+    code = (f"import sys\nimport {first}\nlazy = 'gymnasium' not in sys.modules\n"
+            f"import {second}\nimport gymnasium\n"
+            f"print(lazy, all(i in gymnasium.registry for i in {list(GYM_IDS.values())!r}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == (["True", "True"] if first == "robot_rl" else ["False", "True"])
