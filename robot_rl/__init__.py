@@ -8,9 +8,13 @@ Importing ``robot_rl`` registers the gymnasium environments (``robot_rl/Reach-v0
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping
 
 __version__ = "0.1.0"
+
+STARTED = time.perf_counter()
+"""When ``robot_rl`` was first imported: about when a ``robot-rl`` command started."""
 
 
 def _has_egl() -> bool:

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from rich.progress import Progress, ProgressColumn, TextColumn
 
+import robot_rl
 from robot_rl.checkpoint import CHECKPOINT
 from robot_rl.evaluate import EvalResult
 from robot_rl.run_config import RunConfig
@@ -88,6 +89,9 @@ class RunLoop:
                                  Count(unit.split()[-1]), *columns, TimeLeft(),
                                  console=host.console, disable=not cfg.progress)
         self._stack = contextlib.ExitStack()
+        self._entered = time.perf_counter()
+        self._overhead: tuple[float, float] | None = None
+        """Seconds from the command's start to the loop, and from its end to the report."""
 
     @property
     def done(self) -> int:
@@ -99,6 +103,7 @@ class RunLoop:
         h.writer = summary_writer(h.run_dir / "tb")
         self._stop = self._stack.enter_context(saving_on_interrupt(h.save, h.console))
         self._stack.enter_context(self.progress)
+        self._entered = time.perf_counter()
         self._since = (self.done, h.elapsed)
         self._bar = self.progress.add_task(self._label, total=self._total,
                                            completed=self.done, **self._fields,
@@ -112,10 +117,12 @@ class RunLoop:
         if exc_type is not None:
             h.writer.close()
             return
+        ended = time.perf_counter()
         if not h.history or h.history[-1][self.count] != self.done:
             h.evaluate_now()
         h.save()
         h.writer.close()
+        self._overhead = (self._entered - robot_rl.STARTED, time.perf_counter() - ended)
         self.report()
 
     def summary(self, last: dict[str, float] | None) -> str:
@@ -133,6 +140,12 @@ class RunLoop:
         last = h.history[-1] if h.history else None
         h.console.print(f"stopped: {self.stop_reason}. {self.done:,} {self.unit} in "
                         f"{h.elapsed:.0f} s{self.summary(last)}.", highlight=False)
+        if h.cfg.time_budget is not None and self._overhead is not None:
+            # the budget counts training; say what else the command's wall time holds
+            start, end = self._overhead
+            h.console.print(f"the time budget counts training: {start:.0f} s of start-up "
+                            f"before it, {end:.0f} s for the last evaluation and saving after "
+                            f"it", highlight=False)
         # a line of its own, never wrapped: it is copied into the next command
         h.console.print(f"checkpoint: {h.run_dir / CHECKPOINT}", soft_wrap=True,
                         highlight=False)

@@ -106,3 +106,32 @@ def test_long_work_writes_a_line_per_item_to_a_log_and_none_to_a_terminal(monkey
         work.start("running")
         work.update(2)
     assert "eval [" not in tty.getvalue()
+
+
+def test_a_budgeted_run_says_what_its_wall_time_holds_beyond_the_budget(tmp_path,
+                                                                        monkeypatch) -> None:
+    """A 60-s --time-budget run took 79 s without a word: the budget counts training, not
+    the start-up before it or the last evaluation and saving after it."""
+    import robot_rl
+    from robot_rl import run_loop
+
+    now = [100.0]
+    monkeypatch.setattr(run_loop.time, "perf_counter", lambda: now[0])
+    monkeypatch.setattr(robot_rl, "STARTED", 93.0)  # 7 s of imports and set-up
+    out = io.StringIO()
+    runner = _Runner(tmp_path, Console(file=out, width=80), budget=60.0)
+    runner.history = [{"env_steps": 20_000, "success_rate": 0.0, "episode_cost": 0.0}]
+
+    def evaluate_now() -> None:  # the last evaluation and the save: 5 s
+        now[0] += 5.0
+        runner.history.append({"env_steps": 21_000, "success_rate": 0.0,
+                               "episode_cost": 0.0})
+
+    runner.evaluate_now = evaluate_now  # type: ignore[attr-defined]
+    session = TrainSession(runner)  # type: ignore[arg-type]
+    with session:
+        now[0] += 60.0
+        runner.env_steps, runner.elapsed = 21_000, 60.0
+    text = " ".join(out.getvalue().split())
+    assert "the time budget counts training: 7 s of start-up before it, 5 s for the last " \
+           "evaluation and saving after it" in text, text
