@@ -170,14 +170,17 @@ class RunLoop:
         self.host.elapsed = time.perf_counter() - self._start
         return self.host.elapsed
 
+    def rate(self) -> float | None:
+        """Counts per training second since this process's loop began (None: none yet)."""
+        done, elapsed = self.done, self.host.elapsed
+        if self._since is not None and elapsed - self._since[1] > 0 and done > self._since[0]:
+            return (done - self._since[0]) / (elapsed - self._since[1])
+        return None
+
     def limit(self) -> Limit:
         """Where the run stands against its step count and its time budget
         (``run_progress``), the rate measured since this process's loop began."""
-        done, elapsed = self.done, self.host.elapsed
-        rate = None
-        if self._since is not None and elapsed - self._since[1] > 0 and done > self._since[0]:
-            rate = (done - self._since[0]) / (elapsed - self._since[1])
-        return Limit.of(done, self._total, elapsed, self._budget, rate)
+        return Limit.of(self.done, self._total, self.host.elapsed, self._budget, self.rate())
 
     def show(self, **fields: Any) -> None:
         """The bar at the host's count, with new values of its own columns."""

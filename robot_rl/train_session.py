@@ -146,7 +146,7 @@ class TrainSession(RunLoop):
         self.window = TrainWindow()
         self.evaluated = False
         """Whether the last ``tick`` evaluated (an env shared with evaluation needs a reset)."""
-        self._next_log = runner.env_steps + cfg.log_every
+        self._next_log = self._first_log = runner.env_steps + cfg.log_every
         self._next_keep = _next_multiple(runner.env_steps, cfg.keep_every)
 
     def __enter__(self) -> TrainSession:
@@ -183,6 +183,8 @@ class TrainSession(RunLoop):
             r.log_metrics(self.window.flush(r.elapsed))
             self.show(sps=short_count(self.window.sps), success=self.window.success_text,
                       cost=self.window.cost_text)
+        elif self._next_log == self._first_log and (rate := self.rate()) is not None:
+            self.show(sps=f"{rate:.2g}" if rate < 10 else short_count(rate))  # before a log
         self.show()
         result = None
         if r.env_steps >= r.next_eval:
