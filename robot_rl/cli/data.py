@@ -15,6 +15,7 @@ from rich.table import Table
 from robot_rl.errors import ConfigError
 from robot_rl.recording.config import RecordConfig
 from robot_rl.sim.configs import GRPC_PORT, WEB_PORT
+from robot_rl.work_progress import WorkProgress
 
 if TYPE_CHECKING:
     from robot_rl.data import Dataset
@@ -305,8 +306,12 @@ def replay_cmd(cfg: DataReplayConfig) -> None:
     for col in ("episode", "frames", "max joint error [rad]", "max obs error",
                 "success (replayed / recorded)"):
         t.add_column(col)
-    for k, i in enumerate(which):
-        r = replay_episode(ds, i, cfg.video if k == 0 else None, cfg.camera)
-        t.add_row(str(i), str(r.frames), f"{r.max_joint_error:.2e}", f"{r.max_obs_error:.2e}",
-                  f"{r.success} / {r.recorded_success}")
-    Console().print(t)
+    console = Console()
+    with WorkProgress(console, "data replay", len(which), "episodes") as work:
+        for k, i in enumerate(which):
+            work.start(f"episode {i}")
+            r = replay_episode(ds, i, cfg.video if k == 0 else None, cfg.camera)
+            work.advance()
+            t.add_row(str(i), str(r.frames), f"{r.max_joint_error:.2e}",
+                      f"{r.max_obs_error:.2e}", f"{r.success} / {r.recorded_success}")
+    console.print(t)

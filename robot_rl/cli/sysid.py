@@ -4,6 +4,7 @@ and predict what they do to a policy."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -15,6 +16,7 @@ from rich.table import Table
 from robot_rl.errors import ConfigError
 from robot_rl.hardware.configs import SimRobotConfig
 from robot_rl.sysid.configs import FitConfig, RecordConfig, ReplayConfig
+from robot_rl.work_progress import WorkProgress
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -260,7 +262,12 @@ def gap_cmd(cfg: SysidGapConfig) -> None:
     arms: dict[str, dict[str, Any]] = {
         "nominal": {"identified": None},
         "identified": {"identified": str(cfg.params), "identified_dr": None}}
-    results = {name: _evaluate_on(cfg, overrides) for name, overrides in arms.items()}
+    results = {}
+    for name, overrides in arms.items():
+        with WorkProgress(console, f"sysid gap: the {name} arm", cfg.episodes,
+                          "episodes") as work:
+            results[name] = _evaluate_on(cfg, overrides, on_episodes=lambda n, rate: work.update(
+                n, f"success {rate:.0%}"))
     a, b = results["nominal"], results["identified"]
     table = Table(title=f"{cfg.path}: {a.episodes} episodes on each arm, no randomization; "
                         f"the identified arm of {cfg.params} ({params.robot})",
@@ -281,8 +288,10 @@ def gap_cmd(cfg: SysidGapConfig) -> None:
                   f"identified arm", markup=False)
 
 
-def _evaluate_on(cfg: SysidGapConfig, overrides: dict[str, Any]) -> Any:
-    """The policy's evaluation in an env with ``overrides`` (no randomization)."""
+def _evaluate_on(cfg: SysidGapConfig, overrides: dict[str, Any],
+                 on_episodes: Callable[[int, float], None] | None = None) -> Any:
+    """The policy's evaluation in an env with ``overrides`` (no randomization), its
+    episodes counted to ``on_episodes``."""
     import dataclasses as dc
 
     from robot_rl.checkpoint import checkpoint_kind
@@ -298,7 +307,8 @@ def _evaluate_on(cfg: SysidGapConfig, overrides: dict[str, Any]) -> Any:
             EvalConfig(path=cfg.path, episodes=cfg.episodes, num_envs=n, dr="off",
                        seed=cfg.seed), overrides)
         return evaluate(act, env, cfg.episodes, seed=cfg.seed,
-                        episode_start=lambda done: loaded.reset(done.numpy()))
+                        episode_start=lambda done: loaded.reset(done.numpy()),
+                        on_episodes=on_episodes)
     kind = checkpoint_kind(cfg.path)
     if kind != "sac":
         raise ConfigError(f"{cfg.path} is a {kind!r} run; sysid gap takes robot-rl train runs "
@@ -306,4 +316,4 @@ def _evaluate_on(cfg: SysidGapConfig, overrides: dict[str, Any]) -> Any:
     agent, train_cfg, _ = load_agent(cfg.path)
     env = make_env(dc.replace(train_cfg.env, **overrides), n, backend=train_cfg.backend,
                    device=train_cfg.device, dr="off", seed=cfg.seed)
-    return evaluate_agent(agent, env, cfg.episodes, seed=cfg.seed)
+    return evaluate_agent(agent, env, cfg.episodes, seed=cfg.seed, on_episodes=on_episodes)

@@ -73,6 +73,8 @@ def test_train_eval_distill_export_pipeline(tmp_path, capsys):
         out = run_here(capsys, "sysid", "gap", str(policy), str(tmp_path / "arm.json"),
                        "--episodes", "2", "--num-envs", "2")
         assert "predicted gap: success" in out and "safety/" in out, out
+        for arm in ("nominal", "identified"):  # each arm's evaluation shows its progress
+            assert f"sysid gap: the {arm} arm [2/2 episodes" in out, out
 
     run_here(capsys, "export", str(r), "--policy", "teacher", "--out",
              str(tmp_path / "teacher"))

@@ -130,3 +130,18 @@ def test_a_training_log_gives_the_time_left_at_each_evaluation(tmp_path: Path) -
     assert evals, out.getvalue()
     assert all(re.match(r"\[ +[\d,]+/160 env steps, +\d+ s, \d+:\d\d left\]", ln)
                for ln in evals), evals
+
+
+def test_data_replay_shows_each_episode_in_a_log(tmp_path: Path, capsys) -> None:
+    """``robot-rl data replay`` replayed every episode before printing anything."""
+    from robot_rl.cli import main
+
+    record(RecordConfig(task="reach", teleop="expert", episodes=2, out=tmp_path / "d",
+                        episode_length=10, progress=False), console=Console(file=io.StringIO()))
+    capsys.readouterr()
+    main(["data", "replay", str(tmp_path / "d")])
+    lines = capsys.readouterr().out.splitlines()
+    progress = [ln for ln in lines if ln.startswith("data replay [")]
+    assert [ln.split(",")[0] for ln in progress] == [
+        "data replay [0/2 episodes", "data replay [1/2 episodes", "data replay [2/2 episodes"]
+    assert progress[0].endswith("] episode 0") and progress[-1].endswith("] done"), progress
