@@ -70,7 +70,7 @@ def parse_demo_log(text: str) -> dict[str, object]:
                               "train_success": None, "teacher_success": None,
                               "student_over_teacher": None, "artifact_success": None}
     if m := _STOP.search(text):
-        out.update(stop=m.group(1), env_steps=int(m.group(2).replace(",", "")),
+        out.update(stop=" ".join(m.group(1).split()), env_steps=int(m.group(2).replace(",", "")),
                    train_s=int(m.group(3)), train_success=int(m.group(4)) / 100)
     if m := _SUCCESS.search(text):
         out["teacher_success"] = float(m.group(1)) / 100

@@ -37,6 +37,7 @@ from robot_rl.controllers.configs import (
     JointDeltaConfig,
     JointTorqueConfig,
     JointVelocityConfig,
+    Vec3,
 )
 from robot_rl.controllers.ik import axis_angle_to_mat
 from robot_rl.controllers.xp import Array, Constants, cast, clip, like, namespace, to_numpy
@@ -45,7 +46,6 @@ from robot_rl.errors import ConfigError
 if TYPE_CHECKING:  # controllers are shared by sim and hardware; no import of the sim package
     from robot_rl.robots import RobotSpec
 
-Vec3 = tuple[float, float, float]
 TargetKind = Literal["joint", "pose", "torque"]
 
 

@@ -167,7 +167,7 @@ class MotionConfig:
     differential IK turns into joint targets; torque controllers have none)."""
 
     enabled: bool = False
-    """Shape joint targets before the shield (module docstring). False: the targets go to
+    """Shape joint targets before the shield (``controllers.motion``). False: the targets go to
     the shield as the action space makes them (the runs before 2026-11-27)."""
     accel_fraction: float = 0.9
     """The profile's joint acceleration, as a fraction of the shield's ``max_joint_accel``."""

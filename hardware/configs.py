@@ -56,10 +56,10 @@ class SimRobotConfig:
     def servo_gains(self, robot: RobotSpec) -> tuple[np.ndarray, np.ndarray]:
         """(kp, kd) per joint: this arm's servo stiffness and damping, the robot's own
         where not set."""
-        kp = self.kp if self.kp is not None else robot.kp
-        kd = self.kd if self.kd is not None else robot.kd
         import numpy as np
 
+        kp = self.kp if self.kp is not None else robot.kp
+        kd = self.kd if self.kd is not None else robot.kd
         return np.asarray(kp, dtype=np.float64), np.asarray(kd, dtype=np.float64)
 
     def joint_friction(self, robot: RobotSpec) -> np.ndarray:
@@ -172,4 +172,3 @@ class DeployConfig:
     realtime_priority: int = 0
     """SCHED_FIFO priority (1-99) of the loop thread in ``run`` (Linux; needs root or an
     rtprio limit; a refusal is logged and the loop runs without). 0: leave the scheduler."""
-

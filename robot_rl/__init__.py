@@ -13,8 +13,21 @@ from collections.abc import Callable, Mapping
 
 __version__ = "0.1.0"
 
-STARTED = time.perf_counter()
-"""When ``robot_rl`` was first imported: about when a ``robot-rl`` command started."""
+_command_start: float | None = time.perf_counter()
+
+
+def mark_command_start() -> None:
+    """A command starts now (``robot-rl``'s main; importing ``robot_rl`` marks one too)."""
+    global _command_start
+    _command_start = time.perf_counter()
+
+
+def take_command_start() -> float | None:
+    """When the command started, for the first run loop of it (a training run reports its
+    start-up time from it); None for the runs after the first in one process."""
+    global _command_start
+    start, _command_start = _command_start, None
+    return start
 
 
 def _has_egl() -> bool:

@@ -37,20 +37,26 @@ def register_when_imported() -> None:
 
 class _AfterGymnasium(importlib.abc.MetaPathFinder):
     """Finds gymnasium as the other finders do, and registers the ids once its module has
-    run; then leaves ``sys.meta_path``."""
+    run; then leaves ``sys.meta_path`` (not before: a lookup that only asks whether
+    gymnasium is installed, ``importlib.util.find_spec``, runs no module)."""
 
     def find_spec(self, name: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         if name != "gymnasium":
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
+        sys.meta_path.remove(self)  # the other finders find it; this one comes back below
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
         if spec is None or spec.loader is None:
             return spec
         loader = spec.loader
         run = loader.exec_module
 
         def exec_module(module: ModuleType) -> None:
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
             run(module)
             register_all()
 

@@ -90,7 +90,8 @@ class RunLoop:
                                  console=host.console, disable=not cfg.progress)
         self._stack = contextlib.ExitStack()
         self._entered = time.perf_counter()
-        self._overhead: tuple[float, float] | None = None
+        self._command_start: float | None = None
+        self._overhead: tuple[float | None, float] | None = None
         """Seconds from the command's start to the loop, and from its end to the report."""
 
     @property
@@ -104,6 +105,7 @@ class RunLoop:
         self._stop = self._stack.enter_context(saving_on_interrupt(h.save, h.console))
         self._stack.enter_context(self.progress)
         self._entered = time.perf_counter()
+        self._command_start = robot_rl.take_command_start()
         self._since = (self.done, h.elapsed)
         self._bar = self.progress.add_task(self._label, total=self._total,
                                            completed=self.done, **self._fields,
@@ -122,7 +124,8 @@ class RunLoop:
             h.evaluate_now()
         h.save()
         h.writer.close()
-        self._overhead = (self._entered - robot_rl.STARTED, time.perf_counter() - ended)
+        self._overhead = (None if self._command_start is None
+                          else self._entered - self._command_start, time.perf_counter() - ended)
         self.report()
 
     def summary(self, last: dict[str, float] | None) -> str:
@@ -143,9 +146,9 @@ class RunLoop:
         if h.cfg.time_budget is not None and self._overhead is not None:
             # the budget counts training; say what else the command's wall time holds
             start, end = self._overhead
-            h.console.print(f"the time budget counts training: {start:.0f} s of start-up "
-                            f"before it, {end:.0f} s for the last evaluation and saving after "
-                            f"it", highlight=False)
+            before = "" if start is None else f"{start:.0f} s of start-up before it, "
+            h.console.print(f"the time budget counts training: {before}{end:.0f} s for the "
+                            f"last evaluation and saving after it", highlight=False)
         # a line of its own, never wrapped: it is copied into the next command
         h.console.print(f"checkpoint: {h.run_dir / CHECKPOINT}", soft_wrap=True,
                         highlight=False)

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from robot_rl.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from robot_rl.robots import RobotSpec, get_robot, list_robots, register_robot
+    from robot_rl.robots import get_robot, list_robots, register_robot
+    from robot_rl.robots.spec import RobotSpec
     from robot_rl.sim.configs import DRConfig, DRPreset, WarpOptions, dr_preset
     from robot_rl.sim.env import BatchedEnv
     from robot_rl.sim.make import make_env
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from robot_rl.sim.vec_env import VecEnv, check_vec_env
 
 _EXPORTS = {
-    "RobotSpec": "robot_rl.robots",
+    "RobotSpec": "robot_rl.robots.spec",
     "get_robot": "robot_rl.robots",
     "list_robots": "robot_rl.robots",
     "register_robot": "robot_rl.robots",

@@ -2,6 +2,7 @@
 and a real camera's, varied per env so a pixel policy does not rely on any one look.
 
     vdr = VisualRandomizer(VISUAL_PRESETS["default"], model, camera_ids, num_envs, seed=0)
+                                                # VISUAL_PRESETS, VisualDR: sim.configs
     vdr.redraw([2, 5])                          # new draws for envs 2 and 5 (at their reset)
     vdr.apply_scene(draw_model, data, env=2)    # before drawing env 2 (OpenGL)
     rgb, depth = vdr.apply_images(rgb, depth, env_ids)   # after: pixel and depth noise

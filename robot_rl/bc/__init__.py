@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS = {
-    "BCConfig": "robot_rl.bc.runner",
+    "BCConfig": "robot_rl.bc.config",
     "BCRunner": "robot_rl.bc.runner",
     "bc_env": "robot_rl.bc.runner",
     "bc_task": "robot_rl.bc.runner",

@@ -1,5 +1,6 @@
-"""The config of behaviour cloning (``robot-rl bc``): the dataset, the chunked policy, its
-optimisation, evaluation and run directory."""
+"""The configs of behaviour cloning (``robot-rl bc``: the dataset, the chunked policy, its
+optimisation, evaluation and run directory) and of filtered BC (``robot-rl bc-filtered``).
+No torch here: ``--help`` reads them."""
 
 from __future__ import annotations
 

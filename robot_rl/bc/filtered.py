@@ -232,4 +232,3 @@ def filtered_bc(cfg: FilteredBCConfig, console: Console | None = None) -> Path:
     fb = FilteredBC(cfg, console)
     fb.train()
     return fb.run_dir
-

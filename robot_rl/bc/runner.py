@@ -276,9 +276,9 @@ class BCRunner:
     # -- evaluation and logging --------------------------------------------------------------
 
     def evaluate_now(self) -> EvalResult | None:
-        """An evaluation with the mean loss since the last log line (the last line's before
-        the first steps after it): every --eval-every steps, and at the end of training
-        (``RunLoop`` calls it where the last evaluation is older)."""
+        """An evaluation, its loss the mean over the steps since the last log line (the
+        last line's own when none has run since): every --eval-every steps, and at the end
+        of training (``RunLoop`` calls it where the last evaluation is older)."""
         return self._evaluate(sum(self._losses) / len(self._losses) if self._losses
                               else self._loss)
 

@@ -218,4 +218,3 @@ def run(cfg: BenchSimGPUConfig) -> dict:
         console.print(f"targets (one H100, reach, 8192 worlds): physics {_fmt(r['physics'])} "
                       f"vs >= 1,000,000; end to end {_fmt(r['end_to_end'])} vs >= 300,000")
     return results
-

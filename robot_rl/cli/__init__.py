@@ -97,7 +97,6 @@ OWN_SUMMARIES = {
 """The top-level commands that are not a learner kind's."""
 
 
-
 def top_level() -> tuple[str, ...]:
     """The top-level commands: the kinds' (``robot_rl.kinds``, a kind registered at run time
     included), then the CLI's own."""
@@ -204,6 +203,9 @@ def _usage(console: Console) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    import robot_rl
+
+    robot_rl.mark_command_start()
     args = list(sys.argv[1:] if argv is None else argv)
     out, err = Console(), Console(stderr=True)
     if not args or args[0] in ("-h", "--help"):

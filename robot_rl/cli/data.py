@@ -27,7 +27,6 @@ def record_cmd(cfg: RecordConfig) -> None:
     record(cfg)
 
 
-
 @dataclasses.dataclass(kw_only=True)
 class DataInfoConfig:
     """Summarise a dataset: task, robot, action space, episodes, frames, success, cameras.

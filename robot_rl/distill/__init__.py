@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS = {
-    "DaggerConfig": "robot_rl.distill.dagger",
-    "DistillConfig": "robot_rl.distill.state",
+    "DaggerConfig": "robot_rl.distill.configs",
+    "DistillConfig": "robot_rl.distill.configs",
     "DistillReport": "robot_rl.distill.state",
     "clone_expert": "robot_rl.distill.state",
     "distill": "robot_rl.distill.state",

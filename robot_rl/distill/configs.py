@@ -84,7 +84,6 @@ class DistillConfig:
     prefix: ``--iterations``, ``--num-envs``, ...)."""
 
 
-
 def _pixel_dagger() -> DaggerConfig:
     """distill-pixels' schedule: more envs (each env's episode is one draw of the visual
     and dynamics randomization and one puck and goal: 48 rather than 16 raised push's
@@ -178,6 +177,3 @@ class PixelDistillConfig:
         data = dict(nest(nest(data, "inputs", PixelInputs), "dagger", DaggerConfig))
         data["policy"] = saved_policy(data.get("policy", {}))
         return from_dict(cls, data)
-
-
-

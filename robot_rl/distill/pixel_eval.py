@@ -87,4 +87,3 @@ def state_error(student: PixelPolicy, proprio: torch.Tensor, images: dict[str, t
         est = student.estimate(proprio[j], {k: v[j] for k, v in images.items()})
         sq += ((est - student.normalize_state(state[j])) ** 2).sum(0).cpu()
     return sq / max(proprio.shape[0], 1)
-

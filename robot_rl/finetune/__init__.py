@@ -1,11 +1,13 @@
 """Offline-to-online fine-tuning from demonstrations (RLPD, WSRL) with the safety critic, in
 simulation and on the robot.
 
-    runner.py   FinetuneConfig and FinetuneRunner (the SAC runner with demonstrations)
+    configs.py  FinetuneConfig, CalQLConfig, DSRLConfig, ResidualConfig, the recipes' SAC
+                defaults (no torch: --help reads them)
+    runner.py   FinetuneRunner (the SAC runner with demonstrations)
     calql.py    Cal-QL, WSRL's offline regularizer
     demos.py    datasets into replay buffers (checked against the env's task)
-    dsrl.py     DSRL: SAC over a flow policy's noise (NoiseActionEnv, DSRLConfig, DSRLRunner)
-    residual.py a bounded residual on a flow policy (ResidualEnv, ResidualConfig, ...)
+    dsrl.py     DSRL: SAC over a flow policy's noise (NoiseActionEnv, DSRLRunner)
+    residual.py a bounded residual on a flow policy (ResidualEnv, ResidualRunner, ...)
     residual_base.py  the flow as its base: acting, along demonstrations, executed-action critics
     macro_step.py  one step of a wrapper env made of several control steps (MacroStepEnv)
     robot/      fine-tuning on the robot (HIL-SERL): the robot actor, its online loop and
@@ -24,10 +26,10 @@ if TYPE_CHECKING:
     from robot_rl.finetune.runner import FinetuneRunner, mixed_batch
 
 _EXPORTS = {
-    "DSRLConfig": "robot_rl.finetune.dsrl",
+    "DSRLConfig": "robot_rl.finetune.configs",
     "DSRLRunner": "robot_rl.finetune.dsrl",
     "NoiseActionEnv": "robot_rl.finetune.dsrl",
-    "FinetuneConfig": "robot_rl.finetune.runner",
+    "FinetuneConfig": "robot_rl.finetune.configs",
     "FinetuneRunner": "robot_rl.finetune.runner",
     "mixed_batch": "robot_rl.finetune.runner",
 }

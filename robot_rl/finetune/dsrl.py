@@ -1,5 +1,6 @@
 """DSRL: reinforcement learning in a flow policy's noise space (Wagenmaker et al. 2025; the
-reference implementation is ``ajwagen/dsrl``, whose recipe ``dsrl_sac`` follows).
+reference implementation is ``ajwagen/dsrl``, whose recipe ``finetune.configs.dsrl_sac``
+follows).
 
     env = NoiseActionEnv(make_env("push", 16), flow_policy, noise_scale=1.5)
     obs = env.reset(seed=0)

@@ -84,7 +84,8 @@ class Evaluation:
     label: str
     """What is evaluated, for tables (``push / residual on runs/...``)."""
     episodes: Callable[..., Any]
-    """``episodes(n, seed=, video=, renderer=) -> EvalResult``."""
+    """``episodes(n, seed=, video=, renderer=, on_episodes=) -> EvalResult`` (keywords as
+    ``robot_rl.evaluate.evaluate``'s)."""
 
 
 @dataclasses.dataclass(kw_only=True)

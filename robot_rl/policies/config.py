@@ -43,8 +43,8 @@ class PolicyConfig:
     demonstrations that pause or hold still learns to repeat the action it sees (the copycat
     problem of cloning from observation histories), and stalls (docs/learners.md)."""
     clock: tuple[int, ...] = ()
-    """Periods P in control steps of a clock the policy sees (module docstring): for each, a
-    one-hot of the steps since the episode's start mod P. Empty: no clock. MLP policies
+    """Periods P in control steps of a clock the policy sees (``policies.chunk_policy``):
+    for each, a one-hot of the steps since the episode's start mod P. Empty: no clock. MLP policies
     only; a residual run's one-step student sees (its flow's executed steps, its residual's
     decision period)."""
 

@@ -95,7 +95,7 @@ class FitConfig:
     """What is fitted and how hard the optimizer tries."""
 
     params: tuple[str, ...] = tuple(PARAMS)
-    """Parameters to fit (``sim.identified.PARAMS``); the others stay nominal."""
+    """Parameters to fit (``sim.configs.PARAMS``); the others stay nominal."""
     shared: tuple[str, ...] = ()
     """Of ``params``, those fitted as one value for every joint."""
     population: int = 16

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "PixelPolicy": "robot_rl.vision.student",
-    "PixelPolicyConfig": "robot_rl.vision.student",
+    "PixelPolicyConfig": "robot_rl.vision.configs",
 }
 """Where each exported name lives; imported on first use (``robot_rl.lazy``)."""
 

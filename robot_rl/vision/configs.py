@@ -68,7 +68,7 @@ class PixelPolicyConfig:
     """Hidden layers of the state head (with state_dim > 0)."""
     act_on: Literal["state", "features"] = "state"
     """What the action MLP reads next to the proprioception: the state estimate or the
-    cameras' features (see module docstring; without a state head: features)."""
+    cameras' features (see ``vision.student``; without a state head: features)."""
     hidden: tuple[int, ...] = (256, 256)
     """Hidden layers of the action MLP."""
     activation: Literal["relu", "elu"] = "relu"
@@ -133,7 +133,8 @@ class RewardTrainConfig:
     holdout: float = 0.2
     """Fraction of the episodes held out for evaluation (at least one)."""
     balance: bool = False
-    """Weight success frames by the other-to-success frame ratio (see module docstring)."""
+    """Weight success frames by the other-to-success frame ratio (see
+    ``vision.reward_training``)."""
     grad_steps: int = 1500
     batch_size: int = 64
     lr: float = 1e-3

@@ -89,4 +89,3 @@ def export_pixel_student(path: str | Path, out: str | Path) -> Path:
     # and TorchScript graphs agree with torch to ~1e-5 in actions of size 1
     return export_artifact(out, PixelGraph(student, list(student.image_shapes)), meta,
                            tolerance=1e-4)
-

@@ -1,5 +1,5 @@
-"""What a pixel policy sees (``PixelInputs``: cameras, image size, depth, visual
-randomization, the observation terms it leaves out) and what follows from it in an env: the
+"""What follows in an env from what a pixel policy sees (``vision.configs.PixelInputs``:
+cameras, image size, depth, visual randomization, the observation terms it leaves out): the
 env with those cameras, the terms the cameras stand in for and the columns the policy reads.
 Pixel distillation (``robot-rl distill-pixels``) and pixel SAC (``robot-rl train-pixels``)
 compose it into their configs; a pixel student file records it."""

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from robot_rl.errors import ConfigError, unknown_name
+from robot_rl.lazy import lazy_exports
 from robot_rl.sim.tasks import configs
 from robot_rl.sim.tasks.config import CONFIG_CLASSES, TaskConfig
 from robot_rl.sim.tasks.safety_costs import SafetyCostConfig
@@ -35,8 +36,8 @@ _BUILTIN: dict[str, tuple[str, Callable[[], TaskConfig]]] = {
 
 
 def register_task(task: TaskDef, overwrite: bool = False) -> None:
-    """Add a task to the registry."""
-    if task.name in _TASKS and not overwrite:
+    """Add a task to the registry (a built-in one's name only with ``overwrite``)."""
+    if task.name in _CONFIGS and not overwrite:
         raise ConfigError(f"task {task.name!r} is already registered (pass overwrite=True)")
     _TASKS[task.name] = task
     _CONFIGS[task.name] = task.make_config
@@ -45,7 +46,7 @@ def register_task(task: TaskDef, overwrite: bool = False) -> None:
 
 def get_task(name: str) -> TaskDef:
     if name not in _TASKS:
-        if name not in _CONFIGS:
+        if name not in _BUILTIN:
             raise unknown_name("task", name, list_tasks())
         module, _ = _BUILTIN[name]
         _TASKS[name] = importlib.import_module(module).TASK
@@ -107,6 +108,8 @@ def _register_builtins() -> None:
 
 
 _register_builtins()
+
+__getattr__, __dir__ = lazy_exports(__name__, {"TaskDef": "robot_rl.sim.tasks.base"})
 
 __all__ = ["SafetyCostConfig", "TaskConfig", "TaskDef", "get_task", "list_tasks",
            "make_task_config", "register_task", "replace_config"]

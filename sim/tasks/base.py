@@ -35,9 +35,7 @@ import mujoco
 import torch
 
 from robot_rl.sim.state import SimState
-from robot_rl.sim.tasks.config import (
-    TaskConfig,
-)
+from robot_rl.sim.tasks.config import TaskConfig
 from robot_rl.sim.tasks.safety_costs import Vec3
 
 Term = Callable[[SimState, Any], torch.Tensor]

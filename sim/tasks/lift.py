@@ -16,8 +16,6 @@ from robot_rl.sim.tasks.base import AXIAL_MIRROR, QUAT_MIRROR, Y_MIRROR, ModalEx
 from robot_rl.sim.tasks.configs import LiftConfig, make_lift_config
 from robot_rl.sim.tasks.expert_motion import eased_down, move_ee, quat_yaw
 
-Vec2 = tuple[float, float]
-
 
 def build_scene(robot: RobotSpec, cfg: LiftConfig) -> mujoco.MjSpec:
     scene = SceneBuilder(robot, cfg.physics_dt)

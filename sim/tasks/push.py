@@ -13,8 +13,6 @@ from robot_rl.sim.tasks.base import AXIAL_MIRROR, Y_MIRROR, ModalExpert, TaskDef
 from robot_rl.sim.tasks.configs import PushConfig, make_push_config
 from robot_rl.sim.tasks.expert_motion import eased_down, move_ee
 
-Vec2 = tuple[float, float]
-
 
 def build_scene(robot: RobotSpec, cfg: PushConfig) -> mujoco.MjSpec:
     scene = SceneBuilder(robot, cfg.physics_dt)

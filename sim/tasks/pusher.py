@@ -17,8 +17,6 @@ from robot_rl.sim.tasks import terms
 from robot_rl.sim.tasks.base import TaskDef
 from robot_rl.sim.tasks.configs import PusherConfig, make_pusher_config
 
-Vec2 = tuple[float, float]
-
 
 def build_scene(robot: RobotSpec, cfg: PusherConfig) -> mujoco.MjSpec:
     spec = robot.load_spec()

@@ -26,7 +26,6 @@ _SPACES = {
 }
 
 
-
 def _pipelines(action: Any, controller: OSCConfig | None = None
                ) -> tuple[ActionPipeline, ActionPipeline, ActionPipeline, ArmModel, Any]:
     """(fused, the compiled layers one call each, the array reference), the arm, the env."""

@@ -149,7 +149,6 @@ def test_a_person_takes_over_from_the_policy_and_the_steps_are_interventions(
     np.testing.assert_array_equal(demos.action[:len(demos)].numpy(), ep["action"][flags])
 
 
-
 def test_an_estop_drops_the_open_episode_and_stays_latched(tmp_path: Path, scripted_robot):
     rt = DeployRuntime(NoPolicy("reach"), scripted_robot,
                        DeployConfig(rate_hz=RATE, autostart=False, sliced_policy=False))

@@ -35,10 +35,11 @@ def restore_registries() -> Iterator[None]:
     from robot_rl import kinds, robots
     from robot_rl.sim import tasks
 
-    saved = (dict(kinds.KINDS), dict(robots._ROBOTS), dict(tasks._TASKS))
+    registries = (kinds.KINDS, robots._ROBOTS, tasks._TASKS, tasks._CONFIGS,
+                  tasks.CONFIG_CLASSES)
+    saved = tuple(dict(r) for r in registries)
     yield
-    for registry, before in zip((kinds.KINDS, robots._ROBOTS, tasks._TASKS), saved,
-                                strict=True):
+    for registry, before in zip(registries, saved, strict=True):
         registry.clear()
         registry.update(before)  # type: ignore[arg-type]
 

@@ -117,7 +117,7 @@ def test_a_budgeted_run_says_what_its_wall_time_holds_beyond_the_budget(tmp_path
 
     now = [100.0]
     monkeypatch.setattr(run_loop.time, "perf_counter", lambda: now[0])
-    monkeypatch.setattr(robot_rl, "STARTED", 93.0)  # 7 s of imports and set-up
+    monkeypatch.setattr(robot_rl, "_command_start", 93.0)  # 7 s of imports and set-up
     out = io.StringIO()
     runner = _Runner(tmp_path, Console(file=out, width=80), budget=60.0)
     runner.history = [{"env_steps": 20_000, "success_rate": 0.0, "episode_cost": 0.0}]
@@ -135,3 +135,10 @@ def test_a_budgeted_run_says_what_its_wall_time_holds_beyond_the_budget(tmp_path
     text = " ".join(out.getvalue().split())
     assert "the time budget counts training: 7 s of start-up before it, 5 s for the last " \
            "evaluation and saving after it" in text, text
+    # a second run in the same process: its start-up is not the command's
+    out.truncate(0)
+    runner.history = runner.history[:1]
+    with TrainSession(runner):  # type: ignore[arg-type]
+        now[0] += 60.0
+    text = " ".join(out.getvalue().split())
+    assert "the time budget counts training: 5 s for the last evaluation" in text, text

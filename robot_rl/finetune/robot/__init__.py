@@ -1,7 +1,8 @@
 """Fine-tuning on the robot (HIL-SERL): ``robot-rl finetune-robot``.
 
-    learner.py      RobotFinetuneConfig and RobotFinetuneRunner: SAC from a sim-trained
-                    policy, learning from the robot's committed episodes
+    configs.py      RobotFinetuneConfig, RobotSetup, OnlineLoopConfig (no torch)
+    learner.py      RobotFinetuneRunner: SAC from a sim-trained policy, learning from the
+                    robot's committed episodes
     actor.py        RobotActor: the deploy runtime and the online loop on the robot's machine
     loop.py         OnlineRobotLoop: home, episode, intervention, commit (per runtime tick)
     live_policy.py  LivePolicy: the policy the runtime runs while the learner swaps weights
