@@ -67,7 +67,7 @@ def _command(name: str) -> Command:
         return _lazy(*OWN_COMMANDS[name])
     from robot_rl.kinds import command_kind
 
-    return command_kind(name).commands()[name]
+    return command_kind(name).command(name)
 
 
 def _top_level() -> dict[str, Command]:

@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 from typing import Literal
 
-import numpy as np
 from rich.console import Console
 from rich.table import Table
 
@@ -63,6 +62,8 @@ def list_cmd(_: CameraListConfig) -> None:
 
 
 def probe_cmd(cfg: CameraProbeConfig) -> None:
+    import numpy as np
+
     from robot_rl.hardware.cameras.realsense import RealSenseCamera, RealSenseConfig
 
     cam = RealSenseCamera(RealSenseConfig(

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
-import numpy as np
 import tyro
 from rich.console import Console
 from rich.table import Table
@@ -265,6 +264,8 @@ def _outcomes(ds: Dataset) -> tuple[int | None, int | None]:
     """(successful episodes, intervention steps) from the episode rows, or counted from the frames
     (success at each episode's last frame) where the rows lack them (after a LeRobot edit);
     None where neither has them."""
+    import numpy as np
+
     eps = ds.episodes
     if eps and "robot_rl/success" in eps[0]:
         return (sum(bool(r.get("robot_rl/success")) for r in eps),

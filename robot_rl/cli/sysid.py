@@ -8,7 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import numpy as np
 import tyro
 from rich.console import Console
 from rich.table import Table
@@ -215,6 +214,8 @@ def fit_cmd(cfg: SysidFitConfig) -> None:
 
 def _load(cfg: SysidFitConfig, robot: Any) -> tuple[list[Any], float]:
     """The recordings' streams, from datasets or bags, and the readings' median age."""
+    import numpy as np
+
     from robot_rl.recording.rosbag_import import read_bag
     from robot_rl.sysid.dataset import load_recordings
 

@@ -135,6 +135,11 @@ class Kind(abc.ABC):
         """The ``robot-rl`` commands that make runs of this kind (their one-line summaries
         are in its registration, so ``robot-rl --help`` imports nothing)."""
 
+    def command(self, name: str) -> Command:
+        """One of ``commands()``, the one ``robot-rl NAME`` runs (a kind of several commands
+        may import only that one's config: ``--help`` reads nothing else)."""
+        return self.commands()[name]
+
     @abc.abstractmethod
     def evaluation(self, run: Run, opts: EvalOptions) -> Evaluation:
         """The run's shipped decision on an env of its task, ready to evaluate."""

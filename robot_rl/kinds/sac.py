@@ -6,6 +6,7 @@ or the MLP student that ``robot-rl distill`` fits to it."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from typing import Any
 
 from rich.console import Console
@@ -15,18 +16,22 @@ from robot_rl.kinds.base import EvalOptions, Evaluation, ExportConfig, Exported,
 from robot_rl.kinds.command import Command
 from robot_rl.kinds.training import train_runner
 
+_CONFIGS = {"train": ("robot_rl.train_config", "TrainConfig"),
+            "finetune": ("robot_rl.finetune.configs", "FinetuneConfig"),
+            "finetune-robot": ("robot_rl.finetune.robot.configs", "RobotFinetuneConfig")}
+"""Where each command's config is (``command`` imports the one asked for alone)."""
+
 
 class SACKind(Kind):
     name = "sac"
 
     def commands(self) -> dict[str, Command]:
-        from robot_rl.finetune.configs import FinetuneConfig
-        from robot_rl.finetune.robot.configs import RobotFinetuneConfig
-        from robot_rl.train_config import TrainConfig
+        return {name: self.command(name) for name in _CONFIGS}
 
-        return {"train": Command(TrainConfig, train),
-                "finetune": Command(FinetuneConfig, finetune),
-                "finetune-robot": Command(RobotFinetuneConfig, finetune_robot)}
+    def command(self, name: str) -> Command:
+        module, config = _CONFIGS[name]
+        run = {"train": train, "finetune": finetune, "finetune-robot": finetune_robot}[name]
+        return Command(getattr(importlib.import_module(module), config), run)
 
     def evaluation(self, run: Run, opts: EvalOptions) -> Evaluation:
         from robot_rl.evaluate import evaluate, evaluate_agent, module_policy
