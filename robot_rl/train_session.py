@@ -85,7 +85,9 @@ class TrainWindow:
         self.returns: list[float] = []
         self.costs: list[float] = []
         self.success: list[float] = []
-        self.losses: dict[str, list[float]] = {}
+        self.losses: dict[str, tuple[torch.Tensor | float, int]] = {}
+        """Each metric's sum and count over the window's updates (tensors until flushed:
+        reading one is a device synchronisation)."""
         self.terms: dict[str, float] = {}
         self.n_steps = 0
         self.rejected = 0.0
@@ -104,16 +106,18 @@ class TrainWindow:
         self.costs.extend(costs)
         self.success.extend(success)
 
-    def add_losses(self, metrics: dict[str, float]) -> None:
+    def add_losses(self, metrics: dict[str, torch.Tensor] | dict[str, float]) -> None:
+        """One update's metrics (0-dim tensors or numbers), summed as they come."""
         for k, v in metrics.items():
-            self.losses.setdefault(k, []).append(v)
+            total, n = self.losses.get(k, (0.0, 0))
+            self.losses[k] = (total + v, n + 1)
 
     def flush(self, elapsed: float) -> dict[str, float]:
         now = time.perf_counter()
         self.sps = self.n_steps / max(now - self._t, 1e-9)
         self._t = now
         out = {k: v / max(self.n_steps, 1) for k, v in self.terms.items()}
-        out.update({k: sum(v) / len(v) for k, v in self.losses.items()})
+        out.update({k: float(total) / n for k, (total, n) in self.losses.items()})
         out["perf/sps"] = self.sps
         out["safety/gate_rejected_rate"] = self.rejected / max(self.n_steps, 1)
         if self.returns:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -35,10 +36,17 @@ from robot_rl.nets import EnsembleCritic, RunningNorm, TanhGaussianActor
 from robot_rl.nstep import COST_DISCOUNT, DISCOUNT
 from robot_rl.replay import Batch
 
+if TYPE_CHECKING:
+    from robot_rl.algos.compiled_update import CompiledUpdate
+
 ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh}
 
+Metrics = dict[str, torch.Tensor]
+"""An update's metrics: 0-dim tensors on the learner's device, under their TensorBoard
+names."""
+
 CriticRegularizer = Callable[["SAC", torch.Tensor, torch.Tensor, Batch, torch.Tensor],
-                             tuple[torch.Tensor, dict[str, float]]]
+                             tuple[torch.Tensor, Metrics]]
 """A term added to the critics' loss: (agent, obs, next_obs (normalized, (B, O)), batch,
 q (N, B)) -> (scalar, metrics)."""
 
@@ -58,6 +66,18 @@ def soft_td_target(reward: torch.Tensor, terminated: torch.Tensor, next_q: torch
     """y = r + gamma (1 - terminated) (next_q - alpha log pi(a'|s')); all (B,) (``gamma``
     a number or (B,): n-step transitions carry their own)."""
     return reward + gamma * (1.0 - terminated) * (next_q - alpha * next_logp)
+
+
+def _step(opt: torch.optim.Optimizer, loss: torch.Tensor) -> None:
+    """One optimizer step on ``loss``'s gradient."""
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+
+
+def _is_zero(x: float | torch.Tensor) -> bool:
+    """Whether ``x`` is the number 0 (a tensor never is: its value is not read)."""
+    return not isinstance(x, torch.Tensor) and x == 0
 
 
 def alpha_loss(log_alpha: torch.Tensor, logp: torch.Tensor,
@@ -117,6 +137,16 @@ class SAC(nn.Module):
         """The weight of ``SACConfig.anchor`` now (a runner may fade it: the residual's)."""
         self.gen = torch.Generator(device=self.device)
         self.gen.manual_seed(seed)
+        self.compiled: CompiledUpdate | None = None
+        """The compiled gradient step (``SACConfig.compile``; ``compile_update``)."""
+
+    def compile_update(self) -> None:
+        """Make ``update`` run as one compiled function from now on
+        (``robot_rl.algos.compiled_update``); refused with the reason for an agent whose
+        step has an eager-only part."""
+        from robot_rl.algos.compiled_update import CompiledUpdate
+
+        self.compiled = CompiledUpdate(self)
 
     @property
     def gaussian_actor(self) -> TanhGaussianActor:
@@ -227,93 +257,141 @@ class SAC(nn.Module):
 
     def update(self, batch: Batch, actor: bool = True,
                critic_regularizer: CriticRegularizer | None = None,
-               actor_every: int | None = None) -> dict[str, float]:
+               actor_every: int | None = None) -> Metrics:
         """One gradient step of the critics, the cost critic, and (every ``actor_every``,
         default ``actor_update_every``; never with ``actor=False``) the actor and
         temperature.
         ``critic_regularizer(agent, obs, next_obs, batch, q)`` adds a term to the critics'
         loss (CQL / Cal-QL's; ``obs`` normalized, ``q`` (N, B) at the batch's actions) and
-        returns it with its metrics. Returns scalar metrics."""
-        cfg = self.cfg
+        returns it with its metrics.
+
+        With ``SACConfig.compile`` the step is one compiled function
+        (``robot_rl.algos.compiled_update``; a step with a regularizer runs eagerly).
+        Returns the metrics as 0-dim tensors on the device: reading one is a device
+        synchronisation, so a loop reads them when it logs, not per update."""
+        with_actor = actor and (self.updates + 1) % (actor_every or
+                                                     self.cfg.actor_update_every) == 0
+        subset = torch.randperm(self.cfg.num_critics, generator=self.gen,
+                                device=self.device)[:self.cfg.critic_subset]
+        if self.compiled is not None and critic_regularizer is None:
+            metrics = self.compiled.step(batch, subset, with_actor)
+        else:
+            metrics = self._eager_update(batch, subset, with_actor, critic_regularizer)
+        self.updates += 1
+        return metrics
+
+    def _eager_update(self, batch: Batch, subset: torch.Tensor, with_actor: bool,
+                      critic_regularizer: CriticRegularizer | None) -> Metrics:
+        """``update`` op by op: each loss's backward and its optimizer's step in turn."""
         obs, next_obs = self.normalize(batch.obs), self.normalize(batch.next_obs)
+        y, yc = self.td_targets(batch, next_obs, subset)
+        critic_loss, metrics = self.critic_loss(obs, batch.action, y)
+        if critic_regularizer is not None:
+            reg, reg_metrics = critic_regularizer(self, obs, next_obs, batch,
+                                                  metrics.pop("q"))
+            critic_loss = critic_loss + reg
+            metrics.update(reg_metrics)
+        metrics.pop("q", None)
+        _step(self.critic_opt, critic_loss)
+        if yc is not None and self.cost_opt is not None:
+            cost_loss, cost_metrics = self.cost_loss(obs, batch.action, yc)
+            _step(self.cost_opt, cost_loss)
+            metrics.update(cost_metrics)
+        if with_actor:
+            metrics.update(self._update_actor(batch, obs))
+        self._polyak()
+        return metrics
+
+    def td_targets(self, batch: Batch, next_obs: torch.Tensor, subset: torch.Tensor
+                   ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The TD targets (B,) of the critics (the soft target's min over the ensemble
+        members ``subset``) and of the cost critic (None without one), at the normalized
+        next observations ``next_obs`` (B, O) with a' drawn from the actor."""
         alpha = self.alpha.detach()
         with torch.no_grad():
             next_a, next_logp, _ = self.actor_sample(batch, next_obs, next_obs=True)
             next_a = self.critic_action(next_obs, next_a)
             next_q = self.critic_target(next_obs, next_a)  # (N, B)
-            subset = torch.randperm(cfg.num_critics, generator=self.gen,
-                                    device=self.device)[:cfg.critic_subset]
             y = soft_td_target(batch.reward, batch.terminated, next_q[subset].min(0).values,
-                               next_logp, alpha if cfg.backup_entropy else 0.0,
+                               next_logp, alpha if self.cfg.backup_entropy else 0.0,
                                batch.extra.get(DISCOUNT, self.gamma))
-        q = self.critic(obs, batch.action)  # (N, B)
-        critic_loss = ((q - y) ** 2).mean(1).sum()
-        metrics = {"losses/critic": float(critic_loss.detach()),
-                   "losses/q_mean": float(q.detach().mean())}
-        if critic_regularizer is not None:
-            reg, reg_metrics = critic_regularizer(self, obs, next_obs, batch, q)
-            critic_loss = critic_loss + reg
-            metrics.update(reg_metrics)
-        self.critic_opt.zero_grad()
-        critic_loss.backward()
-        self.critic_opt.step()
+            if self.cost_critic is None:
+                return y, None
+            next_qc = self.cost_critic.target_value(next_obs, next_a)
+            yc = cost_td_target(batch.cost, batch.terminated, next_qc,
+                                batch.extra.get(COST_DISCOUNT, self.safety_cfg.gamma))
+        return y, yc
 
-        if self.cost_critic is not None and self.cost_opt is not None:
-            with torch.no_grad():
-                next_qc = self.cost_critic.target_value(next_obs, next_a)
-                yc = cost_td_target(batch.cost, batch.terminated, next_qc,
-                                    batch.extra.get(COST_DISCOUNT, self.safety_cfg.gamma))
-            cost_loss = self.cost_critic.loss(obs, batch.action, yc)
-            self.cost_opt.zero_grad()
-            cost_loss.backward()
-            self.cost_opt.step()
-            metrics["losses/cost_critic"] = float(cost_loss.detach())
-            metrics["safety/qc_mean"] = float(yc.mean())
+    def critic_loss(self, obs: torch.Tensor, action: torch.Tensor, y: torch.Tensor
+                    ) -> tuple[torch.Tensor, Metrics]:
+        """The critics' loss (the sum over members of the mean squared TD error) and its
+        metrics, with the values ``q`` (N, B) under "q" (popped by the caller)."""
+        q = self.critic(obs, action)  # (N, B)
+        loss = ((q - y) ** 2).mean(1).sum()
+        return loss, {"losses/critic": loss.detach(), "losses/q_mean": q.detach().mean(),
+                      "q": q}
 
-        self.updates += 1
-        if actor and self.updates % (actor_every or cfg.actor_update_every) == 0:
-            metrics.update(self._update_actor(batch, obs))
-        self._polyak()
-        return metrics
+    def cost_loss(self, obs: torch.Tensor, action: torch.Tensor, yc: torch.Tensor
+                  ) -> tuple[torch.Tensor, Metrics]:
+        """The cost critic's loss to its targets ``yc`` (B,) and its metrics."""
+        assert self.cost_critic is not None
+        loss = self.cost_critic.loss(obs, action, yc)
+        return loss, {"losses/cost_critic": loss.detach(), "safety/qc_mean": yc.mean()}
 
-    def _update_actor(self, batch: Batch, obs: torch.Tensor) -> dict[str, float]:
-        self.critic.requires_grad_(False)
+    def actor_loss(self, batch: Batch, obs: torch.Tensor, lam: float | torch.Tensor,
+                   anchor: float | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, Metrics]:
+        """The actor's loss (its auxiliary loss included), log pi (B,) of its sampled
+        actions and its metrics, at the normalized ``obs`` (B, O). ``lam``: the Lagrange
+        multiplier, ``anchor``: the weight of ``SACConfig.anchor``'s pull; each term enters
+        unless its weight is the number 0 (a tensor weight always enters: the compiled
+        step reads no value)."""
         a, logp, aux = self.actor_sample(batch, obs, next_obs=False)
         a = self.critic_action(obs, a)
         alpha = self.alpha.detach()
         q = self.critic(obs, a).mean(0)  # (B,)
         loss = alpha * logp - q
-        if self.mean_anchor > 0:
+        if not _is_zero(anchor):
             mean = self.gaussian_actor.mean_action(obs)
-            loss = loss + self.mean_anchor * q.detach().abs().mean() * mean.pow(2).sum(1)
-        lam = self.lagrange.value
-        if self.safety_cfg.lagrangian and self.cost_critic is not None and lam > 0:
-            self.cost_critic.q.requires_grad_(False)
+            loss = loss + anchor * q.detach().abs().mean() * mean.pow(2).sum(1)
+        if self.safety_cfg.lagrangian and self.cost_critic is not None and not _is_zero(lam):
             loss = (loss + lam * self.cost_critic.q(obs, a).mean(0)) / (1.0 + lam)
-            self.cost_critic.q.requires_grad_(True)
         actor_loss = loss.mean()
-        total = actor_loss if aux is None else actor_loss + aux
-        self.actor_opt.zero_grad()
-        total.backward()
-        self.actor_opt.step()
-        self.critic.requires_grad_(True)
+        metrics = {"losses/actor": actor_loss.detach(),
+                   "charts/entropy": -logp.detach().mean()}
+        if aux is None:
+            return actor_loss, logp, metrics
+        return actor_loss + aux, logp, metrics | {"losses/actor_aux": aux.detach()}
 
-        a_loss = alpha_loss(self.log_alpha, logp, self.target_entropy)
-        self.alpha_opt.zero_grad()
-        a_loss.backward()
-        self.alpha_opt.step()
-        out = {} if aux is None else {"losses/actor_aux": float(aux.detach())}
-        return out | {"losses/actor": float(actor_loss.detach()),
-                      "losses/alpha": float(a_loss.detach()),
-                      "charts/alpha": float(self.alpha.detach()),
-                      "charts/entropy": float(-logp.detach().mean())}
+    def temperature_loss(self, logp: torch.Tensor) -> tuple[torch.Tensor, Metrics]:
+        """The temperature's loss for the actor's log pi (B,) and its metric."""
+        loss = alpha_loss(self.log_alpha, logp, self.target_entropy)
+        return loss, {"losses/alpha": loss.detach()}
+
+    def _update_actor(self, batch: Batch, obs: torch.Tensor) -> Metrics:
+        """One step of the actor, then of the temperature (eager)."""
+        self.critic.requires_grad_(False)
+        if self.cost_critic is not None:
+            self.cost_critic.q.requires_grad_(False)
+        loss, logp, metrics = self.actor_loss(batch, obs, self.lagrange.value,
+                                              self.mean_anchor)
+        _step(self.actor_opt, loss)
+        self.critic.requires_grad_(True)
+        if self.cost_critic is not None:
+            self.cost_critic.q.requires_grad_(True)
+        a_loss, a_metrics = self.temperature_loss(logp)
+        _step(self.alpha_opt, a_loss)
+        return metrics | a_metrics | {"charts/alpha": self.alpha.detach()}
+
+    def polyak_pairs(self) -> list[tuple[nn.Module, nn.Module]]:
+        """(target, source) networks that Polyak averaging pulls together."""
+        pairs: list[tuple[nn.Module, nn.Module]] = [(self.critic_target, self.critic)]
+        if self.cost_critic is not None:
+            pairs.append((self.cost_critic.q_target, self.cost_critic.q))
+        return pairs
 
     @torch.no_grad()
     def _polyak(self) -> None:
-        pairs = [(self.critic_target, self.critic)]
-        if self.cost_critic is not None:
-            pairs.append((self.cost_critic.q_target, self.cost_critic.q))
-        for target, source in pairs:
+        for target, source in self.polyak_pairs():
             torch._foreach_lerp_(list(target.parameters()), list(source.parameters()),
                                  self.cfg.tau)
 

@@ -22,7 +22,7 @@ import math
 
 import torch
 
-from robot_rl.algos.sac import SAC
+from robot_rl.algos.sac import SAC, Metrics
 from robot_rl.finetune.configs import CalQLConfig
 from robot_rl.replay import Batch
 
@@ -51,7 +51,7 @@ class CalQL:
         self.cfg = cfg
 
     def __call__(self, agent: SAC, obs: torch.Tensor, next_obs: torch.Tensor, batch: Batch,
-                 q_data: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
+                 q_data: torch.Tensor) -> tuple[torch.Tensor, Metrics]:
         cfg = self.cfg
         B, n, A = obs.shape[0], cfg.actions, agent.act_dim
         rep_obs = obs.repeat_interleave(n, dim=0)  # (B n, O)
@@ -65,10 +65,10 @@ class CalQL:
             return agent.critic(rep_obs, actions).view(-1, B, n)  # (N, B, n)
 
         q_rand, q_pi, q_next = q_of(rand), q_of(pi_a), q_of(next_a)
-        bound = 0.0
+        bound = torch.zeros((), device=obs.device)
         if cfg.calibrated:
             lower = batch.extra[MC_RETURN].view(1, B, 1)
-            bound = float(((q_pi < lower).float().mean() + (q_next < lower).float().mean()) / 2)
+            bound = ((q_pi < lower).float().mean() + (q_next < lower).float().mean()) / 2
             q_pi, q_next = torch.maximum(q_pi, lower), torch.maximum(q_next, lower)
         log_uniform = A * math.log(0.5)
         cat = torch.cat([q_rand - log_uniform, q_pi - pi_logp.view(1, B, n),
@@ -76,5 +76,5 @@ class CalQL:
         lse = torch.logsumexp(cat / cfg.temperature, dim=2) * cfg.temperature  # (N, B)
         gap = (lse - q_data).mean(1)  # (N,)
         reg = cfg.alpha * gap.sum()
-        return reg, {"losses/cql": float(gap.detach().mean()),
+        return reg, {"losses/cql": gap.detach().mean(),
                      "charts/calql_bound_rate": bound}

@@ -44,7 +44,7 @@ from torch import nn
 
 from robot_rl.algos import SAC
 from robot_rl.algos.configs import SACConfig, SafetyConfig
-from robot_rl.algos.sac import ActStep, CriticRegularizer
+from robot_rl.algos.sac import ActStep, CriticRegularizer, Metrics
 from robot_rl.nets import LOG_STD_MAX, LOG_STD_MIN, tanh_gaussian_log_prob
 from robot_rl.replay import Batch, ExtraSpec
 from robot_rl.vision.student import PixelPolicy
@@ -196,10 +196,10 @@ class PixelSAC(SAC):
 
     def update(self, batch: Batch, actor: bool = True,
                critic_regularizer: CriticRegularizer | None = None,
-               actor_every: int | None = None) -> dict[str, float]:
+               actor_every: int | None = None) -> Metrics:
         metrics = super().update(batch, actor, critic_regularizer, actor_every)
-        self.q_scale = 0.99 * self.q_scale + 0.01 * abs(metrics["losses/q_mean"]) \
-            if self.updates > 1 else abs(metrics["losses/q_mean"])
+        q_mean = abs(float(metrics["losses/q_mean"]))  # the anchor's scale, a number
+        self.q_scale = 0.99 * self.q_scale + 0.01 * q_mean if self.updates > 1 else q_mean
         return metrics
 
     def full_state(self) -> dict:

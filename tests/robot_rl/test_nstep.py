@@ -115,7 +115,7 @@ def test_sac_bootstraps_with_each_transitions_own_discount():
         batch = Batch(torch.randn(8, 2), torch.rand(8, 1), torch.ones(8), torch.ones(8),
                       torch.randn(8, 2), torch.full((8,), terminated), extra)
         m = agent.update(batch, actor=False)
-        return m["losses/critic"], m["losses/cost_critic"]
+        return float(m["losses/critic"]), float(m["losses/cost_critic"])
 
     zero = {DISCOUNT: torch.zeros(8), COST_DISCOUNT: torch.zeros(8)}
     assert loss(zero, 0.0) == pytest.approx(loss({}, 1.0))

@@ -29,6 +29,7 @@ import torch
 from rich.console import Console
 
 from robot_rl.algos import SAC
+from robot_rl.algos.sac import Metrics
 from robot_rl.checkpoint import CHECKPOINT, REPLAY, CheckpointError, load_checkpoint
 from robot_rl.cluster.collector import store_transitions
 from robot_rl.cluster.rollout import Rollout
@@ -82,7 +83,7 @@ class AnchoredSAC(SAC):
         """Pull towards ``actor`` (frozen; kept out of the agent's state) with ``weight``."""
         self._anchor, self.anchor_weight = (actor.requires_grad_(False),), weight
 
-    def _update_actor(self, batch: Batch, obs: torch.Tensor) -> dict[str, float]:
+    def _update_actor(self, batch: Batch, obs: torch.Tensor) -> Metrics:
         if self.awac_beta <= 0:
             return super()._update_actor(batch, obs)
         actor = self.gaussian_actor
@@ -97,7 +98,7 @@ class AnchoredSAC(SAC):
         self.actor_opt.zero_grad()
         loss.backward()
         self.actor_opt.step()
-        return {"losses/actor": float(loss.detach()), "charts/awac_weight": float(w.mean())}
+        return {"losses/actor": loss.detach(), "charts/awac_weight": w.mean()}
 
     def actor_sample(self, batch: Batch, x: torch.Tensor, next_obs: bool
                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
