@@ -83,6 +83,19 @@ class SACConfig:
     policy's own action, and the pull fades with its exploration ramp
     (``ResidualConfig.anchor_steps``); 0: plain SAC (every reference)."""
 
+    compile: bool = False
+    """Run each gradient step as one compiled function (``torch.compile``: inductor's
+    kernels on a CPU, a CUDA graph on a GPU; ``robot_rl/algos/compiled_update.py``). The
+    first step compiles it (about half a minute on a 2-core CPU; torch caches the result
+    for later runs). Off by default on the CPU, where every recorded learning figure was
+    measured eagerly; ``--preset gpu`` turns it on."""
+    cuda_graphs: bool = True
+    """With ``compile`` on a GPU: replay the compiled step as a CUDA graph (torch.compile's
+    ``reduce-overhead``); off: its kernels are launched one by one."""
+    bf16: bool = False
+    """With ``compile`` on a GPU: the networks' forward passes in bfloat16 autocast
+    (FastTD3 and FastSAC: on); the parameters, optimizer and targets stay float32."""
+
     def validate(self) -> None:
         if not 1 <= self.critic_subset <= self.num_critics:
             raise ConfigError(f"critic_subset must be in [1, num_critics={self.num_critics}], "

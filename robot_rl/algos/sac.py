@@ -140,6 +140,11 @@ class SAC(nn.Module):
         self.compiled: CompiledUpdate | None = None
         """The compiled gradient step (``SACConfig.compile``; ``compile_update``)."""
 
+    def eager_only(self) -> str:
+        """Why this agent's gradient step cannot be compiled ("" where it can): a subclass
+        whose step reads a ``torch.Generator`` or replaces a part of it says which."""
+        return ""
+
     def compile_update(self) -> None:
         """Make ``update`` run as one compiled function from now on
         (``robot_rl.algos.compiled_update``); refused with the reason for an agent whose
@@ -273,6 +278,8 @@ class SAC(nn.Module):
                                                      self.cfg.actor_update_every) == 0
         subset = torch.randperm(self.cfg.num_critics, generator=self.gen,
                                 device=self.device)[:self.cfg.critic_subset]
+        if self.cfg.compile and self.compiled is None:
+            self.compile_update()
         if self.compiled is not None and critic_regularizer is None:
             metrics = self.compiled.step(batch, subset, with_actor)
         else:

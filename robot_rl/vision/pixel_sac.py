@@ -170,6 +170,9 @@ class PixelSAC(SAC):
         return self.decide((mean, log_std), self.normalize(critic.to(dev)), deterministic,
                            gate)
 
+    def eager_only(self) -> str:
+        return "pixel SAC's actor draws its image shifts and samples from a torch.Generator"
+
     def actor_sample(self, batch: Batch, x: torch.Tensor, next_obs: bool
                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         pre = "next_" if next_obs else ""

@@ -100,6 +100,9 @@ class AnchoredSAC(SAC):
         self.actor_opt.step()
         return {"losses/actor": loss.detach(), "charts/awac_weight": w.mean()}
 
+    def eager_only(self) -> str:
+        return "AWAC's actor update (--awac) is eager" if self.awac_beta > 0 else ""
+
     def actor_sample(self, batch: Batch, x: torch.Tensor, next_obs: bool
                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         a, logp, aux = super().actor_sample(batch, x, next_obs)
