@@ -19,11 +19,41 @@ The loop, per round:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+import numpy as np
 import torch
 
 from robot_rl.train_session import TrainSession, rejected_count, step_sums
+
+
+@dataclasses.dataclass
+class Episodes:
+    """The training episodes that ended in a round: their returns, costs and successes,
+    (N,) each, or (E,) each for E envs of which ``ended`` (E,) bool marks those whose episode
+    ended (tensors that stay on the device: nothing is read back per round)."""
+
+    returns: torch.Tensor
+    costs: torch.Tensor
+    successes: torch.Tensor
+    ended: torch.Tensor | None = None
+    """(E,) bool; None: every row ended."""
+
+    @staticmethod
+    def of(returns: Sequence[float], costs: Sequence[float],
+           successes: Sequence[float]) -> Episodes:
+        """Episodes from lists of numbers (a pool's rollout)."""
+        def t(v: Sequence[float]) -> torch.Tensor:
+            return torch.as_tensor(np.asarray(v, dtype=np.float64))
+
+        return Episodes(t(returns), t(costs), t(successes))
+
+    def mask(self) -> torch.Tensor:
+        """(N,) bool: the rows whose episode ended."""
+        if self.ended is None:
+            return torch.ones(self.returns.shape, dtype=torch.bool, device=self.returns.device)
+        return self.ended
 
 
 @dataclasses.dataclass
@@ -34,14 +64,14 @@ class Collected:
     """Transitions (rows) collected."""
     env_steps: int
     """Control steps they count for (a macro step's wrapper counts its control steps)."""
-    sums: dict[str, float]
+    sums: Mapping[str, torch.Tensor | float]
     """Per-term sums of reward terms, cost terms and shield interventions (``step_sums``)."""
-    rejected: float
+    rejected: torch.Tensor | float
     """Safety-gate rejections among them."""
-    cost: float
-    """Their summed constraint cost."""
-    episodes: tuple[list[float], list[float], list[float]] | None = None
-    """The episodes that ended: (returns, costs, successes); None: none reported."""
+    cost: torch.Tensor | float
+    """Their summed constraint cost (a tensor: float64)."""
+    episodes: Episodes | None = None
+    """The episodes that ended; None: none reported."""
     source: Any = None
     """What the collector collected it from (a pool's rollout), for its own ``learned``."""
 
@@ -84,6 +114,9 @@ class LocalCollector:
         self.runner = runner
         env = runner.env
         self.shared_eval = runner.eval_env is env
+        self.holds = runner.agent.safety_cfg.fallback == "hold"
+        """Whether the gate may ask envs to hold (its fallback): else the hold mask is all
+        false and the step stores every transition, with no mask to compact on the host."""
         self.per_step = env.num_envs * int(getattr(env, "steps_per_step", 1))  # control steps
         self.obs = torch.zeros(0)
 
@@ -96,17 +129,18 @@ class LocalCollector:
     def collect(self) -> Collected:
         r, obs = self.runner, self.obs
         action, hold, rejected = r.decide(obs)
+        if not self.holds:
+            hold = None
         next_obs, reward, cost, terminated, truncated, info = r.env.step(action, hold)
         r.store(obs, action, reward, cost, terminated, truncated, info,
                 None if hold is None else ~hold)
         self.obs = next_obs
         episodes = None
         if "episode" in info:
-            ep, done = info["episode"], info["episode"]["done"]
-            episodes = (ep["return"][done].tolist(), ep["cost"][done].tolist(),
-                        ep["success"][done].float().tolist())
+            ep = info["episode"]
+            episodes = Episodes(ep["return"], ep["cost"], ep["success"].float(), ep["done"])
         return Collected(int(cost.shape[0]), self.per_step, step_sums(info),
-                         rejected_count(rejected), float(cost.sum()), episodes)
+                         rejected_count(rejected), cost.sum().double(), episodes)
 
     def updates(self, got: Collected, ready: bool) -> int:
         return self.runner.cfg.sac.updates_per_step if ready else 0

@@ -59,13 +59,16 @@ class EnsembleCritic(nn.Module):
     """N critics Q_i(s, a) (RLPD/REDQ): LayerNorm after each hidden layer.
 
     ``forward(obs (B, O), act (B, A)) -> (N, B)``; ``obs`` may also be (N, B, O) to give each
-    member its own batch.
+    member its own batch. With ``atoms`` K > 0 each member is categorical (C51; FastTD3's
+    and FastSAC's critics): it gives logits over K values evenly spaced on
+    [``v_min``, ``v_max``] (``logits``: (N, B, K)) and ``forward`` their expectation.
     """
 
     def __init__(self, n: int, obs_dim: int, act_dim: int, hidden: Sequence[int],
-                 layer_norm: bool = True, activation: type[nn.Module] = nn.ReLU):
+                 layer_norm: bool = True, activation: type[nn.Module] = nn.ReLU,
+                 atoms: int = 0, v_min: float = -20.0, v_max: float = 20.0):
         super().__init__()
-        self.n = n
+        self.n, self.atoms = n, atoms
         sizes = [obs_dim + act_dim, *hidden]
         layers: list[nn.Module] = []
         for d_in, d_out in zip(sizes[:-1], sizes[1:], strict=True):
@@ -73,14 +76,25 @@ class EnsembleCritic(nn.Module):
             if layer_norm:
                 layers.append(EnsembleLayerNorm(n, d_out))
             layers.append(activation())
-        layers.append(EnsembleLinear(n, sizes[-1], 1))
+        layers.append(EnsembleLinear(n, sizes[-1], max(atoms, 1)))
         self.net = nn.Sequential(*layers)
+        if atoms:
+            self.register_buffer("support", torch.linspace(v_min, v_max, atoms))
 
-    def forward(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
+    support: torch.Tensor
+
+    def logits(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
+        """(N, B, K) the categorical members' logits (``atoms`` K > 0)."""
         x = torch.cat([obs, act], dim=-1)
         if x.dim() == 2:
             x = x.unsqueeze(0).expand(self.n, -1, -1)
-        return self.net(x).squeeze(-1)  # (N, B)
+        return self.net(x)
+
+    def forward(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
+        out = self.logits(obs, act)
+        if not self.atoms:
+            return out.squeeze(-1)  # (N, B)
+        return (out.softmax(-1) * self.support).sum(-1)  # (N, B): the expectations
 
 
 class TanhGaussianActor(nn.Module):
@@ -162,17 +176,20 @@ class RunningNorm(nn.Module):
 
     @torch.no_grad()
     def update(self, x: torch.Tensor) -> None:
+        """Fold ``x`` (B, O) in; the count stays a tensor (float64), so nothing is read
+        back from the device."""
         if x.shape[0] == 0:
             return
         n = float(x.shape[0])
-        total = float(self.count) + n
+        count = self.count
+        total = count + n
         b_mean, b_var = x.mean(0), x.var(0, correction=0)
         delta = b_mean - self.mean
         w = n / total
-        m2 = self.var * float(self.count) + b_var * n + delta * delta * float(self.count) * w
+        m2 = self.var * count + b_var * n + delta * delta * count * w
         self.mean += delta * w
         self.var.copy_(m2 / total)
-        self.count.fill_(total)
+        self.count.copy_(total)
 
     @property
     def std(self) -> torch.Tensor:

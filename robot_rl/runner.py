@@ -175,8 +175,9 @@ class Runner:
         """Gathers n-step transitions for the buffer (``--sac.n-step`` > 1)."""
         self.env_steps = 0
         self.elapsed = 0.0
-        self.train_cost = 0.0
-        """Cumulative constraint cost of all training transitions."""
+        self.train_cost: torch.Tensor | float = 0.0
+        """Cumulative constraint cost of all training transitions (a float64 tensor on the
+        learner's device once counted: read at evaluations and checkpoints)."""
         self.history: list[dict[str, float]] = []
         self.next_eval = 0
         if resume_state is None:
@@ -206,7 +207,7 @@ class Runner:
                 self.env_steps += got.env_steps
                 session.add_steps(got.transitions, got.sums, got.rejected, got.cost)
                 if got.episodes is not None:
-                    session.add_episodes(*got.episodes)
+                    session.add_episodes(got.episodes)
                 updates = collector.updates(got, self.ready_to_learn())
                 for _ in range(updates):
                     session.add_losses(self.learn())
@@ -343,7 +344,8 @@ class Runner:
         result = self.evaluate_policy(self.eval_env, cfg.eval_episodes, cfg.seed + 10_000)
         record = {"env_steps": float(self.env_steps), "seconds": self.elapsed,
                   "success_rate": result.success_rate, "return": result.return_mean,
-                  "episode_cost": result.cost_mean, "train_cumulative_cost": self.train_cost,
+                  "episode_cost": result.cost_mean,
+                  "train_cumulative_cost": float(self.train_cost),
                   "lambda": self.agent.lagrange.value}
         self.history.append(record)
         metrics = result.metrics("eval")
@@ -358,7 +360,8 @@ class Runner:
                            f"{self.elapsed:6.0f} s, {clock(left)} left]  success "
                            f"{result.success_rate:5.1%}  "
                            f"return {result.return_mean:8.2f}  episode cost "
-                           f"{result.cost_mean:.2f}  training cost {self.train_cost:,.0f}",
+                           f"{result.cost_mean:.2f}  training cost "
+                           f"{float(self.train_cost):,.0f}",
                            highlight=False, soft_wrap=True)
         return result
 
@@ -370,7 +373,7 @@ class Runner:
         for key, value in metrics.items():
             self.writer.add_scalar(key, value, self.env_steps)
         self.writer.add_scalar("safety/lambda", self.agent.lagrange.value, self.env_steps)
-        self.writer.add_scalar("cost/train_cumulative", self.train_cost, self.env_steps)
+        self.writer.add_scalar("cost/train_cumulative", float(self.train_cost), self.env_steps)
 
     # -- checkpoints -------------------------------------------------------------------------
 
@@ -403,7 +406,7 @@ class Runner:
                 "obs_layout": getattr(self.env, "obs_layout", [("obs", self.env.obs_dim)]),
                 "agent": self.agent.full_state(),
                 "env_steps": self.env_steps, "elapsed": self.elapsed,
-                "train_cost": self.train_cost, "history": self.history,
+                "train_cost": float(self.train_cost), "history": self.history,
                 "torch_rng": torch.get_rng_state(), "action_rng": self._action_gen.get_state(),
                 **self.extra_state()}
 

@@ -25,6 +25,58 @@ def _default_env() -> TaskConfig:
     return make_task_config("reach")
 
 
+Preset = Literal["cpu", "gpu"]
+"""The recipe a run's defaults follow (``TrainConfig.preset``)."""
+
+
+def fastsac_sac() -> SACConfig:
+    """SAC at a GPU's scale, after FastSAC (``amazon-far/holosoma``: ``config_values/algo.py``'s
+    ``fast_sac``, at its 4,096 envs): batches of 8,192, 8 critic updates per vector step and
+    the actor at every 4th, tau 0.125, initial temperature 0.001 with target entropy 0,
+    LayerNorm and SiLU in both networks (critics 768-384-192, actor 512-256-128), 1,024
+    transitions of replay per env, learning from the 10th vector step, the step compiled
+    into a CUDA graph with bf16 autocast. Kept from this runner where FastSAC differs
+    (docs/learners.md): the TD target's minimum over the critic pair (FastSAC: each critic
+    its own distributional target), Adam (FastSAC: AdamW, weight decay 0.001, betas 0.9,
+    0.95), the log-std range [-5, 2] (FastSAC: [-5, 0]), the discount from the task's
+    horizon (FastSAC: 0.97; reach's is 0.97), scalar critics (``--sac.critic-atoms 101``
+    gives FastSAC's distributional ones)."""
+    return SACConfig(batch_size=8192, updates_per_step=8, actor_update_every=4, tau=0.125,
+                     init_alpha=0.001, target_entropy=0.0, layer_norm=True,
+                     actor_layer_norm=True, activation="silu", actor_hidden=(512, 256, 128),
+                     critic_hidden=(768, 384, 192), buffer_size=1024 * GPU_ENVS,
+                     learning_starts=10 * GPU_ENVS, compile=True, bf16=True)
+
+
+GPU_ENVS = 4096
+"""Worlds of ``--preset gpu`` (FastSAC's and Isaac Lab's default)."""
+
+
+def with_preset(cfg: _C, preset: Preset) -> _C:
+    """``cfg`` with ``preset``'s values: ``cpu`` changes nothing (the defaults are its);
+    ``gpu`` trains on MuJoCo Warp and CUDA with ``GPU_ENVS`` worlds and ``fastsac_sac``'s
+    SAC (a fine-tuning recipe keeps its own SAC and takes the scale: batch, updates, replay,
+    the compiled step), and logs, evaluates and checkpoints at the cadence that scale
+    needs. The command line's flags apply on top (the CLI makes this the defaults)."""
+    if preset != "gpu":
+        return cfg
+    fast = fastsac_sac()
+    if type(cfg.sac) is SACConfig and cfg.sac == SACConfig():
+        sac = dataclasses.replace(fast, gamma=cfg.sac.gamma)
+    else:  # a method's own recipe, at the GPU's scale
+        sac = dataclasses.replace(cfg.sac, batch_size=fast.batch_size,
+                                  updates_per_step=fast.updates_per_step,
+                                  actor_update_every=min(cfg.sac.actor_update_every,
+                                                         fast.actor_update_every),
+                                  buffer_size=fast.buffer_size,
+                                  learning_starts=fast.learning_starts, compile=True,
+                                  bf16=True)
+    return dataclasses.replace(cfg, preset=preset, num_envs=GPU_ENVS, backend="warp",
+                               device="cuda", threads=None, sac=sac,
+                               log_every=50 * GPU_ENVS, eval_every=50 * GPU_ENVS,
+                               eval_episodes=64, checkpoint_every=300.0)
+
+
 GYM_DISCOUNT = 0.99
 """The discount of a ``--gym`` run without --sac.gamma (SB3's, RLPD's and gymnasium's
 benchmarks' own; a gymnasium env declares no horizon to derive one from)."""
@@ -37,6 +89,11 @@ class TrainConfig(RunConfig):
     Example: robot-rl train --task reach --safety gate --time-budget 300
     """
 
+    preset: Preset = "cpu"
+    """The recipe the defaults follow: cpu (this runner's, measured on a 2-core CPU) or gpu
+    (FastSAC's at a GPU's scale: 4,096 MuJoCo Warp worlds on CUDA, batches of 8,192, 8
+    updates per vector step, the compiled step in a CUDA graph; ``with_preset``). Any flag
+    given with it overrides its value."""
     task: str = "reach"
     """Task name (robot-rl sim info lists them); ``--env`` defaults to its config."""
     gym: str | None = None

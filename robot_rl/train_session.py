@@ -20,8 +20,9 @@ behaviour cloning shares.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from rich.progress import TextColumn
@@ -29,6 +30,9 @@ from rich.progress import TextColumn
 from robot_rl.evaluate import EvalResult
 from robot_rl.run_loop import RunLoop
 from robot_rl.run_progress import short_count
+
+if TYPE_CHECKING:
+    from robot_rl.collect import Episodes
 
 
 class SessionHost(Protocol):
@@ -43,7 +47,9 @@ class SessionHost(Protocol):
     """The SAC agent (its Lagrange multiplier steps every round)."""
     env_steps: int
     elapsed: float
-    train_cost: float
+    train_cost: torch.Tensor | float
+    """Cumulative constraint cost of the training transitions (a float64 tensor on the
+    learner's device once counted)."""
     history: list[dict[str, float]]
     next_eval: int
     """The env step of the next evaluation."""
@@ -59,20 +65,26 @@ class SessionHost(Protocol):
     def keep(self) -> Path: ...
 
 
-def step_sums(info: dict[str, Any]) -> dict[str, float]:
+def step_sums(info: dict[str, Any]) -> dict[str, torch.Tensor]:
     """The sums over envs of one step's reward terms, cost terms and shield interventions,
     under their TensorBoard names (``reward/<term>``, ``cost/<term>``,
-    ``safety/shield_<what>``)."""
-    out: dict[str, float] = {}
+    ``safety/shield_<what>``): 0-dim tensors, read when the window is logged."""
+    out: dict[str, torch.Tensor] = {}
     for group, prefix in (("reward_terms", "reward/"), ("cost_terms", "cost/"),
                           ("safety", "safety/shield_")):
         for name, v in info.get(group, {}).items():
-            out[prefix + name] = float(v.sum())
+            out[prefix + name] = v.sum()
     return out
 
 
+Number = torch.Tensor | float
+"""A count or sum of the books: a tensor on the learner's device (read when logged), or
+a number where it came from the host."""
+
+
 class TrainWindow:
-    """Training statistics since the last log line."""
+    """Training statistics since the last log line: sums and counts (tensors until
+    ``flush`` reads them, once per log line)."""
 
     def __init__(self) -> None:
         self._t = time.perf_counter()
@@ -82,48 +94,51 @@ class TrainWindow:
         self._reset()
 
     def _reset(self) -> None:
-        self.returns: list[float] = []
-        self.costs: list[float] = []
-        self.success: list[float] = []
-        self.losses: dict[str, tuple[torch.Tensor | float, int]] = {}
-        """Each metric's sum and count over the window's updates (tensors until flushed:
-        reading one is a device synchronisation)."""
-        self.terms: dict[str, float] = {}
+        self.episodes: Number = 0.0
+        self.returns: Number = 0.0
+        self.costs: Number = 0.0
+        self.success: Number = 0.0
+        self.losses: dict[str, tuple[Number, int]] = {}
+        """Each metric's sum and count over the window's updates."""
+        self.terms: dict[str, Number] = {}
         self.n_steps = 0
-        self.rejected = 0.0
+        self.rejected: Number = 0.0
 
-    def add_steps(self, n: int, sums: dict[str, float], rejected: float) -> None:
+    def add_steps(self, n: int, sums: Mapping[str, Number], rejected: Number) -> None:
         """``n`` env transitions whose per-term sums are ``sums`` and of which ``rejected``
         were gate rejections."""
         self.n_steps += n
         for k, v in sums.items():
             self.terms[k] = self.terms.get(k, 0.0) + v
-        self.rejected += rejected
+        self.rejected = self.rejected + rejected
 
-    def add_episodes(self, returns: list[float], costs: list[float],
-                     success: list[float]) -> None:
-        self.returns.extend(returns)
-        self.costs.extend(costs)
-        self.success.extend(success)
+    def add_episodes(self, episodes: Episodes) -> None:
+        """Finished training episodes."""
+        ended = episodes.mask()
+        self.episodes = self.episodes + ended.sum()
+        self.returns = self.returns + (episodes.returns.double() * ended).sum()
+        self.costs = self.costs + (episodes.costs.double() * ended).sum()
+        self.success = self.success + (episodes.successes.double() * ended).sum()
 
-    def add_losses(self, metrics: dict[str, torch.Tensor] | dict[str, float]) -> None:
+    def add_losses(self, metrics: Mapping[str, Number]) -> None:
         """One update's metrics (0-dim tensors or numbers), summed as they come."""
         for k, v in metrics.items():
             total, n = self.losses.get(k, (0.0, 0))
             self.losses[k] = (total + v, n + 1)
 
     def flush(self, elapsed: float) -> dict[str, float]:
+        """The window's means, read from the device, and a fresh window."""
         now = time.perf_counter()
         self.sps = self.n_steps / max(now - self._t, 1e-9)
         self._t = now
-        out = {k: v / max(self.n_steps, 1) for k, v in self.terms.items()}
+        out = {k: float(v) / max(self.n_steps, 1) for k, v in self.terms.items()}
         out.update({k: float(total) / n for k, (total, n) in self.losses.items()})
         out["perf/sps"] = self.sps
-        out["safety/gate_rejected_rate"] = self.rejected / max(self.n_steps, 1)
-        if self.returns:
-            out["train/episode_return"] = sum(self.returns) / len(self.returns)
-            out["train/episode_cost"] = sum(self.costs) / len(self.costs)
-            out["train/success_rate"] = sum(self.success) / len(self.success)
+        out["safety/gate_rejected_rate"] = float(self.rejected) / max(self.n_steps, 1)
+        if (episodes := float(self.episodes)) > 0:
+            out["train/episode_return"] = float(self.returns) / episodes
+            out["train/episode_cost"] = float(self.costs) / episodes
+            out["train/success_rate"] = float(self.success) / episodes
             self.success_text = f"{out['train/success_rate']:.0%}"
             self.cost_text = f"{out['train/episode_cost']:.2f}"
         out["charts/elapsed_seconds"] = elapsed
@@ -158,20 +173,20 @@ class TrainSession(RunLoop):
         return self
 
     def summary(self, last: dict[str, float] | None) -> str:
-        return super().summary(last) + f"; training cost {self.runner.train_cost:,.0f}"
+        return super().summary(last) + f"; training cost {float(self.runner.train_cost):,.0f}"
 
-    def add_steps(self, n: int, sums: dict[str, float], rejected: float, cost: float) -> None:
+    def add_steps(self, n: int, sums: Mapping[str, Number], rejected: Number,
+                  cost: Number) -> None:
         """``n`` collected transitions: per-term sums, gate rejections, total cost."""
-        self.runner.train_cost += cost
+        self.runner.train_cost = self.runner.train_cost + cost
         self.window.add_steps(n, sums, rejected)
 
-    def add_episodes(self, returns: list[float], costs: list[float],
-                     success: list[float]) -> None:
+    def add_episodes(self, episodes: Episodes) -> None:
         """Finished training episodes (their costs enter the Lagrange multiplier's window)."""
-        self.window.add_episodes(returns, costs, success)
-        self.runner.agent.lagrange.add_episodes(costs)
+        self.window.add_episodes(episodes)
+        self.runner.agent.lagrange.add_episodes(episodes.costs, episodes.ended)
 
-    def add_losses(self, metrics: dict[str, float]) -> None:
+    def add_losses(self, metrics: Mapping[str, Number]) -> None:
         self.window.add_losses(metrics)
 
     def tick(self) -> bool:
@@ -205,6 +220,6 @@ def _next_multiple(steps: int, every: int) -> int:
     return (steps // every + 1) * every if every else 0
 
 
-def rejected_count(rejected: torch.Tensor | None) -> float:
+def rejected_count(rejected: torch.Tensor | None) -> Number:
     """Gate rejections of one step (None: no gate)."""
-    return 0.0 if rejected is None else float(rejected.sum())
+    return 0.0 if rejected is None else rejected.sum()

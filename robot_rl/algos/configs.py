@@ -45,8 +45,8 @@ class SACConfig:
     """Hidden layer sizes of the actor."""
     critic_hidden: tuple[int, ...] = (256, 256)
     """Hidden layer sizes of each critic."""
-    activation: Literal["relu", "tanh"] = "relu"
-    """Hidden activation of actor and critics (DSRL: tanh)."""
+    activation: Literal["relu", "tanh", "silu"] = "relu"
+    """Hidden activation of actor and critics (DSRL: tanh; FastSAC: silu)."""
     actor_layer_norm: bool = False
     """LayerNorm after every hidden actor layer (DSRL)."""
     actor_log_std_init: float | None = None
@@ -83,6 +83,16 @@ class SACConfig:
     policy's own action, and the pull fades with its exploration ramp
     (``ResidualConfig.anchor_steps``); 0: plain SAC (every reference)."""
 
+    critic_atoms: int = 0
+    """K > 0: categorical critics over K values on [v_min, v_max] (C51; FastTD3 and
+    FastSAC: 101), trained by cross-entropy to the projected soft TD target (the member
+    of the target's subset with the lowest expectation, as FastTD3's clipped double Q);
+    0: scalar critics (RLPD, SERL and this runner's recipes)."""
+    v_min: float = -20.0
+    """With critic_atoms: the lowest value of the support (FastSAC: -20)."""
+    v_max: float = 20.0
+    """With critic_atoms: the highest value (FastSAC: 20); discounted returns beyond the
+    support are clipped to it, so it must cover the task's."""
     compile: bool = False
     """Run each gradient step as one compiled function (``torch.compile``: inductor's
     kernels on a CPU, a CUDA graph on a GPU; ``robot_rl/algos/compiled_update.py``). The
@@ -109,6 +119,10 @@ class SACConfig:
             raise ConfigError("gamma must be in [0, 1) and tau in (0, 1]")
         if self.anchor < 0:
             raise ConfigError(f"anchor must be >= 0, got {self.anchor}")
+        if self.critic_atoms == 1 or self.critic_atoms < 0 or self.v_min >= self.v_max:
+            raise ConfigError(f"critic_atoms must be 0 (scalar critics) or >= 2 and v_min < "
+                              f"v_max, got {self.critic_atoms} on [{self.v_min}, "
+                              f"{self.v_max}]")
 
     def with_gamma(self, control_dt: float, horizon: float) -> SACConfig:
         """This config with its discount set: as given, or from ``horizon`` seconds at

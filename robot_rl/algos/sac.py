@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from robot_rl.algos.configs import SACConfig, SafetyConfig
+from robot_rl.algos.distributional import categorical_loss, categorical_target
 from robot_rl.algos.gate import ActionGate
 from robot_rl.algos.safety_critic import CostCritic, Lagrange, cost_td_target
 from robot_rl.errors import ConfigError
@@ -39,7 +40,7 @@ from robot_rl.replay import Batch
 if TYPE_CHECKING:
     from robot_rl.algos.compiled_update import CompiledUpdate
 
-ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh}
+ACTIVATIONS: dict[str, type[nn.Module]] = {"relu": nn.ReLU, "tanh": nn.Tanh, "silu": nn.SiLU}
 
 Metrics = dict[str, torch.Tensor]
 """An update's metrics: 0-dim tensors on the learner's device, under their TensorBoard
@@ -114,16 +115,17 @@ class SAC(nn.Module):
         self.actor = actor if actor is not None else \
             TanhGaussianActor(obs_dim, act_dim, cfg.actor_hidden, ACTIVATIONS[cfg.activation],
                               cfg.actor_layer_norm, cfg.actor_log_std_init)
-        self.critic = EnsembleCritic(cfg.num_critics, obs_dim, act_dim, cfg.critic_hidden,
-                                     cfg.layer_norm, ACTIVATIONS[cfg.activation])
-        self.critic_target = EnsembleCritic(cfg.num_critics, obs_dim, act_dim,
-                                            cfg.critic_hidden, cfg.layer_norm,
-                                            ACTIVATIONS[cfg.activation])
+        critic = dict(n=cfg.num_critics, obs_dim=obs_dim, act_dim=act_dim,
+                      hidden=cfg.critic_hidden, layer_norm=cfg.layer_norm,
+                      activation=ACTIVATIONS[cfg.activation], atoms=cfg.critic_atoms,
+                      v_min=cfg.v_min, v_max=cfg.v_max)
+        self.critic = EnsembleCritic(**critic)  # type: ignore[arg-type]
+        self.critic_target = EnsembleCritic(**critic)  # type: ignore[arg-type]
         self.critic_target.load_state_dict(self.critic.state_dict())
         self.critic_target.requires_grad_(False)
         self.log_alpha = nn.Parameter(torch.tensor(float(cfg.init_alpha)).log())
         self.cost_critic = CostCritic(obs_dim, act_dim, safety) if safety.mode != "off" else None
-        self.lagrange = Lagrange(safety)
+        self.lagrange = Lagrange(safety, self.device)
         self.gate = ActionGate(safety.threshold, safety.fallback)
         self.to(self.device)
 
@@ -294,6 +296,9 @@ class SAC(nn.Module):
         y, yc = self.td_targets(batch, next_obs, subset)
         critic_loss, metrics = self.critic_loss(obs, batch.action, y)
         if critic_regularizer is not None:
+            if self.critic.atoms:
+                raise ConfigError("a critic regularizer (Cal-QL, CQL) acts on scalar "
+                                  "critics; leave --sac.critic-atoms at 0")
             reg, reg_metrics = critic_regularizer(self, obs, next_obs, batch,
                                                   metrics.pop("q"))
             critic_loss = critic_loss + reg
@@ -311,17 +316,24 @@ class SAC(nn.Module):
 
     def td_targets(self, batch: Batch, next_obs: torch.Tensor, subset: torch.Tensor
                    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The TD targets (B,) of the critics (the soft target's min over the ensemble
-        members ``subset``) and of the cost critic (None without one), at the normalized
-        next observations ``next_obs`` (B, O) with a' drawn from the actor."""
+        """The TD targets of the critics (B,) (the soft target's min over the ensemble
+        members ``subset``; categorical critics: the distribution (B, K) of the member of
+        ``subset`` with the lowest expectation, projected) and of the cost critic (B,)
+        (None without one), at the normalized next observations ``next_obs`` (B, O) with a'
+        drawn from the actor."""
         alpha = self.alpha.detach()
         with torch.no_grad():
             next_a, next_logp, _ = self.actor_sample(batch, next_obs, next_obs=True)
             next_a = self.critic_action(next_obs, next_a)
-            next_q = self.critic_target(next_obs, next_a)  # (N, B)
-            y = soft_td_target(batch.reward, batch.terminated, next_q[subset].min(0).values,
-                               next_logp, alpha if self.cfg.backup_entropy else 0.0,
-                               batch.extra.get(DISCOUNT, self.gamma))
+            gamma = batch.extra.get(DISCOUNT, self.gamma)
+            entropy = alpha if self.cfg.backup_entropy else 0.0
+            if self.critic.atoms:
+                y = self._categorical_target(batch, next_obs, next_a, next_logp, subset,
+                                             entropy, gamma)
+            else:
+                next_q = self.critic_target(next_obs, next_a)  # (N, B)
+                y = soft_td_target(batch.reward, batch.terminated,
+                                   next_q[subset].min(0).values, next_logp, entropy, gamma)
             if self.cost_critic is None:
                 return y, None
             next_qc = self.cost_critic.target_value(next_obs, next_a)
@@ -329,12 +341,31 @@ class SAC(nn.Module):
                                 batch.extra.get(COST_DISCOUNT, self.safety_cfg.gamma))
         return y, yc
 
+    def _categorical_target(self, batch: Batch, next_obs: torch.Tensor,
+                            next_a: torch.Tensor, next_logp: torch.Tensor,
+                            subset: torch.Tensor, alpha: float | torch.Tensor,
+                            gamma: float | torch.Tensor) -> torch.Tensor:
+        """(B, K) the categorical critics' soft TD target (``robot_rl.algos.distributional``)."""
+        support = self.critic_target.support
+        probs = self.critic_target.logits(next_obs, next_a)[subset].softmax(-1)  # (M, B, K)
+        lowest = (probs * support).sum(-1).argmin(0)  # (B,) FastTD3's clipped double Q
+        probs = probs.gather(0, lowest[None, :, None].expand(1, -1, probs.shape[2]))[0]
+        discount = gamma * (1.0 - batch.terminated)
+        return categorical_target(probs, batch.reward - discount * alpha * next_logp,
+                                  discount * torch.ones_like(batch.reward), support)
+
     def critic_loss(self, obs: torch.Tensor, action: torch.Tensor, y: torch.Tensor
                     ) -> tuple[torch.Tensor, Metrics]:
-        """The critics' loss (the sum over members of the mean squared TD error) and its
-        metrics, with the values ``q`` (N, B) under "q" (popped by the caller)."""
-        q = self.critic(obs, action)  # (N, B)
-        loss = ((q - y) ** 2).mean(1).sum()
+        """The critics' loss (the sum over members of the mean squared TD error; of the
+        cross-entropy to the target distribution for categorical critics) and its metrics,
+        with the values ``q`` (N, B) under "q" (popped by the caller)."""
+        if self.critic.atoms:
+            logits = self.critic.logits(obs, action)  # (N, B, K)
+            loss = categorical_loss(logits, y)
+            q = (logits.softmax(-1) * self.critic.support).sum(-1)
+        else:
+            q = self.critic(obs, action)  # (N, B)
+            loss = ((q - y) ** 2).mean(1).sum()
         return loss, {"losses/critic": loss.detach(), "losses/q_mean": q.detach().mean(),
                       "q": q}
 
@@ -379,7 +410,7 @@ class SAC(nn.Module):
         self.critic.requires_grad_(False)
         if self.cost_critic is not None:
             self.cost_critic.q.requires_grad_(False)
-        loss, logp, metrics = self.actor_loss(batch, obs, self.lagrange.value,
+        loss, logp, metrics = self.actor_loss(batch, obs, self.lagrange.weight,
                                               self.mean_anchor)
         _step(self.actor_opt, loss)
         self.critic.requires_grad_(True)

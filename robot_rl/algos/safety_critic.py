@@ -21,7 +21,6 @@ The gate's estimate is pessimistic: mean + ``pessimism`` * std over the ensemble
 
 from __future__ import annotations
 
-import collections
 import copy
 from typing import Any
 
@@ -75,40 +74,82 @@ class Lagrange:
     the excess (a plain gradient step of 0.02 x excess grew lambda by 0.2-1.7 per update
     during a gated warm start). The actor's loss is ``(-Q + lambda Q_c) / (1 + lambda)``
     (``robot_rl.algos.sac``), as in OmniSafe.
+
+    The window and the multiplier live on ``device``: ``add_episodes`` and ``step`` read
+    nothing back to the host, so a training loop on a GPU steps the multiplier every round
+    without waiting for the device. The window holds the last episodes' costs in the order
+    they ended, the oldest first.
     """
 
-    def __init__(self, cfg: SafetyConfig):
+    def __init__(self, cfg: SafetyConfig, device: str | torch.device = "cpu"):
         self.cfg = cfg
-        self.param = torch.nn.Parameter(torch.tensor(float(cfg.lambda_init)))
+        self.param = torch.nn.Parameter(torch.tensor(float(cfg.lambda_init), device=device))
         self.opt = torch.optim.Adam([self.param], lr=cfg.lambda_lr)
-        self.episode_costs: collections.deque[float] = collections.deque(
-            maxlen=cfg.cost_window)
-        """The last training episodes' costs, whose mean is J_c."""
+        self.window = torch.zeros(cfg.cost_window, dtype=torch.float64, device=device)
+        """(W,) the last training episodes' costs, whose mean is J_c: the ``count`` valid
+        ones at the end, the oldest first (zeros before them)."""
+        self.count = torch.zeros((), dtype=torch.long, device=device)
+        """How many of the window's entries are episodes' (<= W)."""
 
-    def add_episodes(self, costs: list[float]) -> None:
-        """Finished training episodes' costs (the window keeps the last ``cost_window``)."""
-        self.episode_costs.extend(costs)
+    @property
+    def device(self) -> torch.device:
+        return self.param.device
 
-    def step(self) -> float:
-        """One update on the window's mean cost (none before an episode has finished); the
-        value."""
-        if self.episode_costs:
-            self.update(sum(self.episode_costs) / len(self.episode_costs))
-        return self.value
+    def add_episodes(self, costs: torch.Tensor | list[float],
+                     ended: torch.Tensor | None = None) -> None:
+        """Finished training episodes' costs in the order they ended: (N,), or the costs
+        of E envs (E,) of which ``ended`` (E,) bool marks those whose episode ended (the
+        window keeps the last ``cost_window``)."""
+        costs = torch.as_tensor(costs, dtype=torch.float64).to(self.device)
+        ended = torch.ones(costs.shape, dtype=torch.bool, device=self.device) \
+            if ended is None else ended.to(self.device, torch.bool)
+        W = self.cfg.cost_window
+        valid = torch.cat([torch.arange(W, device=self.device) >= W - self.count, ended])
+        merged = torch.cat([self.window, costs])
+        after = valid.flip(0).cumsum(0).flip(0) - valid.long()  # valid entries after each
+        keep = valid & (after < W)
+        slot = torch.where(keep, W - 1 - after, W)  # slot W: those that leave the window
+        window = torch.zeros(W + 1, dtype=torch.float64, device=self.device)
+        self.window = window.scatter_(0, slot, merged)[:W]
+        self.count = (self.count + ended.sum()).clamp(max=W)
+
+    def step(self) -> None:
+        """One update on the window's mean cost; none before an episode has ended (on the
+        CPU, where reading the count is free; on a GPU that step's gradient is zero, which
+        leaves lambda and Adam's moments as they are)."""
+        n = self.count
+        if self.device.type == "cpu" and int(n) == 0:
+            return
+        # in order, oldest first: the sum a list of the window's costs has
+        mean = self.window.cumsum(0)[-1] / n.clamp(min=1)
+        grad = -(mean - self.cfg.cost_limit)  # d/dlambda of -lambda (J_c - limit)
+        if self.device.type != "cpu":
+            grad = torch.where(n > 0, grad, 0.0)
+        self._adam_step(grad)
 
     @property
     def value(self) -> float:
+        """lambda as a number (on a GPU, reading it waits for the device)."""
         return float(self.param.detach())
+
+    @property
+    def weight(self) -> float | torch.Tensor:
+        """lambda for a loss: the number on a CPU, where reading it is free; on a GPU the
+        tensor (0-dim), which a loss reads without waiting for the device."""
+        return self.value if self.device.type == "cpu" else self.param.detach()
 
     def update(self, mean_episode_cost: float) -> float:
         """One Adam step on the cost excess ``J_c - cost_limit``; the new value."""
-        loss = -self.param * (mean_episode_cost - self.cfg.cost_limit)
-        self.opt.zero_grad()
-        loss.backward()
+        self._adam_step(torch.tensor(-(mean_episode_cost - self.cfg.cost_limit),
+                                     dtype=torch.float64))
+        return self.value
+
+    def _adam_step(self, grad: torch.Tensor) -> None:
+        """Adam's step on d/dlambda = ``grad``, then the clamp to [0, lambda_max]."""
+        self.param.grad = grad.to(self.param.device, self.param.dtype).reshape(())
         self.opt.step()
         with torch.no_grad():
             self.param.clamp_(0.0, self.cfg.lambda_max)
-        return self.value
 
     def state_dict(self) -> dict[str, Any]:
         # a copy: Adam's loader keeps the tensors it is given, which would tie two

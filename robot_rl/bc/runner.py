@@ -66,7 +66,7 @@ from robot_rl.evaluate import EvalResult, evaluate
 from robot_rl.policies import ChunkExecutor, ChunkPolicy, make_policy
 from robot_rl.run_loop import RunLoop
 from robot_rl.sim import TaskConfig, make_env, make_task_config
-from robot_rl.sim.configs import DRPreset
+from robot_rl.sim.configs import DRPreset, WarpOptions
 from robot_rl.sim.env import BatchedEnv
 from robot_rl.sim.tasks import list_tasks
 from robot_rl.sim.vec_env import VecEnv
@@ -76,16 +76,17 @@ EVAL_FIELDS = ("grad_steps", "seconds", "success_rate", "return", "episode_cost"
 
 
 def make_task_env(task: str, making: dict[str, Any], num_envs: int, seed: int,
-                  dr: DRPreset | None = None, device: str = "cpu") -> BatchedEnv | None:
+                  dr: DRPreset | None = None, device: str = "cpu", backend: str = "cpu",
+                  warp: WarpOptions | None = None) -> BatchedEnv | None:
     """A simulated env of ``task`` made as a dataset's was recorded (``making``: its
-    randomization, episode length and action space); None if the task is not in the
-    registry."""
+    randomization, episode length and action space), on ``backend`` (``warp``: with its
+    options); None if the task is not in the registry."""
     from robot_rl.recording.record import making_overrides
 
     if task not in list_tasks():
         return None
-    return make_env(task, num_envs, dr=dr or making.get("dr", "off"), seed=seed,
-                    device=device, **making_overrides(making))
+    return make_env(task, num_envs, backend=backend, dr=dr or making.get("dr", "off"),
+                    seed=seed, device=device, warp=warp, **making_overrides(making))
 
 
 def make_eval_env(ds: Dataset, num_envs: int, seed: int, dr: DRPreset | None = None,
@@ -370,11 +371,13 @@ def bc_task(state: dict[str, Any], path: str | Path, use: str) -> str:
 
 
 def bc_env(state: dict[str, Any], path: str | Path, use: str, num_envs: int, seed: int,
-           dr: DRPreset | None = None, device: str = "cpu") -> BatchedEnv:
+           dr: DRPreset | None = None, device: str = "cpu", backend: str = "cpu",
+           warp: WarpOptions | None = None) -> BatchedEnv:
     """A simulated env of a BC checkpoint's task as its data was recorded (randomization,
-    episode length); ConfigError naming ``use`` where its data is of no task of ours."""
+    episode length) on ``backend``; ConfigError naming ``use`` where its data is of no task
+    of ours."""
     env = make_task_env(bc_task(state, path, use), state.get("env", {}), num_envs, seed, dr,
-                        device)
+                        device, backend, warp)
     if env is None:
         raise ConfigError(f"task {state['task']!r} of {path} is not in the simulator's "
                           f"registry")

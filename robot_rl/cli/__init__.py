@@ -238,18 +238,13 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def _run(cmd: Command, args: list[str], prog: str, err: Console) -> None:
-    import tyro
-
     from robot_rl.errors import RobotRLError
 
     try:
-        default = _task_default(cmd.config, args)
         captured = io.StringIO()
         try:
             with contextlib.redirect_stderr(captured):
-                config: Any = tyro.cli(cmd.config, args=_choice_flags(args), prog=prog,
-                                       description=cmd.config.__doc__, default=default,
-                                       config=(tyro.conf.CascadeSubcommandArgs,))
+                config = parse_config(cmd.config, args, prog)
         except SystemExit as e:
             if e.code:
                 line = unknown_option_line(captured.getvalue(), prog)
@@ -270,6 +265,16 @@ def _run(cmd: Command, args: list[str], prog: str, err: Console) -> None:
 CHOICES = ("--env.action", "--env.controller")
 """Options that pick a config class (tyro subcommands): ``--env.action ee-delta`` is
 rewritten to tyro's own spelling ``env.action:ee-delta``."""
+
+
+def parse_config(config: type, args: list[str], prog: str = "robot-rl") -> Any:
+    """The config of a command from its command line (tyro, with the two-phase defaults of
+    ``_task_default``); tyro's SystemExit for --help or bad flags."""
+    import tyro
+
+    return tyro.cli(config, args=_choice_flags(args), prog=prog, description=config.__doc__,
+                    default=_task_default(config, args),
+                    config=(tyro.conf.CascadeSubcommandArgs,))
 
 
 def _choice_flags(args: list[str]) -> list[str]:
@@ -305,6 +310,7 @@ def _task_default(config: type, args: list[str]) -> Any:
     # the task, and a learner's method (whose recipe gives the defaults of --sac.*)
     picked = {name: _flag(args, name) or fields[name].default
               for name in ("task", "method") if name in fields}
+    preset = _flag(args, "preset") if "preset" in fields else None
     required = {name: tyro.MISSING for name, f in fields.items() if f.init and
                 f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
     # an arm named with --env.robot lays the task out for its reach (RobotSpec.task_layout)
@@ -313,7 +319,12 @@ def _task_default(config: type, args: list[str]) -> Any:
 
         required["env"] = make_task_config(str(picked["task"]), robot=robot)
     make: Any = config
-    return make(**picked, **required)
+    made = make(**picked, **required)
+    if preset == "gpu":  # the preset's values are the defaults the flags override
+        from robot_rl.train_config import with_preset
+
+        made = with_preset(made, preset)
+    return made
 
 
 def _flag(args: list[str], name: str) -> str | None:

@@ -32,7 +32,7 @@ from rich.console import Console
 
 from robot_rl.cluster.rollout import Rollout
 from robot_rl.cluster.weights import acting_state
-from robot_rl.collect import Collected
+from robot_rl.collect import Collected, Episodes
 from robot_rl.errors import ConfigError
 from robot_rl.runner import Runner
 from robot_rl.train_config import TrainConfig
@@ -121,7 +121,8 @@ class PoolCollector:
         if self.hooks is not None:  # also for an empty rollout: a robot episode is counted
             self.hooks.stored(ro, tr)
         return Collected(ro.steps, ro.env_steps, ro.sums, ro.rejected, float(ro.cost.sum()),
-                         (ro.episode_return, ro.episode_cost, ro.episode_success), source=ro)
+                         Episodes.of(ro.episode_return, ro.episode_cost, ro.episode_success),
+                         source=ro)
 
     def updates(self, got: Collected, ready: bool) -> int:
         self._t1 = time.perf_counter()

@@ -103,7 +103,8 @@ class EnvRunner:
         obs_, act_, rew_, cost_, next_, term_ = (np.ascontiguousarray(torch.cat(c).numpy())
                                                  for c in zip(*parts, strict=True))
         return Rollout(obs_, act_, rew_, cost_, next_, term_, env_steps=steps * self._per_step,
-                       steps=steps * env.num_envs, sums=sums, rejected=rejected,
+                       steps=steps * env.num_envs, sums={k: float(v) for k, v in sums.items()},
+                       rejected=float(rejected),
                        episode_return=returns, episode_cost=costs, episode_success=success,
                        runner=self.index, version=-1 if uniform else self.version,
                        seconds=time.perf_counter() - t0)

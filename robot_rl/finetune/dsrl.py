@@ -123,6 +123,7 @@ class DSRLRunner(Runner):
             cfg = dataclasses.replace(cfg, policy=saved.policy, noise_scale=saved.noise_scale,
                                       noise=saved.noise, step_gamma=saved.step_gamma)
         policy, bc_cfg, bc_state = load_bc_policy(cfg.policy)
+        policy = policy.to(cfg.device)  # the base acts where the envs and the learner are
         env_cfg = bc_task_config(bc_state, cfg.policy, "DSRL")
         task = env_cfg.name
         K = bc_cfg.policy.executed
@@ -170,7 +171,8 @@ def noise_env(cfg: DSRLConfig, policy: ChunkPolicy, bc_state: dict[str, Any], nu
               seed: int, dr: DRPreset | None = None) -> NoiseActionEnv:
     """A ``NoiseActionEnv`` of the flow policy's task, made as its dataset was recorded
     (``dr``: a preset replacing the run's)."""
-    env = bc_env(bc_state, cfg.policy, "DSRL", num_envs, seed, dr or cfg.dr, cfg.device)
+    env = bc_env(bc_state, cfg.policy, "DSRL", num_envs, seed, dr or cfg.dr, cfg.device,
+                 cfg.backend, cfg.warp)
     return NoiseActionEnv(env, policy, cfg.noise_scale, cfg.noise)
 
 

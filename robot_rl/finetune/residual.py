@@ -166,6 +166,7 @@ class ResidualRunner(Runner):
             cfg = dataclasses.replace(cfg, policy=saved.policy, scale=saved.scale,
                                       every=saved.every)
         policy, bc_cfg, bc_state = load_bc_policy(cfg.policy)
+        policy = policy.to(cfg.device)  # the base acts where the envs and the learner are
         env_cfg = bc_task_config(bc_state, cfg.policy, "a residual")
         cfg = dataclasses.replace(cfg, task=env_cfg.name, env=env_cfg,
                                   every=cfg.decision_steps(env_cfg.control_dt))
@@ -284,7 +285,8 @@ def residual_env(cfg: ResidualConfig, policy: ChunkPolicy, bc_state: dict[str, A
                  overtime: bool = False) -> ResidualEnv:
     """A ``ResidualEnv`` of the flow policy's task, made as its dataset was recorded; a
     training env (``overtime``) with ``cfg.overtime``."""
-    env = bc_env(bc_state, cfg.policy, "a residual", num_envs, seed, dr or cfg.dr, cfg.device)
+    env = bc_env(bc_state, cfg.policy, "a residual", num_envs, seed, dr or cfg.dr, cfg.device,
+                 cfg.backend, cfg.warp)
     if overtime:
         env.overtime = cfg.overtime_steps(env.control_dt)
     return ResidualEnv(env, policy, cfg.scale, cfg.decision_steps(env.control_dt))

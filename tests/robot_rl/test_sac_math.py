@@ -115,13 +115,34 @@ def test_lagrange_state_round_trip_keeps_adam_moments():
 
 def test_multiplier_steps_on_the_last_episodes_costs():
     lag = Lagrange(SafetyConfig(lambda_lr=0.1, cost_limit=1.0, cost_window=3))
-    assert lag.step() == 0.0  # no episode yet: nothing to compare
+    lag.step()
+    assert lag.value == 0.0  # no episode yet: nothing to compare
     lag.add_episodes([9.0, 0.0, 0.0, 0.0])  # window: 0, 0, 0
-    assert lag.step() == 0.0  # J_c = 0 < 1: clamped at 0
+    lag.step()
+    assert lag.value == 0.0  # J_c = 0 < 1: clamped at 0
     lag.add_episodes([6.0])  # window 0, 0, 6: J_c = 2 > 1
     down, up = _adam_steps([1.0, -1.0], lr=0.1)
-    assert lag.step() == pytest.approx(max(down, 0.0) + up, abs=1e-6)
+    lag.step()
+    assert lag.value == pytest.approx(max(down, 0.0) + up, abs=1e-6)
     assert lag.value > 0.0
+
+
+def test_multiplier_window_takes_the_envs_that_ended_in_their_order():
+    """The per-env form (costs of E envs, the ended ones masked) keeps the same window as
+    the list of the ended episodes' costs: the last W in the order they ended."""
+    cfg = SafetyConfig(lambda_lr=0.1, cost_limit=1.0, cost_window=3)
+    listed, masked = Lagrange(cfg), Lagrange(cfg)
+    rounds = [([1.0, 2.0, 3.0, 4.0], [False, True, False, True]),
+              ([5.0, 6.0, 7.0, 8.0], [True, True, True, False]),
+              ([9.0, 0.0, 0.0, 0.0], [False, False, False, False])]
+    for costs, ended in rounds:
+        listed.add_episodes([c for c, e in zip(costs, ended, strict=True) if e])
+        masked.add_episodes(torch.tensor(costs), torch.tensor(ended))
+        listed.step()
+        masked.step()
+        assert masked.value == listed.value
+    assert masked.window.tolist() == [5.0, 6.0, 7.0] and int(masked.count) == 3
+    assert listed.value > 0.0  # J_c = 6 > 1
 
 
 def test_ensemble_members_are_independent():
