@@ -33,6 +33,7 @@ What is not compiled, with the reason: an agent whose step reads a ``torch.Gener
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -134,6 +135,9 @@ class CompiledUpdate:
                 torch._dynamo.mark_static_address(t)
         mode = "reduce-overhead" if self.cuda and cfg.cuda_graphs else None
         self._fn: Callable[..., Metrics] = torch.compile(self._step, mode=mode, dynamic=False)
+        self.compile_seconds: dict[bool, float] = {}
+        """Seconds of each graph's first call (with and without the actor's turn): its
+        compile, or its load from torch's cache (the benchmarks report them)."""
 
     def _groups(self) -> list[_AdamGroup]:
         return [g for g in (self.critic, self.cost, self.actor, self.alpha) if g is not None]
@@ -146,8 +150,14 @@ class CompiledUpdate:
             self._anchor.fill_(agent.mean_anchor)
         if self.cuda and agent.cfg.cuda_graphs:
             torch.compiler.cudagraph_mark_step_begin()
+        first = with_actor not in self.compile_seconds
+        t0 = time.perf_counter()
         metrics = self._fn(batch.obs, batch.action, batch.reward, batch.cost, batch.next_obs,
                            batch.terminated, dict(batch.extra), subset, with_actor)
+        if first:
+            if self.cuda:
+                torch.cuda.synchronize(agent.device)
+            self.compile_seconds[with_actor] = time.perf_counter() - t0
         # a CUDA graph's outputs are overwritten by its next replay: copies leave with them
         return {k: v.clone() for k, v in metrics.items()} if self.cuda else metrics
 
