@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -166,13 +167,23 @@ class RunningNorm(nn.Module):
         super().__init__()
         self.register_buffer("mean", torch.zeros(dim))
         self.register_buffer("var", torch.ones(dim))
-        self.register_buffer("count", torch.tensor(0.0, dtype=torch.float64))
+        # (1,), not 0-dim: torch.compile takes a 0-dim CPU tensor for a Python number and
+        # restarts its analysis of the compiled gradient step over it (10 s of tracing)
+        self.register_buffer("count", torch.zeros(1, dtype=torch.float64))
         self.clip = clip
         self.eps = eps
 
     mean: torch.Tensor
     var: torch.Tensor
     count: torch.Tensor
+    """(1,) float64: the observations folded in so far."""
+
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any,
+                              **kwargs: Any) -> None:
+        count = state_dict.get(prefix + "count")
+        if count is not None and count.dim() == 0:  # saved when the count was 0-dim
+            state_dict[prefix + "count"] = count.reshape(1)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     @torch.no_grad()
     def update(self, x: torch.Tensor) -> None:
@@ -181,14 +192,13 @@ class RunningNorm(nn.Module):
         if x.shape[0] == 0:
             return
         n = float(x.shape[0])
-        count = self.count
-        total = count + n
+        total = self.count + n  # (1,) float64, as the numbers: the statistics' arithmetic
+        count, w = self.count.to(x.dtype), (n / total).to(x.dtype)  # is in x's dtype
         b_mean, b_var = x.mean(0), x.var(0, correction=0)
         delta = b_mean - self.mean
-        w = n / total
         m2 = self.var * count + b_var * n + delta * delta * count * w
         self.mean += delta * w
-        self.var.copy_(m2 / total)
+        self.var.copy_(m2 / total.to(x.dtype))
         self.count.copy_(total)
 
     @property
