@@ -30,11 +30,10 @@ DEMO_STEPS ?= 400000
 DEMO_BUDGET ?= 450
 DEMO_SEED ?= 0
 # reach's demo recipe: 128-unit networks (reach needs no more; an update costs half of the
-# 256-unit one), two gradient steps per 16 env steps, learning rates 1e-3, each step one
-# compiled function (2.1x the eager step at these sizes: benchmarks/compiled_step.py).
+# 256-unit one), two gradient steps per 16 env steps, learning rates 1e-3.
 DEMO_SAC := --sac.actor-hidden 128 128 --sac.critic-hidden 128 128 \
   --safety-critic.hidden 128 128 --sac.updates-per-step 2 --sac.actor-lr 1e-3 \
-  --sac.critic-lr 1e-3 --sac.compile
+  --sac.critic-lr 1e-3
 # The demo's arm moves through the motion profile of joint targets (controllers/motion.py),
 # so the shield intervenes on about 1% of its policy's steps instead of 90%, and reach's
 # joint-speed penalty makes the policy stop where it arrives, so it holds the goal
@@ -63,12 +62,6 @@ $(STAMP): pyproject.toml Makefile
 	# the control path's numba kernels into numba's cache (about a minute once; then the first
 	# env, control loop or test loads them in about a second)
 	$(BIN)/python -m robot_rl.sim.warm
-	# make demo's compiled gradient step into torch's compile cache (about a minute once;
-	# the demo's first update then loads it instead of compiling it)
-	$(BIN)/robot-rl train --task reach $(DEMO_SAC) $(DEMO_ENV) --total-steps 5024 \
-	  --eval-every 1000000 --eval-episodes 1 --no-save-replay --no-progress \
-	  --runs-dir $(VENV)/warm --run-name demo-step > $(VENV)/warm.log 2>&1 || \
-	  { cat $(VENV)/warm.log; exit 1; }
 	@touch $(STAMP)
 
 demo: setup
