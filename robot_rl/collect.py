@@ -3,7 +3,8 @@ of every SAC-family run (SAC, pixel SAC, RLPD / WSRL, DSRL, the residual fine-tu
 HIL-SERL on the robot); what differs between training in one process, on Ray's
 env-runners and from the robot is the collector it is given:
 
-    runner.train()                              # LocalCollector: the runner's own VecEnv
+    runner.train()                              # LocalCollector: the runner's own VecEnv,
+                                                # its act and store (Runner.local_collector)
     runner.train(PoolCollector(runner, pool))   # robot_rl.cluster: rollouts of env-runners or
                                                 # the robot actor
 The loop, per round:
@@ -19,12 +20,13 @@ The loop, per round:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 import torch
 
+from robot_rl.sim.vec_env import VecEnv
 from robot_rl.train_session import TrainSession, rejected_count, step_sums
 
 
@@ -104,36 +106,45 @@ class Collector(Protocol):
         ...
 
 
-class LocalCollector:
-    """The runner's own ``VecEnv``, one vector step per round: the runner decides (gated by
-    its safety critic, or its warm-up), the env steps, the runner stores; its
-    ``updates_per_step`` updates follow. Where the runner evaluates on its training env,
-    that env starts afresh after each evaluation."""
+Act = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]]
+"""A decision for observations (E, O): (action (E, A), hold (E,) or None, rejected (E,) or
+None); the runner's warm-up or its agent's gated decision."""
+Store = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                  torch.Tensor, dict[str, Any], torch.Tensor | None], None]
+"""Store a step: (obs, action, reward, cost, terminated, truncated, info, keep (E,) or
+None: all)."""
 
-    def __init__(self, runner: Any):
-        self.runner = runner
-        env = runner.env
-        self.shared_eval = runner.eval_env is env
-        self.holds = runner.agent.safety_cfg.fallback == "hold"
+
+class LocalCollector:
+    """One ``VecEnv``, one vector step per round: ``act`` decides (gated by the safety
+    critic, or the warm-up), the env steps, ``store`` keeps the transitions;
+    ``updates_per_step`` updates follow. ``restart(obs)`` starts the env afresh (``obs``:
+    the observations it leaves, None at the start); with ``restart_after_eval`` (the env is
+    the one evaluations run on) it does so after each evaluation."""
+
+    def __init__(self, env: VecEnv, *, act: Act, store: Store,
+                 restart: Callable[[torch.Tensor | None], torch.Tensor], updates_per_step: int,
+                 holds: bool, restart_after_eval: bool = False):
+        self.env, self.act, self.store, self.restart = env, act, store, restart
+        self.updates_per_step = updates_per_step
+        self.holds = holds
         """Whether the gate may ask envs to hold (its fallback): else the hold mask is all
         false and the step stores every transition, with no mask to compact on the host."""
+        self.restart_after_eval = restart_after_eval
         self.per_step = env.num_envs * int(getattr(env, "steps_per_step", 1))  # control steps
         self.obs = torch.zeros(0)
 
     def begin(self, session: TrainSession) -> None:
-        r = self.runner
-        r.console.print(f"run dir: {r.run_dir}\n{r.env}\nsafety: {r.cfg.safety}  device: "
-                        f"{r.cfg.device}  updates/step: {r.cfg.sac.updates_per_step}")
-        self.obs = r.reset_env(r.cfg.seed + r.env_steps)
+        self.obs = self.restart(None)
 
     def collect(self) -> Collected:
-        r, obs = self.runner, self.obs
-        action, hold, rejected = r.decide(obs)
+        obs = self.obs
+        action, hold, rejected = self.act(obs)
         if not self.holds:
             hold = None
-        next_obs, reward, cost, terminated, truncated, info = r.env.step(action, hold)
-        r.store(obs, action, reward, cost, terminated, truncated, info,
-                None if hold is None else ~hold)
+        next_obs, reward, cost, terminated, truncated, info = self.env.step(action, hold)
+        self.store(obs, action, reward, cost, terminated, truncated, info,
+                   None if hold is None else ~hold)
         self.obs = next_obs
         episodes = None
         if "episode" in info:
@@ -143,16 +154,14 @@ class LocalCollector:
                          rejected_count(rejected), cost.sum().double(), episodes)
 
     def updates(self, got: Collected, ready: bool) -> int:
-        return self.runner.cfg.sac.updates_per_step if ready else 0
+        return self.updates_per_step if ready else 0
 
     def learned(self, got: Collected, updates: int, session: TrainSession) -> None:
         pass
 
     def ticked(self, session: TrainSession) -> None:
-        r = self.runner
-        if session.evaluated and self.shared_eval:  # training episodes were cut: afresh
-            r.cut_chains(self.obs)
-            self.obs = r.reset_env(r.cfg.seed + r.env_steps)
+        if session.evaluated and self.restart_after_eval:  # training episodes were cut
+            self.obs = self.restart(self.obs)
 
     def end(self) -> None:
         pass

@@ -32,6 +32,7 @@ import torch
 from rich.console import Console
 
 from robot_rl.algos import SAC
+from robot_rl.algos.sac import Metrics
 from robot_rl.checkpoint import (
     CHECKPOINT,
     FORMAT_VERSION,
@@ -52,6 +53,7 @@ from robot_rl.nstep import COST_DISCOUNT, DISCOUNT, NStepTransitions, NStepWrite
 from robot_rl.replay import Batch, ExtraSpec, ReplayBuffer, mirror_half
 from robot_rl.run_control import torch_threads
 from robot_rl.run_progress import Limit, clock
+from robot_rl.run_state import RunState
 from robot_rl.sim import make_env
 from robot_rl.sim.configs import DRPreset
 from robot_rl.sim.env import BatchedEnv
@@ -110,6 +112,17 @@ def load_agent(checkpoint: str | Path, config_type: type[TrainConfig] = TrainCon
     except (RuntimeError, KeyError) as e:
         raise CheckpointError(f"checkpoint {checkpoint} does not match its config: {e}") from None
     return agent, cfg, state
+
+
+def _state_field(name: str) -> Any:
+    """A runner attribute that is its ``RunState``'s field ``name``."""
+    def get(self: Runner) -> Any:
+        return getattr(self.state, name)
+
+    def set_(self: Runner, value: Any) -> None:
+        setattr(self.state, name, value)
+
+    return property(get, set_, doc=f"``self.state.{name}`` (``robot_rl.run_state``)")
 
 
 class Runner:
@@ -173,38 +186,41 @@ class Runner:
             cfg.sac.n_step, self.agent.gamma, self.agent.safety_cfg.gamma, self.env.num_envs,
             self.env.obs_dim, self.env.act_dim, cfg.device)
         """Gathers n-step transitions for the buffer (``--sac.n-step`` > 1)."""
-        self.env_steps = 0
-        self.elapsed = 0.0
-        self.train_cost: torch.Tensor | float = 0.0
-        """Cumulative constraint cost of all training transitions (a float64 tensor on the
-        learner's device once counted: read at evaluations and checkpoints)."""
-        self.history: list[dict[str, float]] = []
-        self.next_eval = 0
+        self.state = RunState()
+        """The run's counters and books: env steps, seconds, training cost, history, the
+        next evaluation, the writer (``robot_rl.run_state``)."""
         if resume_state is None:
             self.run_dir = create_run_dir(cfg.runs_dir, cfg.run_name, cfg.env_name,
                                           cfg.method_name, cfg.seed)
         else:
             self._restore(resume_state)
         write_config(self.run_dir, cfg)
-        self.writer: Any = None
+
+    # the run's state, by name (RunLoop and TrainSession read these; the loop the object)
+    env_steps = _state_field("env_steps")
+    elapsed = _state_field("elapsed")
+    train_cost = _state_field("train_cost")
+    history = _state_field("history")
+    next_eval = _state_field("next_eval")
+    writer = _state_field("writer")
 
     # -- the loop ----------------------------------------------------------------------------
 
     def train(self, collector: Collector | None = None) -> list[dict[str, float]]:
         """Train until total_steps, the time budget or the target success on what
-        ``collector`` brings (default: this runner's env; ``robot_rl.collect``); returns the
-        evaluation history (also in eval.csv)."""
-        cfg = self.cfg
+        ``collector`` brings (default: this runner's env, ``local_collector``;
+        ``robot_rl.collect``); returns the evaluation history (also in eval.csv)."""
+        cfg, state = self.cfg, self.state
         self.before_training()
-        collector = collector or LocalCollector(self)
+        collector = collector or self.local_collector()
         with torch_threads(cfg.threads), TrainSession(self) as session:
             collector.begin(session)
-            while self.env_steps < cfg.total_steps:
+            while state.env_steps < cfg.total_steps:
                 session.check_interrupt()  # Ctrl-C, handled here, between two rounds
                 got = collector.collect()
                 if got is None:
                     continue
-                self.env_steps += got.env_steps
+                state.env_steps += got.env_steps
                 session.add_steps(got.transitions, got.sums, got.rejected, got.cost)
                 if got.episodes is not None:
                     session.add_episodes(got.episodes)
@@ -216,7 +232,24 @@ class Runner:
                     break
                 collector.ticked(session)
         collector.end()
-        return self.history
+        return state.history
+
+    def local_collector(self) -> LocalCollector:
+        """The collector of this runner's own env: it acts with ``decide``, stores with
+        ``store``, and starts the env with ``reset_env`` (cutting n-step chains first)."""
+        self.console.print(f"run dir: {self.run_dir}\n{self.env}\nsafety: {self.cfg.safety}  "
+                           f"device: {self.cfg.device}  updates/step: "
+                           f"{self.cfg.sac.updates_per_step}")
+
+        def restart(obs: torch.Tensor | None) -> torch.Tensor:
+            if obs is not None:
+                self.cut_chains(obs)
+            return self.reset_env(self.cfg.seed + self.state.env_steps)
+
+        return LocalCollector(self.env, act=self.decide, store=self.store, restart=restart,
+                              updates_per_step=self.cfg.sac.updates_per_step,
+                              holds=self.agent.safety_cfg.fallback == "hold",
+                              restart_after_eval=self.eval_env is self.env)
 
     # -- what subclasses (offline-to-online fine-tuning, pixels) change -----------------------
 
@@ -294,7 +327,7 @@ class Runner:
         return len(self.buffer) >= self.cfg.sac.batch_size and \
             self.env_steps >= self.cfg.sac.learning_starts
 
-    def learn(self) -> dict[str, float]:
+    def learn(self) -> Metrics:
         """One gradient update of the agent (of its critics alone unless
         ``actor_learns``); its metrics."""
         self.before_update()
@@ -405,8 +438,7 @@ class Runner:
                 "obs_dim": self.env.obs_dim, "act_dim": self.env.act_dim,
                 "obs_layout": getattr(self.env, "obs_layout", [("obs", self.env.obs_dim)]),
                 "agent": self.agent.full_state(),
-                "env_steps": self.env_steps, "elapsed": self.elapsed,
-                "train_cost": float(self.train_cost), "history": self.history,
+                **self.state.checkpoint(),
                 "torch_rng": torch.get_rng_state(), "action_rng": self._action_gen.get_state(),
                 **self.extra_state()}
 
@@ -416,11 +448,7 @@ class Runner:
                                   f"{state['obs_dim']}/{state['act_dim']}, the task now has "
                                   f"{self.env.obs_dim}/{self.env.act_dim}")
         self.agent.load_full_state(state["agent"])
-        self.env_steps = int(state["env_steps"])
-        self.elapsed = float(state["elapsed"])
-        self.train_cost = float(state["train_cost"])
-        self.history = list(state["history"])
-        self.next_eval = self.env_steps + self.cfg.eval_every
+        self.state.restore(state, self.cfg.eval_every)
         torch.set_rng_state(state["torch_rng"])
         if "action_rng" in state:  # checkpoints before 2026-11-29 lack it
             self._action_gen.set_state(state["action_rng"])

@@ -3,10 +3,10 @@ steps its own env, the distributed learner (``robot_rl.cluster``) receives rollo
 env-runner actors. Both feed a ``TrainSession`` the same counts and call ``tick`` once per
 round of collection and learning:
 
-    with TrainSession(runner) as session:
-        while runner.env_steps < cfg.total_steps:
+    with TrainSession(runner) as session:        # the books of runner.state (RunState)
+        while runner.state.env_steps < cfg.total_steps:
             session.check_interrupt()
-            ...collect, store, learn; runner.env_steps += n...
+            ...collect, store, learn; runner.state.env_steps += n...
             session.add_steps(n, term_sums, rejected, cost)
             session.add_episodes(returns, costs, successes)
             if session.tick():      # multiplier, log, evaluate, stop rules, checkpoint
@@ -33,6 +33,7 @@ from robot_rl.run_progress import short_count
 
 if TYPE_CHECKING:
     from robot_rl.collect import Episodes
+    from robot_rl.run_state import RunState
 
 
 class SessionHost(Protocol):
@@ -45,16 +46,12 @@ class SessionHost(Protocol):
     run_dir: Path
     agent: Any
     """The SAC agent (its Lagrange multiplier steps every round)."""
-    env_steps: int
+    state: RunState
+    """Its counters and books (``robot_rl.run_state``), which the session keeps."""
     elapsed: float
-    train_cost: torch.Tensor | float
-    """Cumulative constraint cost of the training transitions (a float64 tensor on the
-    learner's device once counted)."""
     history: list[dict[str, float]]
-    next_eval: int
-    """The env step of the next evaluation."""
     writer: Any
-    """The TensorBoard writer (the session opens and closes it)."""
+    """``state``'s writer (the frame opens and closes it)."""
 
     def evaluate_now(self) -> EvalResult: ...
 
@@ -165,20 +162,22 @@ class TrainSession(RunLoop):
         self.window = TrainWindow()
         self.evaluated = False
         """Whether the last ``tick`` evaluated (an env shared with evaluation needs a reset)."""
-        self._next_log = self._first_log = runner.env_steps + cfg.log_every
-        self._next_keep = _next_multiple(runner.env_steps, cfg.keep_every)
+        self.state = runner.state
+        """The run's counters and books, which the session keeps."""
+        self._next_log = self._first_log = self.state.env_steps + cfg.log_every
+        self._next_keep = _next_multiple(self.state.env_steps, cfg.keep_every)
 
     def __enter__(self) -> TrainSession:
         super().__enter__()
         return self
 
     def summary(self, last: dict[str, float] | None) -> str:
-        return super().summary(last) + f"; training cost {float(self.runner.train_cost):,.0f}"
+        return super().summary(last) + f"; training cost {float(self.state.train_cost):,.0f}"
 
     def add_steps(self, n: int, sums: Mapping[str, Number], rejected: Number,
                   cost: Number) -> None:
         """``n`` collected transitions: per-term sums, gate rejections, total cost."""
-        self.runner.train_cost = self.runner.train_cost + cost
+        self.state.add_cost(cost)
         self.window.add_steps(n, sums, rejected)
 
     def add_episodes(self, episodes: Episodes) -> None:
@@ -192,25 +191,25 @@ class TrainSession(RunLoop):
     def tick(self) -> bool:
         """After a round: log, evaluate, keep (``keep_every``), apply the stop rules,
         checkpoint. True: stop."""
-        r, cfg = self.runner, self.runner.cfg
+        r, cfg, state = self.runner, self.runner.cfg, self.state
         self.clock()
         self.evaluated = False
         if cfg.safety in ("lagrangian", "both"):
             r.agent.lagrange.step()
-        if r.env_steps >= self._next_log:
+        if state.env_steps >= self._next_log:
             self._next_log += cfg.log_every
-            r.log_metrics(self.window.flush(r.elapsed))
+            r.log_metrics(self.window.flush(state.elapsed))
             self.show(sps=short_count(self.window.sps), success=self.window.success_text,
                       cost=self.window.cost_text)
         elif self._next_log == self._first_log and (rate := self.rate()) is not None:
             self.show(sps=f"{rate:.2g}" if rate < 10 else short_count(rate))  # before a log
         self.show()
         result = None
-        if r.env_steps >= r.next_eval:
+        if state.env_steps >= state.next_eval:
             result = r.evaluate_now()
             self.evaluated = True
-        if cfg.keep_every and r.env_steps >= self._next_keep:  # kept before any stop
-            self._next_keep = _next_multiple(r.env_steps, cfg.keep_every)
+        if cfg.keep_every and state.env_steps >= self._next_keep:  # kept before any stop
+            self._next_keep = _next_multiple(state.env_steps, cfg.keep_every)
             r.keep()
         return self.stop_at(result)
 

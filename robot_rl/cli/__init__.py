@@ -323,7 +323,7 @@ def _task_default(config: type, args: list[str]) -> Any:
     if preset == "gpu":  # the preset's values are the defaults the flags override
         from robot_rl.train_config import with_preset
 
-        made = with_preset(made, preset)
+        made = with_preset(made, "gpu")
     return made
 
 

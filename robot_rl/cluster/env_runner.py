@@ -74,8 +74,8 @@ class EnvRunner:
             raise RuntimeError(f"env-runner {self.index} has no weights to act with")
         t0 = time.perf_counter()
         env, parts = self.env, []
-        sums: dict[str, float] = {}
-        rejected = 0.0
+        sums: dict[str, torch.Tensor | float] = {}
+        rejected: torch.Tensor | float = 0.0
         returns: list[float] = []
         costs: list[float] = []
         success: list[float] = []
@@ -92,7 +92,7 @@ class EnvRunner:
                           info["final_obs"][keep], terminated[keep].float()))
             for k, v in step_sums(info).items():
                 sums[k] = sums.get(k, 0.0) + v
-            rejected += rejected_count(rej)
+            rejected = rejected + rejected_count(rej)
             if "episode" in info:
                 ep, done = info["episode"], info["episode"]["done"]
                 returns += ep["return"][done].tolist()

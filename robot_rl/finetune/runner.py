@@ -44,6 +44,7 @@ import dataclasses
 import torch
 from rich.console import Console
 
+from robot_rl.algos.sac import Metrics
 from robot_rl.data.reader import Dataset
 from robot_rl.finetune.calql import CalQL
 from robot_rl.finetune.configs import FinetuneConfig
@@ -125,7 +126,7 @@ class FinetuneRunner(Runner):
         """Updates on the demos alone: of every network, the actor at every step (WSRL's
         offline phase; with Cal-QL's or CQL's ``regularizer``), or of the critics alone
         (``actor=False``: the critic warm-up)."""
-        metrics: dict[str, float] = {}
+        metrics: Metrics = {}
         for _ in range(steps):
             metrics = self.agent.update(self.demos.sample(self.cfg.sac.batch_size,
                                                           self.agent.gen), actor=actor,
