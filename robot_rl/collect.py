@@ -20,42 +20,13 @@ The loop, per round:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-import numpy as np
 import torch
 
 from robot_rl.sim.vec_env import VecEnv
-from robot_rl.train_session import TrainSession, rejected_count, step_sums
-
-
-@dataclasses.dataclass
-class Episodes:
-    """The training episodes that ended in a round: their returns, costs and successes,
-    (N,) each, or (E,) each for E envs of which ``ended`` (E,) bool marks those whose episode
-    ended (tensors that stay on the device: nothing is read back per round)."""
-
-    returns: torch.Tensor
-    costs: torch.Tensor
-    successes: torch.Tensor
-    ended: torch.Tensor | None = None
-    """(E,) bool; None: every row ended."""
-
-    @staticmethod
-    def of(returns: Sequence[float], costs: Sequence[float],
-           successes: Sequence[float]) -> Episodes:
-        """Episodes from lists of numbers (a pool's rollout)."""
-        def t(v: Sequence[float]) -> torch.Tensor:
-            return torch.as_tensor(np.asarray(v, dtype=np.float64))
-
-        return Episodes(t(returns), t(costs), t(successes))
-
-    def mask(self) -> torch.Tensor:
-        """(N,) bool: the rows whose episode ended."""
-        if self.ended is None:
-            return torch.ones(self.returns.shape, dtype=torch.bool, device=self.returns.device)
-        return self.ended
+from robot_rl.train_session import Episodes, TrainSession, rejected_count, step_sums
 
 
 @dataclasses.dataclass

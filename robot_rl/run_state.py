@@ -19,6 +19,18 @@ if TYPE_CHECKING:
     import torch
 
 
+def state_field(name: str) -> Any:
+    """A property of a class whose instances hold a ``RunState`` as ``state``: its field
+    ``name`` (the runner's ``env_steps``, ``elapsed``, ... which ``RunLoop`` reads)."""
+    def get(self: Any) -> Any:
+        return getattr(self.state, name)
+
+    def set_(self: Any, value: Any) -> None:
+        setattr(self.state, name, value)
+
+    return property(get, set_, doc=f"``self.state.{name}`` (``robot_rl.run_state``)")
+
+
 @dataclasses.dataclass
 class RunState:
     """A training run's counters and books (module docstring)."""

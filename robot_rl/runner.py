@@ -53,7 +53,7 @@ from robot_rl.nstep import COST_DISCOUNT, DISCOUNT, NStepTransitions, NStepWrite
 from robot_rl.replay import Batch, ExtraSpec, ReplayBuffer, mirror_half
 from robot_rl.run_control import torch_threads
 from robot_rl.run_progress import Limit, clock
-from robot_rl.run_state import RunState
+from robot_rl.run_state import RunState, state_field
 from robot_rl.sim import make_env
 from robot_rl.sim.configs import DRPreset
 from robot_rl.sim.env import BatchedEnv
@@ -112,17 +112,6 @@ def load_agent(checkpoint: str | Path, config_type: type[TrainConfig] = TrainCon
     except (RuntimeError, KeyError) as e:
         raise CheckpointError(f"checkpoint {checkpoint} does not match its config: {e}") from None
     return agent, cfg, state
-
-
-def _state_field(name: str) -> Any:
-    """A runner attribute that is its ``RunState``'s field ``name``."""
-    def get(self: Runner) -> Any:
-        return getattr(self.state, name)
-
-    def set_(self: Runner, value: Any) -> None:
-        setattr(self.state, name, value)
-
-    return property(get, set_, doc=f"``self.state.{name}`` (``robot_rl.run_state``)")
 
 
 class Runner:
@@ -197,12 +186,12 @@ class Runner:
         write_config(self.run_dir, cfg)
 
     # the run's state, by name (RunLoop and TrainSession read these; the loop the object)
-    env_steps = _state_field("env_steps")
-    elapsed = _state_field("elapsed")
-    train_cost = _state_field("train_cost")
-    history = _state_field("history")
-    next_eval = _state_field("next_eval")
-    writer = _state_field("writer")
+    env_steps = state_field("env_steps")
+    elapsed = state_field("elapsed")
+    train_cost = state_field("train_cost")
+    history = state_field("history")
+    next_eval = state_field("next_eval")
+    writer = state_field("writer")
 
     # -- the loop ----------------------------------------------------------------------------
 

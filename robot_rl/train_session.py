@@ -19,11 +19,13 @@ behaviour cloning shares.
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import numpy as np
 import torch
 from rich.progress import TextColumn
 
@@ -32,7 +34,6 @@ from robot_rl.run_loop import RunLoop
 from robot_rl.run_progress import short_count
 
 if TYPE_CHECKING:
-    from robot_rl.collect import Episodes
     from robot_rl.run_state import RunState
 
 
@@ -72,6 +73,34 @@ def step_sums(info: dict[str, Any]) -> dict[str, torch.Tensor]:
         for name, v in info.get(group, {}).items():
             out[prefix + name] = v.sum()
     return out
+
+
+@dataclasses.dataclass
+class Episodes:
+    """The training episodes that ended in a round: their returns, costs and successes,
+    (N,) each, or (E,) each for E envs of which ``ended`` (E,) bool marks those whose episode
+    ended (tensors that stay on the device: nothing is read back per round)."""
+
+    returns: torch.Tensor
+    costs: torch.Tensor
+    successes: torch.Tensor
+    ended: torch.Tensor | None = None
+    """(E,) bool; None: every row ended."""
+
+    @staticmethod
+    def of(returns: Sequence[float], costs: Sequence[float],
+           successes: Sequence[float]) -> Episodes:
+        """Episodes from lists of numbers (a pool's rollout)."""
+        def t(v: Sequence[float]) -> torch.Tensor:
+            return torch.as_tensor(np.asarray(v, dtype=np.float64))
+
+        return Episodes(t(returns), t(costs), t(successes))
+
+    def mask(self) -> torch.Tensor:
+        """(N,) bool: the rows whose episode ended."""
+        if self.ended is None:
+            return torch.ones(self.returns.shape, dtype=torch.bool, device=self.returns.device)
+        return self.ended
 
 
 Number = torch.Tensor | float

@@ -41,16 +41,19 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad_and_value
 
-from robot_rl.algos.sac import SAC, Metrics
 from robot_rl.errors import ConfigError
 from robot_rl.replay import Batch
+
+
+Metrics = dict[str, torch.Tensor]
+"""The step's metrics (``robot_rl.algos.sac.Metrics``)."""
 
 
 class _Methods(nn.Module):
     """The agent's methods as one module's forward, for ``functional_call``: its
     parameters and buffers are the agent's, named ``agent.<name>``."""
 
-    def __init__(self, agent: SAC):
+    def __init__(self, agent: nn.Module):
         super().__init__()
         self.agent = agent
 
@@ -102,9 +105,10 @@ class _AdamGroup:
 
 
 class CompiledUpdate:
-    """``SAC.update`` as one compiled function (see the module docstring)."""
+    """``SAC.update`` as one compiled function (see the module docstring); ``agent``: the
+    ``robot_rl.algos.sac.SAC`` whose step it is (not imported here: SAC builds this)."""
 
-    def __init__(self, agent: SAC):
+    def __init__(self, agent: Any):
         reason = agent.eager_only()
         if reason:
             raise ConfigError(f"--sac.compile: {reason}; leave it off for this learner")

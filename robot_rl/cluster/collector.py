@@ -32,11 +32,11 @@ from rich.console import Console
 
 from robot_rl.cluster.rollout import Rollout
 from robot_rl.cluster.weights import acting_state
-from robot_rl.collect import Collected, Episodes
+from robot_rl.collect import Collected
 from robot_rl.errors import ConfigError
 from robot_rl.runner import Runner
 from robot_rl.train_config import TrainConfig
-from robot_rl.train_session import TrainSession
+from robot_rl.train_session import Episodes, TrainSession
 
 
 class RunnerPool(Protocol):

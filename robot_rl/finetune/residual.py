@@ -125,7 +125,9 @@ class ResidualEnv(MacroStepEnv):
         assert self.base is not None
         final = info["final_obs"]
         final_base = self.base
-        if bool(ended.any()):
+        if self.device.type != "cpu":  # read nothing back: a fresh base for every env
+            final_base = torch.where(ended[:, None], fresh_base(self.policy, final), self.base)
+        elif bool(ended.any()):
             final_base = self.base.clone()
             final_base[ended] = fresh_base(self.policy, final[ended])
         info["final_obs"] = torch.cat([final, final_base], dim=1)
@@ -221,7 +223,8 @@ class ResidualRunner(Runner):
         ramp = self.cfg.explore_ramp
         if ramp and self.env_steps < ramp:
             applied = explore_mask(self.env_steps / ramp, action.shape[0], self._explore_gen)
-            action = torch.where(applied[:, None], action, torch.zeros_like(action))
+            action = torch.where(applied[:, None].to(action.device), action,
+                                 torch.zeros_like(action))
         return action, hold, rejected
 
     def anchor_weight(self, env_steps: int) -> float:

@@ -11,6 +11,7 @@ import pytest
 from rich.console import Console
 
 from robot_rl.run_progress import Limit, clock, short_count
+from robot_rl.run_state import RunState, state_field
 from robot_rl.train_session import TrainSession
 
 
@@ -36,7 +37,13 @@ def test_counts_and_clocks_read_short() -> None:
 
 
 class _Runner:
-    """What TrainSession reads of a runner before it trains."""
+    """What TrainSession reads of a runner before it trains: its state (``RunState``) and
+    the runner's attributes of it."""
+
+    env_steps = state_field("env_steps")
+    elapsed = state_field("elapsed")
+    history = state_field("history")
+    writer = state_field("writer")
 
     def __init__(self, tmp: Path, console: Console, budget: float):
         self.cfg = types.SimpleNamespace(
@@ -44,10 +51,7 @@ class _Runner:
             target_success=None, time_budget=budget, checkpoint_every=1e9, progress=True,
             log_every=1000, eval_every=10_000, keep_every=None)
         self.console, self.run_dir = console, tmp
-        self.env_steps, self.elapsed, self.train_cost = 0, 0.0, 0.0
-        self.history: list = []
-        self.writer = None
-        self.next_eval = 10_000
+        self.state = RunState(next_eval=10_000)
 
     def save(self) -> Path:
         return self.run_dir
