@@ -44,7 +44,6 @@ from torch.func import functional_call, grad_and_value
 from robot_rl.errors import ConfigError
 from robot_rl.replay import Batch
 
-
 Metrics = dict[str, torch.Tensor]
 """The step's metrics (``robot_rl.algos.sac.Metrics``)."""
 
