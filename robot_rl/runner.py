@@ -123,6 +123,9 @@ class Runner:
     """Whether this runner stores n-step transitions (``--sac.n-step`` > 1)."""
     config_type: type[TrainConfig] = TrainConfig
     """The config it trains (a learner actor on Ray refuses any other)."""
+    eval_gate: bool | None = None
+    """Whether evaluation gates the policy's actions by the safety critic: None as its mode
+    says; False where the exported artifact has no gate (evaluation decides as it does)."""
     collects = "env"
     """Where its transitions come from on Ray: ``env`` (env-runners) or ``robot`` (the robot
     actor); the fleet it is placed with must match."""
@@ -303,8 +306,8 @@ class Runner:
             self.buffer.add(*out.columns(), extra=out.extra())
 
     def evaluate_policy(self, env: VecEnv, episodes: int, seed: int) -> EvalResult:
-        """Evaluate the agent's deterministic policy (gated where its mode gates)."""
-        return evaluate_agent(self.agent, env, episodes, seed=seed)
+        """Evaluate the agent's deterministic policy, gated as ``eval_gate`` says."""
+        return evaluate_agent(self.agent, env, episodes, seed=seed, gate=self.eval_gate)
 
     def warmup_action(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None,
                                                         torch.Tensor | None]:

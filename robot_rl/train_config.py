@@ -74,7 +74,7 @@ def with_preset(cfg: _C, preset: Preset) -> _C:
     return dataclasses.replace(cfg, preset=preset, num_envs=GPU_ENVS, backend="warp",
                                device="cuda", threads=None, sac=sac,
                                log_every=50 * GPU_ENVS, eval_every=50 * GPU_ENVS,
-                               eval_episodes=64, checkpoint_every=300.0)
+                               eval_episodes=64, checkpoint_every=300.0, save_replay=False)
 
 
 GYM_DISCOUNT = 0.99

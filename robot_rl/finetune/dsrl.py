@@ -37,7 +37,6 @@ from robot_rl.algos import SAC
 from robot_rl.bc import bc_env, bc_task_config, load_bc_policy
 from robot_rl.checkpoint import load_checkpoint
 from robot_rl.errors import ConfigError
-from robot_rl.evaluate import EvalResult, evaluate_agent
 from robot_rl.finetune.configs import DSRLConfig, NoiseSteps
 from robot_rl.finetune.macro_step import MacroStep, MacroStepEnv
 from robot_rl.policies import ChunkPolicy, ObsHistory
@@ -114,6 +113,9 @@ class DSRLRunner(Runner):
     dataset was recorded (randomization, episode length)."""
 
     kind = "dsrl"
+    eval_gate = False
+    """Evaluation runs the actor's mean noise, ungated: the exported DSRL artifact has no gate
+    (its cost critic scores noise, not actions), so evaluation decides as the artifact does."""
     config_type = DSRLConfig
     cfg: DSRLConfig
 
@@ -152,11 +154,6 @@ class DSRLRunner(Runner):
                 norm.var.copy_(flow.std ** 2)
                 norm.count.fill_(1.0)
             self.agent.freeze_normalizer()
-
-    def evaluate_policy(self, env: VecEnv, episodes: int, seed: int) -> EvalResult:
-        """The actor's mean noise, ungated: the exported DSRL artifact has no gate (its cost
-        critic scores noise, not actions), so evaluation decides as the artifact does."""
-        return evaluate_agent(self.agent, env, episodes, seed=seed, gate=False)
 
     def warmup_action(self, obs: torch.Tensor) -> tuple[torch.Tensor, None, None]:
         """Before learning starts the flow policy acts as trained: standard normal noise,

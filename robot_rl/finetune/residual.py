@@ -46,7 +46,6 @@ from robot_rl.checkpoint import load_checkpoint
 from robot_rl.data.mirror import dataset_mirror_signs
 from robot_rl.data.reader import Dataset
 from robot_rl.errors import ConfigError
-from robot_rl.evaluate import EvalResult, evaluate_agent
 from robot_rl.finetune.configs import ResidualConfig
 from robot_rl.finetune.macro_step import MacroStep, MacroStepEnv
 from robot_rl.finetune.residual_base import (
@@ -159,6 +158,10 @@ class ResidualRunner(Runner):
     recorded (randomization, episode length)."""
 
     kind = "residual"
+    eval_gate = False
+    """Evaluation runs the residual actor's mean on the flow's zero-noise chunks, ungated:
+    the exported artifact runs exactly this (its cost critic would score residuals, not
+    actions)."""
     config_type = ResidualConfig
     cfg: ResidualConfig
 
@@ -270,11 +273,6 @@ class ResidualRunner(Runner):
     def actor_learns(self) -> bool:
         """The actor moves only after ``critic_warmup`` critic steps."""
         return self.agent.updates >= self.cfg.critic_warmup
-
-    def evaluate_policy(self, env: VecEnv, episodes: int, seed: int) -> EvalResult:
-        """The residual actor's mean on the flow's zero-noise chunks, ungated: the exported
-        artifact runs exactly this (its cost critic would score residuals, not actions)."""
-        return evaluate_agent(self.agent, env, episodes, seed=seed, gate=False)
 
 
 def explore_mask(rate: float, num_envs: int, gen: torch.Generator) -> torch.Tensor:
