@@ -57,7 +57,9 @@ def with_preset(cfg: _C, preset: Preset) -> _C:
     ``gpu`` trains on MuJoCo Warp and CUDA with ``GPU_ENVS`` worlds and ``fastsac_sac``'s
     SAC (a fine-tuning recipe keeps its own SAC and takes the scale: batch, updates, replay,
     the compiled step), and logs, evaluates and checkpoints at the cadence that scale
-    needs. The command line's flags apply on top (the CLI makes this the defaults)."""
+    needs, without the replay buffer in the checkpoints (4M transitions, about 1 GB;
+    ``--save-replay`` keeps it). The command line's flags apply on top (the CLI makes
+    this the defaults)."""
     if preset != "gpu":
         return cfg
     fast = fastsac_sac()
