@@ -18,6 +18,7 @@ Only ``terminated`` stops bootstrapping; a time-out (truncated) still bootstraps
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import torch
 
@@ -138,6 +139,31 @@ class ReplayBuffer:
         for name, v in state.get("extra", {}).items():
             self.extra[name][:n] = v.to(self.device)
         self.size, self.pos = n, int(state["pos"])
+
+
+def concat_batches(parts: list[Batch]) -> Batch:
+    """The batches of ``parts`` as one, in order."""
+    def cat(name: str) -> torch.Tensor:
+        return torch.cat([getattr(p, name) for p in parts])
+
+    return Batch(cat("obs"), cat("action"), cat("reward"), cat("cost"), cat("next_obs"),
+                 cat("terminated"),
+                 extra={k: torch.cat([p.extra[k] for p in parts]) for k in parts[0].extra})
+
+
+def sample_mixed(online: ReplayBuffer, shares: Sequence[tuple[ReplayBuffer, float]], size: int,
+                 gen: torch.Generator | None = None) -> Batch:
+    """``size`` transitions: ``round(size * share)`` from each (buffer, share) of ``shares``
+    that holds any, in order, and the rest from ``online``; while ``online`` is empty, all of
+    them from the first of ``shares`` that holds any (RLPD's demonstrations before online
+    data arrives). One batch, the parts concatenated in that order."""
+    held = [(buf, share) for buf, share in shares if len(buf)]
+    if len(online) == 0 and held:
+        return held[0][0].sample(size, gen)
+    parts = [(buf, round(size * share)) for buf, share in held]
+    parts = [(buf, n) for buf, n in parts if n] + [(online, size - sum(n for _, n in parts))]
+    batches = [buf.sample(n, gen) for buf, n in parts if n > 0]
+    return batches[0] if len(batches) == 1 else concat_batches(batches)
 
 
 def mirror_half(batch: Batch, obs_signs: torch.Tensor, action_signs: torch.Tensor,

@@ -50,7 +50,7 @@ from robot_rl.config_io import to_dict
 from robot_rl.errors import ConfigError
 from robot_rl.evaluate import EvalResult, evaluate_agent
 from robot_rl.nstep import COST_DISCOUNT, DISCOUNT, NStepTransitions, NStepWriter
-from robot_rl.replay import Batch, ExtraSpec, ReplayBuffer, mirror_half
+from robot_rl.replay import Batch, ExtraSpec, ReplayBuffer, mirror_half, sample_mixed
 from robot_rl.run_control import torch_threads
 from robot_rl.run_progress import Limit, clock
 from robot_rl.run_state import RunState, state_field
@@ -353,8 +353,15 @@ class Runner:
             self.agent.freeze_normalizer()
 
     def sample_batch(self) -> Batch:
-        """The batch of one gradient step: uniform from the replay buffer."""
-        return self.buffer.sample(self.cfg.sac.batch_size, self.agent.gen)
+        """The batch of one gradient step: uniform from the replay buffer, with the shares
+        of ``replay_shares`` from their buffers (``replay.sample_mixed``)."""
+        return sample_mixed(self.buffer, self.replay_shares(), self.cfg.sac.batch_size,
+                            self.agent.gen)
+
+    def replay_shares(self) -> list[tuple[ReplayBuffer, float]]:
+        """Buffers besides the online replay that every batch draws a share from, in order
+        (demonstrations, prior data, a person's interventions); none here."""
+        return []
 
     # -- evaluation and logging --------------------------------------------------------------
 

@@ -54,9 +54,8 @@ from robot_rl.finetune.residual_base import (
     fresh_base,
     residual_demo_buffer,
 )
-from robot_rl.finetune.runner import mixed_batch
 from robot_rl.policies import ChunkPolicy
-from robot_rl.replay import Batch, ReplayBuffer
+from robot_rl.replay import ReplayBuffer
 from robot_rl.runner import Runner, load_agent, make_agent
 from robot_rl.sim.configs import DRPreset
 from robot_rl.sim.vec_env import POLICY, StepResult, VecEnv
@@ -243,12 +242,9 @@ class ResidualRunner(Runner):
             action = info[EXECUTED]
         super().store(obs, action, reward, cost, terminated, truncated, info, keep)
 
-    def sample_batch(self) -> Batch:
-        """With demonstrations, ``demo_ratio`` of the batch from them (``mixed_batch``)."""
-        if self.demos is None:
-            return super().sample_batch()
-        return mixed_batch(self.demos, self.buffer, self.cfg.sac.batch_size,
-                           self.cfg.demo_ratio, self.agent.gen)
+    def replay_shares(self) -> list[tuple[ReplayBuffer, float]]:
+        """With demonstrations, ``demo_ratio`` of every batch from them."""
+        return [] if self.demos is None else [(self.demos, self.cfg.demo_ratio)]
 
     def mirror_signs(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The signs of a residual transition's mirror image (--mirror), from the flow's

@@ -49,7 +49,7 @@ from robot_rl.data.reader import Dataset
 from robot_rl.finetune.calql import CalQL
 from robot_rl.finetune.configs import FinetuneConfig
 from robot_rl.finetune.demos import add_transitions, demo_and_online
-from robot_rl.replay import Batch, ReplayBuffer
+from robot_rl.replay import Batch, ReplayBuffer, sample_mixed
 from robot_rl.runner import Runner
 from robot_rl.sim.vec_env import VecEnv
 
@@ -155,31 +155,14 @@ class FinetuneRunner(Runner):
             return self.env_steps >= self.cfg.sac.learning_starts
         return super().ready_to_learn()
 
-    def sample_batch(self) -> Batch:
-        if self.cfg.method == "wsrl":
-            return super().sample_batch()  # online data only
-        return mixed_batch(self.demos, self.buffer, self.cfg.sac.batch_size,
-                           self.cfg.demo_ratio, self.agent.gen)
+    def replay_shares(self) -> list[tuple[ReplayBuffer, float]]:
+        """RLPD: ``demo_ratio`` of every batch from the demonstrations (all of it until
+        online data arrives); WSRL: online data only."""
+        return [] if self.cfg.method == "wsrl" else [(self.demos, self.cfg.demo_ratio)]
 
 
 def mixed_batch(demos: ReplayBuffer, online: ReplayBuffer, size: int, demo_ratio: float,
                 gen: torch.Generator) -> Batch:
     """``round(size * demo_ratio)`` transitions from ``demos`` and the rest from ``online``
-    (all from ``demos`` while ``online`` is empty), concatenated."""
-    n_demo = size if len(online) == 0 else round(size * demo_ratio)
-    parts = []
-    if n_demo:
-        parts.append(demos.sample(n_demo, gen))
-    if size - n_demo:
-        parts.append(online.sample(size - n_demo, gen))
-    return concat_batches(parts)
-
-
-def concat_batches(parts: list[Batch]) -> Batch:
-    """The batches of ``parts`` as one, in order."""
-    def cat(name: str) -> torch.Tensor:
-        return torch.cat([getattr(p, name) for p in parts])
-
-    return Batch(cat("obs"), cat("action"), cat("reward"), cat("cost"), cat("next_obs"),
-                 cat("terminated"),
-                 extra={k: torch.cat([p.extra[k] for p in parts]) for k in parts[0].extra})
+    (all from ``demos`` while ``online`` is empty), concatenated (``sample_mixed``)."""
+    return sample_mixed(online, [(demos, demo_ratio)], size, gen)

@@ -13,7 +13,7 @@ from robot_rl.finetune import FinetuneRunner, mixed_batch
 from robot_rl.finetune.configs import FinetuneConfig
 from robot_rl.recording.config import RecordConfig
 from robot_rl.recording.record import record
-from robot_rl.replay import ReplayBuffer
+from robot_rl.replay import ReplayBuffer, sample_mixed
 from robot_rl.sim import make_task_config
 
 
@@ -31,6 +31,21 @@ def test_rlpd_batches_are_half_demos_half_online_and_all_demos_before_online_dat
     assert float(mixed_batch(demos, online, 64, 0.25, gen).reward.sum()) == 16
     empty = ReplayBuffer(8, 3, 2)
     assert float(mixed_batch(demos, empty, 64, 0.5, gen).reward.sum()) == 64
+
+
+def test_a_batch_takes_each_buffers_share_in_order_and_the_rest_online():
+    """``sample_mixed``: prior data (reward 1) a quarter, interventions (reward 2) an eighth,
+    online (reward 0) the rest, concatenated in that order; an empty buffer's share goes
+    online; while online is empty, the first buffer that holds any gives the whole batch."""
+    prior, people, online = _buffer(1.0), _buffer(2.0), _buffer(0.0)
+    gen, empty = torch.Generator().manual_seed(0), ReplayBuffer(8, 3, 2)
+    b = sample_mixed(online, [(prior, 0.25), (people, 0.125)], 64, gen)
+    assert b.reward.tolist() == [1.0] * 16 + [2.0] * 8 + [0.0] * 40
+    assert sample_mixed(online, [(empty, 0.5), (people, 0.125)], 64, gen).reward.tolist() == \
+        [2.0] * 8 + [0.0] * 56
+    assert sample_mixed(empty, [(empty, 0.5), (people, 0.125)], 16, gen).reward.tolist() == \
+        [2.0] * 16
+    assert sample_mixed(online, [], 8, gen).reward.tolist() == [0.0] * 8
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,6 @@ from robot_rl.cluster.rollout import Rollout
 from robot_rl.data.reader import Dataset
 from robot_rl.finetune.demos import transitions
 from robot_rl.finetune.robot.configs import RobotFinetuneConfig
-from robot_rl.finetune.runner import concat_batches
 from robot_rl.nets import TanhGaussianActor, tanh_gaussian_log_prob
 from robot_rl.replay import Batch, ReplayBuffer
 from robot_rl.runner import Runner
@@ -164,18 +163,12 @@ class RobotFinetuneRunner(Runner):
     def actor_learns(self) -> bool:
         return self.env_steps >= self.cfg.actor_warmup
 
-    def sample_batch(self) -> Batch:
-        """The batch of one update: ``prior_ratio`` from the simulation's transitions,
-        ``intervention_ratio`` from the person's steps (when there are any), the rest from
-        the robot's transitions."""
-        bs, gen = self.cfg.sac.batch_size, self.agent.gen
-        parts: list[tuple[ReplayBuffer, int]] = []
-        for buf, ratio in ((self.prior, self.cfg.prior_ratio),
-                           (self.interventions, self.cfg.intervention_ratio)):
-            if buf is not None and len(buf) and round(bs * ratio):
-                parts.append((buf, round(bs * ratio)))
-        parts.append((self.buffer, bs - sum(n for _, n in parts)))
-        return concat_batches([b.sample(n, gen) for b, n in parts if n > 0])
+    def replay_shares(self) -> list[tuple[ReplayBuffer, float]]:
+        """``prior_ratio`` of every batch from the simulation's transitions and
+        ``intervention_ratio`` from the person's steps (when there are any); the rest is the
+        robot's transitions."""
+        shares = [] if self.prior is None else [(self.prior, self.cfg.prior_ratio)]
+        return shares + [(self.interventions, self.cfg.intervention_ratio)]
 
     def _prior_data(self) -> ReplayBuffer:
         """The init run's replay buffer (checkpoints/replay.pt beside its checkpoint)."""
