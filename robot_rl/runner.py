@@ -169,8 +169,8 @@ class Runner:
             raise ConfigError(f"--sac.n-step {cfg.sac.n_step}: {type(self).__name__} stores "
                               f"one-step transitions only; leave it at 1")
         self.agent = self.build_agent()
-        if cfg.sac.compile and (why := self.agent.eager_only()):
-            raise ConfigError(f"--sac.compile: {why}; leave it off for this learner")
+        if cfg.sac.compile:  # refused now, not at the first update after the warm-up
+            self.agent.check_compilable()
         self.buffer = self.make_buffer()
         self.mirror = self.mirror_signs() if cfg.mirror else None
         """The signs of a transition's mirror image (--mirror): (O,) and (A,) tensors."""

@@ -8,7 +8,7 @@ round of collection and learning:
             session.check_interrupt()
             ...collect, store, learn; runner.state.env_steps += n...
             session.add_steps(n, term_sums, rejected, cost)
-            session.add_episodes(returns, costs, successes)
+            session.add_episodes(episodes)  # an Episodes: returns, costs, successes
             if session.tick():      # multiplier, log, evaluate, stop rules, checkpoint
                 break
 

@@ -108,9 +108,7 @@ class CompiledUpdate:
     ``robot_rl.algos.sac.SAC`` whose step it is (not imported here: SAC builds this)."""
 
     def __init__(self, agent: Any):
-        reason = agent.eager_only()
-        if reason:
-            raise ConfigError(f"--sac.compile: {reason}; leave it off for this learner")
+        agent.check_compilable()
         self.agent = agent
         cfg = agent.cfg
         self.module = _Methods(agent)
@@ -190,8 +188,7 @@ class CompiledUpdate:
         y, yc = self._call("td_targets", batch, next_x, subset)
 
         def critic_loss(params: dict[str, torch.Tensor]) -> tuple[torch.Tensor, Metrics]:
-            loss, m = self._call("critic_loss", x, action, y, params=params)
-            m.pop("q")
+            loss, _, m = self._call("critic_loss", x, action, y, params=params)
             return loss, m
 
         metrics = self._grad(self.critic, critic_loss)

@@ -115,12 +115,12 @@ class SAC(nn.Module):
         self.actor = actor if actor is not None else \
             TanhGaussianActor(obs_dim, act_dim, cfg.actor_hidden, ACTIVATIONS[cfg.activation],
                               cfg.actor_layer_norm, cfg.actor_log_std_init)
-        critic = dict(n=cfg.num_critics, obs_dim=obs_dim, act_dim=act_dim,
-                      hidden=cfg.critic_hidden, layer_norm=cfg.layer_norm,
-                      activation=ACTIVATIONS[cfg.activation], atoms=cfg.critic_atoms,
-                      v_min=cfg.v_min, v_max=cfg.v_max)
-        self.critic = EnsembleCritic(**critic)  # type: ignore[arg-type]
-        self.critic_target = EnsembleCritic(**critic)  # type: ignore[arg-type]
+        def critic() -> EnsembleCritic:
+            return EnsembleCritic(cfg.num_critics, obs_dim, act_dim, cfg.critic_hidden,
+                                  cfg.layer_norm, ACTIVATIONS[cfg.activation],
+                                  cfg.critic_atoms, cfg.v_min, cfg.v_max)
+
+        self.critic, self.critic_target = critic(), critic()
         self.critic_target.load_state_dict(self.critic.state_dict())
         self.critic_target.requires_grad_(False)
         self.log_alpha = nn.Parameter(torch.tensor(float(cfg.init_alpha)).log())
@@ -146,6 +146,11 @@ class SAC(nn.Module):
         """Why this agent's gradient step cannot be compiled ("" where it can): a subclass
         whose step reads a ``torch.Generator`` or replaces a part of it says which."""
         return ""
+
+    def check_compilable(self) -> None:
+        """ConfigError with ``eager_only``'s reason where the step cannot be compiled."""
+        if why := self.eager_only():
+            raise ConfigError(f"--sac.compile: {why}; leave it off for this learner")
 
     def compile_update(self) -> None:
         """Make ``update`` run as one compiled function from now on
@@ -294,16 +299,14 @@ class SAC(nn.Module):
         """``update`` op by op: each loss's backward and its optimizer's step in turn."""
         obs, next_obs = self.normalize(batch.obs), self.normalize(batch.next_obs)
         y, yc = self.td_targets(batch, next_obs, subset)
-        critic_loss, metrics = self.critic_loss(obs, batch.action, y)
+        critic_loss, q, metrics = self.critic_loss(obs, batch.action, y)
         if critic_regularizer is not None:
             if self.critic.atoms:
                 raise ConfigError("a critic regularizer (Cal-QL, CQL) acts on scalar "
                                   "critics; leave --sac.critic-atoms at 0")
-            reg, reg_metrics = critic_regularizer(self, obs, next_obs, batch,
-                                                  metrics.pop("q"))
+            reg, reg_metrics = critic_regularizer(self, obs, next_obs, batch, q)
             critic_loss = critic_loss + reg
             metrics.update(reg_metrics)
-        metrics.pop("q", None)
         _step(self.critic_opt, critic_loss)
         if yc is not None and self.cost_opt is not None:
             cost_loss, cost_metrics = self.cost_loss(obs, batch.action, yc)
@@ -352,13 +355,13 @@ class SAC(nn.Module):
         probs = probs.gather(0, lowest[None, :, None].expand(1, -1, probs.shape[2]))[0]
         discount = gamma * (1.0 - batch.terminated)
         return categorical_target(probs, batch.reward - discount * alpha * next_logp,
-                                  discount * torch.ones_like(batch.reward), support)
+                                  discount, support)
 
     def critic_loss(self, obs: torch.Tensor, action: torch.Tensor, y: torch.Tensor
-                    ) -> tuple[torch.Tensor, Metrics]:
+                    ) -> tuple[torch.Tensor, torch.Tensor, Metrics]:
         """The critics' loss (the sum over members of the mean squared TD error; of the
-        cross-entropy to the target distribution for categorical critics) and its metrics,
-        with the values ``q`` (N, B) under "q" (popped by the caller)."""
+        cross-entropy to the target distribution for categorical critics), their values
+        ``q`` (N, B) at the batch's actions, and the metrics."""
         if self.critic.atoms:
             logits = self.critic.logits(obs, action)  # (N, B, K)
             loss = categorical_loss(logits, y)
@@ -366,8 +369,7 @@ class SAC(nn.Module):
         else:
             q = self.critic(obs, action)  # (N, B)
             loss = ((q - y) ** 2).mean(1).sum()
-        return loss, {"losses/critic": loss.detach(), "losses/q_mean": q.detach().mean(),
-                      "q": q}
+        return loss, q, {"losses/critic": loss.detach(), "losses/q_mean": q.detach().mean()}
 
     def cost_loss(self, obs: torch.Tensor, action: torch.Tensor, yc: torch.Tensor
                   ) -> tuple[torch.Tensor, Metrics]:
