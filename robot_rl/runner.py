@@ -115,7 +115,25 @@ def load_agent(checkpoint: str | Path, config_type: type[TrainConfig] = TrainCon
 
 
 class Runner:
-    """Owns the loop, logging and checkpoints; the agent owns acting and learning."""
+    """Owns the loop, logging and checkpoints; the agent owns acting and learning.
+
+    A learner (fine-tuning, pixels, the robot) varies these parts, each a method or class
+    attribute below:
+
+        env          make_env; reset_env where the env keeps more than its observation
+        agent        build_agent; act (its decision), decide (around it: exploration
+                     schedules), evaluate_policy
+        transitions  make_buffer, store (what one step adds), mirror_signs
+        sampler      replay_shares (buffers each batch draws a share from), ready_to_learn
+        warm-up      warmup (who acts before learning_starts), warmup_action
+        offline      before_training (phases before the first env step); actor_learns and
+                     before_update (critic-only updates, statistics fitted at the first)
+        checkpoint   extra_state / load_extra_state, save (files beside the checkpoint)
+
+    The loop itself (``train``), its state (``self.state``, a ``RunState``) and the
+    collector it runs (``local_collector``: given ``decide`` and ``store``) are not
+    overridden.
+    """
 
     kind = "sac"
     """What the checkpoint holds (``robot-rl eval`` and ``export`` read it)."""
@@ -129,6 +147,10 @@ class Runner:
     collects = "env"
     """Where its transitions come from on Ray: ``env`` (env-runners) or ``robot`` (the robot
     actor); the fleet it is placed with must match."""
+    warmup = "uniform"
+    """Who acts before ``learning_starts``: ``uniform`` random actions (env-runners on Ray
+    draw them themselves), the agent's ``policy`` (a pre-trained policy collects from the
+    first step), or any other name: the learner's own ``warmup_action``."""
 
     def __init__(self, cfg: TrainConfig, console: Console | None = None,
                  env: VecEnv | None = None, eval_env: VecEnv | None = None):
@@ -163,8 +185,8 @@ class Runner:
             self.cfg = cfg = dataclasses.replace(cfg, sac=cfg.sac.with_gamma(
                 self.env.control_dt, cfg.env.discount_horizon))
         self._action_gen = torch.Generator().manual_seed(cfg.seed)
-        """Draws the warm-up's actions before learning starts (uniform here; a subclass's
-        ``warmup_action`` may draw its own from it); kept in the checkpoint."""
+        """Draws the warm-up's actions before learning starts (``warmup_action``); kept in
+        the checkpoint."""
         if cfg.sac.n_step > 1 and not self.n_step_ok:
             raise ConfigError(f"--sac.n-step {cfg.sac.n_step}: {type(self).__name__} stores "
                               f"one-step transitions only; leave it at 1")
@@ -248,11 +270,6 @@ class Runner:
     def before_training(self) -> None:
         """What runs once before the loop (fine-tuning's offline phases); nothing here."""
 
-    def warmup_is_uniform(self) -> bool:
-        """Whether ``warmup_action`` draws uniform random actions (env-runners on Ray draw
-        them without the learner)."""
-        return True
-
     def make_env(self, num_envs: int, seed: int) -> VecEnv:
         """A training or evaluation env of the config."""
         return make_train_env(self.cfg, num_envs, seed)
@@ -274,9 +291,14 @@ class Runner:
     def decide(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None,
                                                  torch.Tensor | None]:
         """(action, hold, rejected) of this step: ``warmup_action`` before
-        ``learning_starts``, then the agent's (gated) decision."""
-        if self.env_steps < self.cfg.sac.learning_starts:
-            return self.warmup_action(obs)
+        ``learning_starts`` (unless the ``warmup`` is the policy's), then ``act``."""
+        if self.env_steps < self.cfg.sac.learning_starts and self.warmup != "policy":
+            return self.warmup_action(obs), None, None
+        return self.act(obs)
+
+    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None,
+                                              torch.Tensor | None]:
+        """(action, hold, rejected): the agent's decision, gated by its safety critic."""
         act = self.agent.act(obs)
         return act.action, act.hold, act.rejected
 
@@ -309,10 +331,9 @@ class Runner:
         """Evaluate the agent's deterministic policy, gated as ``eval_gate`` says."""
         return evaluate_agent(self.agent, env, episodes, seed=seed, gate=self.eval_gate)
 
-    def warmup_action(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None,
-                                                        torch.Tensor | None]:
-        """(action, hold, rejected) before ``learning_starts``: uniform random actions."""
-        return uniform_actions(self.env, self._action_gen), None, None
+    def warmup_action(self, obs: torch.Tensor) -> torch.Tensor:
+        """(E, A): an action before ``learning_starts``, uniform in the action box."""
+        return uniform_actions(self.env, self._action_gen)
 
     def ready_to_learn(self) -> bool:
         """Whether this step makes gradient updates."""

@@ -308,8 +308,8 @@ class BatchedEnv:
         if images:
             info["final_images"] = images
         done = terminated | truncated
-        if bool(done.any()):
-            ids = done.nonzero().squeeze(1)
+        ids = done.nonzero().squeeze(1)  # the step's one read of the device (on a GPU)
+        if len(ids):
             info["episode"] = {
                 "return": self._ep_return.clone(),
                 "cost": self._ep_cost.clone(),

@@ -156,7 +156,7 @@ class PoolCollector:
 
     def _uniform(self) -> bool:
         r = self.runner
-        return r.env_steps < r.cfg.sac.learning_starts and r.warmup_is_uniform()
+        return r.env_steps < r.cfg.sac.learning_starts and r.warmup == "uniform"
 
 
 DIST_STATS = "dist_stats.json"

@@ -118,6 +118,7 @@ class DSRLRunner(Runner):
     (its cost critic scores noise, not actions), so evaluation decides as the artifact does."""
     config_type = DSRLConfig
     cfg: DSRLConfig
+    warmup = "noise"  # the flow policy's own noise (``warmup_action``)
 
     def __init__(self, cfg: DSRLConfig, console: Console | None = None):
         if cfg.resume is not None:  # the policy and noise scale of the run being resumed
@@ -155,13 +156,13 @@ class DSRLRunner(Runner):
                 norm.count.fill_(1.0)
             self.agent.freeze_normalizer()
 
-    def warmup_action(self, obs: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+    def warmup_action(self, obs: torch.Tensor) -> torch.Tensor:
         """Before learning starts the flow policy acts as trained: standard normal noise,
         as an action in [-1, 1] (clipped at +-noise_scale), drawn from the runner's warm-up
         generator (kept in the checkpoint)."""
         E, D = self.env.num_envs, self.env.act_dim
         noise = torch.randn(E, D, generator=self._action_gen) / self.cfg.noise_scale
-        return noise.clamp(-1.0, 1.0).to(self.env.device), None, None
+        return noise.clamp(-1.0, 1.0).to(self.env.device)
 
 
 def noise_env(cfg: DSRLConfig, policy: ChunkPolicy, bc_state: dict[str, Any], num_envs: int,

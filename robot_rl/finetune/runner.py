@@ -70,6 +70,8 @@ class FinetuneRunner(Runner):
             cfg = dataclasses.replace(cfg, sac=dataclasses.replace(
                 cfg.sac, learning_starts=cfg.warmup_steps))
         dataset = Dataset(cfg.demos)  # a missing or corrupt dataset fails before the run dir
+        if cfg.method == "wsrl":  # the pre-trained policy collects, frozen
+            self.warmup = "policy"
         super().__init__(cfg, console, env=env, eval_env=eval_env)
         calibrated = cfg.method == "wsrl" and cfg.offline == "calql"
         self.demos, online = demo_and_online(dataset, self.env, self.cfg.device,
@@ -139,16 +141,6 @@ class FinetuneRunner(Runner):
                            + extra)
 
     # -- hooks of the runner ---------------------------------------------------------------
-
-    def warmup_action(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None,
-                                                        torch.Tensor | None]:
-        if self.cfg.method == "wsrl":  # the pre-trained policy collects, frozen
-            act = self.agent.act(obs)
-            return act.action, act.hold, act.rejected
-        return super().warmup_action(obs)
-
-    def warmup_is_uniform(self) -> bool:
-        return self.cfg.method != "wsrl"
 
     def ready_to_learn(self) -> bool:
         if self.cfg.method == "rlpd":  # the demos fill the batch until online data arrives

@@ -40,7 +40,7 @@ from robot_rl.evaluate import EvalResult, evaluate_decisions
 from robot_rl.replay import ReplayBuffer
 from robot_rl.runner import Runner
 from robot_rl.sim.env import BatchedEnv
-from robot_rl.sim.vec_env import CRITIC, VecEnv, layout_columns, uniform_actions
+from robot_rl.sim.vec_env import CRITIC, VecEnv, layout_columns
 from robot_rl.vision.configs import PixelTrainConfig
 from robot_rl.vision.pixel_inputs import hidden_terms, pixel_env, student_columns
 from robot_rl.vision.pixel_sac import PROPRIO, PixelActor, PixelSAC, image_key, replay_extra
@@ -81,6 +81,8 @@ class PixelRunner(Runner):
         """The training env's current critic observations (E, C)."""
         self._images: dict[str, torch.Tensor] = {}
         """Its current camera images."""
+        if self._student is not None:  # its own sampled actions fill the buffer at first
+            self.warmup = "policy"
         super().__init__(cfg, console)
         self.cfg: PixelTrainConfig
         self._normalized = self._student is not None or self.agent.updates > 0
@@ -119,11 +121,8 @@ class PixelRunner(Runner):
         self._images = self.pixel_env.last_images
         return obs
 
-    def decide(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None,
-                                                 torch.Tensor | None]:
-        if self.env_steps < self.cfg.sac.learning_starts and self._student is None:
-            return uniform_actions(self.env, self._action_gen), None, None
-        # from a student, its own sampled actions fill the buffer before learning starts
+    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None,
+                                              torch.Tensor | None]:
         act = self.pixel_agent.act_pixels(obs[:, self.proprio_cols], self._images,
                                           self._critic, gate=self._gate())
         return act.action, act.hold, act.rejected

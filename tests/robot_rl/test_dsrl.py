@@ -129,7 +129,7 @@ def test_the_warm_up_draws_the_flow_policys_own_noise(flow_run: Path, tmp_path: 
                      run_name="warm", progress=False, safety="off")
     runner = DSRLRunner(cfg, console=Console(file=sys.stderr))
     assert runner.cfg.num_envs == 2 and DSRLConfig(policy=flow_run).num_envs == 4
-    a = torch.cat([runner.warmup_action(torch.zeros(2, runner.env.obs_dim))[0]
+    a = torch.cat([runner.warmup_action(torch.zeros(2, runner.env.obs_dim))
                    for _ in range(500)])
     assert a.shape == (1000, runner.env.act_dim) and float(a.abs().max()) <= 1.0
     noise = cfg.noise_scale * a  # the flow's input: standard normal, clipped at +-2
@@ -139,7 +139,7 @@ def test_the_warm_up_draws_the_flow_policys_own_noise(flow_run: Path, tmp_path: 
     resumed = DSRLRunner(dataclasses.replace(cfg, resume=tmp_path / "warm"),
                          console=Console(file=sys.stderr))
     obs = torch.zeros(2, runner.env.obs_dim)
-    assert torch.equal(runner.warmup_action(obs)[0], resumed.warmup_action(obs)[0])
+    assert torch.equal(runner.warmup_action(obs), resumed.warmup_action(obs))
 
 
 def test_dsrl_starts_from_the_noise_the_flow_was_trained_on(flow_run: Path,

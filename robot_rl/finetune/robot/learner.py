@@ -122,6 +122,7 @@ class RobotFinetuneRunner(Runner):
     n_step_ok = False  # the robot's rollouts arrive as one-step transitions
     config_type = RobotFinetuneConfig
     collects = "robot"
+    warmup = "policy"  # a robot acts with the pre-trained policy from the first step
 
     def __init__(self, cfg: RobotFinetuneConfig, console: Console | None = None,
                  eval_env: VecEnv | None = None):
@@ -156,9 +157,6 @@ class RobotFinetuneRunner(Runner):
                                     if k.startswith("actor.")})
             agent.set_anchor(anchor, cfg.anchor)
         return agent
-
-    def warmup_is_uniform(self) -> bool:
-        return False  # a robot acts with the pre-trained policy from the first step
 
     def actor_learns(self) -> bool:
         return self.env_steps >= self.cfg.actor_warmup
