@@ -89,13 +89,15 @@ class Args:
 
 
 def held_out_env(task: TaskConfig, num_envs: int, sim: SimRobotConfig, seed: int = 0,
-                 **overrides: Any) -> BatchedEnv:
+                 exact_delay: bool = False, **overrides: Any) -> BatchedEnv:
     """A batched env of ``task`` with ``sim``'s held-out dynamics: link masses, servo
     stiffness and damping (per joint), joint damping and dry friction set in every env's
-    model, the actuation delay as up to ``round(delay / control_dt)`` control steps."""
+    model, the actuation delay as up to ``round(delay / control_dt)`` control steps
+    (``exact_delay``: that many in every env)."""
     robot = get_robot(sim.robot)
-    delay = round(sim.actuation_delay / task.control_dt)
-    dr = DRConfig(link_mass=(sim.mass_scale, sim.mass_scale), action_delay_max=delay)
+    delay = sim.actuation_delay
+    dr = DRConfig(link_mass=(sim.mass_scale, sim.mass_scale),
+                  action_delay=(delay if exact_delay else 0.0, delay))
     env = make_env(dataclasses.replace(task, dr=dr, **overrides), num_envs, seed=seed)
     be, model = env.backend, env.backend.model
     acts = [model.actuator(n).id for n in robot.actuator_names]
@@ -129,11 +131,12 @@ def _nominal_controller_model(env: BatchedEnv, mass_scale: float) -> None:
         env.backend.model.dof_armature[dofs.numpy()], dtype=state.dtype))
     true_arm_state = state.arm_state
 
-    def arm_state(mass: bool = False) -> Any:
-        arm = true_arm_state(mass)
+    def arm_state(mass: bool = False, numpy: bool = False) -> Any:
+        arm = true_arm_state(mass, numpy)
+        a = armature.numpy() if isinstance(arm.mass, np.ndarray) else armature
         return dataclasses.replace(
-            arm, mass=None if arm.mass is None else (arm.mass - armature) / mass_scale
-            + armature, gravity=None if arm.gravity is None else arm.gravity / mass_scale)
+            arm, mass=None if arm.mass is None else (arm.mass - a) / mass_scale + a,
+            gravity=None if arm.gravity is None else arm.gravity / mass_scale)
 
     state.arm_state = arm_state  # type: ignore[method-assign]
 

@@ -29,6 +29,9 @@ class DeployStats:
     """The newest fresh reading to the hold a watchdog trip began [s]."""
     frame_age: Samples = dataclasses.field(default_factory=Samples)
     """Age of the oldest camera's frame at each policy step [s] (policies that see cameras)."""
+    sense_to_act: Samples = dataclasses.field(default_factory=Samples)
+    """From a policy step's joint reading (its ``stamp``) to its targets going out [s]: the
+    delay the runtime adds before the arm's own actuation delay (which it cannot see)."""
     ticks: int = 0
     policy_steps: int = 0
     policy_waits: int = 0
@@ -59,6 +62,7 @@ class DeployStats:
             "watchdog_hold_ms": self.watchdog_hold.percentiles(1e3),
             "camera_holds": self.camera_holds,
             "frame_age_ms": self.frame_age.percentiles(1e3),
+            "sense_to_act_ms": self.sense_to_act.percentiles(1e3),
             "shield": dict(self.shield),
         }
         if nominal_period is not None and self.period.n:

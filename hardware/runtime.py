@@ -188,6 +188,8 @@ class DeployRuntime:
         self._running = False
         self._autostart = cfg.autostart
         self._reading: JointReading | None = None
+        self._now = 0.0
+        """The current tick's time (on the clock of the readings' stamps)."""
         self._last_stamp = -float("inf")
         self._hold_q: np.ndarray | None = None
         self._targets: Targets | None = None
@@ -355,6 +357,7 @@ class DeployRuntime:
         before the first reading, when there is nothing to hold at)."""
         t0 = time.monotonic()
         now = t0 if now is None else now
+        self._now = now
         fresh = self._accept(reading, now)
         stale = self.watchdog.stale(now)
         if self._running and stale:
@@ -492,6 +495,7 @@ class DeployRuntime:
         self.prev_action = self.action
         self.action = step.action[0].copy()
         st.policy_steps += 1
+        st.sense_to_act.add(self._now - r.stamp)  # the targets go out at this tick
         if self.telemetry is not None:
             self.telemetry.step(time.monotonic(), np.asarray(a, dtype=np.float32), self.action,
                                 step.flags, inference, gate)

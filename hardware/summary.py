@@ -36,6 +36,11 @@ def print_summary(console: Console, s: dict[str, Any]) -> None:
     table.add_row("bad readings dropped", str(s["bad_readings"]))
     shield = ", ".join(f"{k} {v}" for k, v in s["shield"].items() if v) or "none"
     table.add_row("shield interventions", shield)
+    lag = s.get("sense_to_act_ms")
+    if lag and s["policy_steps"] and all(math.isfinite(x) for x in lag):
+        p50, p99, mx = lag
+        table.add_row("reading to command", f"p50 {p50:.1f}  p99 {p99:.1f}  max {mx:.1f} ms "
+                      f"(train for it plus the arm's actuation delay: --env.dr.action-delay)")
     ages = s.get("frame_age_ms")
     if ages and s["policy_steps"] and all(math.isfinite(x) for x in ages):  # saw cameras
         p50, p99, mx = ages

@@ -29,10 +29,14 @@ def to_dict(cfg: Any) -> Any:
 def from_dict(cls: type[T], data: dict[str, Any]) -> T:
     """Rebuild dataclass ``cls`` from ``to_dict`` output; unknown keys raise ConfigError. A
     family of configs (task configs) may name the subclass a dict is of through a
-    ``config_class(data)`` classmethod."""
+    ``config_class(data)`` classmethod, and a config may bring a dict saved by an older
+    version to its fields through ``upgrade_saved_dict(data)``."""
     resolve = getattr(cls, "config_class", None)
     if resolve is not None:
         cls = resolve(data)
+    upgrade = getattr(cls, "upgrade_saved_dict", None)  # an older version's fields
+    if upgrade is not None:
+        data = upgrade(data)
     hints = typing.get_type_hints(cls, include_extras=False)
     names = {f.name for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
     unknown = sorted(set(data) - names)

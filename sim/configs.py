@@ -6,7 +6,7 @@ here."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from robot_rl.errors import ConfigError
 
@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
 
 DRPreset = Literal["off", "default", "strong"]
+"""Named randomization (``dr_preset``): ``off`` nominal; ``default`` masses, armature and gains
++-10%, friction and damping +-20%, 0-20 ms of actuation delay; ``strong`` masses +-30%,
+friction +-50%, damping x0.5-2, armature x0.7-1.5, gains +-25%, 0-60 ms of actuation delay."""
 
 
 Range = tuple[float, float]
@@ -36,30 +39,67 @@ class DRConfig:
     """Scale of each robot actuator's gain and bias (PD stiffness and damping, torque constant)."""
     obs_noise_std: float = 0.0
     """Standard deviation of additive Gaussian observation noise."""
-    action_delay_max: int = 0
-    """Largest action delay in control steps; each env draws 0..max at reset."""
+    action_delay: Range = (0.0, 0.0)
+    """Actuation delay [s]: each env draws a whole number of control steps between these (at
+    its control rate, rounded) at reset; its actions act that many steps late."""
+    sensing_delay: Range = (0.0, 0.0)
+    """Sensing delay [s], drawn the same way: the policy observes the state that many
+    control steps ago (the critics' privileged terms stay current)."""
 
     def __post_init__(self) -> None:
         for f in ("link_mass", "friction", "joint_damping", "armature", "actuator_gain"):
             lo, hi = getattr(self, f)
             if not 0 < lo <= hi:
                 raise ConfigError(f"dr.{f} must satisfy 0 < lo <= hi, got ({lo}, {hi})")
-        if self.obs_noise_std < 0 or self.action_delay_max < 0:
-            raise ConfigError("dr.obs_noise_std and dr.action_delay_max must be >= 0")
+        if self.obs_noise_std < 0:
+            raise ConfigError("dr.obs_noise_std must be >= 0")
+        for f in ("action_delay", "sensing_delay"):
+            lo, hi = getattr(self, f)
+            if not 0 <= lo <= hi:
+                raise ConfigError(f"dr.{f} must satisfy 0 <= lo <= hi seconds, got ({lo}, {hi})")
+
+    def delay_steps(self, name: Literal["action_delay", "sensing_delay"],
+                    control_dt: float) -> tuple[int, int]:
+        """The fewest and most whole control steps of ``control_dt`` of a delay range."""
+        lo, hi = getattr(self, name)
+        return round(lo / control_dt), round(hi / control_dt)
+
+    def describe(self) -> str:
+        """The ranges that differ from nominal, in one line (delays in ms)."""
+        parts = [f"{f} x{lo:g}-{hi:g}" for f in ("link_mass", "friction", "joint_damping",
+                                                  "armature", "actuator_gain")
+                 for lo, hi in [getattr(self, f)] if (lo, hi) != (1.0, 1.0)]
+        if self.obs_noise_std:
+            parts.append(f"obs noise {self.obs_noise_std:g}")
+        for f in ("action_delay", "sensing_delay"):
+            lo, hi = getattr(self, f)
+            if hi:
+                parts.append(f"{f.replace('_', ' ')} {1e3 * lo:g}-{1e3 * hi:g} ms")
+        return ", ".join(parts) or "none"
+
+    @staticmethod
+    def upgrade_saved(data: dict[str, Any], control_dt: float) -> dict[str, Any]:
+        """A saved ``DRConfig`` dict of an older version in today's fields: its
+        ``action_delay_max`` (control steps) as ``action_delay`` (seconds)."""
+        if "action_delay_max" not in data:
+            return data
+        data = dict(data)
+        data["action_delay"] = (0.0, data.pop("action_delay_max") * control_dt)
+        return data
 
 
 def dr_preset(name: DRPreset) -> DRConfig:
-    """A named randomization preset (``off``, ``default``, ``strong``)."""
+    """A named randomization preset (``DR_PRESETS``)."""
     if name == "off":
         return DRConfig()
     if name == "default":
         return DRConfig(link_mass=(0.9, 1.1), friction=(0.8, 1.2), joint_damping=(0.8, 1.2),
                         armature=(0.9, 1.1), actuator_gain=(0.9, 1.1), obs_noise_std=0.005,
-                        action_delay_max=1)
+                        action_delay=(0.0, 0.02))
     if name == "strong":
         return DRConfig(link_mass=(0.7, 1.3), friction=(0.5, 1.5), joint_damping=(0.5, 2.0),
                         armature=(0.7, 1.5), actuator_gain=(0.75, 1.25), obs_noise_std=0.02,
-                        action_delay_max=3)
+                        action_delay=(0.0, 0.06))
     raise ConfigError(f"unknown dr preset {name!r}; valid presets: default, off, strong")
 
 

@@ -42,13 +42,16 @@ from robot_rl.robots import RobotSpec, compile_spec, get_robot, registered_robot
 from robot_rl.sim.backends import make_backend
 from robot_rl.sim.cameras import SimCameras
 from robot_rl.sim.configs import WarpOptions
+from robot_rl.sim.delay import DelayLine, TargetDelay
 from robot_rl.sim.frame_age import FrameAge
 from robot_rl.sim.identified import IdentifiedDynamics
 from robot_rl.sim.measurable import unmeasured_terms
 from robot_rl.sim.randomization import DomainRandomizer
 from robot_rl.sim.state import SimState, limits_of, slice_or_index
 from robot_rl.sim.tasks import get_task
+from robot_rl.sim.tasks.base import TaskDef, Term
 from robot_rl.sim.tasks.config import TaskConfig
+from robot_rl.sim.tasks.terms import obs_prev_action
 from robot_rl.sim.vec_env import CRITIC, POLICY, layout_columns
 
 
@@ -121,12 +124,14 @@ class BatchedEnv:
             dr, self.backend, robot_bodies=robot_bodies(self.model, self.robot),
             robot_dofs=self.state.joint_dofs, robot_actuators=arm_ids)
 
-        E, A = num_envs, self.act_dim
+        E = num_envs
         self._arange = torch.arange(E, device=dev)
-        self._delay_max = cfg.dr.action_delay_max
-        self._history = torch.zeros(self._delay_max + 1, E, A, device=dev)
-        self._head = 0
-        self._delay = torch.zeros(E, dtype=torch.long, device=dev)
+        self._actuation = TargetDelay(cfg.dr.delay_steps("action_delay", cfg.control_dt), E,
+                                      dev)
+        """The controller targets in flight (``dr.action_delay``)."""
+        self._sensing: DelayLine | None = None
+        """The policy observations in flight (``dr.sensing_delay``; made once the
+        observation's width is known)."""
         self._ep_return = torch.zeros(E, device=dev)
         self._ep_cost = torch.zeros(E, device=dev)
         self.invalid_action_count = torch.zeros(E, dtype=torch.long, device=dev)
@@ -143,7 +148,10 @@ class BatchedEnv:
                                       dtype=dtype, device=dev)[:, None]  # (R, 1)
         self._cost_names = list(self.task.costs)
         self._cost_fns = list(self.task.costs.values())
-        self._obs_fns = list(self.task.observations.values())
+        self.observation_terms = observation_terms(self.task, cfg)
+        """Name -> fn(state, cfg) of each observation term, in order: the task's, then the
+        ones its config adds (``observe_prev_action``)."""
+        self._obs_fns = list(self.observation_terms.values())
         self._priv_fns = list(self.task.privileged.values())
         self._current_sensors = cfg.sensor_stage == "current"
         self.gen = torch.Generator(device=dev)
@@ -163,7 +171,7 @@ class BatchedEnv:
                 self.frame_age = FrameAge(num_envs, cfg.control_dt, vis.frame_rate,
                                           vis.frame_latency, seed=seed + 1, device=dev)
         self._reset_envs(self._arange)
-        terms = [(n, int(f(self.state, cfg).shape[1])) for n, f in self.task.observations.items()]
+        terms = [(n, int(f(self.state, cfg).shape[1])) for n, f in self.observation_terms.items()]
         # with cameras the objects are in the pixels: the policy's vector holds what the
         # robot measures
         hidden = set(unmeasured_terms(self)) if self.cameras is not None else set()
@@ -171,6 +179,9 @@ class BatchedEnv:
         """(name, width) of each term of the policy's observation, in order: the task's
         observation terms; with cameras only those a robot measures (``sim.measurable``)."""
         self.obs_dim = sum(w for _, w in self.obs_layout)
+        self._sensing = DelayLine(cfg.dr.delay_steps("sensing_delay", cfg.control_dt), E,
+                                  self.obs_dim, dev)
+        self._sensing.draw(self._arange, self.gen)
         self._policy_cols = None if not hidden else torch.tensor(
             layout_columns(terms, [n for n, _ in self.obs_layout]), device=dev)
         """Columns of the policy's terms among all terms (None: all of them)."""
@@ -223,7 +234,9 @@ class BatchedEnv:
         self.last_images = self.images()
         if self.frame_age is not None:  # (only with cameras)
             self.frame_age.reset(self.last_images)
-        return self.observe()
+        obs = self.observe()
+        self._sense_restart(self._arange, obs)
+        return obs
 
     def step(self, action: torch.Tensor, hold: torch.Tensor | None = None
              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
@@ -234,11 +247,13 @@ class BatchedEnv:
         """
         action = self._check_action(action)
         state, cfg = self.state, self.cfg
-        # Actions reach the robot after the action delay; the shield sits on the robot side.
+        # The shield and the action space act on the state now, as the deploy runtime does;
+        # their targets reach the arm after the actuation delay.
         arm = state.arm_state(mass=self._inner, numpy=self.numpy_control)
         held = None if hold is None else hold.to(self.device, torch.bool)
-        control = self._act(self._delayed(action), arm, held)
-        invalid, flags, targets = control.invalid, control.flags, control.targets
+        control = self._act(action, arm, held)
+        invalid, flags = control.invalid, control.flags
+        targets = self._actuation(control.targets)
         self.invalid_action_count += invalid
         if targets.gripper is not None:
             state.backend.ctrl[:, self._gripper_col] = _tensor(targets.gripper[:, 0])
@@ -266,7 +281,7 @@ class BatchedEnv:
 
         bad = self.backend.diverged(cfg.guard_max_qvel)
         terms = self._terms()
-        obs, critic = self._noisy(self._policy(terms)), self._critic_obs(terms)
+        obs, critic = self._sensed(self._noisy(self._policy(terms))), self._critic_obs(terms)
         rewards, costs = self.reward_and_cost_terms()
         reward = rewards.sum(dim=0, dtype=torch.float32)
         cost = costs.sum(dim=0)
@@ -320,6 +335,7 @@ class BatchedEnv:
             self._reset_envs(ids)
             terms = self._terms()
             obs = torch.where(done[:, None], self._noisy(self._policy(terms)), obs)
+            self._sense_restart(ids, obs[ids])
             critic = torch.where(done[:, None], self._critic_obs(terms), critic)
             if images:  # the reset envs' first images
                 first = self.images(ids)
@@ -399,20 +415,21 @@ class BatchedEnv:
                               f"(num_envs, act_dim), got {tuple(action.shape)}")
         return action.to(device=self.device, dtype=torch.float32)
 
-    def _delayed(self, action: torch.Tensor) -> torch.Tensor:
-        """The action each env applies now: its own, or one from up to ``delay`` steps ago."""
-        if self._delay_max == 0:
-            return action
-        n = self._delay_max + 1
-        self._head = (self._head + 1) % n
-        self._history[self._head] = action
-        return self._history[(self._head - self._delay) % n, self._arange]
-
     def observe(self, noise: bool = True) -> torch.Tensor:
         """(E, obs_dim) observation of the current state: the task's terms, concatenated,
         plus the randomized observation noise unless ``noise`` is False."""
         clean = self._policy(self._terms())
         return self._noisy(clean) if noise else clean
+
+    def _sensed(self, obs: torch.Tensor) -> torch.Tensor:
+        """(E, obs_dim) what each env's policy observes now: ``obs``, or the observation of
+        its sensing delay's steps ago."""
+        return obs if self._sensing is None else self._sensing(obs)
+
+    def _sense_restart(self, ids: torch.Tensor, obs: torch.Tensor) -> None:
+        """The envs ``ids`` start their episodes: their sensing history is ``obs`` (n, O)."""
+        if self._sensing is not None and self._sensing.active:
+            self._sensing.fill(ids, obs)
 
     def _terms(self) -> torch.Tensor:
         """(E, width of all terms) every observation term of the task, concatenated,
@@ -467,10 +484,10 @@ class BatchedEnv:
         s.episode_step[ids] = 0
         s.action[ids] = 0.0
         s.prev_action[ids] = 0.0
-        self._history[:, ids] = 0.0
-        if self._delay_max > 0:
-            self._delay[ids] = torch.randint(0, self._delay_max + 1, (n,), generator=self.gen,
-                                             device=s.device)
+        self._actuation.restart(ids)
+        self._actuation.draw(ids, self.gen)
+        if self._sensing is not None:
+            self._sensing.draw(ids, self.gen)
         self._ep_return[ids] = 0.0
         self._ep_cost[ids] = 0.0
 
@@ -478,6 +495,14 @@ class BatchedEnv:
         return (f"BatchedEnv(task={self.cfg.name!r}, robot={self.cfg.robot!r}, "
                 f"num_envs={self.num_envs}, obs_dim={self.obs_dim}, act_dim={self.act_dim}, "
                 f"control_hz={1.0 / self.control_dt:g})")
+
+
+def observation_terms(task: TaskDef, cfg: TaskConfig) -> dict[str, Term]:
+    """The task's observation terms, then ``prev_action`` where the config observes it."""
+    out = dict(task.observations)
+    if cfg.observe_prev_action:
+        out["prev_action"] = obs_prev_action
+    return out
 
 
 def _tensor(x: np.ndarray | torch.Tensor) -> torch.Tensor:

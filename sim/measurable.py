@@ -26,7 +26,7 @@ def unmeasured_terms(env: SceneEnv, env_id: int = 0) -> list[str]:
     measure, probed at env ``env_id``'s current state (see module docstring)."""
     s, cfg, b = env.state, env.cfg, env.backend
     ids = torch.tensor([env_id], dtype=torch.long, device=env.device)
-    terms = env.task.observations
+    terms = env.observation_terms
 
     def values() -> dict[str, torch.Tensor]:
         return {n: f(s, cfg)[env_id].clone() for n, f in terms.items()}

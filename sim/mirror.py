@@ -70,6 +70,10 @@ def action_signs(space: dict[str, Any], robot: RobotSpec) -> np.ndarray:
     return np.asarray(signs, dtype=np.float32)
 
 
+CONFIG_TERMS: dict[str, Mirror] = {"prev_action": "action"}
+"""The mirror images of the observation terms a task config adds (``observe_prev_action``)."""
+
+
 def term_mirror_signs(task_name: str, robot_name: str, action_space: dict[str, Any],
                       terms: Iterable[tuple[str, int]]) -> MirrorSigns:
     """The signs of an observation made of ``terms`` ((name, width), in order) and of an
@@ -82,11 +86,12 @@ def term_mirror_signs(task_name: str, robot_name: str, action_space: dict[str, A
     robot = get_robot(robot_name)
     action = action_signs(action_space, robot)
     obs: list[float] = []
+    mirror: dict[str, Mirror] = {**CONFIG_TERMS, **task.mirror}
     for term, width in terms:
-        if term not in task.mirror:
+        if term not in mirror:
             raise ConfigError(f"task {task_name!r} gives no mirror image of its observation "
                               f"term {term!r}")
-        signs = _term_signs(task.mirror[term], width, robot, action, term)
+        signs = _term_signs(mirror[term], width, robot, action, term)
         if len(signs) != width:
             raise ConfigError(f"task {task_name!r}: the mirror of {term!r} has {len(signs)} "
                               f"signs, the observation {width} elements")

@@ -29,3 +29,6 @@ class SceneEnv(Protocol):
     """The task's config (``TaskConfig``)."""
     task: Any
     """The task's functions (``TaskDef``)."""
+    observation_terms: dict[str, Any]
+    """Name -> fn(state, cfg) of each observation term, in order: the task's, then those its
+    config adds (``TaskConfig.observe_prev_action``)."""

@@ -98,10 +98,11 @@ def evaluate_path(cfg: EvalConfig, console: Console | None = None) -> EvalReport
                                                    f"0, {logger.episode} episodes)")
 
 
-def artifact_policy(cfg: EvalConfig, env_overrides: dict[str, Any] | None = None
-                    ) -> tuple[Any, Any, str, Any]:
+def artifact_policy(cfg: EvalConfig, env_overrides: dict[str, Any] | None = None,
+                    env: Any = None) -> tuple[Any, Any, str, Any]:
     """Env and batched policy function of an exported artifact (evaluated through ONNX);
-    ``env_overrides``: task config fields of the env to replace (``identified``)."""
+    ``env_overrides``: task config fields of the env to replace (``identified``); ``env``:
+    a BatchedEnv of the artifact's task to evaluate on instead (a held-out arm's)."""
     import numpy as np
 
     from robot_rl.export import load_policy
@@ -109,15 +110,9 @@ def artifact_policy(cfg: EvalConfig, env_overrides: dict[str, Any] | None = None
 
     policy = load_policy(cfg.path)
     meta = policy.meta
-    overrides = dict(env_overrides or {})
-    task: Any = meta["task"]
-    if meta.get("env"):  # the env of its training (episode length, randomization, cameras):
-        from robot_rl.config_io import from_dict  # the run's own evaluation's episodes
-        from robot_rl.sim.tasks.config import TaskConfig
-
-        task = from_dict(TaskConfig, meta["env"])
-    env = make_env(task, min(cfg.num_envs, cfg.episodes), seed=cfg.seed, dr=cfg.dr,
-                   **overrides)
+    if env is None:
+        env = make_env(artifact_task(meta), min(cfg.num_envs, cfg.episodes), seed=cfg.seed,
+                       dr=cfg.dr, **dict(env_overrides or {}))
     cols = _artifact_columns(env.obs_layout, meta["observation"]["layout"])
     if cols is None or env.act_dim != policy.act_dim or \
             list(env.robot.joint_names) != policy.joint_names:
@@ -142,6 +137,18 @@ def artifact_policy(cfg: EvalConfig, env_overrides: dict[str, Any] | None = None
     act.rejected = lambda: rejected  # type: ignore[attr-defined]  # the gate's last rejections
 
     return env, act, f"{meta['task']} / artifact {cfg.path}", policy
+
+
+def artifact_task(meta: dict[str, Any]) -> Any:
+    """The task config an artifact's ``policy.json`` names: the env of its training
+    (episode length, randomization, cameras; the run's own evaluation's episodes), or, for
+    an artifact exported before that was recorded, its task's name."""
+    if not meta.get("env"):
+        return meta["task"]
+    from robot_rl.config_io import from_dict
+    from robot_rl.sim.tasks.config import TaskConfig
+
+    return from_dict(TaskConfig, meta["env"])
 
 
 def _artifact_columns(env_layout: list[tuple[str, int]], layout: list[dict[str, Any]]

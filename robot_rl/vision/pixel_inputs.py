@@ -28,7 +28,7 @@ def hidden_terms(env: BatchedEnv) -> list[str]:
     """The observation terms an env with cameras keeps from its policy (the robot does not
     measure them; ``sim.measurable``), in the ``critic`` group's order."""
     shown = {n for n, _ in env.obs_layout}
-    return [n for n, _ in env.critic_layout[:len(env.task.observations)] if n not in shown]
+    return [n for n, _ in env.critic_layout[:len(env.observation_terms)] if n not in shown]
 
 
 def student_columns(layout: Layout, drop: tuple[str, ...]) -> torch.Tensor:

@@ -103,6 +103,10 @@ class TaskConfig:
     cameras: Annotated[CameraConfig | None, Suppress] = None
     """Camera observations (``sim.cameras``): none by default; with cameras, every step's
     ``info["images"]`` holds their images, the policy's pixels next to its proprioception."""
+    observe_prev_action: bool = False
+    """The policy also observes the action before its last (``prev_action``, beside
+    ``last_action``): the actions in flight under two control steps of actuation delay
+    (``dr.action_delay``)."""
     sensor_stage: Literal["current", "last_substep"] = "current"
     """When sensors are evaluated after a control step: ``current`` recomputes them at the new
     state (one extra position/velocity pass); ``last_substep`` keeps MuJoCo's mj_step values,
@@ -132,6 +136,15 @@ class TaskConfig:
         if name not in CONFIG_CLASSES:
             raise unknown_name("task", name, list(CONFIG_CLASSES))
         return CONFIG_CLASSES[name]
+
+    @classmethod
+    def upgrade_saved_dict(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """A saved task config of an older version: its randomization's delay in control
+        steps (``action_delay_max``) as seconds at its control rate."""
+        if isinstance(data.get("dr"), dict):
+            dt = float(data.get("physics_dt", 0.002)) * int(data.get("decimation", 10))
+            data = {**data, "dr": DRConfig.upgrade_saved(data["dr"], dt)}
+        return data
 
     def validate(self) -> None:
         if self.physics_dt <= 0 or self.decimation < 1 or self.episode_length < 1:

@@ -70,6 +70,11 @@ def obs_last_action(state: SimState, cfg: TaskConfig) -> torch.Tensor:
     return state.action
 
 
+def obs_prev_action(state: SimState, cfg: TaskConfig) -> torch.Tensor:
+    """(E, A) the action of the step before the last (``TaskConfig.observe_prev_action``)."""
+    return state.prev_action
+
+
 # -- rewards --------------------------------------------------------------------------------
 
 

@@ -1,4 +1,5 @@
-"""robot-rl deploy's exit summary: camera frame ages only for a policy that saw cameras."""
+"""robot-rl deploy's exit summary: camera frame ages only for a policy that saw cameras, the
+reading-to-command delay once measured."""
 
 from __future__ import annotations
 
@@ -27,3 +28,10 @@ def test_frame_age_is_shown_only_where_frames_were_seen() -> None:
     stats.frame_age.add(0.004)
     stats.frame_age.add(0.006)
     assert "camera frame age" in _printed(stats)
+
+
+def test_the_delay_from_reading_to_command_is_shown_once_measured() -> None:
+    stats = DeployStats(ticks=20, policy_steps=2)
+    assert "reading to command" not in _printed(stats)
+    stats.sense_to_act.add(0.004)
+    assert "reading to command" in _printed(stats) and "p50 4.0" in _printed(stats)

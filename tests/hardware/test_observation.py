@@ -11,11 +11,13 @@ from robot_rl.hardware.observation import TaskObserver
 from robot_rl.sim import make_env, make_task_config
 
 
-@pytest.mark.parametrize("task", ["reach", "reach_hazard"])
-def test_observer_matches_the_env_on_the_same_state(task):
-    env = make_env(task, 1, seed=3)
+@pytest.mark.parametrize(("task", "extra"), [("reach", {}), ("reach_hazard", {}),
+                                             ("reach", {"observe_prev_action": True})])
+def test_observer_matches_the_env_on_the_same_state(task, extra):
+    env = make_env(task, 1, seed=3, **extra)
     obs = env.reset(seed=3)
-    observer = TaskObserver(make_task_config(task))
+    observer = TaskObserver(make_task_config(task, **extra))
+    assert observer.layout == env.obs_layout
     for name, buf in env.state.buffers.items():  # same goal (and hazard)
         observer.state.buffers[name][:] = buf
     gen = torch.Generator().manual_seed(0)

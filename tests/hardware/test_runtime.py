@@ -87,6 +87,22 @@ def test_stale_data_holds_within_the_watchdog_and_needs_an_explicit_start(reach_
     assert not rt.tick(r.observe(), now=t2 + period).hold
 
 
+def test_the_summary_reports_the_readings_age_when_their_commands_go_out(reach_artifact,
+                                                                        scripted_robot):
+    """Readings 4 ms old when they arrive: every policy step's targets leave 4 ms after
+    the measurement they act on (sensing to actuation, as the runtime sees it)."""
+    r = scripted_robot
+    rt = DeployRuntime(load_policy(reach_artifact), r, DeployConfig(
+        goal=GOAL, rate_hz=100, sliced_policy=False))
+    q0 = np.asarray(r.spec.home, dtype=float)
+    for k in range(12):
+        t = k * rt.period
+        r.set(q0, stamp=t - 0.004)
+        rt.tick(r.observe(), now=t)
+    lag = rt.stats.summary()["sense_to_act_ms"]
+    assert rt.stats.policy_steps >= 5 and lag == pytest.approx([4.0] * 3, abs=1e-6)
+
+
 def test_estop_latches_until_reset_and_start(reach_artifact, scripted_robot):
     r = scripted_robot
     rt = DeployRuntime(load_policy(reach_artifact), r, DeployConfig(

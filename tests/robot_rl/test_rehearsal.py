@@ -41,7 +41,7 @@ def test_the_batched_copy_has_the_held_out_arms_dynamics_in_every_env() -> None:
         np.testing.assert_allclose(field("dof_frictionloss")[e, dofs], arm.dof_frictionloss[dofs])
         np.testing.assert_allclose(field("dof_damping")[e, dofs], arm.dof_damping[dofs])
         np.testing.assert_allclose(field("body_mass")[e, bodies], arm.body_mass[bodies])
-    assert env.cfg.dr.action_delay_max == 1  # 15 ms at 50 Hz: 0 or 1 control step
+    assert env._actuation.steps == (0, 1)  # 15 ms at 50 Hz: 0 or 1 control step
 
 
 def test_the_batched_copys_controller_sees_the_nominal_arm_as_the_deploy_runtime_does() -> None:

@@ -120,5 +120,5 @@ def test_make_env_copies_a_passed_config() -> None:
 
     cfg = make_task_config("reach")
     env = make_env(cfg, 1, dr="strong", episode_length=9)
-    assert env.cfg.episode_length == 9 and env.cfg.dr.action_delay_max == 3
-    assert cfg.episode_length == 100 and cfg.dr.action_delay_max == 0
+    assert env.cfg.episode_length == 9 and env.cfg.dr.action_delay == (0.0, 0.06)
+    assert cfg.episode_length == 100 and cfg.dr.action_delay == (0.0, 0.0)

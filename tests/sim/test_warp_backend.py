@@ -94,7 +94,7 @@ def test_resets_and_randomization_agree_in_distribution():
         err = np.abs(ma - mb)[moving] / (sa[moving] / np.sqrt(n))
         assert err.max() < 5, (name, err.max())
         assert np.allclose(sa[moving], sb[moving], rtol=0.2), name
-    assert abs(cpu._delay.double().mean() - warp._delay.double().mean()) < 0.4
+    assert abs(cpu._actuation.delay.double().mean() - warp._actuation.delay.double().mean()) < 0.4
 
     # The constants MuJoCo derives from masses and armature (set_const) match MuJoCo's own
     # for the worlds' drawn parameters.
