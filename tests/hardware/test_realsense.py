@@ -226,11 +226,16 @@ class _LateStreamSyncer(_SplittingSyncer):
 @pytest.mark.slow
 def test_a_stream_that_comes_after_the_end_of_the_file_is_still_paired(
         recording: Path) -> None:
-    with RealSenseCamera(RealSenseConfig(playback=recording, real_time=False,
-                                         align="none")) as cam:
-        late = _LateStreamSyncer(cam._syncer)
-        cam._syncer = late  # type: ignore[assignment]
-        frames = list(cam)
+    # a loaded host's syncer can drop the first depth frames while it locks onto both
+    # streams (``_play``), leaving the double none to hold back: such a play is played again
+    for _ in range(3):
+        with RealSenseCamera(RealSenseConfig(playback=recording, real_time=False,
+                                             align="none")) as cam:
+            late = _LateStreamSyncer(cam._syncer)
+            cam._syncer = late  # type: ignore[assignment]
+            frames = list(cam)
+        if late.first_late is not None:
+            break
     assert late.first_late is not None  # the double held depth frames back
     numbers = [f.frame_number for f in frames]
     assert any(k >= late.first_late for k in numbers), (numbers, late.first_late)
